@@ -1,0 +1,1 @@
+"""The local models: a numpy transformer, its samplers, and (with torch) training."""

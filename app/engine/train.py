@@ -1,0 +1,399 @@
+"""Trains the built-in twins (the one module that needs torch): `python -m app.engine.train --twin ar|diffusion`.
+
+Both twins share the architecture, tokenizer, data order and seed. The AR twin learns next-token
+prediction and saves a checkpoint halfway; the diffusion twin starts from that checkpoint and spends
+the other half of the same token budget on the masked-diffusion objective with bidirectional
+attention and Dream's shifted logits (output i predicts token i+1), so both have seen the same tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SPECIALS = ["<|endoftext|>", "<|mask|>", "<|pad|>"]
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "models"
+STORY_START = re.compile(r"^(Once upon a time|Once there|Once,|One day, )")
+
+
+# ---------------------------------------------------------------- data
+
+def read_stories(paths: list[str]) -> list[str]:
+    """Splits corpus files into stories: a single newline between non-empty lines ends a story
+    (TinyStories subset b); where stories are only separated by blank lines like their paragraphs
+    (subset a), a paragraph opening with a story opener ("Once upon a time"...) starts a new one."""
+    stories: list[str] = []
+    for path in paths:
+        text = Path(path).read_text(encoding="utf-8").replace("\r\n", "\n")
+        blocks = re.split(r"(?<=[^\n])\n(?=[^\n])", text) if _has_single_breaks(text) else [text]
+        for block in blocks:
+            current: list[str] = []
+            for para in re.split(r"\n\s*\n", block):
+                para = para.strip()
+                if not para:
+                    continue
+                if current and STORY_START.match(para) and not _has_single_breaks(text):
+                    stories.append("\n\n".join(current))
+                    current = []
+                current.append(para)
+            if current:
+                stories.append("\n\n".join(current))
+    return stories
+
+
+def _has_single_breaks(text: str) -> bool:
+    """True when single newlines separate stories (more than one per 20 blank-line breaks)."""
+    singles = len(re.findall(r"(?<=[^\n])\n(?=[^\n])", text))
+    return singles * 20 > text.count("\n\n")
+
+
+def split_stories(stories: list[str], seed: int, held_out: float = 0.03) -> tuple[list[str], list[str]]:
+    """Seeded shuffle, then the first `held_out` fraction is kept aside for held-out loss."""
+    order = list(range(len(stories)))
+    random.Random(seed).shuffle(order)
+    n_val = max(1, int(len(stories) * held_out))
+    return [stories[i] for i in order[n_val:]], [stories[i] for i in order[:n_val]]
+
+
+def train_tokenizer(stories: list[str], path: Path, vocab_size: int = 4096) -> None:
+    """Byte-level BPE with end-of-text, mask and pad tokens, saved as a `tokenizers` JSON."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(stories, trainer=trainer)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tok.save(str(path))
+
+
+def encode_stream(tok, stories: list[str], eos_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """All stories as one token stream, each followed by end-of-text; returns (tokens, story starts)."""
+    ids: list[int] = []
+    starts: list[int] = []
+    for enc in tok.encode_batch(stories):
+        starts.append(len(ids))
+        ids.extend(enc.ids)
+        ids.append(eos_id)
+    return np.array(ids, dtype=np.int64), np.array(starts, dtype=np.int64)
+
+
+def batch_at(step: int, tokens: np.ndarray, starts: np.ndarray, batch: int, seq: int, seed: int) -> torch.Tensor:
+    """The batch for `step`: windows that open at story starts, chosen by (seed, step) alone so
+    that both twins see exactly the same data in the same order."""
+    rng = np.random.default_rng([seed, step])
+    picks = starts[rng.integers(0, len(starts), size=batch)]
+    wrapped = np.concatenate([tokens, tokens[:seq]])
+    return torch.from_numpy(np.stack([wrapped[p : p + seq] for p in picks]))
+
+
+# ---------------------------------------------------------------- model
+
+class Block(nn.Module):
+    def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0):
+        super().__init__()
+        self.n_head = n_head
+        self.drop = nn.Dropout(dropout)
+        self.ln1 = nn.LayerNorm(n_embd)
+        self.qkv = nn.Linear(n_embd, 3 * n_embd)
+        self.proj = nn.Linear(n_embd, n_embd)
+        self.ln2 = nn.LayerNorm(n_embd)
+        self.fc = nn.Linear(n_embd, 4 * n_embd)
+        self.fc_proj = nn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x: torch.Tensor, causal: bool) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        shape = (B, T, self.n_head, C // self.n_head)
+        q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        x = x + self.drop(self.proj(y.transpose(1, 2).reshape(B, T, C)))
+        return x + self.drop(self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh")))
+
+
+class TorchTransformer(nn.Module):
+    """The twins' shared architecture: pre-norm GPT blocks, learned positions, tied embeddings."""
+
+    def __init__(self, vocab_size: int, n_layer: int, n_head: int, n_embd: int, max_len: int, dropout: float = 0.0):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        self.wpe = nn.Embedding(max_len, n_embd)
+        self.drop = nn.Dropout(dropout)
+        self.h = nn.ModuleList(Block(n_embd, n_head, dropout) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.apply(self._init)
+        for name, p in self.named_parameters():
+            if name.endswith("proj.weight"):
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * n_layer))
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, ids: torch.Tensor, causal: bool) -> torch.Tensor:
+        x = self.drop(self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device)))
+        for block in self.h:
+            x = block(x, causal)
+        return self.ln_f(x) @ self.wte.weight.T
+
+
+def export_state(model: TorchTransformer) -> dict[str, np.ndarray]:
+    """The weights under the names the numpy engine reads (tied head: only `wte.weight`)."""
+    return {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
+
+
+def torch_forward(weights: dict[str, np.ndarray], config, ids: np.ndarray) -> np.ndarray:
+    """Reference forward in plain torch eager on numpy weights: (T,) ids -> (T, V) raw logits
+    (unshifted: row i is the model's output at position i). Used by the parity test and the bench."""
+    model = TorchTransformer(config.vocab_size, config.n_layer, config.n_head, config.n_embd, config.max_len)
+    model.load_state_dict({k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in weights.items()})
+    model.eval()
+    with torch.no_grad():
+        out = model(torch.from_numpy(np.asarray(ids, dtype=np.int64))[None], config.causal)
+    return out[0].numpy()
+
+
+# ---------------------------------------------------------------- objectives
+
+def ar_loss(model: TorchTransformer, x: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy."""
+    logits = model(x[:, :-1], causal=True)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+
+
+def diffusion_loss(
+    model: TorchTransformer, x: torch.Tensor, mask_id: int, gen: torch.Generator,
+    t: torch.Tensor | None = None, max_weight: float = 10.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked-diffusion loss (MDLM/LLaDA): mask each position 1..T-1 with probability t (one t per
+    sequence, stratified across the batch unless given), cross-entropy on masked positions weighted
+    by min(1/t, max_weight), averaged over all positions. Outputs are Dream-shifted: the output at
+    i-1 predicts the token at i. Returns (weighted loss, mean unweighted CE on masked tokens)."""
+    B, T = x.shape
+    if t is None:
+        u = torch.rand(1, generator=gen)
+        t = ((torch.arange(B) + u) / B).clamp(min=1e-3)
+    masked = torch.rand(B, T, generator=gen) < t[:, None]
+    masked[:, 0] = False
+    noisy = torch.where(masked, torch.full_like(x, mask_id), x)
+    logits = model(noisy, causal=False)[:, :-1]
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none").view(B, T - 1)
+    m = masked[:, 1:].float()
+    weight = (1.0 / t).clamp(max=max_weight)[:, None]
+    loss = (ce * m * weight).sum() / (B * (T - 1))
+    return loss, (ce * m).sum() / m.sum().clamp(min=1)
+
+
+@torch.no_grad()
+def held_out_loss(model: TorchTransformer, val: torch.Tensor, twin: str, mask_id: int, seed: int) -> dict:
+    """AR: mean next-token CE. Diffusion: mean CE on masked tokens at fixed ratios t, plus the
+    average over t of the 1/t-weighted loss (an estimate of the negative ELBO per token, in nats)."""
+    model.eval()
+    out: dict = {}
+    if twin == "ar":
+        out["ce"] = float(sum(ar_loss(model, v[None]) for v in val) / len(val))
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        ts = [0.15, 0.3, 0.5, 0.7, 0.85]
+        elbo = 0.0
+        for t in ts:
+            ces, ws = [], []
+            for chunk in val.split(16):
+                w, ce = diffusion_loss(model, chunk, mask_id, gen, t=torch.full((len(chunk),), t), max_weight=1e9)
+                ces.append(float(ce))
+                ws.append(float(w))
+            out[f"masked_ce@t={t}"] = sum(ces) / len(ces)
+            elbo += sum(ws) / len(ws)
+        out["nelbo_estimate"] = elbo / len(ts)
+    model.train()
+    return out
+
+
+# ---------------------------------------------------------------- run
+
+def hardware() -> str:
+    """A one-line description of where training ran."""
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        model = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name")), "?")
+    except (OSError, subprocess.SubprocessError):
+        model = platform.processor() or "?"
+    return f"{torch.get_num_threads()}-thread CPU, no GPU ({model}, {os.cpu_count()} cores visible); torch {torch.__version__}"
+
+
+def save_twin(model: TorchTransformer, out: Path, twin: str, config: dict, stats: dict) -> None:
+    """Writes `<twin>.safetensors` (float16) and `<twin>.json` (config + training stats)."""
+    from safetensors.numpy import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.astype(np.float16) for k, v in export_state(model).items()}
+    save_file(tensors, str(out / f"{twin}.safetensors"), metadata={"config": json.dumps(config)})
+    (out / f"{twin}.json").write_text(json.dumps({"config": config, "training": stats}, indent=1) + "\n")
+
+
+def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
+    """Linear warm-up then cosine decay to a tenth."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    p = (step - warmup) / max(1, steps - warmup)
+    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--twin", choices=["ar", "diffusion"], required=True)
+    ap.add_argument("--corpus", nargs="+", required=True, help="plain-text files of stories")
+    ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for weights, config and tokenizer")
+    ap.add_argument("--tokens", type=int, default=2_000_000, help="total token budget N (AR trains N; diffusion trains the second half)")
+    ap.add_argument("--init-from", default=None, help="diffusion: the AR checkpoint at N/2 (safetensors) to start from")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=320)
+    ap.add_argument("--n-layer", type=int, default=4)
+    ap.add_argument("--n-head", type=int, default=4)
+    ap.add_argument("--n-embd", type=int, default=256)
+    ap.add_argument("--vocab", type=int, default=4096)
+    ap.add_argument("--lr", type=float, default=None, help="peak learning rate (default 2e-3 AR, 1e-3 diffusion)")
+    ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--eval-every", type=int, default=250, help="steps between held-out evaluations")
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
+    ap.add_argument("--val-windows", type=int, default=64)
+    args = ap.parse_args(argv)
+    command = "python -m app.engine.train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    out = Path(args.out)
+    t0 = time.time()
+
+    stories = read_stories(args.corpus)
+    train_s, val_s = split_stories(stories, args.seed)
+    tok_path = out / "tokenizer.json"
+    if not tok_path.exists():
+        train_tokenizer(train_s, tok_path, args.vocab)
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tok_path))
+    eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
+    tokens, starts = encode_stream(tok, train_s, eos_id)
+    val_tokens, val_starts = encode_stream(tok, val_s, eos_id)
+    val = torch.stack([batch_at(i, val_tokens, val_starts, 1, args.seq, args.seed + 1)[0] for i in range(args.val_windows)])
+
+    config = dict(
+        vocab_size=tok.get_vocab_size(), n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
+        max_len=args.seq, causal=args.twin == "ar", shift=True, mask_id=mask_id, eos_id=eos_id, pad_id=pad_id,
+    )
+    model = TorchTransformer(config["vocab_size"], args.n_layer, args.n_head, args.n_embd, args.seq, args.dropout)
+    per_step = args.batch * args.seq
+    total_steps = max(2, args.tokens // per_step)
+    half = total_steps // 2
+    first_step = 0
+    init_note = "random initialisation"
+    if args.twin == "diffusion":
+        first_step = half
+        if args.init_from:
+            from safetensors.numpy import load_file
+
+            state = {k: torch.from_numpy(v.astype(np.float32)) for k, v in load_file(args.init_from).items()}
+            model.load_state_dict(state)
+            init_note = f"initialised from the AR twin's checkpoint after {half * per_step} tokens ({Path(args.init_from).name})"
+    steps = total_steps - first_step
+    lr = args.lr or (2e-3 if args.twin == "ar" else 1e-3)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=lr, betas=(0.9, 0.95))
+    gen = torch.Generator().manual_seed(args.seed)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"{args.twin}: {n_params} params, {len(tokens)} train tokens, {len(val_tokens)} held-out tokens, "
+          f"steps {first_step}..{total_steps} of {per_step} tokens", flush=True)
+
+    curve: list[dict] = []
+    val_curve: list[dict] = []
+    checkpoint_stats = None
+    train_start = time.time()
+    for i in range(steps):
+        step = first_step + i
+        for group in opt.param_groups:
+            group["lr"] = lr_at(i, steps, lr, warmup=max(1, min(30, steps // 10)))
+        x = batch_at(step, tokens, starts, args.batch, args.seq, args.seed)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=not args.no_bf16):
+            if args.twin == "ar":
+                loss = ce = ar_loss(model, x)
+            else:
+                loss, ce = diffusion_loss(model, x, mask_id, gen)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if i % args.log_every == 0 or i == steps - 1:
+            point = {"step": step + 1, "tokens": (step + 1) * per_step, "loss": round(float(loss), 4),
+                     "masked_ce": round(float(ce), 4), "seconds": round(time.time() - train_start, 1)}
+            curve.append(point)
+            print(json.dumps(point), flush=True)
+        if (i + 1) % args.eval_every == 0 and i + 1 < steps:
+            val_curve.append({"step": step + 1, "tokens": (step + 1) * per_step,
+                              **held_out_loss(model, val, args.twin, mask_id, args.seed)})
+            print("held_out", json.dumps(val_curve[-1]), flush=True)
+        if args.twin == "ar" and step + 1 == half:
+            ckpt_stats = {"tokens": half * per_step, "seconds": round(time.time() - train_start, 1),
+                          "held_out": held_out_loss(model, val, "ar", mask_id, args.seed)}
+            save_twin(model, out, "ar_half", config, ckpt_stats)
+            checkpoint_stats = ckpt_stats
+            print("checkpoint", json.dumps(ckpt_stats), flush=True)
+    seconds = time.time() - train_start
+    stats = {
+        "twin": args.twin,
+        "objective": "next-token cross-entropy" if args.twin == "ar" else
+        "masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift",
+        "init": init_note,
+        "params": n_params,
+        "tokens_this_run": steps * per_step,
+        "tokens_seen_total": total_steps * per_step,
+        "steps": steps, "batch": args.batch, "seq": args.seq, "lr": lr, "seed": args.seed,
+        "seconds": round(seconds, 1),
+        "seconds_including_data": round(time.time() - t0, 1),
+        "hardware": hardware(),
+        "data": {"files": [Path(p).name for p in args.corpus], "stories_train": len(train_s),
+                 "stories_held_out": len(val_s), "train_tokens": int(len(tokens)), "held_out_tokens": int(len(val_tokens))},
+        "held_out": held_out_loss(model, val, args.twin, mask_id, args.seed),
+        "half_checkpoint": checkpoint_stats,
+        "loss_curve": curve,
+        "held_out_curve": val_curve,
+        "precision": "float32 weights, bfloat16 autocast" if not args.no_bf16 else "float32",
+        "dropout": args.dropout,
+        "command": command,
+    }
+    save_twin(model, out, args.twin, config, stats)
+    print("done", json.dumps({k: stats[k] for k in ("seconds", "held_out")}), flush=True)
+    return stats
+
+
+if __name__ == "__main__":
+    main()

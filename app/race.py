@@ -1,0 +1,195 @@
+"""Two sources, two threads, one stream of coalesced updates for the page.
+
+Each side runs in its own thread with its own clock, so neither side's work is counted in the
+other's time. Every frame is appended to the recording the moment it arrives; the consumer
+(the page or the CLI) gets at most one update per `interval` holding every new frame, already
+analysed, and always the final state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from app.analysis import SideAnalyzer, metrics, settled_fraction_series
+from app.sources.base import Source, SourceError, make_source
+from app.trace import SIDES, Frame, RecordingWriter, make_header
+
+log = logging.getLogger("converge.race")
+
+RECORDINGS_DIR = Path(os.environ.get("CONVERGE_RECORDINGS", Path(__file__).resolve().parent.parent / "recordings"))
+
+
+def recordings_dir() -> Path:
+    """Where user runs are saved (CONVERGE_RECORDINGS overrides, for tests and deployments)."""
+    return Path(os.environ.get("CONVERGE_RECORDINGS", RECORDINGS_DIR))
+
+
+def recording_name(left: str, right: str) -> str:
+    """A file name that says when and what raced, with anything odd in source names replaced."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    clean = lambda s: re.sub(r"[^A-Za-z0-9._-]+", "_", s)[:40]  # noqa: E731
+    return f"{stamp}-{clean(left)}-vs-{clean(right)}-{uuid.uuid4().hex[:6]}.jsonl"
+
+
+@dataclass
+class Side:
+    """One side's live state as the consumer sees it."""
+
+    spec: str
+    source: Source | None
+    frames: list[Frame] = field(default_factory=list)
+    analyzer: SideAnalyzer = field(default_factory=SideAnalyzer)
+    status: str = "waiting"
+    message: str | None = None
+    new_rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Race:
+    """Runs two sources at once and records both; iterate `updates()` to watch it."""
+
+    def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
+                 secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None) -> None:
+        """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk."""
+        settings = settings or {}
+        secrets = secrets or {}
+        self.prompt = prompt
+        self.cancel = threading.Event()
+        self.sides: dict[str, Side] = {}
+        self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        for side, spec in zip(SIDES, (left, right)):
+            try:
+                source = make_source(spec, **settings.get(side, {}), **secrets.get(side, {}))
+                self.sides[side] = Side(spec=spec, source=source)
+            except SourceError as e:
+                self.sides[side] = Side(spec=spec, source=None, status="error", message=str(e))
+            except TypeError as e:
+                self.sides[side] = Side(spec=spec, source=None, status="error",
+                                        message=f"Bad settings for {spec}: {e}.")
+        header_sources = {
+            side: {"name": s.spec, "settings": s.source.settings() if s.source else settings.get(side, {})}
+            for side, s in self.sides.items()
+        }
+        self.path = Path(out) if out else recordings_dir() / recording_name(left, right)
+        self.writer = RecordingWriter(self.path, make_header(prompt, header_sources))
+        for side, s in self.sides.items():
+            if s.source is None:
+                self.writer.end(side, "error", s.message)
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> "Race":
+        for side, s in self.sides.items():
+            if s.source is not None:
+                s.status = "running"
+                thread = threading.Thread(target=self._run_side, args=(side, s.source), daemon=True,
+                                          name=f"race-{side}")
+                self._threads.append(thread)
+                thread.start()
+        return self
+
+    def _run_side(self, side: str, source: Source) -> None:
+        status, message = "done", None
+        frames = source.stream(self.prompt, self.cancel)
+        try:
+            for frame in frames:
+                self.writer.frame(side, frame)
+                self._queue.put((side, "frame", frame))
+                if self.cancel.is_set():
+                    break
+            if self.cancel.is_set():
+                status = "stopped"
+        except SourceError as e:
+            status, message = "error", str(e)
+        except Exception as e:  # a bug or an unforeseen library error: the other side keeps running
+            log.exception("source %s failed", source.name)
+            status, message = "error", f"{source.name} failed unexpectedly ({type(e).__name__}); the frames so far are kept."
+        finally:
+            close = getattr(frames, "close", None)
+            if close is not None:
+                close()
+        self.writer.end(side, status, message)
+        self._queue.put((side, "end", (status, message)))
+
+    def stop(self) -> None:
+        """Ends both sides; every frame received so far is already on disk."""
+        self.cancel.set()
+
+    def running(self) -> bool:
+        return any(s.status in ("waiting", "running") for s in self.sides.values())
+
+    def _drain(self, timeout: float) -> None:
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return
+        while True:
+            side, kind, payload = item
+            s = self.sides[side]
+            if kind == "frame":
+                s.frames.append(payload)
+                s.new_rows.append(s.analyzer.add(payload))
+            else:
+                s.status, s.message = payload
+                if s.status == "stopped" and not s.message:
+                    s.message = "Stopped: the frames so far are kept."
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+
+    def snapshot(self, final: bool = False) -> dict[str, Any]:
+        """One update: each side's rows since the last update, status, message and metrics."""
+        sides: dict[str, Any] = {}
+        for side, s in self.sides.items():
+            rows, s.new_rows = s.new_rows, []
+            entry: dict[str, Any] = {
+                "spec": s.spec, "status": s.status, "message": s.message,
+                "start": len(s.frames) - len(rows), "rows": rows,
+            }
+            if final or s.status not in ("waiting", "running"):
+                entry["metrics"] = metrics(s.frames) if s.frames else None
+                entry["settled"] = settled_fraction_series(s.frames) if s.frames else []
+            sides[side] = entry
+        return {"prompt": self.prompt, "recording": self.path.name, "done": final, "sides": sides}
+
+    def updates(self, interval: float = 0.05) -> Iterator[dict[str, Any]]:
+        """Coalesced updates at most every `interval` seconds, then one final update; stops the race if abandoned."""
+        if not self._threads and self.running():
+            self.start()
+        try:
+            last = 0.0
+            while self.running():
+                self._drain(timeout=interval)
+                now = time.monotonic()
+                if now - last >= interval and any(s.new_rows for s in self.sides.values()):
+                    last = now
+                    yield self.snapshot()
+            self._drain(timeout=0)
+            yield self.snapshot(final=True)
+        finally:
+            self.stop()
+            self.close()
+
+    def close(self) -> None:
+        """Waits briefly for the side threads to record how they ended, then closes the file."""
+        deadline = time.monotonic() + 5.0
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.writer.close()
+
+
+def record(prompt: str, left: str, right: str, out: str | Path,
+           settings: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Runs a race headless and writes the recording; returns the final update."""
+    final: dict[str, Any] = {}
+    for update in Race(prompt, left, right, settings=settings, out=out).updates(interval=0.2):
+        final = update
+    return final

@@ -1,0 +1,107 @@
+"""The recording keeps every frame as it arrives and reads back whatever a crash or a bad file left."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.trace import Frame, RecordingError, RecordingWriter, make_header, read_recording
+
+
+def frames(n: int) -> list[Frame]:
+    return [Frame(t=0.1 * i, step=i, tokens=["a"] * i + [""] * (3 - i), masked=[False] * i + [True] * (3 - i),
+                  final=i == 3) for i in range(n)]
+
+
+def write(path: Path, n_sides: int = 2) -> None:
+    w = RecordingWriter(path, make_header("hi", {"left": {"name": "local-diffusion", "settings": {}}}))
+    for f in frames(4):
+        w.frame("left", f)
+        if n_sides == 2:
+            w.frame("right", Frame(t=f.t, step=f.step, text="x" * f.step))
+    w.end("left", "done")
+    w.close()
+
+
+def test_recording_round_trips_frames_and_header(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    write(path)
+    rec = read_recording(path)
+    assert rec.header["prompt"] == "hi" and rec.header["schema"] == 1
+    assert rec.frames["left"] == frames(4)
+    assert [f.text for f in rec.frames["right"]] == ["", "x", "xx", "xxx"]
+    assert rec.ends["left"]["status"] == "done" and rec.warnings == []
+
+
+def test_each_frame_is_on_disk_before_the_writer_is_closed(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    w = RecordingWriter(path, make_header("p", {}))
+    w.frame("left", frames(1)[0])
+    assert len(path.read_text().splitlines()) == 2
+    assert read_recording(path).frames["left"] == frames(1)
+    w.close()
+
+
+def test_killed_writer_process_leaves_a_readable_file(tmp_path: Path) -> None:
+    path = tmp_path / "killed.jsonl"
+    script = (
+        "import os, sys\n"
+        "from app.trace import Frame, RecordingWriter, make_header\n"
+        f"w = RecordingWriter({str(path)!r}, make_header('p', {{}}))\n"
+        "for i in range(5):\n"
+        "    w.frame('left', Frame(t=i, step=i, text='x' * i))\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent)
+    assert proc.returncode != 0
+    assert [f.step for f in read_recording(path).frames["left"]] == [0, 1, 2, 3, 4]
+
+
+def test_truncated_last_line_loads_up_to_the_last_good_frame(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    write(path, n_sides=1)
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b'"type": "end"') - 30])
+    rec = read_recording(path)
+    assert len(rec.frames["left"]) == 3
+    assert "Line 5" in rec.warnings[0]
+
+
+@pytest.mark.parametrize("bad", ['{"type": "frame", "side": "left", "t": "soon", "step": 1}',
+                                 '{"type": "frame", "side": "middle", "t": 1, "step": 1}',
+                                 '{"type": "frame", "side": "left", "t": 1, "step": 1, "tokens": [1]}',
+                                 '{"type": "frame", "side": "left", "t": NaN, "step": 1}',
+                                 '[1, 2]', 'not json', '\udcff'])
+def test_a_corrupt_line_is_named_and_earlier_frames_kept(tmp_path: Path, bad: str) -> None:
+    path = tmp_path / "r.jsonl"
+    write(path, n_sides=1)
+    lines = path.read_text().splitlines()
+    lines.insert(3, bad)
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape"))
+    rec = read_recording(path)
+    assert len(rec.frames["left"]) == 2
+    assert rec.warnings and rec.warnings[0].startswith("Line 4 ")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty"),
+    (b"hello\n", "not a Converge recording"),
+    (b'{"type": "frame"}\n', "not a header"),
+    (json.dumps({"type": "header", "schema": 99}).encode() + b"\n", "schema 99"),
+])
+def test_files_that_are_not_recordings_are_refused_clearly(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(RecordingError, match=message):
+        read_recording(path)
+
+
+def test_oversized_recordings_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    write(path)
+    with pytest.raises(RecordingError, match="refused"):
+        read_recording(path, max_bytes=100)
