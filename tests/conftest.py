@@ -33,7 +33,7 @@ def wire_server() -> Iterator[str]:
 @pytest.fixture
 def api_env(wire_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """Points both the Mercury and the OpenAI-compatible sources at the loopback server."""
-    from tests.wire_server import TEST_KEY
+    from tests.wire_server import DEFAULT_KEY as TEST_KEY
 
     for prefix in ("INCEPTION", "OPENAI"):
         monkeypatch.setenv(f"{prefix}_API_KEY", TEST_KEY)

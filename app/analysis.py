@@ -1,0 +1,499 @@
+"""Analysis: display tokens, alignment of text states, the change matrix and the metrics.
+
+Pure functions over frames (plus one small incremental class), so the live page, the exports
+and the benchmark compute every number the same way.
+
+Alignment. Frames from token sources (the local models) carry real positions: position i of one
+frame is position i of the next. Frames from text sources (Mercury's `diffusing` stream, OpenAI
+typing) are re-tokenized for display, and Mercury's noise characters change how many display
+tokens a draft has, so two text states are aligned: the common prefix and the common suffix pair up
+as they are, and in the middle a token continues the token that starts at the same character
+offset (a token over old text that starts nowhere old is "changed", one past the old text is "new").
+Chosen by measurement (`bench_pipeline` records every alternative; figures from `python -m app
+bench --json --only pipeline` on the shared 2-core dev box, Mercury-like stream of ~930-token
+frames; agreement = share of cells where alignment to the final frame names the same final token
+as the generator's ground truth, or none):
+
+    middle rule                       ms/frame p50   agreement, 1:1 noise   noise +-50% long
+    character offset (chosen)             0.20             0.9997                0.901
+    position by position                  0.19             0.897                 0.897
+    difflib on the middle (no autojunk)   ~8               0.898                 0.899
+    rapidfuzz 3.14.6 Levenshtein          0.30             0.894                 0.895
+    prefix and suffix only                  -              0.895                 0.895
+
+A plain difflib.SequenceMatcher over whole frames costs 1.1-1.5 ms at p50 (its autojunk drops the
+spaces; 25-45 ms without autojunk). Offset alignment is the only rule that finds the settled words
+inside a half-settled block (noise replaces characters one for one in the reference capture
+"I wYll r%ad the f!le."); where noise is not one for one it is still no worse than the others.
+It is O(n) in the standard library and keeps the heatmap's columns in place, so rapidfuzz is not
+a dependency; the bench times it when it happens to be installed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import random
+import re
+import statistics
+import time
+from itertools import accumulate
+from typing import Any, Callable, Iterable, Iterator
+
+from app.trace import Frame
+
+UNCHANGED, NEW, CHANGED, REMASKED = 0, 1, 2, 3
+EOS_TOKENS = frozenset({"<|endoftext|>", "<|eos|>", "<|eot_id|>", "<|im_end|>", "<|end|>", "</s>", "<eos>", "[EOS]"})
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+_MARKER = re.compile(r"<\|[^<>|\s]{1,64}\|>")
+
+
+def text_tokens(text: str) -> list[str]:
+    """Display tokens of a text state: words, whitespace runs and single symbols, markers like <|think_end|> removed."""
+    if "<|" in text:
+        text = _MARKER.sub("", text)
+    return _TOKEN.findall(text)
+
+
+def display_tokens(frame: Frame) -> list[str]:
+    """The strings to draw: the source's tokens (masked positions as "") or its text tokenized for display."""
+    if frame.tokens:
+        if frame.masked is None:
+            return list(frame.tokens)
+        return ["" if m else t for t, m in zip(frame.tokens, frame.masked)]
+    if frame.text:
+        return text_tokens(frame.text)
+    return []
+
+
+def _is_text(frame: Frame) -> bool:
+    return not frame.tokens and frame.text is not None
+
+
+def _masks(frame: Frame) -> list[bool] | None:
+    return None if _is_text(frame) else frame.masked
+
+
+def _prefix_len(a: list[str], b: list[str]) -> int:
+    """Length of the common prefix, by binary search over slice comparisons (C speed, O(n))."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    hi -= 1  # a[:lo] == b[:lo] holds; the answer is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _suffix_len(a: list[str], b: list[str], limit: int) -> int:
+    """Length of the common suffix, at most `limit` (so prefix and suffix never overlap)."""
+    n, m = len(a), len(b)
+    lo, hi = 0, limit
+    if a[n - hi:] == b[m - hi:]:
+        return hi
+    hi -= 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[n - mid:n - lo] == b[m - mid:m - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _middle_positional(a: list[str], b: list[str]) -> list[int]:
+    """Measured alternative: position k of b continues position k of a; extra positions of b are new (-1)."""
+    n = len(a)
+    return list(range(min(n, len(b)))) + [-1] * (len(b) - n)
+
+
+def _middle_offset(a: list[str], b: list[str]) -> list[int]:
+    """A token of b continues the token of a at the same character offset; else -2 (over old text), -1 (past it)."""
+    starts = dict(zip(accumulate(map(len, a), initial=0), range(len(a))))
+    total = sum(map(len, a))
+    return [starts[o] if o in starts else (-2 if o < total else -1)
+            for o in accumulate(map(len, b[:-1]), initial=0)] if b else []
+
+
+def _middle_none(a: list[str], b: list[str]) -> list[int]:
+    """Measured floor: nothing in the middle pairs up (the settled prefix and suffix alone)."""
+    return [-2] * min(len(a), len(b)) + [-1] * (len(b) - len(a))
+
+
+def _middle_difflib(a: list[str], b: list[str]) -> list[int]:
+    """Measured alternative: difflib's matching blocks; replaced runs pair up position by position."""
+    return _from_opcodes(difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes(), len(b))
+
+
+def _middle_rapidfuzz(a: list[str], b: list[str]) -> list[int]:
+    """Measured alternative (needs rapidfuzz): Levenshtein opcodes over the token strings."""
+    from rapidfuzz.distance import Levenshtein
+
+    ops = Levenshtein.opcodes(a, b)
+    return _from_opcodes([(o.tag, o.src_start, o.src_end, o.dest_start, o.dest_end) for o in ops], len(b))
+
+
+def _from_opcodes(ops: Iterable[tuple[str, int, int, int, int]], m: int) -> list[int]:
+    out = [-1] * m
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "replace":
+            out[j1:j2] = [-2] * (j2 - j1)
+        if tag in ("equal", "replace"):
+            for k in range(min(i2 - i1, j2 - j1)):
+                out[j1 + k] = i1 + k
+    return out
+
+
+MIDDLE_ALIGNERS: dict[str, Callable[[list[str], list[str]], list[int]]] = {
+    "offset": _middle_offset, "positional": _middle_positional,
+    "difflib_middle": _middle_difflib, "rapidfuzz": _middle_rapidfuzz, "prefix_only": _middle_none}
+CHOSEN = "offset"
+
+
+def _trim(a: list[str], b: list[str]) -> tuple[int, int]:
+    p = _prefix_len(a, b)
+    return p, _suffix_len(a, b, min(len(a), len(b)) - p)
+
+
+def align(a: list[str], b: list[str], middle: str = CHOSEN) -> list[int]:
+    """For each position of text state b, the position of a it continues, or -1 where it has none.
+
+    The common prefix and suffix pair up as they are; the middle is paired by `middle` (see the module docstring).
+    """
+    n, m = len(a), len(b)
+    p, s = _trim(a, b)
+    mid = [i + p if i >= 0 else -1 for i in MIDDLE_ALIGNERS[middle](a[p:n - s], b[p:m - s])]
+    return list(range(p)) + mid + list(range(n - s, n))
+
+
+def _text_codes(a: list[str], b: list[str], middle: str = CHOSEN) -> tuple[list[int], int]:
+    """Change codes of text state b against a, and the common prefix length."""
+    n, m = len(a), len(b)
+    p, s = _trim(a, b)
+    am, bm = a[p:n - s], b[p:m - s]
+    if middle == "offset":  # the same rule as _middle_offset, in one pass
+        at = dict(zip(accumulate(map(len, am), initial=0), am))
+        total = sum(map(len, am))
+        mid = [(UNCHANGED if at.get(o) == y else CHANGED) if o < total else NEW
+               for o, y in zip(accumulate(map(len, bm), initial=0), bm)]
+    else:
+        mapping = MIDDLE_ALIGNERS[middle](am, bm)
+        mid = [(UNCHANGED if am[i] == y else CHANGED) if i >= 0 else NEW if i == -1 else CHANGED
+               for i, y in zip(mapping, bm)]
+    return [UNCHANGED] * p + mid + [UNCHANGED] * s, p
+
+
+def _token_codes(a: list[str], am: list[bool] | None, b: list[str], bm: list[bool] | None) -> list[int]:
+    """Change codes for sources with real positions: position i against position i."""
+    n, m = len(a), len(b)
+    if am is None and bm is None:
+        codes = [UNCHANGED if x == y else CHANGED for x, y in zip(a, b)]
+    else:
+        am = am if am is not None else [False] * n
+        bm = bm if bm is not None else [False] * m
+        codes = [(UNCHANGED if x == y else CHANGED) if not pm and not cm else
+                 NEW if pm and not cm else REMASKED if cm and not pm else UNCHANGED
+                 for x, y, pm, cm in zip(a, b, am, bm)]
+    if m > n:
+        codes += [UNCHANGED if bm is not None and bm[i] else NEW for i in range(n, m)]
+    return codes
+
+
+class SideAnalyzer:
+    """One side's frames, as they arrive, turned into the compact rows the browser player draws.
+
+    Row keys: i, t, step, tok (display strings), m (0/1 masked or None), ch (per position vs the
+    previous frame: 0 unchanged, 1 a token appeared where there was a mask or nothing, 2 a different
+    token, 3 remasked), conf (3 decimals or None), nfe, final, and sp: the leading run of positions
+    that hold the same unmasked token as in the previous frame (the part that looks settled live).
+    """
+
+    def __init__(self, middle: str = CHOSEN) -> None:
+        self.middle = middle
+        self.count = 0
+        self._tok: list[str] = []
+        self._masked: list[bool] | None = None
+        self._text = False
+
+    def add(self, frame: Frame) -> dict[str, Any]:
+        tok = display_tokens(frame)
+        masked = _masks(frame)
+        text = _is_text(frame)
+        if text and (self._text or not self.count):
+            codes, sp = _text_codes(self._tok, tok, self.middle)
+        else:
+            codes = _token_codes(self._tok, self._masked, tok, masked)
+            sp = 0
+            for c, mk in zip(codes, masked or [False] * len(codes)):
+                if c or mk:
+                    break
+                sp += 1
+        sp = min(sp, len(self._tok))
+        conf = None if text else frame.confidence
+        row = {"i": self.count, "t": round(frame.t, 4), "step": frame.step, "tok": tok,
+               "m": [1 if x else 0 for x in masked] if masked is not None else None,
+               "ch": codes, "conf": [round(c, 3) for c in conf] if conf is not None else None,
+               "nfe": frame.nfe, "final": frame.final, "sp": sp}
+        self.count += 1
+        self._tok, self._masked, self._text = tok, masked, text
+        return row
+
+
+def change_matrix(frames: list[Frame]) -> list[list[int]]:
+    """Rows of change codes (step x position, ragged), computed by SideAnalyzer so there is one way to do it."""
+    analyzer = SideAnalyzer()
+    return [analyzer.add(f)["ch"] for f in frames]
+
+
+def eos_cut(tokens: list[str], masked: list[bool] | None = None) -> int:
+    """Index of the first unmasked end-of-text token, or len(tokens): what comes after is padding."""
+    for i, t in enumerate(tokens):
+        if t in EOS_TOKENS and not (masked and masked[i]):
+            return i
+    return len(tokens)
+
+
+def _visible(tok: str, masked: bool) -> bool:
+    return not masked and bool(tok.strip()) and tok not in EOS_TOKENS
+
+
+def _against_final(frames: list[Frame]) -> Iterator[tuple[Frame, list[int], list[bool]]]:
+    """Per frame: its positions' aligned final positions (-1: none) and whether each already holds its final token."""
+    final = frames[-1]
+    ftok, fmask = display_tokens(final), _masks(final)
+    for f in frames:
+        tok, mask = display_tokens(f), _masks(f)
+        if _is_text(f) and _is_text(final):
+            mapping = align(ftok, tok)
+        else:
+            mapping = [i if i < len(ftok) else -1 for i in range(len(tok))]
+        if mask is None and fmask is None:
+            yield f, mapping, [j >= 0 and ftok[j] == x for j, x in zip(mapping, tok)]
+        else:
+            yield f, mapping, [j >= 0 and ftok[j] == x and bool(mask and mask[i]) == bool(fmask and fmask[j])
+                               for i, (j, x) in enumerate(zip(mapping, tok))]
+
+
+def settled_against_final(frames: list[Frame]) -> list[list[bool]]:
+    """Per frame, per position: does it already hold its final token (aligned to the last frame)?"""
+    return [settled for _, _, settled in _against_final(frames)] if frames else []
+
+
+def settled_fraction_series(frames: list[Frame]) -> list[tuple[float, float]]:
+    """(t, fraction of the final frame's visible tokens already in place) per frame; 1.0 when the final has none."""
+    if not frames:
+        return []
+    ftok, fmask = display_tokens(frames[-1]), _masks(frames[-1])
+    wanted = {j for j in range(eos_cut(ftok, fmask)) if _visible(ftok[j], bool(fmask and fmask[j]))}
+    out = []
+    for f, mapping, settled in _against_final(frames):
+        hits = sum(1 for j, ok in zip(mapping, settled) if ok and j in wanted)
+        out.append((f.t, hits / len(wanted) if wanted else 1.0))
+    return out
+
+
+def _content(frame: Frame, cut: int | None) -> tuple[list[str], list[bool]]:
+    tok, mask = display_tokens(frame), _masks(frame)
+    if cut is None:
+        return tok, []
+    return tok[:cut], list(mask[:cut]) if mask else [False] * min(cut, len(tok))
+
+
+def metrics(frames: list[Frame]) -> dict[str, Any]:
+    """Per-side numbers, each from a timestamp or a count in the trace (None where the trace cannot say).
+
+    ttft: first frame with a visible token (unmasked, not whitespace, not end-of-text; Mercury's
+    first noisy draft counts, as that is what the viewer sees). tokens: visible tokens of the last
+    frame before its end-of-text (display tokens for text sources: words and symbols).
+    tokens_per_s: tokens / t_final. nfe: the largest frame nfe. final_settled_at: the time from which
+    every frame shows the final content (up to and including end-of-text for token sources), None
+    when the last frame is not final (a stopped run). usage_tokens: the source's completion_tokens.
+    """
+    out: dict[str, Any] = {"ttft": None, "t_final": None, "frames": len(frames), "tokens": 0,
+                           "tokens_per_s": None, "nfe": None, "tokens_per_nfe": None,
+                           "final_settled_at": None, "usage_tokens": None}
+    if not frames:
+        return out
+    for f in frames:
+        mask = _masks(f)
+        tok = display_tokens(f)
+        if any(_visible(x, bool(mask and mask[i])) for i, x in enumerate(tok)):
+            out["ttft"] = f.t
+            break
+    final = frames[-1]
+    ftok, fmask = display_tokens(final), _masks(final)
+    cut = eos_cut(ftok, fmask)
+    tokens = sum(1 for j in range(cut) if _visible(ftok[j], bool(fmask and fmask[j])))
+    t_final = final.t
+    nfes = [f.nfe for f in frames if f.nfe is not None]
+    nfe = max(nfes) if nfes else None
+    settled_at = None
+    if final.final:
+        content_cut = None if _is_text(final) else min(cut + 1, len(ftok))
+        target = _content(final, content_cut)
+        for f in reversed(frames):
+            if _content(f, content_cut) != target:
+                break
+            settled_at = f.t
+    usage = next((f.usage for f in reversed(frames) if f.usage), None)
+    out.update(t_final=t_final, tokens=tokens, tokens_per_s=tokens / t_final if t_final > 0 else None,
+               nfe=nfe, tokens_per_nfe=tokens / nfe if nfe else None, final_settled_at=settled_at,
+               usage_tokens=usage.get("completion_tokens") if usage else None)
+    return out
+
+
+_WORDS = ("the a little girl boy dog cat sun tree house went saw found played with big small red happy "
+          "sad friend mom day park ball said was and to of in it she he they very then one").split()
+_NOISE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!@#$%^&*()_+-=[]{};:,.<>/?~"
+
+
+def mercury_like_stream(n_tokens: int = 1000, block: int = 32, steps: int = 3, seed: int = 0, drift: float = 0.0
+                        ) -> tuple[list[Frame], list[list[int]]]:
+    """A seeded stand-in for Mercury's `diffusing` stream, with each frame's characters' final indices (-1: noise).
+
+    Each run of unresolved characters shows as noise, of the same length (as in the reference capture
+    "I wYll r%ad the f!le.") or, with `drift`, up to that fraction longer or shorter. Most spaces
+    show from the start; the draft starts as noise over three quarters of the final length and grows
+    block by block; each block settles over `steps` frames in random order.
+    """
+    rng = random.Random(seed)
+    parts: list[str] = []
+    count = 0
+    while count < n_tokens:
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(4, 12))]
+        sentence = " ".join(words).capitalize() + rng.choice(".,!?") + rng.choice("  \n")
+        parts.append(sentence)
+        count += len(_TOKEN.findall(sentence))
+    final = "".join(parts)
+    bounds = [m.end() for i, m in enumerate(_TOKEN.finditer(final)) if (i + 1) % block == 0] + [len(final)]
+    resolved = bytearray(1 if c == " " and rng.random() < 0.7 else 0 for c in final)
+    frames: list[Frame] = []
+    sources: list[list[int]] = []
+    start = 0
+    for b, end in enumerate(bounds):
+        order = list(range(start, end))
+        rng.shuffle(order)
+        for s in range(steps):
+            for i in order[s * len(order) // steps:(s + 1) * len(order) // steps]:
+                resolved[i] = 1
+            reach = max(bounds[min(b + 1, len(bounds) - 1)], int(0.75 * len(final)))
+            chars: list[str] = []
+            src: list[int] = []
+            i = 0
+            while i < reach:
+                if resolved[i]:
+                    chars.append(final[i])
+                    src.append(i)
+                    i += 1
+                    continue
+                j = i
+                while j < reach and not resolved[j]:
+                    j += 1
+                spread = 0.2 if j == reach else drift
+                n = max(1, round((j - i) * rng.uniform(1 - spread, 1 + spread)))
+                chars += [rng.choice(_NOISE) for _ in range(n)]
+                src += [-1] * n
+                i = j
+            frames.append(Frame(t=0.01 * len(frames), step=len(frames), text="".join(chars)))
+            sources.append(src)
+        start = end
+    frames.append(Frame(t=0.01 * len(frames), step=len(frames), text=final, final=True))
+    sources.append(list(range(len(final))))
+    return frames, sources
+
+
+def _truth(text: str, src: list[int], final_starts: dict[tuple[int, int], int]) -> list[int]:
+    """Ground truth per display token of a generated frame: the final token it already is, or -1."""
+    out = []
+    for mt in _TOKEN.finditer(text):
+        a, b = mt.span()
+        fa = src[a]
+        ok = fa >= 0 and src[a:b] == list(range(fa, fa + b - a))
+        out.append(final_starts.get((fa, fa + b - a), -1) if ok else -1)
+    return out
+
+
+def _quality(frames: list[Frame], sources: list[list[int]], middle: str) -> float:
+    """Share of (frame, position) cells where alignment to the final frame says what the ground truth says."""
+    final = frames[-1]
+    ftok = display_tokens(final)
+    starts = {m.span(): k for k, m in enumerate(_TOKEN.finditer(final.text or ""))}
+    agree = total = 0
+    for f, src in zip(frames, sources):
+        tok = display_tokens(f)
+        for j, x, w in zip(align(ftok, tok, middle), tok, _truth(f.text or "", src, starts)):
+            agree += (j if j >= 0 and ftok[j] == x else -1) == w
+            total += 1
+    return agree / total
+
+
+def _time_ms(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def bench_pipeline(n_tokens: int = 1000, passes: int = 5, baseline_budget_s: float = 12.0) -> dict[str, Any]:
+    """Per-frame cost of SideAnalyzer.add (tokenize, align, diff) on a Mercury-like stream, beside plain difflib.
+
+    Also times and scores (agreement with the generator's ground truth of settled tokens) each
+    middle aligner, so the choice in CHOSEN stays a measured one.
+    """
+    frames, truth = mercury_like_stream(n_tokens)
+    toks = [display_tokens(f) for f in frames]
+    out: dict[str, Any] = {"stream_frames": len(frames), "frame_tokens_p50": statistics.median(map(len, toks)),
+                           "final_tokens": len(toks[-1]), "aligner": CHOSEN}
+
+    def per_frame(middle: str, reps: int) -> list[float]:
+        times: list[float] = []
+        for _ in range(reps):
+            analyzer = SideAnalyzer(middle)
+            times += [_time_ms(lambda f=f: analyzer.add(f)) for f in frames]
+        return times
+
+    ours = per_frame(CHOSEN, passes)
+    out.update(frame_ms_p50=_pct(ours, 0.5), frame_ms_p99=_pct(ours, 0.99),
+               tokenize_ms_p50=_pct([_time_ms(lambda f=f: display_tokens(f)) for f in frames * passes], 0.5))
+    order = list(range(1, len(frames)))
+    random.Random(1).shuffle(order)
+
+    def plain_difflib(autojunk: bool, budget_s: float) -> list[float]:
+        times: list[float] = []
+        deadline = time.perf_counter() + budget_s
+        for k in order:
+            if time.perf_counter() > deadline and len(times) >= 5:
+                break
+            times.append(_time_ms(lambda k=k: difflib.SequenceMatcher(
+                None, toks[k - 1], toks[k], autojunk=autojunk).get_opcodes()))
+        return times
+
+    base = plain_difflib(True, baseline_budget_s)
+    nojunk = plain_difflib(False, baseline_budget_s / 4)
+    out.update(difflib_frame_ms_p50=_pct(base, 0.5), difflib_frame_ms_p99=_pct(base, 0.99),
+               difflib_frames=len(base), speedup_vs_difflib_p50=_pct(base, 0.5) / out["frame_ms_p50"],
+               difflib_nojunk_frame_ms_p50=_pct(nojunk, 0.5), difflib_nojunk_frames=len(nojunk))
+    try:
+        import rapidfuzz
+
+        out["rapidfuzz_version"] = rapidfuzz.__version__
+        names = list(MIDDLE_ALIGNERS)
+    except ImportError:
+        names = [m for m in MIDDLE_ALIGNERS if m != "rapidfuzz"]
+        out["rapidfuzz_frame_ms_p50"] = None
+    for name in names:
+        if name not in (CHOSEN, "prefix_only"):
+            out[f"{name}_frame_ms_p50"] = _pct(per_frame(name, 1 if name == "difflib_middle" else passes), 0.5)
+    out["summary_ms"] = _time_ms(lambda: (metrics(frames), settled_fraction_series(frames)))
+    out["settled_agreement"] = {m: round(_quality(frames, truth, m), 4) for m in names}
+    drifted = mercury_like_stream(n_tokens, drift=0.5)
+    out["settled_agreement_drift50"] = {m: round(_quality(*drifted, m), 4) for m in names}
+    return out

@@ -1,0 +1,269 @@
+"""Any OpenAI-compatible chat endpoint as a source (`openai:MODEL`), streamed through the official `openai` SDK.
+
+`stream_chat` is shared with the Mercury source: each parsed chunk becomes one Frame, its text
+replaced when the chunk says `diffusion_meta.diffusion_content` and appended otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+from typing import Any, Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+from app.sources.base import SourceError, SourceKind, register
+from app.trace import Clock, Frame
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_TOKENS = 1024
+MAX_RETRIES = 0
+ENTERED_KEY = "the API key you entered"
+
+
+class _Malformed(Exception):
+    """A chunk that parsed as JSON but not as a chat completion chunk."""
+
+
+def check_base_url(url: str) -> str:
+    """The base URL without a trailing slash; raises SourceError unless it is an http(s) URL with a host."""
+    url = (url or "").strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SourceError(f"The base URL {public_url(url)!r} is not valid: give one like https://api.example.com/v1.")
+    return url
+
+
+def public_url(url: str) -> str:
+    """The URL with any user:password@ part and query string dropped, safe to record and show."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def host_of(url: str) -> str:
+    parts = urlsplit(url)
+    return (parts.hostname or url) + (f":{parts.port}" if parts.port else "")
+
+
+def number(value: Any, name: str, lo: float, hi: float) -> float:
+    """`value` as a float clamped into [lo, hi]; raises SourceError when it is not a number."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise SourceError(f"The {name} setting must be a number from {lo:g} to {hi:g}, not {value!r}.") from None
+    if isinstance(value, bool) or not math.isfinite(x):
+        raise SourceError(f"The {name} setting must be a number from {lo:g} to {hi:g}, not {value!r}.")
+    return min(max(x, lo), hi)
+
+
+def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, prompt: str, params: dict[str, Any],
+                extra_body: dict[str, Any] | None, cancel: threading.Event, timeout: float,
+                max_retries: int = MAX_RETRIES) -> Iterator[Frame]:
+    """Streams one chat completion as Frames: one per content chunk, then a final one carrying the usage.
+
+    Raises SourceError (one sentence, never the key) for any failure, after the frames received
+    before it have been yielded. Returns quietly, without a final frame, when `cancel` is set.
+    """
+    import openai
+
+    host = host_of(base_url)
+    client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+    text, frames, finish, usage = "", 0, None, None
+    done = threading.Event()
+    try:
+        clock = Clock()
+        try:
+            stream = client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": prompt}], stream=True,
+                stream_options={"include_usage": True}, extra_body=extra_body or None, **params)
+        except openai.APIError as err:
+            raise SourceError(describe(err, host=host, key=api_key, key_hint=key_hint, model=model, frames=0, timeout=timeout)) from err
+        threading.Thread(target=_watch_cancel, args=(cancel, done, stream.response), daemon=True,
+                         name="chat-cancel-watch").start()
+        try:
+            for chunk in stream:
+                t = clock()
+                if cancel.is_set():
+                    return
+                content, replace, chunk_finish, chunk_usage = parse_chunk(chunk)
+                finish = chunk_finish or finish
+                usage = chunk_usage or usage
+                if content is None or (content == "" and not replace):
+                    continue
+                text = content if replace else text + content
+                yield Frame(t=t, step=frames, text=text)
+                frames += 1
+        except openai.APIError as err:
+            if cancel.is_set():
+                return
+            raise SourceError(describe(err, host=host, key=api_key, key_hint=key_hint, model=model, frames=frames, timeout=timeout)) from err
+        except (ValueError, _Malformed) as err:
+            raise SourceError(f"{host} sent a malformed chunk after {_n_frames(frames)}, so the stream was stopped there.") from err
+        finally:
+            stream.close()
+        if cancel.is_set():
+            return
+        if finish is None:
+            raise SourceError(f"The stream from {host} ended after {_n_frames(frames)} without finishing the answer: try again.")
+        yield Frame(t=clock(), step=frames, text=text, final=True, usage=usage)
+    finally:
+        done.set()
+        client.close()
+
+
+def parse_chunk(chunk: Any) -> tuple[str | None, bool, str | None, dict[str, Any] | None]:
+    """(content, replace?, finish_reason, usage) of one chunk; raises _Malformed for a chunk of the wrong shape."""
+    choices = getattr(chunk, "choices", None)
+    if not isinstance(choices, list):
+        raise _Malformed("choices is not a list")
+    usage = getattr(chunk, "usage", None)
+    if usage is not None:
+        usage = usage.to_dict() if hasattr(usage, "to_dict") else usage
+        if not isinstance(usage, dict):
+            raise _Malformed("usage is not an object")
+    meta = getattr(chunk, "diffusion_meta", None)
+    replace = isinstance(meta, dict) and meta.get("diffusion_content") is True
+    choice = next((c for c in choices if getattr(c, "index", 0) == 0), None)
+    if choice is None:
+        return None, replace, None, usage
+    content = getattr(getattr(choice, "delta", None), "content", None)
+    if content is not None and not isinstance(content, str):
+        raise _Malformed("content is not a string")
+    finish = getattr(choice, "finish_reason", None)
+    return content, replace, finish if isinstance(finish, str) else None, usage
+
+
+def _watch_cancel(cancel: threading.Event, done: threading.Event, response: Any) -> None:
+    """Shuts the stream's socket when `cancel` is set, so Stop ends even a stalled read at once."""
+    while not done.is_set():
+        if cancel.wait(0.2):
+            if not done.is_set():
+                _shutdown(response)
+            return
+
+
+def _shutdown(response: Any) -> None:
+    try:
+        sock = response.extensions["network_stream"].get_extra_info("socket")
+        sock.shutdown(socket.SHUT_RDWR)
+    except Exception:  # no socket to reach (other transport): closing the response is the fallback
+        response.close()
+
+
+def _n_frames(n: int) -> str:
+    return f"{n} frame" if n == 1 else f"{n} frames"
+
+
+def redact(message: Any, key: str, limit: int = 200) -> str:
+    """A server's message made safe to show: the key removed, whitespace collapsed, length capped, no final period."""
+    text = " ".join(str(message or "").split())
+    if key:
+        text = text.replace(key, "[key]")
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.rstrip(". ")
+
+
+def _server_message(err: Any) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    return ""
+
+
+def _retry_after(err: Any) -> str:
+    """'try again in N s' from Retry-After(-ms) when the server sent one, else a plain 'try again shortly'."""
+    headers = getattr(getattr(err, "response", None), "headers", None) or {}
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name)) / divisor
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(seconds) and seconds >= 0:
+            return f"try again in {max(1, math.ceil(seconds))} s"
+    return "try again shortly"
+
+
+def describe(err: Any, *, host: str, key: str, key_hint: str, model: str, frames: int, timeout: float) -> str:
+    """One sentence for the user about an SDK error; never contains the key."""
+    import openai
+
+    after = f" after {_n_frames(frames)}" if frames else ""
+    if isinstance(err, openai.APITimeoutError):
+        return f"{host} sent nothing for {timeout:g} s{after}, so the request timed out: try again or raise the timeout."
+    if isinstance(err, openai.APIConnectionError):
+        if frames:
+            return f"The connection to {host} dropped{after}: try again."
+        return f"Could not connect to {host}: check the base URL and your network."
+    if isinstance(err, openai.APIStatusError):
+        status = err.status_code
+        msg = redact(_server_message(err), key)
+        if status == 401:
+            return f"{host} rejected the API key (401 Unauthorized): check {key_hint}."
+        if status == 404:
+            return f"{host} has no model {model!r} (404): check the model name."
+        if status == 429:
+            return f"{host} is rate limiting requests (429): {_retry_after(err)}."
+        if status == 503:
+            return f"{host} is overloaded (503{': ' + msg if msg else ''}): {_retry_after(err)}."
+        if status >= 500:
+            return f"{host} had a server error ({status}): {_retry_after(err)}."
+        return f"{host} refused the request ({status}{': ' + msg if msg else ''})."
+    msg = redact(getattr(err, "message", "") or _server_message(err), key)
+    return f"{host} reported an error{after}: {msg or 'no details given'}."
+
+
+class OpenAIChatSource:
+    """An OpenAI-compatible chat model typing its answer: streamed deltas appended."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 temperature: Any = 1.0, max_tokens: Any = DEFAULT_MAX_TOKENS, timeout: Any = DEFAULT_TIMEOUT) -> None:
+        model = (model or "").strip()
+        if not model:
+            raise SourceError("The openai source needs a model: use openai:MODEL, for example openai:gpt-4o-mini.")
+        self.name = f"openai:{model}"
+        self.model = model
+        self.base_url = check_base_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        self._api_key = api_key or None
+        self.temperature = number(temperature, "temperature", 0.0, 2.0)
+        self.max_tokens = int(number(max_tokens, "max_tokens", 1, 1_000_000))
+        self.timeout = number(timeout, "timeout", 1.0, 600.0)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatSource({self.settings()!r})"
+
+    def settings(self) -> dict[str, Any]:
+        return {"model": self.model, "base_url": public_url(self.base_url), "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "timeout": self.timeout}
+
+    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+        key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise SourceError(f"Set OPENAI_API_KEY (any value for a local server that needs none) or enter a key to use {self.name}.")
+        yield from stream_chat(base_url=self.base_url, api_key=key, key_hint=ENTERED_KEY if self._api_key else "OPENAI_API_KEY",
+                               model=self.model, prompt=prompt,
+                               params={"temperature": self.temperature, "max_tokens": self.max_tokens},
+                               extra_body=None, cancel=cancel, timeout=self.timeout)
+
+
+register(SourceKind(
+    prefix="openai",
+    make=OpenAIChatSource,
+    label="OpenAI-compatible chat model (OPENAI_API_KEY, OPENAI_BASE_URL)",
+    takes_arg=True,
+    settings={
+        "temperature": {"default": 1.0, "label": "Temperature", "min": 0.0, "max": 2.0, "step": 0.05},
+        "max_tokens": {"default": DEFAULT_MAX_TOKENS, "label": "Max tokens", "min": 1, "max": 32768, "step": 1},
+        "base_url": {"default": "", "label": "Base URL",
+                     "info": "Any OpenAI-compatible endpoint; empty uses OPENAI_BASE_URL or https://api.openai.com/v1."},
+    },
+))

@@ -1,0 +1,52 @@
+"""The command line runs a race headless against real HTTP servers and writes the recording."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from app.trace import read_recording
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def test_record_mercury_against_openai_writes_each_sides_final_text(api_env: str, tmp_path: Path) -> None:
+    out = tmp_path / "race.jsonl"
+    proc = run_cli("record", "--left", "mercury", "--right", "openai:mercury-2", "--prompt", "Tell me a story.",
+                   "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rec = read_recording(out)
+    for side in ("left", "right"):
+        frames = rec.frames[side]
+        assert len(frames) > 2 and frames[-1].final
+        assert frames[-1].text == frames[-2].text or frames[-1].text.startswith(frames[-2].text)
+    assert rec.frames["left"][-1].text == rec.frames["right"][-1].text
+    assert rec.header["sources"]["left"]["settings"]["diffusing"] is True
+    from tests.wire_server import DEFAULT_KEY as TEST_KEY
+
+    assert TEST_KEY not in out.read_text() and TEST_KEY not in proc.stdout + proc.stderr
+
+
+def test_record_reports_a_missing_key_and_still_saves_the_other_side(api_env: str, tmp_path: Path) -> None:
+    out = tmp_path / "race.jsonl"
+    proc = run_cli("record", "--left", "mercury", "--right", "openai:mercury-2", "--prompt", "Hi", "--out", str(out),
+                   env={"INCEPTION_API_KEY": ""})
+    assert proc.returncode == 1
+    assert "INCEPTION_API_KEY" in proc.stdout
+    assert read_recording(out).frames["right"][-1].final
+
+
+def test_bench_prints_one_json_object_with_the_pipeline_figures() -> None:
+    proc = run_cli("bench", "--json", "--only", "pipeline")
+    assert proc.returncode == 0, proc.stderr
+    figures = json.loads(proc.stdout)["pipeline"]
+    for key in ("frame_ms_p50", "frame_ms_p99", "difflib_frame_ms_p50"):
+        assert figures[key] > 0

@@ -1,0 +1,87 @@
+"""The race runs two sources at once, keeps every frame on disk, and one failing side never stops the other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.race import Race, record
+from app.trace import Frame, RecordingWriter, make_header, read_recording
+
+
+def make_recording(path: Path, times: list[float], end: str = "done", message: str | None = None) -> Path:
+    """A real recording whose left side types one more token per frame at the given times."""
+    w = RecordingWriter(path, make_header("p", {"left": {"name": "local-ar", "settings": {}}}))
+    for i, t in enumerate(times):
+        w.frame("left", Frame(t=t, step=i, tokens=["w"] * (i + 1), final=i == len(times) - 1))
+    w.end("left", end, message)
+    w.close()
+    return path
+
+
+def test_record_writes_both_sides_and_each_last_frame_is_that_sides_final(tmp_path: Path) -> None:
+    a = make_recording(tmp_path / "a.jsonl", [0.0, 0.01, 0.02])
+    b = make_recording(tmp_path / "b.jsonl", [0.0, 0.005])
+    out = tmp_path / "out.jsonl"
+    final = record("p", f"replay:{a}", f"replay:{b}", out, settings={"left": {"speed": 4}, "right": {"speed": 4}})
+    rec = read_recording(out)
+    assert [len(rec.frames[s]) for s in ("left", "right")] == [3, 2]
+    assert rec.frames["left"][-1].tokens == ["w", "w", "w"]
+    assert rec.header["sources"]["left"] == {"name": f"replay:{a}", "settings": {"speed": 4.0, "original": "local-ar"}}
+    assert {s: e["status"] for s, e in final["sides"].items()} == {"left": "done", "right": "done"}
+    assert final["sides"]["left"]["metrics"]["frames"] == 3
+
+
+def test_updates_carry_every_frame_exactly_once_in_order(tmp_path: Path) -> None:
+    a = make_recording(tmp_path / "a.jsonl", [i * 0.001 for i in range(40)])
+    rows: dict[str, list[int]] = {"left": [], "right": []}
+    for update in Race("p", f"replay:{a}", f"replay:{a}", out=tmp_path / "o.jsonl").updates(interval=0.01):
+        for side, entry in update["sides"].items():
+            assert entry["start"] == len(rows[side])
+            rows[side] += [r["i"] for r in entry["rows"]]
+    assert rows == {"left": list(range(40)), "right": list(range(40))}
+
+
+def test_a_failing_side_reports_clearly_while_the_other_finishes(tmp_path: Path) -> None:
+    good = make_recording(tmp_path / "good.jsonl", [0.0, 0.01])
+    bad = make_recording(tmp_path / "bad.jsonl", [0.0], end="error", message="Rate limited.")
+    out = tmp_path / "o.jsonl"
+    final = record("p", f"replay:{bad}", f"replay:{good}", out)
+    left, right = final["sides"]["left"], final["sides"]["right"]
+    assert left["status"] == "error" and "Rate limited." in left["message"]
+    assert right["status"] == "done"
+    rec = read_recording(out)
+    assert len(rec.frames["left"]) == 1 and rec.ends["left"]["status"] == "error"
+
+
+def test_an_unknown_source_is_a_message_not_a_crash(tmp_path: Path) -> None:
+    good = make_recording(tmp_path / "good.jsonl", [0.0])
+    final = record("p", "no-such-source", f"replay:{good}", tmp_path / "o.jsonl")
+    assert "Unknown source 'no-such-source'" in final["sides"]["left"]["message"]
+    assert final["sides"]["right"]["status"] == "done"
+
+
+def test_stop_ends_both_sides_and_keeps_the_frames_so_far(tmp_path: Path) -> None:
+    slow = make_recording(tmp_path / "slow.jsonl", [0.0, 0.001, 3600.0])
+    out = tmp_path / "o.jsonl"
+    race = Race("p", f"replay:{slow}", f"replay:{slow}", out=out)
+    seen = 0
+    final = None
+    for update in race.updates(interval=0.01):
+        seen += sum(len(e["rows"]) for e in update["sides"].values())
+        if seen >= 4 and not update["done"]:
+            race.stop()
+        final = update
+    assert {e["status"] for e in final["sides"].values()} == {"stopped"}
+    rec = read_recording(out)
+    assert [len(rec.frames[s]) for s in ("left", "right")] == [2, 2]
+    assert {rec.ends[s]["status"] for s in ("left", "right")} == {"stopped"}
+
+
+def test_abandoning_the_update_stream_stops_the_race(tmp_path: Path) -> None:
+    slow = make_recording(tmp_path / "slow.jsonl", [0.0, 3600.0])
+    race = Race("p", f"replay:{slow}", f"replay:{slow}", out=tmp_path / "o.jsonl")
+    updates = race.updates(interval=0.01)
+    next(updates)
+    updates.close()
+    assert race.cancel.is_set()
+    assert all(not t.is_alive() for t in race._threads)
