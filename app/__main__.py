@@ -1,4 +1,4 @@
-"""Command line: `python -m app` launches the page; `record`, `generate` and `bench` run headless."""
+"""Command line: `python -m app` launches the page; `record`, `generate`, `export` and `bench` run headless."""
 
 from __future__ import annotations
 
@@ -56,13 +56,19 @@ def generate(argv: list[str]) -> int:
     return main(argv)
 
 
+def export(argv: list[str]) -> int:
+    from app.export.cli import main
+
+    return main(argv)
+
+
 def bench(argv: list[str]) -> int:
     from app.bench import main
 
     return main(argv)
 
 
-COMMANDS = {"record": record, "generate": generate, "bench": bench}
+COMMANDS = {"record": record, "generate": generate, "export": export, "bench": bench}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,10 +19,14 @@ def _section(name: str) -> Callable[[], dict[str, Any]]:
         from app.engine.bench import run
 
         return run
+    if name == "export":
+        from app.export.video import bench
+
+        return bench
     raise ValueError(name)
 
 
-SECTIONS = ("pipeline", "engine")
+SECTIONS = ("pipeline", "engine", "export")
 
 
 def main(argv: list[str]) -> int:
