@@ -1,0 +1,124 @@
+"""The data the browser player draws: live race updates and saved recordings, in one shape.
+
+The player (app/ui/player.js) merges payloads shaped like `Race.snapshot()` plus `run` (a new value
+starts a fresh run) and `seq`. A recording becomes the same payload, its rows made by the same
+`SideAnalyzer`, so a loaded recording plays in the same player as a live race.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from app.analysis import SideAnalyzer, metrics, settled_fraction_series
+from app.trace import SIDES, Recording, RecordingError, read_recording
+
+UI_DIR = Path(__file__).resolve().parent
+
+
+def new_run_id(prefix: str = "run") -> str:
+    """A fresh run id: the player starts over whenever the id changes."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def _prefix_len(a: list[str], b: list[str]) -> int:
+    """Length of the common prefix of two token lists (binary search over slice comparisons, C speed)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Analyzer rows compacted for the browser: O(changes) per frame instead of O(length).
+
+    Each row sends only its tokens after the prefix it shares with the row before (`keep`), its length
+    `n` and its change codes as flat [position, code, ...] pairs (`cs`); empty m / nfe / final are left out.
+    The first row goes whole, so every payload stands alone. Confidences stay in the recording: the
+    player does not draw them yet.
+    """
+    out = []
+    prev: list[str] | None = None
+    for row in rows:
+        tok = row["tok"]
+        keep = _prefix_len(prev, tok) if prev is not None else 0
+        w = {"i": row["i"], "t": row["t"], "step": row["step"], "sp": row.get("sp", 0), "n": len(tok), "keep": keep,
+             "tok": tok[keep:], "cs": [x for i, c in enumerate(row["ch"]) if c for x in (i, c)]}
+        for key in ("m", "nfe", "final"):
+            if row.get(key):
+                w[key] = row[key]
+        out.append(w)
+        prev = tok
+    return out
+
+
+def expand_rows(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The inverse of `wire_rows` (what player.js does), for tests and tools."""
+    out: list[dict[str, Any]] = []
+    for w in wire:
+        tok = (out[-1]["tok"][:w["keep"]] if w["keep"] else []) + w["tok"]
+        ch = [0] * w["n"]
+        for k in range(0, len(w["cs"]), 2):
+            ch[w["cs"][k]] = w["cs"][k + 1]
+        out.append({"i": w["i"], "t": w["t"], "step": w["step"], "tok": tok, "m": w.get("m"), "ch": ch,
+                    "nfe": w.get("nfe"), "final": w.get("final", False), "sp": w["sp"]})
+    return out
+
+
+def _wire_sides(sides: dict[str, Any]) -> dict[str, Any]:
+    return {side: {**entry, "rows": wire_rows(entry.get("rows", []))} for side, entry in sides.items()}
+
+
+def live_payload(snapshot: dict[str, Any], run: str, seq: int) -> dict[str, Any]:
+    """One `Race.snapshot()` with compact rows, tagged with its run id and sequence number, for the player to merge."""
+    return {**snapshot, "sides": _wire_sides(snapshot.get("sides", {})), "run": run, "seq": seq, "mode": "live"}
+
+
+def message_payload(message: str, run: str | None = None) -> dict[str, Any]:
+    """A payload with no frames that only says something (a missing prompt, an unreadable file)."""
+    return {"run": run or new_run_id("msg"), "seq": 0, "mode": "message", "prompt": "", "recording": "",
+            "done": True, "message": message, "sides": {}}
+
+
+def recording_payload(rec: Recording, name: str = "", run: str | None = None) -> dict[str, Any]:
+    """The whole of a saved recording as one player payload (rows, statuses, metrics, settled series)."""
+    sources = rec.header.get("sources") or {}
+    sides: dict[str, Any] = {}
+    for side in SIDES:
+        frames = rec.frames.get(side, [])
+        source = sources.get(side) if isinstance(sources.get(side), dict) else {}
+        if not frames and side not in rec.ends and not source:
+            continue
+        analyzer = SideAnalyzer()
+        rows = [analyzer.add(f) for f in frames]
+        end = rec.ends.get(side)
+        status = end["status"] if end and end.get("status") in ("done", "stopped", "error") else "stopped"
+        message = (end or {}).get("message") or None
+        if end is None and frames:
+            message = "This recording ends without saying how this side ended; it shows the frames saved."
+        sides[side] = {"spec": str(source.get("name", side)), "status": status, "message": message, "start": 0,
+                       "rows": wire_rows(rows), "metrics": metrics(frames) if frames else None,
+                       "settled": settled_fraction_series(frames) if frames else []}
+    return {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
+            "recording": name, "done": True, "message": " ".join(rec.warnings) or None, "sides": sides}
+
+
+def load_payload(path: str | Path, name: str | None = None, run: str | None = None) -> dict[str, Any]:
+    """Reads a recording file into a player payload; an unreadable file becomes a message payload."""
+    try:
+        rec = read_recording(path)
+    except RecordingError as e:
+        return message_payload(str(e), run)
+    except OSError as e:
+        return message_payload(f"Could not read {Path(path).name}: {e.strerror or e}.", run)
+    return recording_payload(rec, name if name is not None else Path(path).name, run)
+
+
+def asset(name: str) -> str:
+    """The text of a player asset (player.js, player.css) for the page and for self-contained exports."""
+    return (UI_DIR / name).read_text(encoding="utf-8")

@@ -1,0 +1,439 @@
+"""The page in a real Chromium: races against the loopback wire server, Stop, errors, hostile text, loading a recording.
+
+One in-process Gradio server serves the whole module; each test opens a fresh page and fails on any
+console error. Progress is read from the player's data-* attributes, never from sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from app.analysis import SideAnalyzer
+from app.race import Race
+from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.ui.payload import expand_rows, live_payload, load_payload, recording_payload, wire_rows
+
+HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
+           "${window.__pwned=1}", "{{constructor.constructor('window.__pwned=1')()}}")
+ROOT = "#player .cv-player"
+SHOTS = Path("/tmp")
+MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
+HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    """The page, launched in this process with the app's own launch options, once it answers."""
+    from app.ui.layout import build, launch_options
+
+    demo = build()
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)  # polling interval while the server starts, not synchronisation
+    yield url
+    demo.close()
+
+
+@pytest.fixture
+def page(browser: Any, server_url: str) -> Iterator[Any]:
+    """A fresh tab on the page; the test fails if the page logs a console error or throws."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1100})
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    errors: list[str] = []
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.goto(server_url)
+    tab.wait_for_selector(f"{ROOT}[data-status='idle']")
+    yield tab
+    context.close()
+    assert errors == [], f"console errors: {errors}"
+
+
+def choose(page: Any, side: str, prefix: str, arg: str = "", key: str | None = None) -> None:
+    """Picks a source kind in one side's picker and fills its argument and key."""
+    page.click(f"#{side}-source input")
+    page.click(f"#{side}-source [role=option][aria-label^='{prefix} ']")
+    if arg:
+        page.locator(f"#{side}-arg input, #{side}-arg textarea").fill(arg)
+    if key is not None:
+        page.locator(f"#{side}-key input").fill(key)
+
+
+def start(page: Any, prompt: str) -> None:
+    page.locator("#prompt textarea").fill(prompt)
+    page.click("#run")
+
+
+def watch_frames(page: Any) -> None:
+    """Records every value each side's data-frames takes, so a test can see the panels advance."""
+    page.evaluate("""() => {
+      window.__seen = {left: [], right: []};
+      for (const s of ['left', 'right']) {
+        const el = document.querySelector(`#player .cv-side[data-side=${s}]`);
+        new MutationObserver(() => {
+          const a = window.__seen[s], v = +el.dataset.frames;
+          if (a[a.length - 1] !== v) a.push(v);
+        }).observe(el, {attributes: true, attributeFilter: ['data-frames']});
+      }
+    }""")
+
+
+def wait_status(page: Any, status: str) -> None:
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.status === '{status}'")
+
+
+def side_attr(page: Any, side: str, name: str) -> str:
+    return page.get_attribute(f"#player .cv-side[data-side={side}]", name)
+
+
+def side_text(page: Any, side: str, part: str) -> str:
+    return page.text_content(f"#player .cv-side[data-side={side}] .{part}") or ""
+
+
+def assert_player_holds(page: Any, rec: Any) -> None:
+    """Every frame the player holds equals the recording's frame as the analyzer sees it (tokens, masks, changes)."""
+    for side in SIDES:
+        held = page.evaluate(f"document.querySelector('{ROOT}').convergePlayer.state.sides.{side}.rows"
+                             ".map(r => [r.tok, r.m, Array.from(r.ch)])")
+        analyzer = SideAnalyzer()
+        expected = [[r["tok"], r["m"], r["ch"]] for r in map(analyzer.add, rec.frames[side])]
+        assert held == expected, side
+
+
+def only_recording(folder: Path) -> Path:
+    files = sorted(folder.glob("*.jsonl"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+@pytest.mark.browser
+def test_page_title_legend_and_pickers(page: Any) -> None:
+    assert page.title() == "Converge"
+    assert page.is_visible("#player .cv-legend")
+    assert "masked" in page.text_content("#player .cv-legend")
+    assert page.input_value("#left-source input").startswith("local-diffusion")
+    assert page.input_value("#right-source input").startswith("local-ar")
+    assert not page.is_visible("#left-key")
+    choose(page, "left", "mercury")
+    page.wait_for_selector("#left-key input", state="visible")
+    assert page.get_attribute("#left-key input", "type") == "password"
+    page.focus("#run")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id || document.activeElement.closest('[id]').id") == "stop"
+
+
+@pytest.mark.browser
+def test_a_race_advances_both_panels_frame_by_frame(page: Any, api_env: str, recordings: Path) -> None:
+    choose(page, "left", "mercury")
+    choose(page, "right", "openai", "gpt-test")
+    watch_frames(page)
+    start(page, "Explain diffusion models in one sentence.")
+    page.wait_for_function(f"+document.querySelector('{ROOT}').dataset.frames >= 6 "
+                           f"&& document.querySelector('{ROOT}').dataset.status === 'running'")
+    page.screenshot(path=str(SHOTS / "converge-mid-race.png"), full_page=True)
+    wait_status(page, "done")
+    page.screenshot(path=str(SHOTS / "converge-after-race.png"), full_page=True)
+    rec = read_recording(only_recording(recordings))
+    seen = page.evaluate("window.__seen")
+    for side in SIDES:
+        n = len(rec.frames[side])
+        assert n > 3 and rec.ends[side]["status"] == "done"
+        assert len(seen[side]) > 2, seen  # the panel advanced more than once while it ran
+        assert seen[side] == sorted(seen[side]) and seen[side][-1] == n
+        assert side_attr(page, side, "data-frames") == str(n)
+        assert side_attr(page, side, "data-status") == "done"
+        assert page.get_attribute(f"#player .cv-side[data-side={side}] .cv-heatmap", "data-rows") == str(n)
+        assert page.text_content(f"#player tr[data-metric=frames] td[data-side={side}]") == str(n)
+        assert page.get_attribute("#player .cv-chart", f"data-kind-{side}") == "settled"
+    assert_player_holds(page, rec)
+    assert side_text(page, "left", "cv-text") == rec.frames["left"][-1].text
+    # after the run the shared timeline scrubs both sides back to their first frames
+    page.wait_for_selector("#player .cv-scrub[data-enabled=true]")
+    page.focus("#player .cv-range")
+    page.keyboard.press("Home")
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.step === '0'")
+    assert int(side_attr(page, "left", "data-step")) <= 0 and int(side_attr(page, "right", "data-step")) <= 0
+    page.click("#player .cv-scrub button[aria-label='Next frame']")
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.step === '1'")
+
+
+@pytest.mark.browser
+def test_stop_ends_both_sides_and_keeps_the_frames(page: Any, api_env: str, recordings: Path) -> None:
+    long_answer = " ".join(f"word{i}" for i in range(600))
+    choose(page, "left", "mercury")
+    choose(page, "right", "openai", "gpt-test")
+    start(page, "ECHO:" + long_answer)
+    for side in SIDES:
+        page.wait_for_function(f"+document.querySelector('#player .cv-side[data-side={side}]').dataset.frames >= 3")
+    page.click("#stop")
+    wait_status(page, "stopped")
+    for thread in [t for t in threading.enumerate() if t.name in ("race-left", "race-right")]:
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "a race thread kept running after Stop"
+    rec = read_recording(only_recording(recordings))
+    for side in SIDES:
+        n = len(rec.frames[side])
+        assert n >= 3 and not rec.frames[side][-1].final
+        assert rec.ends[side]["status"] == "stopped"
+        assert side_attr(page, side, "data-status") == "stopped"
+        assert side_attr(page, side, "data-frames") == str(n)
+    assert "Stopped" in page.text_content("#player .cv-status")
+    assert_player_holds(page, rec)
+
+
+@pytest.mark.browser
+def test_a_missing_key_names_the_variable_while_the_other_side_finishes(
+        page: Any, api_env: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("INCEPTION_API_KEY")
+    choose(page, "left", "mercury")
+    choose(page, "right", "openai", "gpt-test")
+    start(page, "What is the capital of France?")
+    wait_status(page, "done")
+    assert side_attr(page, "left", "data-status") == "error"
+    assert "INCEPTION_API_KEY" in side_text(page, "left", "cv-message")
+    assert page.is_visible("#player .cv-side[data-side=left] .cv-message")
+    assert side_attr(page, "right", "data-status") == "done"
+    assert int(side_attr(page, "right", "data-frames")) > 3
+
+
+@pytest.mark.browser
+def test_a_key_typed_into_the_page_is_used_and_never_saved(
+        page: Any, api_env: str, recordings: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.wire_server import DEFAULT_KEY as TEST_KEY
+
+    monkeypatch.delenv("INCEPTION_API_KEY")
+    choose(page, "left", "mercury", key=TEST_KEY)
+    choose(page, "right", "openai", "gpt-test")
+    start(page, "What is the capital of France?")
+    wait_status(page, "done")
+    assert [side_attr(page, s, "data-status") for s in SIDES] == ["done", "done"]
+    saved = only_recording(recordings).read_text()
+    assert TEST_KEY not in saved and TEST_KEY not in page.text_content("#player")
+
+
+@pytest.mark.browser
+def test_api_errors_show_a_clear_message_in_that_sides_panel(page: Any, api_env: str, recordings: Path) -> None:
+    from tests.wire_server import DEFAULT_KEY as TEST_KEY
+
+    choose(page, "left", "mercury", "fail-401")
+    choose(page, "right", "openai", "cut-after-4")
+    start(page, "Tell me about Paris.")
+    wait_status(page, "error")  # both sides failed
+    left, right = side_text(page, "left", "cv-message"), side_text(page, "right", "cv-message")
+    assert side_attr(page, "left", "data-status") == "error" and ("401" in left or "key" in left.lower())
+    assert side_attr(page, "right", "data-status") == "error" and right
+    rec = read_recording(only_recording(recordings))
+    assert len(rec.frames["right"]) >= 1
+    assert side_attr(page, "right", "data-frames") == str(len(rec.frames["right"]))
+    assert TEST_KEY not in page.content()
+
+
+@pytest.mark.browser
+def test_hostile_prompts_and_output_are_shown_as_text(page: Any, api_env: str) -> None:
+    text = "\n".join(HOSTILE)
+    choose(page, "left", "mercury")
+    choose(page, "right", "openai", HOSTILE[0])
+    start(page, text + "\nECHO:" + text)
+    wait_status(page, "done")
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.evaluate("document.querySelectorAll('#player img, #player script, #player iframe').length") == 0
+    for side in SIDES:
+        shown = side_text(page, side, "cv-text")
+        assert all(h in shown for h in HOSTILE), shown
+    assert HOSTILE[0] in side_text(page, "right", "cv-spec")
+    assert text in page.text_content("#player .cv-prompt-text")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+def test_the_default_pair_races_with_settings_from_the_page(page: Any, recordings: Path) -> None:
+    for side, prefix in (("left", "local-diffusion"), ("right", "local-ar")):
+        page.click(f"#{side}-settings button.label-wrap")
+        page.click(f"#{side}-{prefix}-gen_length input")
+        page.click(f"#{side}-{prefix}-gen_length [role=option][aria-label='32']")
+    start(page, "Once upon a time, there was a little")
+    wait_status(page, "done")
+    rec = read_recording(only_recording(recordings))
+    assert [rec.header["sources"][s]["settings"]["gen_length"] for s in SIDES] == [32, 32]
+    assert any(rec.frames["left"][0].masked or [])
+    for side in SIDES:
+        n = len(rec.frames[side])
+        assert side_attr(page, side, "data-status") == "done" and side_attr(page, side, "data-frames") == str(n)
+        assert page.get_attribute(f"#player .cv-side[data-side={side}] .cv-heatmap", "data-rows") == str(n)
+
+
+def write_recording(path: Path) -> Path:
+    """A small two-sided recording: a masked-diffusion left side with a remask, a typing right side, hostile text."""
+    words = [h + " " for h in HOSTILE] + ["plain ", "end"]
+    w = RecordingWriter(path, make_header(HOSTILE[1], {"left": {"name": "local-diffusion", "settings": {}},
+                                                       "right": {"name": "openai:" + HOSTILE[3], "settings": {}}}))
+    masks = [[True] * 6, [False, True, True, False, True, True], [False, False, True, False, True, False],
+             [False, True, True, False, False, False], [False] * 6]
+    for i, m in enumerate(masks):
+        w.frame("left", Frame(t=0.1 * i, step=i, tokens=words, masked=m, nfe=i + 1, final=i == len(masks) - 1))
+    for i in range(1, 7):
+        w.frame("right", Frame(t=0.07 * i, step=i, text="".join(words[:i]), final=i == 6))
+    w.end("left", "done")
+    w.end("right", "done")
+    w.close()
+    return path
+
+
+@pytest.mark.browser
+def test_a_loaded_recording_plays_in_the_same_player(page: Any, tmp_path: Path, recordings: Path) -> None:
+    path = write_recording(recordings / "sample.jsonl")
+    page.click("#load-box button.label-wrap")
+    page.set_input_files("#load-file input[type=file]", str(path))
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.mode === 'replay' "
+                           f"&& document.querySelector('{ROOT}').dataset.status === 'done'")
+    rec = read_recording(path)
+    for side in SIDES:
+        n = len(rec.frames[side])
+        assert side_attr(page, side, "data-frames") == str(n)
+        assert page.get_attribute(f"#player .cv-side[data-side={side}] .cv-heatmap", "data-rows") == str(n)
+    assert_player_holds(page, rec)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert all(h in side_text(page, "left", "cv-text") for h in HOSTILE)
+    assert HOSTILE[3] in side_text(page, "right", "cv-spec")
+    page.focus("#player .cv-range")
+    page.keyboard.press("Home")
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.step === '0'")
+    assert side_text(page, "left", "cv-text") == "\u2591" * 6  # the first frame: every position masked
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.step === '1'")
+    last = len({f.t for s in SIDES for f in rec.frames[s]}) - 1
+    page.click("#player .cv-scrub button[aria-label='Play']")  # plays on to the end at the recorded pace
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.step === '{last}'")
+    assert side_text(page, "left", "cv-text") == "".join(rec.frames["left"][-1].tokens)
+    page.locator("#load-path input").fill("../../outside.jsonl")
+    page.click("#load")
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.mode === 'message'")
+    assert "No recording by that name" in page.text_content("#player .cv-status")
+    page.locator("#load-path input").fill("sample.jsonl")
+    page.click("#load")
+    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.mode === 'replay'")
+    assert page.evaluate("document.querySelectorAll('#player img, #player script').length") == 0
+
+
+@pytest.mark.browser
+def test_the_player_runs_standalone_without_gradio(browser: Any, tmp_path: Path) -> None:
+    from app.ui.payload import asset
+
+    payload = load_payload(write_recording(tmp_path / "r.jsonl"))
+    tab = browser.new_page()
+    errors: list[str] = []
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.set_content("<!doctype html><title>export</title><div id=root></div>")
+    tab.add_style_tag(content=asset("player.css"))
+    tab.add_script_tag(content=asset("player.js"))
+    tab.evaluate("data => { window.p = ConvergePlayer.mount(document.getElementById('root'), data); }", payload)
+    tab.wait_for_function("document.getElementById('root').dataset.status === 'done'")
+    assert tab.get_attribute("#root .cv-side[data-side=left]", "data-frames") == "5"
+    assert tab.get_attribute("#root .cv-side[data-side=right] .cv-heatmap", "data-rows") == "6"
+    assert tab.evaluate("typeof window.__pwned") == "undefined" and errors == []
+    tab.close()
+
+
+def test_a_recording_loads_as_the_rows_the_live_race_sent(tmp_path: Path) -> None:
+    source = write_recording(tmp_path / "source.jsonl")
+    race = Race("p", f"replay:{source}", f"replay:{source}#right",
+                settings={"left": {"speed": 4}, "right": {"speed": 4}}, out=tmp_path / "out.jsonl")
+    live: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
+    final: dict[str, Any] = {}
+    for seq, update in enumerate(race.updates(interval=0.01)):
+        payload = live_payload(update, "r", seq)
+        assert payload["run"] == "r" and payload["seq"] == seq
+        for side, entry in payload["sides"].items():
+            live[side][entry["start"]:] = expand_rows(entry["rows"])  # each payload stands alone
+        final = payload
+    loaded = load_payload(race.path)
+    assert loaded["mode"] == "replay" and loaded["done"]
+    rec = read_recording(race.path)
+    for side in SIDES:
+        analyzer = SideAnalyzer()
+        full = [{k: v for k, v in analyzer.add(f).items() if k != "conf"} for f in rec.frames[side]]
+        assert live[side] == full and expand_rows(loaded["sides"][side]["rows"]) == full
+        assert loaded["sides"][side]["metrics"] == final["sides"][side]["metrics"]
+        assert [list(p) for p in loaded["sides"][side]["settled"]] == [list(p) for p in final["sides"][side]["settled"]]
+    json.dumps(loaded, allow_nan=False)  # the payload travels as JSON
+
+
+def test_wire_rows_send_only_what_changed_and_expand_back() -> None:
+    analyzer = SideAnalyzer()
+    words = [f"w{i} " for i in range(300)]
+    rows = [analyzer.add(Frame(t=0.01 * k, step=k, tokens=words[:k + 1])) for k in range(300)]
+    wire = wire_rows(rows)
+    assert expand_rows(wire) == [{k: v for k, v in r.items() if k != "conf"} for r in rows]
+    assert all(len(w["tok"]) == 1 and w["cs"] == [w["n"] - 1, 1] for w in wire[1:])  # typing: one new token each
+    assert len(json.dumps(wire)) * 10 < len(json.dumps(rows))
+
+
+def test_a_recording_without_end_entries_shows_as_stopped(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    w = RecordingWriter(path, make_header("p", {"left": {"name": "local-ar", "settings": {}}}))
+    w.frame("left", Frame(t=0.0, step=0, tokens=["a"]))
+    w.close()
+    payload = recording_payload(read_recording(path), "cut.jsonl")
+    assert payload["sides"]["left"]["status"] == "stopped" and "frames saved" in payload["sides"]["left"]["message"]
+    assert "right" not in payload["sides"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    assert "not a Converge recording" in load_payload(bad)["message"]
+
+
+def test_settings_render_from_the_registry_and_keys_stay_out_of_settings() -> None:
+    import gradio as gr
+
+    from app.sources.base import REGISTRY, load_plugins
+    from app.ui.layout import SideControls, coerce, needs_key, setting_component
+
+    load_plugins()
+    assert needs_key(REGISTRY["mercury"]) and not needs_key(REGISTRY["replay"])
+    kinds = {"choices": gr.Dropdown, "min": gr.Slider}
+    for kind in REGISTRY.values():
+        for name, spec in kind.settings.items():
+            widget = setting_component(spec, name)
+            expected = gr.Checkbox if isinstance(spec["default"], bool) else next(
+                (v for k, v in kinds.items() if k in spec), gr.Textbox)
+            assert isinstance(widget, expected), (kind.prefix, name)
+    assert coerce({"default": 3, "min": 0, "max": 9}, 4.0) == 4 and isinstance(coerce({"default": 3}, 4.0), int)
+    assert coerce({"default": 0.5, "min": 0, "max": 1}, 1.0) == 1.0
+    with gr.Blocks():
+        from app.ui.layout import side_controls
+
+        c: SideControls = side_controls("left", "mercury")
+    defaults = [s["default"] for _, _, s, _ in c.settings]
+    spec, settings, secrets = c.read(["openai", " gpt-x ", "sk-typed"] + defaults)
+    assert spec == "openai:gpt-x" and secrets == {"api_key": "sk-typed"} and settings == {}
+    changed = [0.5 if (p, n) == ("openai", "temperature") else v for (p, n, _, _), v in zip(c.settings, defaults)]
+    spec, settings, secrets = c.read(["openai", "gpt-x", ""] + changed)
+    assert settings == {"temperature": 0.5} and secrets == {}
+    spec, settings, secrets = c.read(["local-ar", "ignored", "sk-typed"] + changed)
+    assert spec == "local-ar" and secrets == {} and settings == {}
