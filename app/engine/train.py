@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 SPECIALS = ["<|endoftext|>", "<|mask|>", "<|pad|>"]
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "models"
-STORY_START = re.compile(r"^(Once upon a time|Once there|Once,|One day, )")
+STORY_START = re.compile(r"^(Once upon a time|Once there|Once,)")
 
 
 # ---------------------------------------------------------------- data
@@ -100,11 +100,12 @@ def encode_stream(tok, stories: list[str], eos_id: int) -> tuple[np.ndarray, np.
 
 
 def batch_at(step: int, tokens: np.ndarray, starts: np.ndarray, batch: int, seq: int, seed: int) -> torch.Tensor:
-    """The batch for `step`: windows that open at story starts, chosen by (seed, step) alone so
-    that both twins see exactly the same data in the same order."""
+    """The batch for `step`: windows that open with the end-of-text token just before a story
+    (it doubles as the beginning-of-sequence token the engine prepends), chosen by (seed, step)
+    alone so that both twins see exactly the same data in the same order."""
     rng = np.random.default_rng([seed, step])
     picks = starts[rng.integers(0, len(starts), size=batch)]
-    wrapped = np.concatenate([tokens, tokens[:seq]])
+    wrapped = np.concatenate([tokens[-1:], tokens, tokens[:seq]])
     return torch.from_numpy(np.stack([wrapped[p : p + seq] for p in picks]))
 
 
@@ -187,18 +188,24 @@ def ar_loss(model: TorchTransformer, x: torch.Tensor) -> torch.Tensor:
 
 def diffusion_loss(
     model: TorchTransformer, x: torch.Tensor, mask_id: int, gen: torch.Generator,
-    t: torch.Tensor | None = None, max_weight: float = 10.0,
+    t: torch.Tensor | None = None, max_weight: float = 10.0, prefix_frac: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Masked-diffusion loss (MDLM/LLaDA): mask each position 1..T-1 with probability t (one t per
     sequence, stratified across the batch unless given), cross-entropy on masked positions weighted
     by min(1/t, max_weight), averaged over all positions. Outputs are Dream-shifted: the output at
-    i-1 predicts the token at i. Returns (weighted loss, mean unweighted CE on masked tokens)."""
+    i-1 predicts the token at i. With `prefix_frac`, that share of the sequences keeps a random-length
+    prefix clean (LLaDA's prompt/answer split), the situation the samplers create: a clean prompt and
+    settled text on the left, masks on the right. Returns (weighted loss, mean unweighted CE on masked tokens)."""
     B, T = x.shape
     if t is None:
         u = torch.rand(1, generator=gen)
         t = ((torch.arange(B) + u) / B).clamp(min=1e-3)
     masked = torch.rand(B, T, generator=gen) < t[:, None]
     masked[:, 0] = False
+    if prefix_frac > 0:
+        keep = torch.rand(B, generator=gen) < prefix_frac
+        cut = torch.randint(1, T - 1, (B,), generator=gen)
+        masked &= ~(keep[:, None] & (torch.arange(T)[None, :] < cut[:, None]))
     noisy = torch.where(masked, torch.full_like(x, mask_id), x)
     logits = model(noisy, causal=False)[:, :-1]
     ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none").view(B, T - 1)
@@ -269,9 +276,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--corpus", nargs="+", required=True, help="plain-text files of stories")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for weights, config and tokenizer")
     ap.add_argument("--tokens", type=int, default=2_000_000, help="total token budget N (AR trains N; diffusion trains the second half)")
-    ap.add_argument("--init-from", default=None, help="diffusion: the AR checkpoint at N/2 (safetensors) to start from")
+    ap.add_argument("--init-from", default=None, help="weights (safetensors) to start from: for diffusion, the AR checkpoint at N/2, or a diffusion checkpoint to continue")
+    ap.add_argument("--first-token", type=int, default=None, help="where in the data order this run starts (default 0 for AR, N/2 for diffusion)")
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--seq", type=int, default=320)
+    ap.add_argument("--seq", type=int, default=321, help="positions per window, including the leading end-of-text token")
     ap.add_argument("--n-layer", type=int, default=4)
     ap.add_argument("--n-head", type=int, default=4)
     ap.add_argument("--n-embd", type=int, default=256)
@@ -282,6 +290,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--eval-every", type=int, default=250, help="steps between held-out evaluations")
     ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--prefix-frac", type=float, default=0.5, help="diffusion: share of sequences with a clean prefix of random length")
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     ap.add_argument("--val-windows", type=int, default=64)
     args = ap.parse_args(argv)
@@ -315,14 +324,23 @@ def main(argv: list[str] | None = None) -> dict:
     half = total_steps // 2
     first_step = 0
     init_note = "random initialisation"
+    previous = None
     if args.twin == "diffusion":
         first_step = half
-        if args.init_from:
-            from safetensors.numpy import load_file
+    if args.first_token is not None:
+        first_step = min(args.first_token // per_step, total_steps - 1)
+    if args.init_from:
+        from safetensors.numpy import load_file
 
-            state = {k: torch.from_numpy(v.astype(np.float32)) for k, v in load_file(args.init_from).items()}
-            model.load_state_dict(state)
-            init_note = f"initialised from the AR twin's checkpoint after {half * per_step} tokens ({Path(args.init_from).name})"
+        state = {k: torch.from_numpy(v.astype(np.float32)) for k, v in load_file(args.init_from).items()}
+        model.load_state_dict(state)
+        init_json = Path(args.init_from).with_suffix(".json")
+        previous = json.loads(init_json.read_text()).get("training") if init_json.is_file() else None
+        was = json.loads(init_json.read_text())["config"].get("causal", True) if init_json.is_file() else True
+        kind = "the AR twin's" if was else "the diffusion twin's"
+        init_note = f"initialised from {kind} checkpoint after {first_step * per_step} tokens ({Path(args.init_from).name})"
+        if previous and previous.get("init"):
+            init_note += f", which was {previous['init']}"
     steps = total_steps - first_step
     lr = args.lr or (2e-3 if args.twin == "ar" else 1e-3)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -347,14 +365,14 @@ def main(argv: list[str] | None = None) -> dict:
             if args.twin == "ar":
                 loss = ce = ar_loss(model, x)
             else:
-                loss, ce = diffusion_loss(model, x, mask_id, gen)
+                loss, ce = diffusion_loss(model, x, mask_id, gen, prefix_frac=args.prefix_frac)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if i % args.log_every == 0 or i == steps - 1:
-            point = {"step": step + 1, "tokens": (step + 1) * per_step, "loss": round(float(loss), 4),
-                     "masked_ce": round(float(ce), 4), "seconds": round(time.time() - train_start, 1)}
+            point = {"step": step + 1, "tokens": (step + 1) * per_step, "loss": round(loss.item(), 4),
+                     "masked_ce": round(ce.item(), 4), "seconds": round(time.time() - train_start, 1)}
             curve.append(point)
             print(json.dumps(point), flush=True)
         if (i + 1) % args.eval_every == 0 and i + 1 < steps:
@@ -371,7 +389,8 @@ def main(argv: list[str] | None = None) -> dict:
     stats = {
         "twin": args.twin,
         "objective": "next-token cross-entropy" if args.twin == "ar" else
-        "masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift",
+        f"masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift; "
+        f"{args.prefix_frac:.0%} of sequences keep a clean prefix of random length",
         "init": init_note,
         "params": n_params,
         "tokens_this_run": steps * per_step,
@@ -384,6 +403,7 @@ def main(argv: list[str] | None = None) -> dict:
                  "stories_held_out": len(val_s), "train_tokens": int(len(tokens)), "held_out_tokens": int(len(val_tokens))},
         "held_out": held_out_loss(model, val, args.twin, mask_id, args.seed),
         "half_checkpoint": checkpoint_stats,
+        "previous_run": previous,
         "loss_curve": curve,
         "held_out_curve": val_curve,
         "precision": "float32 weights, bfloat16 autocast" if not args.no_bf16 else "float32",
