@@ -23,10 +23,14 @@ def _section(name: str) -> Callable[[], dict[str, Any]]:
         from app.export.video import bench
 
         return bench
+    if name == "player":
+        from app.export.player_bench import bench as player_bench
+
+        return player_bench
     raise ValueError(name)
 
 
-SECTIONS = ("pipeline", "engine", "export")
+SECTIONS = ("pipeline", "engine", "export", "player")
 
 
 def main(argv: list[str]) -> int:

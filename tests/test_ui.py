@@ -1,4 +1,5 @@
-"""The page in a real Chromium: races against the loopback wire server, Stop, errors, hostile text, loading a recording.
+"""The page in a real Chromium: races against the loopback wire server, Stop, errors, hostile text, the recording
+library (load, rename, delete, upload, download), the bundled example on open, presenter mode and exports.
 
 One in-process Gradio server serves the whole module; each test opens a fresh page and fails on any
 console error. Progress is read from the player's data-* attributes, never from sleeps.
@@ -33,6 +34,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Bundled examples come from a folder of the test's own (empty unless a test writes one), read at page load."""
+    folder = tmp_path / "examples"
+    folder.mkdir()
+    monkeypatch.setenv("CONVERGE_EXAMPLES", str(folder))
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -307,8 +317,7 @@ def write_recording(path: Path) -> Path:
 
 @pytest.mark.browser
 def test_a_loaded_recording_plays_in_the_same_player(page: Any, tmp_path: Path, recordings: Path) -> None:
-    path = write_recording(recordings / "sample.jsonl")
-    page.click("#load-box button.label-wrap")
+    path = write_recording(tmp_path / "sample.jsonl")
     page.set_input_files("#load-file input[type=file]", str(path))
     page.wait_for_function(f"document.querySelector('{ROOT}').dataset.mode === 'replay' "
                            f"&& document.querySelector('{ROOT}').dataset.status === 'done'")
@@ -319,8 +328,8 @@ def test_a_loaded_recording_plays_in_the_same_player(page: Any, tmp_path: Path, 
         assert page.get_attribute(f"#player .cv-side[data-side={side}] .cv-heatmap", "data-rows") == str(n)
     assert_player_holds(page, rec)
     assert page.evaluate("typeof window.__pwned") == "undefined"
-    assert all(h in side_text(page, "left", "cv-text") for h in HOSTILE)
     assert HOSTILE[3] in side_text(page, "right", "cv-spec")
+    assert page.get_attribute(ROOT, "data-step") == "0"  # a loaded recording opens at its start
     page.focus("#player .cv-range")
     page.keyboard.press("Home")
     page.wait_for_function(f"document.querySelector('{ROOT}').dataset.step === '0'")
@@ -331,13 +340,8 @@ def test_a_loaded_recording_plays_in_the_same_player(page: Any, tmp_path: Path, 
     page.click("#player .cv-scrub button[aria-label='Play']")  # plays on to the end at the recorded pace
     page.wait_for_function(f"document.querySelector('{ROOT}').dataset.step === '{last}'")
     assert side_text(page, "left", "cv-text") == "".join(rec.frames["left"][-1].tokens)
-    page.locator("#load-path input").fill("../../outside.jsonl")
-    page.click("#load")
-    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.mode === 'message'")
-    assert "No recording by that name" in page.text_content("#player .cv-status")
-    page.locator("#load-path input").fill("sample.jsonl")
-    page.click("#load")
-    page.wait_for_function(f"document.querySelector('{ROOT}').dataset.mode === 'replay'")
+    assert all(h in side_text(page, "left", "cv-text") for h in HOSTILE)
+    assert (recordings / "sample.jsonl").read_bytes() == path.read_bytes()  # the upload joined the library
     assert page.evaluate("document.querySelectorAll('#player img, #player script').length") == 0
 
 
@@ -437,3 +441,201 @@ def test_settings_render_from_the_registry_and_keys_stay_out_of_settings() -> No
     assert settings == {"temperature": 0.5} and secrets == {}
     spec, settings, secrets = c.read(["local-ar", "ignored", "sk-typed"] + changed)
     assert spec == "local-ar" and secrets == {} and settings == {}
+
+
+def captioned(path: Path, caption: str, prompt: str = "Once upon a time") -> Path:
+    """A small recording with a caption in its header, as the bundled examples have."""
+    header = make_header(prompt, {"left": {"name": "local-diffusion", "settings": {}},
+                                  "right": {"name": "local-ar", "settings": {}}})
+    header["caption"] = caption
+    w = RecordingWriter(path, header)
+    for i in range(4):
+        w.frame("left", Frame(t=0.1 * (i + 1), step=i, tokens=["a ", "b ", "c ", "d"], masked=[j > i for j in range(4)],
+                              final=i == 3))
+        w.frame("right", Frame(t=0.15 * (i + 1), step=i, tokens=["a ", "b ", "c ", "d"][: i + 1], final=i == 3))
+    w.end("left", "done")
+    w.end("right", "done")
+    w.close()
+    return path
+
+
+LIB_ROWS = "#library-table [role=row].virtual-row"
+
+
+def library_names(page: Any) -> list[str]:
+    """The Name column of the library table, top to bottom."""
+    return page.eval_on_selector_all(f"{LIB_ROWS} [role=gridcell][data-col='0']", "cells => cells.map(c => c.innerText.trim())")
+
+
+def wait_rows(page: Any, n: int) -> None:
+    page.wait_for_function(f"document.querySelectorAll('{LIB_ROWS}').length === {n}")
+
+
+def wait_message(page: Any, words: str) -> str:
+    page.wait_for_function("w => (document.querySelector('#library-status textarea').value || '').includes(w)", arg=words)
+    return page.input_value("#library-status textarea")
+
+
+def choose_recording(page: Any, name: str) -> None:
+    """Clicks the library row of a recording; the picker follows."""
+    page.locator(f"{LIB_ROWS} [role=gridcell][data-col='0']", has_text=name).click()
+    page.wait_for_function("n => document.querySelector('#library-pick input').value.startsWith(n)", arg=name)
+
+
+@pytest.mark.browser
+def test_the_page_opens_with_the_first_example_ready_to_play(open_tab: Any, examples: Path, recordings: Path) -> None:
+    captioned(examples / "b-second.jsonl", "Second example")
+    captioned(examples / "a-first.jsonl", "Confidence order against the AR twin: " + HOSTILE[0], prompt=HOSTILE[1])
+    captioned(recordings / "mine.jsonl", "Mine")
+    page = open_tab()
+    page.wait_for_selector(f"{ROOT}[data-mode=replay][data-status=done]")
+    assert page.get_attribute(ROOT, "data-step") == "0" and page.get_attribute(ROOT, "data-playing") == "false"
+    assert page.text_content("#player .cv-caption-line") == "Confidence order against the AR twin: " + HOSTILE[0]
+    assert "Press Play" in page.text_content("#player .cv-status")
+    wait_rows(page, 3)
+    assert library_names(page) == ["mine.jsonl", "a-first.jsonl", "b-second.jsonl"]
+    row = page.locator(LIB_ROWS, has_text="a-first.jsonl").inner_text()
+    assert "example" in row and "local-diffusion vs local-ar" in row and "0.6 s" in row and HOSTILE[0] in row
+    assert page.input_value("#library-pick input").startswith("a-first.jsonl")
+    page.keyboard.press("Space")  # the shortcut plays it straight away
+    page.wait_for_selector(f"{ROOT}[data-playing=true]")
+    page.wait_for_selector(f"{ROOT}[data-playing=false][data-step='6']")
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.evaluate("document.querySelectorAll('#player img, #library-table img').length") == 0
+
+
+@pytest.fixture
+def open_tab(browser: Any, server_url: str) -> Iterator[Any]:
+    """Opens the page (after a test has put recordings in place: the library is read when the page opens);
+    every tab it opened must end without console errors."""
+    opened: list[tuple[Any, list[str]]] = []
+
+    def open_(query: str = "", scheme: str = "light") -> Any:
+        context = browser.new_context(viewport={"width": 1280, "height": 1100}, color_scheme=scheme)
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        errors: list[str] = []
+        tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        tab.on("pageerror", lambda e: errors.append(str(e)))
+        opened.append((context, errors))
+        tab.goto(server_url + query)
+        return tab
+
+    yield open_
+    for context, errors in opened:
+        context.close()
+        assert errors == [], f"console errors: {errors}"
+
+
+@pytest.mark.browser
+def test_the_library_loads_renames_deletes_uploads_and_downloads(open_tab: Any, recordings: Path, examples: Path,
+                                                                 tmp_path: Path) -> None:
+    captioned(recordings / "mine.jsonl", "Mine")
+    captioned(examples / "ex.jsonl", "An example")
+    page = open_tab()
+    page.wait_for_selector(f"{ROOT}[data-mode=replay]")  # the example opened
+    wait_rows(page, 2)
+    choose_recording(page, "mine.jsonl")
+    assert page.input_value("#library-name input") == "mine.jsonl"
+    page.click("#library-load")
+    page.wait_for_function(f"document.querySelector('{ROOT} .cv-caption-line').textContent === 'Mine'")
+    assert "Loaded mine.jsonl" in wait_message(page, "Loaded")
+
+    page.locator("#library-name input").fill("../escaped")
+    page.click("#library-rename")
+    assert "cannot contain a path" in wait_message(page, "path")
+    page.locator("#library-name input").fill("talk")
+    page.click("#library-rename")
+    wait_message(page, "Renamed")
+    assert sorted(p.name for p in recordings.iterdir()) == ["talk.jsonl"]
+    page.wait_for_function("document.querySelector('#library-pick input').value.startsWith('talk.jsonl')")
+
+    choose_recording(page, "ex.jsonl")
+    page.once("dialog", lambda d: d.accept())
+    page.click("#library-delete")
+    assert "cannot be deleted" in wait_message(page, "cannot be deleted")
+    assert (examples / "ex.jsonl").is_file()
+
+    choose_recording(page, "talk.jsonl")
+    with page.expect_download() as download:
+        page.click("#library-download")
+        page.wait_for_selector("#download-file a[download]")
+        page.click("#download-file a[download]")
+    assert Path(download.value.path()).read_bytes() == (recordings / "talk.jsonl").read_bytes()
+
+    page.once("dialog", lambda d: d.dismiss())
+    page.click("#library-delete")
+    wait_message(page, "Nothing deleted")
+    assert (recordings / "talk.jsonl").is_file()
+    page.once("dialog", lambda d: d.accept())
+    page.click("#library-delete")
+    wait_message(page, "Deleted talk.jsonl")
+    assert list(recordings.iterdir()) == []
+    wait_rows(page, 1)
+
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text('{"type": "header", "schema": 99, "prompt": "", "sources": {}}\n')
+    page.set_input_files("#load-file input[type=file]", str(junk))
+    assert "schema 99" in wait_message(page, "schema 99")
+    assert list(recordings.iterdir()) == []
+
+    cut = captioned(tmp_path / "cut.jsonl", "Cut short")
+    lines = cut.read_text().splitlines(keepends=True)
+    cut.write_text("".join(lines[:5]) + lines[5][:20])
+    page.set_input_files("#load-file input[type=file]", str(cut))
+    wait_message(page, "Added cut.jsonl")
+    page.wait_for_function(f"document.querySelector('{ROOT} .cv-caption-line').textContent === 'Cut short'")
+    warning = page.text_content("#player .cv-warning")
+    assert page.is_visible("#player .cv-warning") and "Line 6" in warning and "4 frames" in warning
+    assert [p.name for p in recordings.iterdir()] == ["cut.jsonl"]
+    assert page.get_attribute(ROOT, "data-frames") == "4"
+
+
+@pytest.mark.browser
+def test_presenter_mode_on_the_page_hides_the_controls_and_shortcuts_skip_text_fields(
+        open_tab: Any, examples: Path) -> None:
+    captioned(examples / "ex.jsonl", "Presenter example")
+    for scheme in ("light", "dark"):
+        page = open_tab("?presenter=1", scheme)
+        page.wait_for_selector(f"{ROOT}[data-mode=replay][data-presenter=true]")
+        assert page.evaluate("document.body.classList.contains('cv-presenting')")
+        for hidden in ("#controls", "#library-area", "#converge-title"):
+            assert not page.is_visible(hidden), hidden
+        page.keyboard.press("End")
+        page.wait_for_selector(f"{ROOT}[data-step='6']")  # 7 distinct frame times
+        page.screenshot(path=str(SHOTS / f"converge-page-presenter-{scheme}.png"))
+        page.keyboard.press("?")
+        page.wait_for_selector(f"{ROOT}[data-help=open]")
+        page.keyboard.press("Escape")
+        page.keyboard.press("p")
+        page.wait_for_selector(f"{ROOT}[data-presenter=false]")
+        assert page.is_visible("#controls") and not page.evaluate("document.body.classList.contains('cv-presenting')")
+        page.locator("#prompt textarea").fill("")
+        page.locator("#prompt textarea").press_sequentially("Why? p 1")  # typing is not a shortcut
+        assert page.input_value("#prompt textarea") == "Why? p 1"
+        assert page.get_attribute(ROOT, "data-help") == "closed" and page.get_attribute(ROOT, "data-presenter") == "false"
+        assert page.get_attribute(ROOT, "data-speed") == "1"
+
+
+@pytest.mark.browser
+def test_export_buttons_give_a_self_contained_page_and_a_gif(open_tab: Any, examples: Path, tmp_path: Path) -> None:
+    captioned(examples / "ex.jsonl", "Export me")
+    page = open_tab()
+    page.wait_for_selector(f"{ROOT}[data-mode=replay]")
+    page.click("#export-box button.label-wrap")
+    for fmt, magic in (("html", b"<!doctype html>"), ("gif", b"GIF89a")):
+        page.click(f"#export-{fmt}")
+        wait_message(page, f"ex.{fmt} is ready")
+        with page.expect_download() as download:
+            page.click("#download-file a[download]")
+        data = Path(download.value.path()).read_bytes()
+        assert data.startswith(magic), fmt
+    assert b"https:" not in data and b"Export me" not in data  # the last one is the GIF: no text, no links
+
+
+def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
+    from app.ui.layout import export_current
+
+    for fmt in ("html", "gif", "mp4"):
+        _, message = export_current(fmt)(None)
+        assert "Load a recording or run a race first" in message

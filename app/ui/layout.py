@@ -1,8 +1,10 @@
-"""The Converge page: two source pickers, a prompt, Run and Stop, and the client-side player.
+"""The Converge page: two source pickers, a prompt, Run and Stop, the client-side player, the recording
+library and the exports.
 
 The server never builds HTML from model output, prompts or files: it sends data as the player's
 `payload` prop and app/ui/player.js writes every string with textContent. The source pickers and
-their settings are rendered from the registry, so a new source needs no change here.
+their settings are rendered from the registry, so a new source needs no change here. The page opens
+with the first bundled example loaded and ready to play; `?presenter=1` opens it in presenter mode.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import inspect
 import json
 import os
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +23,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from app.race import RECORDINGS_DIR, Race, recordings_dir  # noqa: E402
-from app.sources.base import REGISTRY, SourceKind, load_plugins  # noqa: E402
+from app.race import Race  # noqa: E402
+from app.sources.base import REGISTRY, SourceError, SourceKind, load_plugins  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES  # noqa: E402
+from app.ui import library  # noqa: E402
 from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
 
 DEFAULT_PAIR = ("local-diffusion", "local-ar")
@@ -32,7 +36,9 @@ MAX_PROMPT_CHARS = 20_000
 
 PLAYER_GLUE = """
 const mount = element.querySelector('.cv-mount');
-const player = window.ConvergePlayer.create(mount);
+const query = new URLSearchParams(window.location.search);
+const onPresenter = (on) => document.body.classList.toggle('cv-presenting', on);
+const player = window.ConvergePlayer.create(mount, {presenter: query.get('presenter') === '1', onPresenter});
 const show = () => { if (props.payload) player.update(JSON.parse(props.payload)); };
 show();
 watch('payload', show);
@@ -41,7 +47,13 @@ watch('payload', show);
 PAGE_CSS = """
 #converge-title h1 { margin-bottom: 0; }
 #player { min-height: 200px; }
+body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
+body.cv-presenting footer { display: none !important; }
+body.cv-presenting .gradio-container { max-width: 100% !important; }
 """
+
+LIBRARY_HEADERS = ["Name", "Kind", "Caption or prompt", "Sources", "Date", "Duration", "Note"]
+EXPORT_FORMATS = ("html", "gif", "mp4")
 
 _sessions: dict[str, dict[str, Any]] = {}  # session hash -> {"race", "path", "run"} of its latest race
 _sessions_lock = threading.Lock()
@@ -164,14 +176,15 @@ def run_race(left: SideControls, right: SideControls) -> Any:
     """The Run handler: starts a race and yields coalesced player payloads until it ends or is cancelled."""
     n_left = len(left.inputs())
 
-    def run(request: gr.Request, prompt: str, *values: Any) -> Iterator[dict[str, Any]]:
+    def run(request: gr.Request, prompt: str, *values: Any) -> Iterator[tuple[Any, Any]]:
         run_id = new_run_id()
         prompt = prompt or ""
         if not prompt.strip():
-            yield to_player(message_payload("Type a prompt first.", run_id))
+            yield to_player(message_payload("Type a prompt first.", run_id)), gr.skip()
             return
         if len(prompt) > MAX_PROMPT_CHARS:
-            yield to_player(message_payload(f"The prompt is over {MAX_PROMPT_CHARS:,} characters; shorten it.", run_id))
+            yield to_player(message_payload(f"The prompt is over {MAX_PROMPT_CHARS:,} characters; shorten it.",
+                                            run_id)), gr.skip()
             return
         lspec, lset, lkey = left.read(list(values[:n_left]))
         rspec, rset, rkey = right.read(list(values[n_left:]))
@@ -179,7 +192,7 @@ def run_race(left: SideControls, right: SideControls) -> Any:
             race = Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                         secrets={"left": lkey, "right": rkey})
         except OSError as e:
-            yield to_player(message_payload(f"Could not create the recording file: {e.strerror or e}.", run_id))
+            yield to_player(message_payload(f"Could not create the recording file: {e.strerror or e}.", run_id)), gr.skip()
             return
         entry = {"race": race, "path": race.path, "run": run_id}
         with _sessions_lock:
@@ -187,7 +200,7 @@ def run_race(left: SideControls, right: SideControls) -> Any:
         updates = race.updates(interval=UPDATE_INTERVAL)
         try:
             for seq, snapshot in enumerate(updates):
-                yield to_player(live_payload(snapshot, run_id, seq))
+                yield to_player(live_payload(snapshot, run_id, seq)), str(race.path)
         finally:
             updates.close()
             race.stop()
@@ -207,7 +220,7 @@ def after_stop(request: gr.Request) -> Any:
     if race is not None:
         race.stop()
         race.close()
-    return to_player(load_payload(entry["path"], run=entry["run"]))
+    return to_player(load_payload(entry["path"], run=entry["run"])), str(entry["path"])
 
 
 def end_session(request: gr.Request) -> None:
@@ -218,29 +231,135 @@ def end_session(request: gr.Request) -> None:
         entry["race"].stop()
 
 
-def allowed_folders() -> list[Path]:
-    """Folders the path box may read recordings from: the user's recordings and the bundled ones."""
-    return [recordings_dir().resolve(), Path(RECORDINGS_DIR).resolve()]
+def library_view(selected: str | None = None) -> tuple[Any, Any, list[str]]:
+    """The library table, the recording picker (keeping `selected` when it still exists) and the row ids."""
+    entries = library.list_recordings()
+    rows = [[e["name"], "example" if e["kind"] == "example" else "yours", e["caption"] or e["prompt"], e["sources"],
+             library.date_text(e["created"]), library.duration_text(e["duration"]), e["problem"] or ""]
+            for e in entries]
+    ids = [e["id"] for e in entries]
+    value = selected if selected in ids else (ids[0] if ids else None)
+    table = gr.update(value=rows or [[""] * len(LIBRARY_HEADERS)], headers=LIBRARY_HEADERS)
+    return table, gr.update(choices=[(library.label(e), e["id"]) for e in entries], value=value), ids
 
 
-def load_by_name(name: str) -> Any:
-    """Loads a recording named relative to the recordings folder (never a path outside it)."""
-    name = (name or "").strip()
-    if not name:
-        return to_player(message_payload("Type the name of a recording in the recordings folder."))
-    for folder in allowed_folders():
-        candidate = (folder / name).resolve()
-        if candidate.is_relative_to(folder) and candidate.is_file():
-            return to_player(load_payload(candidate, name=candidate.relative_to(folder).as_posix()))
-    return to_player(message_payload(
-        "No recording by that name in the recordings folder; upload the file instead."))
+def open_page() -> tuple[Any, ...]:
+    """On page load: the library, and the first bundled example in the player, at its start, ready to play."""
+    table, pick, ids = library_view()
+    first = next((i for i in ids if i.startswith("example/")), None)
+    if first is None:
+        return table, pick, ids, gr.skip(), gr.skip()
+    pick["value"] = first
+    path = library.locate(first)
+    return table, pick, ids, to_player(load_payload(path, name=path.name, cursor="start")), str(path)
 
 
-def load_upload(path: str | None) -> Any:
-    """Loads an uploaded recording file into the player."""
+def pick_row(ids: list[str], evt: gr.SelectData) -> tuple[Any, Any]:
+    """Clicking a row of the table selects that recording in the picker and offers its name for renaming.
+
+    The row's own values name it (the table may be sorted in the browser); its index is the fallback."""
+    values = evt.row_value if isinstance(evt.row_value, list) and len(evt.row_value) >= 2 else None
+    if values is not None:
+        entry = f"{'example' if values[1] == 'example' else 'user'}/{values[0]}"
+    else:
+        row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+        entry = ids[row] if isinstance(row, int) and 0 <= row < len(ids or []) else ""
+    if entry not in (ids or []):
+        return gr.skip(), gr.skip()
+    return gr.update(value=entry), entry.partition("/")[2]
+
+
+def load_entry(entry_id: str | None) -> tuple[Any, Any, str]:
+    """Loads the picked recording into the player at its start."""
+    try:
+        path = library.locate(entry_id or "")
+    except SourceError as e:
+        return gr.skip(), gr.skip(), str(e)
+    payload = load_payload(path, name=path.name, cursor="start")
+    if payload["mode"] == "message":
+        return to_player(payload), gr.skip(), payload["message"]
+    note = " ".join(payload.get("warnings") or [])
+    return to_player(payload), str(path), f"Loaded {path.name}." + (f" {note}" if note else "")
+
+
+def rename_entry(entry_id: str | None, new_name: str, current: str | None) -> tuple[Any, ...]:
+    """Renames one of the user's recordings; the player keeps pointing at it."""
+    try:
+        old = library.locate(entry_id or "")
+        new_id = library.rename(entry_id or "", new_name)
+    except (SourceError, OSError) as e:
+        return (gr.skip(),) * 4 + (_error_text(e),)
+    new_path = library.locate(new_id)
+    table, pick, ids = library_view(new_id)
+    moved = str(new_path) if current and Path(current) == old else gr.skip()
+    return table, pick, ids, moved, f"Renamed {old.name} to {new_path.name}."
+
+
+def delete_entry(entry_id: str | None) -> tuple[Any, ...]:
+    """Deletes one of the user's recordings (the browser asked for confirmation; None means cancelled)."""
+    if entry_id is None:
+        return (gr.skip(),) * 3 + ("Nothing deleted.",)
+    try:
+        name = library.delete(entry_id)
+    except (SourceError, OSError) as e:
+        return (gr.skip(),) * 3 + (_error_text(e),)
+    return (*library_view(), f"Deleted {name}.")
+
+
+def upload_entry(path: str | None) -> tuple[Any, ...]:
+    """Checks an uploaded recording, adds it to the user's recordings and loads it into the player; the upload
+    box is emptied either way, ready for the next file."""
     if not path:
-        return gr.skip()
-    return to_player(load_payload(path, name=Path(path).name))
+        return (gr.skip(),) * 7
+    try:
+        new_id = library.save_upload(path, Path(path).name)
+    except (SourceError, OSError) as e:
+        return (gr.skip(),) * 5 + (_error_text(e), None)
+    saved = library.locate(new_id)
+    table, pick, ids = library_view(new_id)
+    payload = load_payload(saved, name=saved.name, cursor="start")
+    note = " ".join(payload.get("warnings") or [])
+    return table, pick, ids, to_player(payload), str(saved), f"Added {saved.name} to your recordings." + (
+        f" {note}" if note else ""), None
+
+
+def download_entry(entry_id: str | None) -> tuple[Any, str]:
+    """The picked recording as a file to download."""
+    try:
+        copy = library.download_copy(entry_id or "")
+    except (SourceError, OSError) as e:
+        return gr.skip(), _error_text(e)
+    return str(copy), f"{copy.name} is ready: use the download link."
+
+
+def export_current(fmt: str) -> Any:
+    """An export handler: the recording in the player as a self-contained HTML page, a GIF or an MP4."""
+    def export(current: str | None) -> tuple[Any, str]:
+        if not current or not Path(current).is_file():
+            return gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
+        source = Path(current)
+        out = Path(tempfile.mkdtemp(prefix="converge-export-")) / f"{source.stem}.{fmt}"
+        try:
+            if fmt == "html":
+                from app.export.html import export_html
+
+                export_html(source, out)
+            else:
+                from app.export.video import export_video
+
+                export_video(source, out, fmt=fmt)
+        except ImportError as e:
+            return gr.skip(), f"{fmt.upper()} export needs {e.name}, which is not installed (pip install -r requirements.txt)."
+        except (SourceError, OSError) as e:
+            return gr.skip(), _error_text(e)
+        return str(out), f"{out.name} is ready: use the download link."
+    return export
+
+
+def _error_text(e: Exception) -> str:
+    if isinstance(e, OSError):
+        return f"That did not work: {e.strerror or e}."
+    return str(e)
 
 
 def build() -> gr.Blocks:
@@ -251,38 +370,73 @@ def build() -> gr.Blocks:
     with gr.Blocks(title="Converge", analytics_enabled=False) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
-        prompt = gr.Textbox(label="Prompt", lines=3, elem_id="prompt",
-                            placeholder="Ask something, then press Run.")
-        with gr.Row():
-            controls = {}
-            for side, default in zip(SIDES, defaults):
-                with gr.Column():
-                    controls[side] = side_controls(side, default)
-        with gr.Row():
-            run_btn = gr.Button("Run", variant="primary", elem_id="run")
-            stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+        current = gr.State(None)  # the recording file shown in the player (what exports are made from)
+        ids = gr.State([])  # the library table's row ids
+        with gr.Column(elem_id="controls"):
+            prompt = gr.Textbox(label="Prompt", lines=3, elem_id="prompt",
+                                placeholder="Ask something, then press Run.")
+            with gr.Row():
+                controls = {}
+                for side, default in zip(SIDES, defaults):
+                    with gr.Column():
+                        controls[side] = side_controls(side, default)
+            with gr.Row():
+                run_btn = gr.Button("Run", variant="primary", elem_id="run")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
-        with gr.Accordion("Load recording", open=False, elem_id="load-box"):
-            upload = gr.File(label="Recording file (.jsonl)", file_types=[".jsonl"], type="filepath",
-                             elem_id="load-file")
+        with gr.Column(elem_id="library-area"):
+            with gr.Accordion("Recordings", open=True, elem_id="library"):
+                table = gr.Dataframe(headers=LIBRARY_HEADERS, datatype="str", type="array", interactive=False,
+                                     wrap=True, max_height=320, elem_id="library-table", show_label=False,
+                                     column_widths=["17%", "7%", "27%", "20%", "12%", "7%", "10%"])
+                with gr.Row():
+                    pick = gr.Dropdown(label="Recording", choices=[], elem_id="library-pick", scale=4)
+                    load_btn = gr.Button("Load", variant="primary", elem_id="library-load", scale=1)
+                    download_btn = gr.Button("Download", elem_id="library-download", scale=1)
+                with gr.Row():
+                    new_name = gr.Textbox(label="New name (your recordings only)", elem_id="library-name",
+                                          max_lines=1, scale=4)
+                    rename_btn = gr.Button("Rename", elem_id="library-rename", scale=1)
+                    delete_btn = gr.Button("Delete", variant="stop", elem_id="library-delete", scale=1)
+                upload = gr.File(label="Upload a recording (.jsonl): it is checked, then added to your recordings",
+                                 file_types=[".jsonl"], type="filepath", elem_id="load-file", height=140)
+            with gr.Accordion("Export the recording in the player", open=False, elem_id="export-box"):
+                with gr.Row():
+                    export_btns = {fmt: gr.Button(f"Export {fmt.upper()}", elem_id=f"export-{fmt}")
+                                   for fmt in EXPORT_FORMATS}
+                gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
+                            "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
+                            "at its recorded pace.")
             with gr.Row():
-                name = gr.Textbox(label="Or a recording's name in the recordings folder", elem_id="load-path",
-                                  max_lines=1, scale=4)
-                load_btn = gr.Button("Load", elem_id="load", scale=1)
+                status = gr.Textbox(label="Library and export messages", interactive=False, elem_id="library-status",
+                                    lines=2, max_lines=4, scale=3)
+                download = gr.File(label="Download", interactive=False, elem_id="download-file", height=110, scale=2)
         for side, c in controls.items():
             c.kind.change(_pick(c), inputs=[c.kind], outputs=[c.arg, c.key, *c.groups.values()],
                           queue=False, show_progress="hidden")
         left, right = controls["left"], controls["right"]
+        view = [table, pick, ids]
+        quiet = {"show_progress": "hidden", "api_name": False}
         run_event = run_btn.click(run_race(left, right), inputs=[prompt, *left.inputs(), *right.inputs()],
-                                  outputs=[player], concurrency_limit=RACE_CONCURRENCY, concurrency_id="race",
-                                  show_progress="hidden", api_name="race")
-        stop_btn.click(fn=None, cancels=[run_event]).then(after_stop, inputs=None, outputs=[player],
-                                                           concurrency_limit=None, show_progress="hidden",
-                                                           api_name=False)
-        upload.upload(load_upload, inputs=[upload], outputs=[player], show_progress="hidden", api_name=False)
-        load_btn.click(load_by_name, inputs=[name], outputs=[player], show_progress="hidden", api_name=False)
-        name.submit(load_by_name, inputs=[name], outputs=[player], show_progress="hidden", api_name=False)
+                                  outputs=[player, current], concurrency_limit=RACE_CONCURRENCY,
+                                  concurrency_id="race", show_progress="hidden", api_name="race")
+        run_event.then(lambda: library_view(), outputs=view, **quiet)
+        stop_btn.click(fn=None, cancels=[run_event]).then(after_stop, inputs=None, outputs=[player, current],
+                                                           concurrency_limit=None, **quiet) \
+            .then(lambda: library_view(), outputs=view, **quiet)
+        demo.load(open_page, outputs=[*view, player, current], **quiet)
+        table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
+        load_btn.click(load_entry, inputs=[pick], outputs=[player, current, status], **quiet)
+        download_btn.click(download_entry, inputs=[pick], outputs=[download, status], **quiet)
+        rename_btn.click(rename_entry, inputs=[pick, new_name, current], outputs=[*view, current, status], **quiet)
+        new_name.submit(rename_entry, inputs=[pick, new_name, current], outputs=[*view, current, status], **quiet)
+        delete_btn.click(delete_entry, inputs=[pick], outputs=[*view, status], **quiet,
+                         js="(id) => (id && window.confirm('Delete ' + id.split('/').pop() + '? This cannot be undone.')) ? id : null")
+        upload.upload(upload_entry, inputs=[upload], outputs=[*view, player, current, status, upload], **quiet)
+        for fmt, btn in export_btns.items():
+            btn.click(export_current(fmt), inputs=[current], outputs=[download, status], concurrency_limit=1,
+                      concurrency_id="export", **quiet)
         demo.unload(end_session)
     return demo
 

@@ -85,8 +85,19 @@ def message_payload(message: str, run: str | None = None) -> dict[str, Any]:
             "done": True, "message": message, "sides": {}}
 
 
-def recording_payload(rec: Recording, name: str = "", run: str | None = None) -> dict[str, Any]:
-    """The whole of a saved recording as one player payload (rows, statuses, metrics, settled series)."""
+def caption(header: dict[str, Any]) -> str:
+    """The recording's one-line caption (bundled examples carry one), or ""."""
+    value = header.get("caption")
+    return value.strip() if isinstance(value, str) else ""
+
+
+def recording_payload(rec: Recording, name: str = "", run: str | None = None, cursor: str | None = None
+                      ) -> dict[str, Any]:
+    """The whole of a saved recording as one player payload (rows, statuses, metrics, settled series).
+
+    Warnings about a damaged file (each names its line) travel as `warnings`, which the player shows in
+    an alert above the panels; `cursor="start"` opens the replay at its first frame, ready to play.
+    """
     sources = rec.header.get("sources") or {}
     sides: dict[str, Any] = {}
     for side in SIDES:
@@ -105,10 +116,12 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None) ->
                        "rows": wire_rows(rows), "metrics": metrics(frames) if frames else None,
                        "settled": settled_fraction_series(frames) if frames else []}
     return {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
-            "recording": name, "done": True, "message": " ".join(rec.warnings) or None, "sides": sides}
+            "recording": name, "done": True, "message": None, "warnings": list(rec.warnings),
+            "caption": caption(rec.header), "cursor": cursor, "sides": sides}
 
 
-def load_payload(path: str | Path, name: str | None = None, run: str | None = None) -> dict[str, Any]:
+def load_payload(path: str | Path, name: str | None = None, run: str | None = None,
+                 cursor: str | None = None) -> dict[str, Any]:
     """Reads a recording file into a player payload; an unreadable file becomes a message payload."""
     try:
         rec = read_recording(path)
@@ -116,7 +129,7 @@ def load_payload(path: str | Path, name: str | None = None, run: str | None = No
         return message_payload(str(e), run)
     except OSError as e:
         return message_payload(f"Could not read {Path(path).name}: {e.strerror or e}.", run)
-    return recording_payload(rec, name if name is not None else Path(path).name, run)
+    return recording_payload(rec, name if name is not None else Path(path).name, run, cursor)
 
 
 def asset(name: str) -> str:

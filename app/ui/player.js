@@ -1,13 +1,15 @@
 /* Converge player: one client-side renderer for live races, loaded recordings and exported files.
  *
  * Plain browser JavaScript with no dependencies and nothing Gradio-specific:
- *   var player = ConvergePlayer.create(rootElement);
- *   player.update(payload);            // merge an update (live) or a whole run (replay)
- *   ConvergePlayer.mount(root, data);  // the same, in one call, for an exported HTML file
+ *   var player = ConvergePlayer.create(rootElement, options);
+ *   player.update(payload);                     // merge an update (live) or a whole run (replay)
+ *   ConvergePlayer.mount(root, data, options);  // the same, in one call, for an exported HTML file
+ * options: {presenter: bool, keyboard: bool (default true), onPresenter: fn(on), onPaint: fn(ms)}
+ * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
  * Payload (the shape of app.race.Race.snapshot() plus `run` and `seq`):
- *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message,
- *    sides: {left|right: {spec, status, message, start, rows: [row...], metrics?, settled?}}}
+ *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, warnings: [str],
+ *    cursor: "start"|"end"|null, sides: {left|right: {spec, status, message, start, rows: [row...], metrics?, settled?}}}
  * A row is one frame analysed by app.analysis.SideAnalyzer:
  *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, nfe, final, sp}
  * or the same row compacted by app/ui/payload.py wire_rows: tok holds only the tokens after the first
@@ -15,8 +17,13 @@
  * [position, code, ...] pairs.
  * Rows are merged by index (`start` + k), so an update may repeat rows it already sent; a new `run`
  * starts over. The root and each side panel carry data-status, data-frames (frames received) and
- * data-step (the frame shown: a side's row index, the root's shared-timeline index); each heatmap
+ * data-step (the frame shown: a side's row index, the root's shared-timeline index); the root also
+ * carries data-view (time|progress), data-speed, data-playing and data-presenter; each heatmap
  * canvas carries data-rows (one per frame).
+ *
+ * Replay: both sides share one timeline, the sorted times of every frame of either side, so the race
+ * plays as it happened (at 1x, the recorded pace). "Compare by progress" instead puts each frame at its
+ * share of its own side's run (t / that side's last t): labelled on screen as not real time.
  * Every string from a model, a prompt or a file is written with textContent, never as HTML.
  */
 (function (global) {
@@ -25,15 +32,18 @@
   var SIDES = ["left", "right"];
   var MASK = "\u2591";
   var TERMINAL = { done: 1, stopped: 1, error: 1 };
+  var EOS = { "<|endoftext|>": 1, "<|eos|>": 1, "<|eot_id|>": 1, "<|im_end|>": 1, "<|end|>": 1, "</s>": 1,
+              "<eos>": 1, "[EOS]": 1 };
   var STATUS_TEXT = { idle: "idle", waiting: "waiting", running: "running", done: "finished",
                       stopped: "stopped", error: "error" };
+  var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
   /* Okabe-Ito colours; their lightness steps also read in greyscale:
      empty > masked > unchanged > new > changed > remasked. */
   var HEAT = {
     empty: [255, 255, 255], masked: [236, 236, 236], unchanged: [196, 196, 196],
     fresh: [86, 180, 233], changed: [213, 94, 0], remasked: [0, 0, 0]
   };
-  var LINE = { left: { color: "#0072B2", dash: [] }, right: { color: "#E69F00", dash: [7, 4] } };
+  var LINE = { left: { color: "#0072B2", dark: "#56B4E9", dash: [] }, right: { color: "#E69F00", dark: "#E69F00", dash: [7, 4] } };
   var METRICS = [
     ["ttft", "Time to first visible token", seconds],
     ["t_final", "Time to final", seconds],
@@ -42,11 +52,23 @@
     ["tokens_per_s", "Tokens / s", fixed1],
     ["tokens_per_nfe", "Tokens per forward pass", fixed2]
   ];
+  var KEYS = [
+    ["Space", "play / pause"],
+    ["\u2190  \u2192", "one frame back / forward"],
+    ["Home  End", "jump to the start / the end"],
+    ["1 \u2026 8", "speed " + SPEEDS.map(speedText).join(", ")],
+    ["\u2212  +", "slower / faster"],
+    ["C", "compare by progress (not real time) on / off"],
+    ["P", "presenter mode on / off"],
+    ["?", "show / hide this help"],
+    ["Esc", "close this help"]
+  ];
 
   function seconds(v) { return v == null ? "\u2014" : v.toFixed(v < 10 ? 3 : 2) + " s"; }
   function count(v) { return v == null ? "\u2014" : String(v); }
   function fixed1(v) { return v == null ? "\u2014" : v.toFixed(1); }
   function fixed2(v) { return v == null ? "\u2014" : v.toFixed(2); }
+  function speedText(v) { return String(v) + "\u00D7"; }
 
   function el(tag, cls, text, attrs) {
     var node = document.createElement(tag);
@@ -62,9 +84,25 @@
     if (node.textContent !== text) node.textContent = text;
   }
 
+  function setAttr(node, name, value) {
+    if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+  }
+
   function rgba(c) { return (255 << 24 | c[2] << 16 | c[1] << 8 | c[0]) >>> 0; }
   var HEAT32 = {};
   for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
+
+  /* a token span's class by style = masked | change code << 1 | draft << 3 */
+  var TOKEN_CLASS = [];
+  for (var style = 0; style < 16; style++) {
+    var c = style >> 1 & 3, cls = "cv-tok";
+    if (style & 1) cls += " cv-m";
+    if (c === 1) cls += " cv-n";
+    else if (c === 2) cls += " cv-c";
+    else if (c === 3) cls += " cv-r";
+    else if (style & 8) cls += " cv-d";
+    TOKEN_CLASS.push(cls);
+  }
 
   function cellColour(code, masked) {
     if (code === 1) return HEAT32.fresh;
@@ -75,7 +113,7 @@
 
   function newSide() {
     return { spec: "", status: "idle", message: "", rows: [], gaps: 0, metrics: null, settled: null,
-             maxLen: 0, heat: null, heatW: 0, heatRows: 0, live: [] };
+             maxLen: 0, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0 };
   }
 
   function legendItem(cls, sample, label) {
@@ -85,26 +123,54 @@
     return item;
   }
 
+  function visibleCount(row) {
+    if (row.vis != null) return row.vis;
+    var n = 0;
+    for (var k = 0; k < row.tok.length; k++) {
+      var tk = row.tok[k];
+      if (!(row.m && row.m[k]) && tk.trim() && !EOS[tk]) n++;
+    }
+    row.vis = n;
+    return n;
+  }
+
+  function button(cls, text, label, extra) {
+    var attrs = { type: "button", "aria-label": label, title: label };
+    if (extra) for (var k in extra) attrs[k] = extra[k];
+    return el("button", cls, text, attrs);
+  }
+
   function create(root, options) {
     options = options || {};
-    var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", done: false,
-                  sides: {}, cursor: null, playing: false, speed: 1, playT: 0, playLast: 0 };
+    var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "",
+                  warnings: [], done: false, sides: {}, cursor: null, playing: false, speed: 1, playKey: 0,
+                  playLast: 0, view: "time", presenter: !!options.presenter, help: false };
     SIDES.forEach(function (s) { state.sides[s] = newSide(); });
     var timeline = null;
     var scheduled = false;
     var rafId = 0, timerId = 0;
+    var chartSize = null;
 
     root.textContent = "";
     root.classList.add("cv-player");
     var top = el("div", "cv-top");
     var promptLine = el("p", "cv-prompt");
-    var promptLabel = el("span", "cv-label", "Prompt: ");
+    promptLine.appendChild(el("span", "cv-label", "Prompt: "));
     var promptText = el("span", "cv-prompt-text");
-    promptLine.appendChild(promptLabel);
     promptLine.appendChild(promptText);
+    var captionLine = el("p", "cv-caption-line");
     var statusLine = el("p", "cv-status", "", { role: "status", "aria-live": "polite" });
+    var warningBox = el("div", "cv-warning", null, { role: "alert" });
+    warningBox.hidden = true;
+    top.appendChild(captionLine);
     top.appendChild(promptLine);
     top.appendChild(statusLine);
+    top.appendChild(warningBox);
+
+    var progressBanner = el("p", "cv-progress-banner",
+      "Compare by progress \u2014 NOT real time: each side is stretched to the length of its own run " +
+      "(0\u2013100 %), so the faster side looks as slow as the slower one. Untick it to see the race as it happened.");
+    progressBanner.hidden = true;
 
     var legend = el("div", "cv-legend", null, { role: "list", "aria-label": "Legend" });
     [["cv-m", MASK, "masked (not yet decided)"], ["cv-d", "abc", "draft (may still change)"],
@@ -138,8 +204,20 @@
       head.appendChild(name);
       head.appendChild(badge);
       head.appendChild(counter);
+      var figs = el("div", "cv-figs");
+      var elapsed = el("span", "cv-fig-num", "\u2014");
+      var rate = el("span", "cv-fig-num", "\u2014");
+      var rateLabel = el("span", "cv-fig-label", "tokens / s");
+      [[elapsed, el("span", "cv-fig-label", "elapsed"), "elapsed"], [rate, rateLabel, "rate"]].forEach(function (f) {
+        var box = el("span", "cv-fig", null, { "data-fig": f[2] });
+        box.appendChild(f[0]);
+        box.appendChild(f[1]);
+        figs.appendChild(box);
+      });
       var message = el("p", "cv-message", "", { role: "alert" });
       var text = el("div", "cv-text", null, { "aria-label": s + " output", "aria-live": "off" });
+      var inner = el("div", "cv-text-inner");
+      text.appendChild(inner);
       var heatWrap = el("div", "cv-heat-wrap");
       var heat = el("canvas", "cv-heatmap", null, {
         "data-rows": "0", role: "img", "aria-label": s + " changes per frame: rows are frames, columns are positions" });
@@ -148,22 +226,30 @@
       heatWrap.appendChild(heat);
       heatWrap.appendChild(marker);
       section.appendChild(head);
+      section.appendChild(figs);
       section.appendChild(message);
       section.appendChild(text);
       section.appendChild(el("p", "cv-caption", "Changes per frame (top: first frame)"));
       section.appendChild(heatWrap);
       sidesBox.appendChild(section);
       views[s] = { section: section, name: name, badge: badge, counter: counter, message: message, text: text,
-                   heat: heat, marker: marker, spans: [], shown: [] };
+                   inner: inner, heat: heat, marker: marker, elapsed: elapsed, rate: rate, rateLabel: rateLabel,
+                   spans: [], shown: [], shownText: [], lastLen: 0, atEnd: true, pin: false };
     });
 
     var chartBox = el("div", "cv-chart-box");
     var chartTitle = el("p", "cv-chart-title", "Convergence");
     var chart = el("canvas", "cv-chart", null, { role: "img", "aria-label": "Convergence over time for both sides" });
     var chartNote = el("p", "cv-chart-note", "");
+    var chartWrap = el("div", "cv-chart-wrap");
+    var chartMarker = el("div", "cv-chart-marker", null, { "aria-hidden": "true" });
+    chartMarker.hidden = true;
+    chartWrap.appendChild(chart);
+    chartWrap.appendChild(chartMarker);
     chartBox.appendChild(chartTitle);
-    chartBox.appendChild(chart);
+    chartBox.appendChild(chartWrap);
     chartBox.appendChild(chartNote);
+    var chartDrawn = "", chartScale = null;
 
     var table = el("table", "cv-metrics");
     var thead = el("thead");
@@ -190,46 +276,158 @@
     });
     table.appendChild(tbody);
 
-    var scrub = el("div", "cv-scrub", null, { role: "group", "aria-label": "Step through the frames" });
-    var prevBtn = el("button", "cv-btn", "\u25C0 Prev", { type: "button", "aria-label": "Previous frame" });
-    var playBtn = el("button", "cv-btn", "\u25B6 Play", { type: "button", "aria-label": "Play" });
-    var nextBtn = el("button", "cv-btn", "Next \u25B6", { type: "button", "aria-label": "Next frame" });
+    var scrub = el("div", "cv-scrub", null, { role: "group", "aria-label": "Replay controls" });
+    var startBtn = button("cv-btn", "|\u25C0 Start", "Jump to start");
+    var prevBtn = button("cv-btn", "\u25C0 Prev", "Previous frame");
+    var playBtn = button("cv-btn cv-play", "\u25B6 Play", "Play");
+    var nextBtn = button("cv-btn", "Next \u25B6", "Next frame");
+    var endBtn = button("cv-btn", "End \u25B6|", "Jump to end");
     var rangeId = "cv-range-" + Math.random().toString(36).slice(2, 9);
     var rangeLabel = el("label", "cv-label", "Time", { for: rangeId });
     var range = el("input", "cv-range", null,
                    { type: "range", min: "0", max: "0", step: "1", value: "0", id: rangeId });
-    var speedSel = el("select", "cv-speed", null, { "aria-label": "Playback speed" });
-    ["0.25", "0.5", "1", "2", "4"].forEach(function (v) {
-      var o = el("option", null, v + "\u00D7", { value: v });
-      if (v === "1") o.selected = true;
+    var speedSel = el("select", "cv-speed", null, { "aria-label": "Playback speed", title: "Playback speed (keys 1\u20138)" });
+    SPEEDS.forEach(function (v) {
+      var o = el("option", null, speedText(v), { value: String(v) });
+      if (v === 1) o.selected = true;
       speedSel.appendChild(o);
     });
     var timeOut = el("output", "cv-time", "", { for: rangeId });
-    [prevBtn, playBtn, nextBtn, rangeLabel, range, speedSel, timeOut].forEach(function (n) { scrub.appendChild(n); });
+    var viewLabel = el("label", "cv-view-toggle");
+    var viewBox = el("input", "cv-view", null, { type: "checkbox" });
+    viewLabel.appendChild(viewBox);
+    viewLabel.appendChild(el("span", null, " Compare by progress (not real time)"));
+    var presenterBtn = button("cv-btn cv-presenter-btn", "Presenter", "Presenter mode", { "aria-pressed": "false" });
+    var helpBtn = button("cv-btn cv-help-btn", "?", "Keyboard shortcuts", { "aria-expanded": "false" });
+    [startBtn, prevBtn, playBtn, nextBtn, endBtn, rangeLabel, range, speedSel, timeOut, viewLabel, presenterBtn,
+     helpBtn].forEach(function (n) { scrub.appendChild(n); });
+
+    var helpId = "cv-help-" + Math.random().toString(36).slice(2, 9);
+    var help = el("div", "cv-help", null, { role: "dialog", "aria-modal": "false", "aria-labelledby": helpId + "-t",
+                                            id: helpId });
+    help.hidden = true;
+    helpBtn.setAttribute("aria-controls", helpId);
+    var helpCard = el("div", "cv-help-card");
+    helpCard.appendChild(el("p", "cv-help-title", "Keyboard shortcuts", { id: helpId + "-t" }));
+    var helpList = el("dl", "cv-help-list");
+    KEYS.forEach(function (k) {
+      helpList.appendChild(el("dt", null, k[0]));
+      helpList.appendChild(el("dd", null, k[1]));
+    });
+    helpCard.appendChild(helpList);
+    var helpClose = button("cv-btn", "Close", "Close the keyboard shortcuts");
+    helpCard.appendChild(helpClose);
+    help.appendChild(helpCard);
 
     root.appendChild(top);
+    root.appendChild(progressBanner);
     root.appendChild(legend);
     root.appendChild(sidesBox);
     root.appendChild(scrub);
     root.appendChild(chartBox);
     root.appendChild(table);
+    root.appendChild(help);
 
     range.addEventListener("input", function () { stopPlaying(); seek(parseInt(range.value, 10)); });
+    startBtn.addEventListener("click", function () { stopPlaying(); seek(0); });
     prevBtn.addEventListener("click", function () { stopPlaying(); seek(cursorIndex() - 1); });
     nextBtn.addEventListener("click", function () { stopPlaying(); seek(cursorIndex() + 1); });
-    playBtn.addEventListener("click", function () { state.playing ? stopPlaying() : startPlaying(); });
-    speedSel.addEventListener("change", function () { state.speed = parseFloat(speedSel.value) || 1; });
-    scrub.addEventListener("keydown", function (e) {
-      if (e.target === range || e.target === speedSel) return;
-      if (e.key === "ArrowLeft") { stopPlaying(); seek(cursorIndex() - 1); e.preventDefault(); }
-      if (e.key === "ArrowRight") { stopPlaying(); seek(cursorIndex() + 1); e.preventDefault(); }
-    });
+    endBtn.addEventListener("click", function () { stopPlaying(); seek(getTimeline().length - 1); });
+    playBtn.addEventListener("click", togglePlay);
+    speedSel.addEventListener("change", function () { setSpeed(parseFloat(speedSel.value)); });
+    viewBox.addEventListener("change", function () { setView(viewBox.checked ? "progress" : "time"); });
+    presenterBtn.addEventListener("click", function () { setPresenter(!state.presenter); });
+    helpBtn.addEventListener("click", function () { setHelp(!state.help); });
+    helpClose.addEventListener("click", function () { setHelp(false); helpBtn.focus(); });
+    if (typeof ResizeObserver !== "undefined") {
+      new ResizeObserver(function () { chartSize = null; schedule(); }).observe(chart);
+    }
+
+    function onKey(e) {
+      if (!root.isConnected) { document.removeEventListener("keydown", onKey); return; }
+      if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+      var t = e.target || {};
+      var tag = t.tagName;
+      if (t.isContentEditable || tag === "TEXTAREA" || tag === "SELECT" ||
+          (tag === "INPUT" && t !== range && t !== viewBox)) return;
+      var k = e.key;
+      if (k === "?") { setHelp(!state.help); e.preventDefault(); return; }
+      if (k === "Escape") { if (state.help) { setHelp(false); e.preventDefault(); } return; }
+      if ((tag === "BUTTON" || t === viewBox) && (k === " " || k === "Enter")) return; /* its own click */
+      if (t === range && (k === "ArrowLeft" || k === "ArrowRight" || k === "Home" || k === "End")) return;
+      if (k === "p" || k === "P") { setPresenter(!state.presenter); e.preventDefault(); return; }
+      if (!enabled()) return;
+      var digit = /^[1-9]$/.test(k) ? parseInt(k, 10) : 0;
+      if (k === " ") togglePlay();
+      else if (k === "ArrowLeft") { stopPlaying(); seek(cursorIndex() - 1); }
+      else if (k === "ArrowRight") { stopPlaying(); seek(cursorIndex() + 1); }
+      else if (k === "Home") { stopPlaying(); seek(0); }
+      else if (k === "End") { stopPlaying(); seek(getTimeline().length - 1); }
+      else if (digit && digit <= SPEEDS.length) setSpeed(SPEEDS[digit - 1]);
+      else if (k === "-" || k === "_") setSpeed(SPEEDS[Math.max(0, SPEEDS.indexOf(state.speed) - 1)]);
+      else if (k === "+" || k === "=") setSpeed(SPEEDS[Math.min(SPEEDS.length - 1, SPEEDS.indexOf(state.speed) + 1)]);
+      else if (k === "c" || k === "C") setView(state.view === "time" ? "progress" : "time");
+      else return;
+      e.preventDefault();
+    }
+    if (options.keyboard !== false) document.addEventListener("keydown", onKey);
+
+    function setSpeed(v) {
+      if (!(v > 0)) return;
+      state.speed = v;
+      speedSel.value = String(v);
+      schedule();
+    }
+
+    function setView(view) {
+      if (view === state.view) return;
+      var i = state.cursor == null ? null : cursorIndex();
+      var tl = getTimeline();
+      /* keep the shown moment: find, in the new timeline, the position that shows the same left/right frames */
+      var shown = i == null ? null : SIDES.map(function (s) { return rowAt(state.sides[s], tl[i]); });
+      state.view = view;
+      viewBox.checked = view === "progress";
+      timeline = null;
+      if (shown) {
+        var ntl = getTimeline(), best = 0;
+        for (var j = 0; j < ntl.length; j++) {
+          var ok = SIDES.every(function (s, n) { return rowAt(state.sides[s], ntl[j]) <= shown[n]; });
+          if (ok) best = j; else break;
+        }
+        state.cursor = best;
+      }
+      if (state.playing) state.playKey = getTimeline()[cursorIndex()] || 0;
+      schedule();
+    }
+
+    function setPresenter(on) {
+      state.presenter = !!on;
+      root.classList.toggle("cv-presenter", state.presenter);
+      presenterBtn.setAttribute("aria-pressed", state.presenter ? "true" : "false");
+      chartSize = null;
+      if (options.onPresenter) options.onPresenter(state.presenter);
+      schedule();
+    }
+
+    function setHelp(on) {
+      state.help = !!on;
+      help.hidden = !state.help;
+      helpBtn.setAttribute("aria-expanded", state.help ? "true" : "false");
+      root.setAttribute("data-help", state.help ? "open" : "closed");
+      if (state.help) helpClose.focus();
+    }
 
     function reset() {
       stopPlaying();
       state.seq = -1; state.prompt = ""; state.recording = ""; state.message = ""; state.done = false;
+      state.caption = ""; state.warnings = [];
       state.cursor = null;
-      SIDES.forEach(function (s) { state.sides[s] = newSide(); views[s].shown = []; });
+      SIDES.forEach(function (s) {
+        state.sides[s] = newSide();
+        views[s].shown = [];
+        views[s].shownText = [];
+        views[s].lastLen = 0;
+      });
       timeline = null;
     }
 
@@ -248,7 +446,7 @@
         ch = Uint8Array.from(w.ch || []);
       }
       return { i: w.i, t: w.t, step: w.step, tok: tok, m: w.m ? w.m.slice() : null, ch: ch,
-               nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0 };
+               nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0, vis: null };
     }
 
     function mergeSide(side, entry) {
@@ -266,7 +464,7 @@
         if (!row) { side.gaps += 1; continue; }
         side.rows[start + k] = row;
         if (row.tok.length > side.maxLen) side.maxLen = row.tok.length;
-        if (start + k < side.heatRows) side.heatRows = start + k;
+        if (start + k < side.heatRows) side.heatRows = side.heatDrawn = start + k;
       }
       if (entry.metrics) side.metrics = JSON.parse(JSON.stringify(entry.metrics));
       if (entry.settled && entry.settled.length) {
@@ -276,11 +474,14 @@
 
     function update(payload) {
       if (!payload || typeof payload !== "object") return;
-      if (payload.run !== state.run) { reset(); state.run = payload.run; }
+      var fresh = payload.run !== state.run;
+      if (fresh) { reset(); state.run = payload.run; }
       if (typeof payload.seq === "number") state.seq = payload.seq;
       if (payload.mode) state.mode = str(payload.mode);
       if (payload.prompt != null) state.prompt = str(payload.prompt);
       if (payload.recording != null) state.recording = str(payload.recording);
+      if (payload.caption != null) state.caption = str(payload.caption);
+      if (payload.warnings) state.warnings = payload.warnings.map(str);
       if ("message" in payload) state.message = str(payload.message);
       if (payload.done) state.done = true;
       var sides = payload.sides || {};
@@ -290,6 +491,7 @@
         if (!TERMINAL[side.status] && side.status !== "idle") side.status = side.rows.length ? "done" : side.status;
       });
       timeline = null;
+      if (fresh && payload.cursor === "start" && getTimeline().length) state.cursor = 0;
       schedule();
     }
 
@@ -316,15 +518,24 @@
       });
     }
 
+    function enabled() { return finished() && getTimeline().length > 0; }
+
+    function keyOf(side, row) {
+      if (state.view !== "progress") return row.t;
+      return side.end > 0 ? row.t / side.end : 1;
+    }
+
     function getTimeline() {
       if (timeline) return timeline;
-      var ts = [];
+      var ks = [];
       SIDES.forEach(function (s) {
-        state.sides[s].rows.forEach(function (r) { if (r) ts.push(r.t); });
+        var side = state.sides[s], last = lastRow(side);
+        side.end = last >= 0 ? side.rows[last].t : 0;
+        side.rows.forEach(function (r) { if (r) ks.push(keyOf(side, r)); });
       });
-      ts.sort(function (a, b) { return a - b; });
+      ks.sort(function (a, b) { return a - b; });
       var out = [];
-      for (var i = 0; i < ts.length; i++) if (!out.length || ts[i] !== out[out.length - 1]) out.push(ts[i]);
+      for (var i = 0; i < ks.length; i++) if (!out.length || ks[i] !== out[out.length - 1]) out.push(ks[i]);
       timeline = out;
       return out;
     }
@@ -341,16 +552,20 @@
       schedule();
     }
 
+    function togglePlay() { if (state.playing) stopPlaying(); else startPlaying(); }
+
     function startPlaying() {
       var tl = getTimeline();
       if (!finished() || !tl.length) return;
       if (cursorIndex() >= tl.length - 1) state.cursor = 0;
       state.playing = true;
-      state.playT = tl[cursorIndex()];
+      state.playKey = tl[cursorIndex()];
       state.playLast = performance.now();
       playBtn.textContent = "\u275A\u275A Pause";
       playBtn.setAttribute("aria-label", "Pause");
+      playBtn.setAttribute("title", "Pause");
       requestAnimationFrame(tick);
+      schedule();
     }
 
     function stopPlaying() {
@@ -358,28 +573,38 @@
       state.playing = false;
       playBtn.textContent = "\u25B6 Play";
       playBtn.setAttribute("aria-label", "Play");
+      playBtn.setAttribute("title", "Play");
+      schedule();
+    }
+
+    function keyRate() {
+      /* timeline units per second of playback: seconds of race time, or (progress view) the share of the
+         longer side's run, so 1x lasts as long as the slower side did */
+      if (state.view !== "progress") return state.speed;
+      var longest = Math.max(state.sides.left.end, state.sides.right.end);
+      return longest > 0 ? state.speed / longest : state.speed;
     }
 
     function tick(now) {
       if (!state.playing) return;
       var tl = getTimeline();
-      state.playT += (now - state.playLast) / 1000 * state.speed;
+      state.playKey += Math.max(0, now - state.playLast) / 1000 * keyRate();
       state.playLast = now;
       var i = cursorIndex();
-      while (i + 1 < tl.length && tl[i + 1] <= state.playT) i++;
+      while (i + 1 < tl.length && tl[i + 1] <= state.playKey) i++;
       state.cursor = i;
+      if (i >= tl.length - 1) stopPlaying();
       paint();
-      if (i >= tl.length - 1) { stopPlaying(); return; }
-      requestAnimationFrame(tick);
+      if (state.playing) requestAnimationFrame(tick);
     }
 
-    function rowAt(side, t) {
-      /* The last frame of a side at or before time t (null before its first frame). */
+    function rowAt(side, key) {
+      /* The last frame of a side at or before `key` on the timeline (-1 before its first frame). */
       var rows = side.rows, lo = 0, hi = rows.length - 1, best = -1;
       while (lo <= hi) {
         var mid = (lo + hi) >> 1;
         var r = rows[mid];
-        if (r && r.t <= t) { best = mid; lo = mid + 1; } else if (r) { hi = mid - 1; } else { lo = mid + 1; }
+        if (r && keyOf(side, r) <= key) { best = mid; lo = mid + 1; } else if (r) { hi = mid - 1; } else { lo = mid + 1; }
       }
       while (best >= 0 && !rows[best]) best--;
       return best;
@@ -391,16 +616,22 @@
     }
 
     function paint() {
+      var started = performance.now();
       var done = finished();
       var tl = getTimeline();
       var scrubbing = done && state.cursor != null && tl.length > 0;
-      var T = scrubbing ? tl[cursorIndex()] : null;
+      var K = scrubbing ? tl[cursorIndex()] : null;
       var total = 0;
       var anyRunning = false, anyStopped = false, anyError = false, anyDone = false;
       SIDES.forEach(function (s) {
+        /* read before any write, while layout is still clean from the last frame */
+        var t = views[s].text;
+        views[s].atEnd = t.scrollTop + t.clientHeight >= t.scrollHeight - 4;
+      });
+      SIDES.forEach(function (s) {
         var side = state.sides[s];
-        var idx = T == null ? lastRow(side) : rowAt(side, T);
-        paintSide(s, side, idx, done, scrubbing);
+        var idx = K == null ? lastRow(side) : rowAt(side, K);
+        paintSide(s, side, idx, done, scrubbing, K);
         total += side.rows.length;
         if (side.status === "running" || side.status === "waiting") anyRunning = true;
         if (side.status === "stopped") anyStopped = true;
@@ -409,13 +640,20 @@
       });
       var overall = state.run == null || state.mode === "message" ? "idle" : !done ? "running" : anyStopped ? "stopped"
         : anyError && !anyDone ? "error" : "done";
-      root.setAttribute("data-status", overall);
-      root.setAttribute("data-frames", String(total));
-      root.setAttribute("data-step", String(tl.length ? cursorIndex() : -1));
-      root.setAttribute("data-run", str(state.run));
-      root.setAttribute("data-mode", state.mode);
+      setAttr(root, "data-status", overall);
+      setAttr(root, "data-frames", String(total));
+      setAttr(root, "data-step", String(tl.length ? cursorIndex() : -1));
+      setAttr(root, "data-run", str(state.run));
+      setAttr(root, "data-mode", state.mode);
+      setAttr(root, "data-view", state.view);
+      setAttr(root, "data-speed", String(state.speed));
+      setAttr(root, "data-playing", state.playing ? "true" : "false");
+      setAttr(root, "data-presenter", state.presenter ? "true" : "false");
       setText(promptText, state.prompt);
       promptLine.hidden = !state.prompt;
+      setText(captionLine, state.caption);
+      captionLine.hidden = !state.caption;
+      progressBanner.hidden = state.view !== "progress";
       var status = state.message;
       if (!status) {
         if (overall === "idle") status = "Choose two sources, type a prompt and press Run, or load a recording.";
@@ -424,31 +662,60 @@
         else if (overall === "error") status = "Both sides failed; see each side's message.";
         else status = state.mode === "replay" ? "Recording loaded." : "Finished.";
         if (state.recording && overall !== "idle") {
-          status += (overall === "running" ? " Recording to " : state.mode === "replay" ? " File: " : " Saved as ") +
+          status += (overall === "running" ? " Recording to " : state.mode === "replay" ? " \u2014 " : " Saved as ") +
             state.recording + ".";
+        }
+        if (state.mode === "replay" && overall !== "idle" && tl.length && !state.playing && cursorIndex() === 0) {
+          status += " Press Play (or Space) to start.";
         }
       }
       setText(statusLine, status);
+      var warnings = state.warnings.join(" ");
+      setText(warningBox, warnings ? "Warning: " + warnings : "");
+      warningBox.hidden = !warnings;
       paintScrub(done, tl);
-      paintChart(T, done);
-      paintMetrics();
+      if (!state.presenter) {
+        paintChart(K, done);
+        paintMetrics();
+      }
+      SIDES.forEach(function (s) { if (views[s].pin) views[s].text.scrollTop = views[s].text.scrollHeight; });
+      var hook = options.onPaint || (api && api.onPaint);
+      if (hook) hook(performance.now() - started);
     }
 
-    function paintSide(s, side, idx, done, scrubbing) {
+    function paintSide(s, side, idx, done, scrubbing, K) {
       var v = views[s];
-      v.section.setAttribute("data-status", side.status);
-      v.section.setAttribute("data-frames", String(side.rows.length));
-      v.section.setAttribute("data-step", String(idx));
+      setAttr(v.section, "data-status", side.status);
+      setAttr(v.section, "data-frames", String(side.rows.length));
+      setAttr(v.section, "data-step", String(idx));
       setText(v.name, side.spec || (s === "left" ? "Left" : "Right"));
       setText(v.badge, STATUS_TEXT[side.status] || side.status);
-      v.badge.className = "cv-badge cv-st-" + (STATUS_TEXT[side.status] ? side.status : "other");
+      var badgeClass = "cv-badge cv-st-" + (STATUS_TEXT[side.status] ? side.status : "other");
+      if (v.badge.className !== badgeClass) v.badge.className = badgeClass;
       setText(v.counter, side.rows.length ? "frame " + (idx + 1) + " / " + side.rows.length : "");
       setText(v.message, side.message);
       v.message.hidden = !side.message;
       setText(colHeads[s], side.spec || s);
       var row = idx >= 0 ? side.rows[idx] : null;
+      paintFigures(v, side, row, idx, K);
       paintTokens(v, row, side, idx, done);
       paintHeat(v, side, scrubbing ? idx : -1);
+    }
+
+    function paintFigures(v, side, row, idx, K) {
+      /* elapsed: on the shared timeline, the race clock (the time of the frame the timeline is at, from
+         either side) until this side's last frame, then that frame's t; otherwise the shown frame's own t.
+         rate: tokens of the final answer already in place at the shown frame (the settled share, as in the
+         video export), or while live the visible tokens, over elapsed. */
+      var last = lastRow(side);
+      if (last < 0) { setText(v.elapsed, "\u2014"); setText(v.rate, "\u2014"); return; }
+      var t = row ? row.t : 0;
+      if (K != null && state.view === "time") t = Math.min(K, side.rows[last].t);
+      var settled = side.settled && side.metrics && side.settled.length === side.rows.length;
+      var tokens = !row ? 0 : settled ? Math.round(side.settled[idx][1] * side.metrics.tokens) : visibleCount(row);
+      setText(v.elapsed, t.toFixed(2) + " s");
+      setText(v.rate, t > 0 ? (tokens / t).toFixed(1) : "\u2014");
+      setText(v.rateLabel, settled ? "tokens / s (final tokens in place)" : "tokens / s (visible, live)");
     }
 
     function paintTokens(v, row, side, idx, done) {
@@ -461,42 +728,43 @@
       while (spans.length < tok.length) {
         var span = el("span", "cv-tok");
         spans.push(span);
-        v.text.appendChild(span);
+        v.inner.appendChild(span);
       }
-      while (spans.length > tok.length) {
-        v.text.removeChild(spans.pop());
-        shown.length = spans.length;
-      }
+      while (spans.length > tok.length) v.inner.removeChild(spans.pop());
+      shown.length = Math.min(shown.length, spans.length);
+      var shownText = v.shownText;
+      var draftFrom = textSource && !settledAll ? sp : tok.length;
       for (var i = 0; i < tok.length; i++) {
-        var span = spans[i];
-        var masked = !!(m && m[i]);
+        var masked = m && m[i] ? 1 : 0;
         var code = ch ? ch[i] : 0;
+        var style = masked | code << 1 | (code === 0 && i >= draftFrom ? 8 : 0);
         var text = masked ? MASK : tok[i];
-        var cls = "cv-tok";
-        if (masked) cls += " cv-m";
-        if (code === 1) cls += " cv-n";
-        else if (code === 2) cls += " cv-c";
-        else if (code === 3) cls += " cv-r";
-        else if (textSource && !settledAll && i >= sp) cls += " cv-d";
-        var sig = cls + "\u0000" + text;
-        if (shown[i] !== sig) {
-          setText(span, text);
-          span.className = cls;
-          shown[i] = sig;
+        if (shown[i] !== style) {
+          spans[i].className = TOKEN_CLASS[style];
+          shown[i] = style;
+        }
+        if (shownText[i] !== text) {
+          spans[i].textContent = text;
+          shownText[i] = text;
         }
       }
-      v.text.setAttribute("data-tokens", String(tok.length));
+      shownText.length = tok.length;
+      setAttr(v.text, "data-tokens", String(tok.length));
+      /* a typing side that was scrolled to its end keeps its newest words in view (applied after all writes) */
+      v.pin = !!textSource && tok.length > v.lastLen && v.atEnd;
+      v.lastLen = tok.length;
     }
 
     function paintHeat(v, side, idx) {
-      /* idx: the frame to mark while scrubbing, -1 for none */
+      /* idx: the frame to mark while scrubbing, -1 for none. Only rows not yet drawn are put on the canvas. */
       var rows = side.rows, n = rows.length, w = Math.max(1, side.maxLen);
       var canvas = v.heat;
       if (!n) {
         if (canvas.width !== 1 || canvas.height !== 1) { canvas.width = 1; canvas.height = 1; }
         canvas.getContext("2d").clearRect(0, 0, 1, 1);
-        canvas.setAttribute("data-rows", "0");
+        setAttr(canvas, "data-rows", "0");
         v.marker.hidden = true;
+        side.heatDrawn = 0;
         return;
       }
       if (!side.heat || side.heatW !== w || side.heat.length < w * n) {
@@ -516,17 +784,29 @@
         }
       }
       side.heatRows = n;
-      if (canvas.width !== w) canvas.width = w;
-      if (canvas.height !== n) canvas.height = n;
-      var image = new ImageData(new Uint8ClampedArray(buf32.buffer, 0, w * n * 4), w, n);
-      canvas.getContext("2d").putImageData(image, 0, 0);
-      canvas.setAttribute("data-rows", String(n));
-      canvas.setAttribute("data-cols", String(w));
-      /* crisp cells while each frame gets at least a pixel; smoothed (averaged) when squeezed */
-      var crisp = n <= canvas.clientHeight && w <= canvas.clientWidth;
-      canvas.style.imageRendering = crisp ? "pixelated" : "auto";
-      v.marker.hidden = idx < 0;
-      if (idx >= 0) v.marker.style.top = ((idx + 0.5) / n * 100) + "%";
+      var resized = canvas.width !== w || canvas.height !== n;
+      if (resized) {
+        canvas.width = w;
+        canvas.height = n;
+        side.heatDrawn = 0;
+      }
+      if (side.heatDrawn < n) {
+        var from = side.heatDrawn;
+        var image = new ImageData(new Uint8ClampedArray(buf32.buffer, from * w * 4, w * (n - from) * 4), w, n - from);
+        canvas.getContext("2d").putImageData(image, 0, from);
+        side.heatDrawn = n;
+        setAttr(canvas, "data-rows", String(n));
+        setAttr(canvas, "data-cols", String(w));
+        /* crisp cells while each frame gets at least a pixel; smoothed (averaged) when squeezed */
+        var crisp = n <= canvas.clientHeight && w <= canvas.clientWidth;
+        canvas.style.imageRendering = crisp ? "pixelated" : "auto";
+      }
+      if (v.marker.hidden !== idx < 0) v.marker.hidden = idx < 0;
+      /* the marker spans the heatmap's height and is moved by a transform: no repaint of the heatmap */
+      if (idx >= 0) {
+        var move = "translateY(" + ((idx + 0.5) / n * 100).toFixed(3) + "%)";
+        if (v.marker.style.transform !== move) v.marker.style.transform = move;
+      }
     }
 
     function liveSeries(side, denom) {
@@ -549,13 +829,42 @@
       return out;
     }
 
-    function paintChart(T, done) {
+    function dark() {
+      return !!(root.closest && root.closest(".dark")) || root.getAttribute("data-theme") === "dark" ||
+        (root.classList.contains("cv-auto-theme") && global.matchMedia &&
+         global.matchMedia("(prefers-color-scheme: dark)").matches);
+    }
+
+    function paintChart(K, done) {
+      /* The lines are redrawn only when the data, the size or the theme change; the time marker is a
+         positioned element, so playing moves one element instead of redrawing the chart. */
       var dpr = global.devicePixelRatio || 1;
-      var cssW = chart.clientWidth || 600, cssH = chart.clientHeight || 180;
+      if (!chartSize) chartSize = [chart.clientWidth || 600, chart.clientHeight || 180];
+      var cssW = chartSize[0], cssH = chartSize[1];
+      var sig = [cssW, cssH, dpr, dark(), state.run].concat(SIDES.map(function (s) {
+        var side = state.sides[s];
+        return side.rows.length + ":" + (side.settled ? side.settled.length : -1) + ":" + side.maxLen + ":" + side.spec;
+      })).join("|");
+      if (sig !== chartDrawn) {
+        drawChart(cssW, cssH, dpr);
+        chartDrawn = sig;
+      }
+      var show = K != null && state.view === "time" && chartScale;
+      if (chartMarker.hidden !== !show) chartMarker.hidden = !show;
+      if (show) {
+        var move = "translateX(" + Math.round(chartScale.x(K)) + "px)";
+        if (chartMarker.style.transform !== move) chartMarker.style.transform = move;
+        chartMarker.style.top = chartScale.top + "px";
+        chartMarker.style.height = chartScale.height + "px";
+      }
+    }
+
+    function drawChart(cssW, cssH, dpr) {
       var W = Math.round(cssW * dpr), H = Math.round(cssH * dpr);
       if (chart.width !== W) chart.width = W;
       if (chart.height !== H) chart.height = H;
       var ctx = chart.getContext("2d");
+      var isDark = dark();
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.clearRect(0, 0, cssW, cssH);
       var denom = Math.max(1, state.sides.left.maxLen, state.sides.right.maxLen);
@@ -572,8 +881,8 @@
       var x = function (t) { return padL + t / tMax * pw; };
       var y = function (f) { return padT + (1 - f) * ph; };
       ctx.font = "11px system-ui, sans-serif";
-      ctx.fillStyle = "#444";
-      ctx.strokeStyle = "#bbb";
+      ctx.fillStyle = isDark ? "#e6e6e6" : "#444";
+      ctx.strokeStyle = isDark ? "#666" : "#bbb";
       ctx.lineWidth = 1;
       ctx.setLineDash([]);
       ctx.beginPath();
@@ -590,7 +899,7 @@
       SIDES.forEach(function (s) {
         var pts = series[s];
         if (!pts.length) return;
-        ctx.strokeStyle = LINE[s].color;
+        ctx.strokeStyle = isDark ? LINE[s].dark : LINE[s].color;
         ctx.setLineDash(LINE[s].dash);
         ctx.lineWidth = 2.5;
         ctx.beginPath();
@@ -603,22 +912,16 @@
         ctx.stroke();
       });
       ctx.setLineDash([]);
-      if (T != null) {
-        ctx.strokeStyle = "#000";
-        ctx.lineWidth = 1;
-        ctx.beginPath();
-        ctx.moveTo(x(T) + 0.5, padT); ctx.lineTo(x(T) + 0.5, padT + ph);
-        ctx.stroke();
-      }
-      chart.setAttribute("data-kind-left", kinds.left);
-      chart.setAttribute("data-kind-right", kinds.right);
+      chartScale = { x: x, top: padT, height: ph };
+      setAttr(chart, "data-kind-left", kinds.left);
+      setAttr(chart, "data-kind-right", kinds.right);
       var words = SIDES.map(function (s) {
         var name = state.sides[s].spec || s;
         return (s === "left" ? "solid blue: " : "dashed orange: ") + name + " \u2014 " +
           (kinds[s] === "settled" ? "share of the final answer already in place" :
            "live estimate: committed positions unchanged since the previous frame, over the longest draft so far");
       });
-      setText(chartNote, words.join(" \u00B7 "));
+      setText(chartNote, words.join(" \u00B7 ") + " \u00B7 x axis: real time since each request was sent.");
     }
 
     function niceStep(tMax) {
@@ -642,29 +945,37 @@
     }
 
     function paintScrub(done, tl) {
-      var enabled = done && tl.length > 0;
-      [prevBtn, playBtn, nextBtn, range, speedSel].forEach(function (n) { n.disabled = !enabled; });
-      scrub.setAttribute("data-enabled", enabled ? "true" : "false");
-      range.max = String(Math.max(0, tl.length - 1));
+      var on = done && tl.length > 0;
+      [startBtn, prevBtn, playBtn, nextBtn, endBtn, range, speedSel, viewBox].forEach(function (n) {
+        if (n.disabled === on) n.disabled = !on;
+      });
+      setAttr(scrub, "data-enabled", on ? "true" : "false");
+      var max = String(Math.max(0, tl.length - 1));
+      if (range.max !== max) range.max = max;
       var i = tl.length ? cursorIndex() : 0;
       if (range.value !== String(i)) range.value = String(i);
-      setText(timeOut, !tl.length ? ""
-        : enabled ? "t = " + tl[i].toFixed(3) + " s (" + (i + 1) + " / " + tl.length + ")"
-        : "live \u2014 the timeline opens when the run ends");
+      setText(rangeLabel, state.view === "progress" ? "Progress" : "Time");
+      var where = !tl.length ? "" : !on ? "live \u2014 the timeline opens when the run ends"
+        : state.view === "progress" ? "progress " + (tl[i] * 100).toFixed(1) + " % (" + (i + 1) + " / " + tl.length + ") \u2014 not real time"
+        : "t = " + tl[i].toFixed(3) + " s (" + (i + 1) + " / " + tl.length + ")";
+      setText(timeOut, where);
     }
 
+    var api = null;
+    if (state.presenter) setPresenter(true);
     paint();
-    var api = { update: update, reset: function () { state.run = null; reset(); schedule(); }, root: root,
-                state: state, paint: paint };
+    api = { update: update, reset: function () { state.run = null; reset(); schedule(); }, root: root,
+                state: state, paint: paint, play: startPlaying, pause: stopPlaying, seek: seek,
+                setSpeed: setSpeed, setView: setView, setPresenter: setPresenter, speeds: SPEEDS.slice() };
     root.convergePlayer = api; /* for tests and the browser console */
     return api;
   }
 
-  function mount(root, data) {
-    var player = create(root);
+  function mount(root, data, options) {
+    var player = create(root, options);
     player.update(data);
     return player;
   }
 
-  global.ConvergePlayer = { create: create, mount: mount, version: 1 };
+  global.ConvergePlayer = { create: create, mount: mount, version: 2 };
 })(typeof window !== "undefined" ? window : this);

@@ -1,0 +1,233 @@
+"""The recording library: the user's runs and the bundled examples, listed, renamed, deleted and uploaded.
+
+A recording is named by an id, "user/NAME" (a file directly in `app.race.recordings_dir()`) or
+"example/NAME" (a file in recordings/examples/, read-only). A NAME is a bare file name: no path
+separator, no "..", not absolute, not hidden, and it must resolve inside its folder, so a symlink that
+points out of recordings/ is refused too. Only the user's recordings can be renamed or deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from app.race import recordings_dir
+from app.sources.base import SourceError
+from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "recordings" / "examples"
+KINDS = ("user", "example")
+SUFFIX = ".jsonl"
+MAX_NAME = 120
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
+_cache: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
+def examples_dir() -> Path:
+    """The bundled examples (CONVERGE_EXAMPLES overrides, for tests)."""
+    return Path(os.environ.get("CONVERGE_EXAMPLES", EXAMPLES_DIR))
+
+
+def folder(kind: str) -> Path:
+    """The folder a kind of recording lives in."""
+    if kind == "user":
+        return recordings_dir()
+    if kind == "example":
+        return examples_dir()
+    raise SourceError(f"Unknown recording kind {kind!r}: use user or example.")
+
+
+def check_name(name: str) -> str:
+    """A recording name as given, if it is a plain file name ending in .jsonl; raises SourceError otherwise."""
+    if not isinstance(name, str) or not name.strip():
+        raise SourceError("Give the recording a name.")
+    if name != name.strip():
+        raise SourceError("A recording name cannot start or end with a space.")
+    if os.path.isabs(name) or _BAD_CHARS.search(name) or name in (".", "..") or ".." in name:
+        raise SourceError("A recording name cannot contain a path: no /, \\, '..' or special characters.")
+    if name.startswith("."):
+        raise SourceError("A recording name cannot start with a dot.")
+    if len(name) > MAX_NAME:
+        raise SourceError(f"A recording name can have at most {MAX_NAME} characters.")
+    if not name.endswith(SUFFIX):
+        raise SourceError(f"A recording name must end in {SUFFIX}.")
+    return name
+
+
+def resolve(kind: str, name: str) -> Path:
+    """The path of a recording in its folder, refusing names and symlinks that would lead out of it."""
+    check_name(name)
+    base = folder(kind).resolve()
+    path = base / name
+    if not path.resolve().is_relative_to(base):
+        raise SourceError(f"{name} points outside the recordings folder; it cannot be used.")
+    return path
+
+
+def parse_id(entry_id: str) -> tuple[str, str]:
+    """("user" | "example", NAME) from an id such as "user/run.jsonl"; raises SourceError on anything else."""
+    kind, sep, name = (entry_id or "").partition("/")
+    if not sep or kind not in KINDS:
+        raise SourceError("Choose a recording from the list first.")
+    check_name(name)
+    return kind, name
+
+
+def locate(entry_id: str) -> Path:
+    """The file behind an id, which must exist."""
+    kind, name = parse_id(entry_id)
+    path = resolve(kind, name)
+    if not path.is_file():
+        raise SourceError(f"There is no recording called {name} any more; refresh the list.")
+    return path
+
+
+def describe(path: Path) -> dict[str, Any]:
+    """Prompt, caption, sources, date, duration and frames of one recording (cached by size and mtime)."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key in _cache:
+        return _cache[key]
+    info: dict[str, Any] = {"prompt": "", "caption": "", "sources": "", "created": "", "duration": None,
+                            "frames": 0, "problem": None, "bytes": st.st_size}
+    try:
+        rec = read_recording(path)
+    except (RecordingError, OSError) as e:
+        info["problem"] = str(e) if isinstance(e, RecordingError) else f"Could not read it: {e.strerror or e}."
+    else:
+        sources = rec.header.get("sources") or {}
+        names = [str(sources[s].get("name", "?")) for s in SIDES if isinstance(sources.get(s), dict)]
+        times = [f.t for s in SIDES for f in rec.frames[s]]
+        caption = rec.header.get("caption")
+        info.update(prompt=str(rec.header.get("prompt", "")), sources=" vs ".join(names),
+                    caption=caption.strip() if isinstance(caption, str) else "",
+                    created=str(rec.header.get("created", "")), duration=max(times) if times else None,
+                    frames=len(times), problem=rec.warnings[0] if rec.warnings else None)
+    if len(_cache) > 512:
+        _cache.clear()
+    _cache[key] = info
+    return info
+
+
+def list_recordings() -> list[dict[str, Any]]:
+    """Every recording: the user's, newest first, then the bundled examples by name."""
+    out: list[dict[str, Any]] = []
+    for kind in KINDS:
+        base = folder(kind)
+        if not base.is_dir():
+            continue
+        entries = []
+        for path in base.iterdir():
+            try:
+                if path.name.startswith(".") or not path.name.endswith(SUFFIX) or not path.is_file():
+                    continue
+                resolve(kind, path.name)
+                entries.append({"id": f"{kind}/{path.name}", "kind": kind, "name": path.name,
+                                "mtime": path.stat().st_mtime, **describe(path)})
+            except (SourceError, OSError):
+                continue
+        if kind == "user":
+            entries.sort(key=lambda e: (e["created"] or "", e["mtime"]), reverse=True)
+        else:
+            entries.sort(key=lambda e: e["name"])
+        out.extend(entries)
+    return out
+
+
+def duration_text(seconds: float | None) -> str:
+    return "\u2014" if seconds is None else f"{seconds:.1f} s"
+
+
+def date_text(created: str) -> str:
+    """'2026-11-21 15:23 UTC' from the header's ISO time ('' when absent)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))
+    except (TypeError, ValueError):
+        return created
+
+
+def label(entry: dict[str, Any]) -> str:
+    """One line for a picker: name, kind, sources and duration."""
+    kind = "example" if entry["kind"] == "example" else "yours"
+    extra = f" \u2014 {entry['problem']}" if entry["problem"] and not entry["frames"] else ""
+    return f"{entry['name']} ({kind}) \u00b7 {entry['sources'] or '?'} \u00b7 {duration_text(entry['duration'])}{extra}"
+
+
+def rename(entry_id: str, new_name: str) -> str:
+    """Renames one of the user's recordings (never an example, never over another file); returns the new id."""
+    kind, name = parse_id(entry_id)
+    if kind != "user":
+        raise SourceError("Bundled examples cannot be renamed; download one and upload it to keep your own copy.")
+    new_name = (new_name or "").strip()
+    if new_name and not new_name.endswith(SUFFIX):
+        new_name += SUFFIX
+    src, dst = locate(entry_id), resolve("user", new_name)
+    if dst.exists() or dst.is_symlink():
+        raise SourceError(f"There is already a recording called {new_name}; choose another name.")
+    if src.is_symlink():
+        raise SourceError(f"{name} is a link, not a recording file; it cannot be renamed here.")
+    src.rename(dst)
+    return f"user/{new_name}"
+
+
+def delete(entry_id: str) -> str:
+    """Deletes one of the user's recordings (never an example); returns its name."""
+    kind, name = parse_id(entry_id)
+    if kind != "user":
+        raise SourceError("Bundled examples cannot be deleted.")
+    path = locate(entry_id)
+    path.unlink()
+    return name
+
+
+def safe_upload_name(original: str) -> str:
+    """A file name for an upload: its base name with anything odd replaced, ending in .jsonl."""
+    base = re.split(r"[\\/]", original or "")[-1]
+    stem = base[: -len(SUFFIX)] if base.endswith(SUFFIX) else base.rsplit(".", 1)[0] if "." in base[1:] else base
+    stem = re.sub(r"[^\w.\- ]+", "_", stem).strip(" ._")[: MAX_NAME - 20] or "upload"
+    return stem + SUFFIX
+
+
+def save_upload(src: str | Path, original: str | None = None) -> str:
+    """Checks an uploaded file is a readable recording under the size limit, then copies it into the user's
+    recordings (never over another file); returns its id. A damaged file is kept: it loads to its last good frame."""
+    src = Path(src)
+    size = src.stat().st_size
+    if size > MAX_RECORDING_BYTES:
+        raise SourceError(f"That file is {size / 1e6:.1f} MB; recordings over {MAX_RECORDING_BYTES / 1e6:.0f} MB are refused.")
+    try:
+        read_recording(src)
+    except RecordingError as e:
+        raise SourceError(str(e)) from None
+    base = recordings_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    name = safe_upload_name(original or src.name)
+    stem = name[: -len(SUFFIX)]
+    for n in range(1, 1000):
+        target = resolve("user", name)
+        try:
+            out = open(target, "xb")  # exclusive: never overwrites a recording
+        except FileExistsError:
+            name = f"{stem}-{n}{SUFFIX}"
+            continue
+        try:
+            with out, open(src, "rb") as f:
+                shutil.copyfileobj(f, out)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        return f"user/{name}"
+    raise SourceError("Too many recordings with that name; rename some first.")
+
+
+def download_copy(entry_id: str) -> Path:
+    """A copy of a recording in a fresh temporary folder, to hand to the browser as a download."""
+    path = locate(entry_id)
+    out = Path(tempfile.mkdtemp(prefix="converge-dl-")) / path.name
+    shutil.copyfile(path, out)
+    return out

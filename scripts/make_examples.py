@@ -1,0 +1,102 @@
+"""Records the bundled example races in recordings/examples/ with `python -m app record`, then captions them.
+
+Each example races the built-in twins (local-diffusion against local-ar: no key, no network) with different
+diffusion sampler settings, and gets a one-line caption in its header (header["caption"]), which the page
+and the exported HTML show above the race. Record on an otherwise idle machine: the timings are real.
+
+    python scripts/make_examples.py                 # all examples, into recordings/examples/
+    python scripts/make_examples.py --only 02-random-order-no-blocks --out /tmp/examples
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "assets" / "models"
+AR = {"gen_length": 64, "temperature": 0.0}
+
+EXAMPLES: list[dict[str, Any]] = [
+    {"name": "01-confidence-blocks",
+     "caption": "Confidence order in blocks of 16: the diffusion twin commits its surest tokens first, block by block, "
+                "while the AR twin types left to right.",
+     "prompt": "Once upon a time, there was a little girl named Lily.",
+     "left": {"gen_length": 64, "steps": 32, "block_length": 16, "scoring": "confidence"}},
+    {"name": "02-random-order-no-blocks",
+     "caption": "Random order, no blocks: positions open anywhere in the answer in a random order, "
+                "so the text converges everywhere at once (and the colours say nothing about confidence).",
+     "prompt": "One day, a boy named Tom went to the park with his dog.",
+     "left": {"gen_length": 64, "steps": 32, "block_length": 64, "scoring": "random"}},
+    {"name": "03-few-steps-parallel",
+     "caption": "Parallel decoding by budget: 16 steps for 64 tokens commits 4 tokens per forward pass, "
+                "so the diffusion twin finishes in a quarter of the passes, and the text shows what that costs.",
+     "prompt": "The little cat was very hungry. She looked for food in the kitchen.",
+     "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence"}},
+]
+
+
+def record(example: dict[str, Any], out: Path) -> Path:
+    """Runs one race through the CLI into a temporary file, adds the caption, and moves it into place."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "race.jsonl"
+        cmd = [sys.executable, "-m", "app", "record", "--left", "local-diffusion", "--right", "local-ar",
+               "--prompt", example["prompt"], "--out", str(raw),
+               "--left-settings", json.dumps(example["left"]), "--right-settings", json.dumps(example.get("right", AR))]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        print(proc.stdout.strip())
+        if proc.returncode != 0:
+            raise SystemExit(f"{example['name']}: python -m app record failed (exit {proc.returncode}): {proc.stderr.strip()}")
+        lines = raw.read_text(encoding="utf-8").splitlines(keepends=True)
+        header = json.loads(lines[0])
+        header["caption"] = example["caption"]
+        header["recorded_on"] = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()}
+        lines[0] = json.dumps(header, ensure_ascii=False) + "\n"
+        target = out / f"{example['name']}.jsonl"
+        part = out / f".{target.name}.part"
+        part.write_text("".join(lines), encoding="utf-8")
+        os.replace(part, target)
+    check(target)
+    return target
+
+
+def check(path: Path) -> None:
+    """Refuses an example that does not read cleanly or where a side did not finish."""
+    sys.path.insert(0, str(ROOT))
+    from app.trace import read_recording
+
+    rec = read_recording(path)
+    problems = list(rec.warnings) + [f"{s} ended {rec.ends.get(s, {}).get('status')!r}" for s in ("left", "right")
+                                     if rec.ends.get(s, {}).get("status") != "done"]
+    if problems:
+        raise SystemExit(f"{path.name} is not a good example: {'; '.join(problems)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "recordings" / "examples"), help="folder for the examples")
+    parser.add_argument("--only", action="append", choices=[e["name"] for e in EXAMPLES], help="record only these")
+    args = parser.parse_args(argv)
+    missing = [f for f in ("diffusion.safetensors", "ar.safetensors") if not (MODELS / f).is_file()]
+    if missing:
+        print(f"The twins are not trained yet ({', '.join(missing)} missing in assets/models/); "
+              "train them first (python -m app.engine.train).", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for example in EXAMPLES:
+        if args.only and example["name"] not in args.only:
+            continue
+        print(f"recorded {record(example, out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
