@@ -1,0 +1,215 @@
+"""The engine section of `python -m app bench`: speed against length, parallel decoding, sample quality, numpy vs torch.
+
+Everything runs the shipped twins through the same samplers the app uses, on this machine's CPU, one
+sample at a time. Quality is the perplexity of the generated answers under the AR twin, pooled over the
+prompts' tokens (easy to game by repetition, so distinct-2 of words and the texts themselves sit beside it).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from app.engine import autoregressive, diffusion
+from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import DiffusionSettings
+from app.sources.base import SourceError
+
+PROMPTS = [
+    "Once upon a time, there was a little girl named Lily.",
+    "Tom had a big red ball. One day,",
+    "The cat and the dog were friends. They",
+]
+SWEEP_LENGTHS = (64, 128, 256)
+SWEEP_STEPS = 64
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def run_diffusion(model: Any, prompt_ids: list[int], s: DiffusionSettings) -> tuple[list[int], int, float]:
+    """(answer ids up to end-of-text, forward passes, wall seconds) for one sample."""
+    last, seconds = timed(lambda: list(diffusion.generate(model, prompt_ids, s))[-1])
+    n = diffusion.answer_length(last.ids, last.masked, model.eos_id)
+    return [int(i) for i in last.ids[:n]], last.nfe, seconds
+
+
+def run_ar(model: Any, prompt_ids: list[int], s: ARSettings) -> tuple[list[int], int, float]:
+    last, seconds = timed(lambda: list(autoregressive.generate(model, prompt_ids, s))[-1])
+    return last.ids, last.nfe, seconds
+
+
+def nll(ar: Any, prompt_ids: list[int], answer: list[int]) -> float:
+    """Summed negative log-likelihood (nats) of the answer given the prompt, under the AR twin."""
+    if not answer:
+        return 0.0
+    seq = np.array([ar.eos_id, *prompt_ids, *answer], dtype=np.int64)
+    logits = ar.net.forward(seq, causal=True).astype(np.float64)
+    rows = logits[len(prompt_ids): len(prompt_ids) + len(answer)]
+    rows -= rows.max(axis=-1, keepdims=True)
+    logp = rows[np.arange(len(answer)), answer] - np.log(np.exp(rows).sum(axis=-1))
+    return float(-logp.sum())
+
+
+def distinct2(text: str) -> float | None:
+    """Unique word bigrams over all word bigrams (1.0: no repetition)."""
+    words = text.split()
+    pairs = list(zip(words, words[1:]))
+    return len(set(pairs)) / len(pairs) if pairs else None
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return round(sum(kept) / len(kept), 3) if kept else None
+
+
+def length_sweep(dm: Any, am: Any, prompt: list[int]) -> dict[str, Any]:
+    """Wall seconds for the full answer at each length: diffusion at a fixed step count, AR one token per pass."""
+    rows = []
+    for n in SWEEP_LENGTHS:
+        s = DiffusionSettings(gen_length=n, steps=SWEEP_STEPS, block_length=32, threshold=None, stop_at_eos=False)
+        _, d_nfe, d_sec = run_diffusion(dm, prompt, s)
+        _, _, w_sec = run_diffusion(dm, prompt, replace(s, lookahead=32))
+        _, a_nfe, a_sec = run_ar(am, prompt, ARSettings(gen_length=n, stop_at_eos=False))
+        rows.append({"length": n, "diffusion_seconds": round(d_sec, 3), "diffusion_nfe": d_nfe,
+                     "diffusion_lookahead32_seconds": round(w_sec, 3), "ar_seconds": round(a_sec, 3), "ar_nfe": a_nfe})
+    first, last = rows[0], rows[-1]
+    return {"settings": {"steps": SWEEP_STEPS, "block_length": 32, "threshold": None, "prefix_cache": True,
+                         "stop_at_eos": False,
+                         "lookahead": "0 (whole answer), and 32 in its own column",
+                         "ar": "greedy, KV cache, stop_at_eos false"},
+            "rows": rows,
+            "diffusion_ratio_256_64": round(last["diffusion_seconds"] / first["diffusion_seconds"], 2),
+            "diffusion_lookahead32_ratio_256_64": round(last["diffusion_lookahead32_seconds"]
+                                                        / first["diffusion_lookahead32_seconds"], 2),
+            "ar_ratio_256_64": round(last["ar_seconds"] / first["ar_seconds"], 2),
+            "target": "diffusion ratio <= 2 while AR's is near 4"}
+
+
+def _samples(kind: str, model: Any, am: Any, tok: Any, prompts: list[list[int]], s: Any) -> dict[str, Any]:
+    """Runs one setting on every prompt: tokens, passes, seconds, perplexity, distinct-2 and the texts."""
+    runs = []
+    for p in prompts:
+        ids, nfe, sec = run_diffusion(model, p, s) if kind == "diffusion" else run_ar(model, p, s)
+        text = tok.decode(ids)
+        runs.append({"tokens": len(ids), "nfe": nfe, "seconds": sec, "nll": nll(am, p, ids),
+                     "distinct2": distinct2(text), "text": text})
+    tokens, nfe = sum(r["tokens"] for r in runs), sum(r["nfe"] for r in runs)
+    return {"kind": kind, "settings": s.to_json(), "tokens": round(tokens / len(runs), 1),
+            "nfe": round(nfe / len(runs), 1), "tokens_per_forward": round(tokens / nfe, 2) if nfe else None,
+            "seconds": _mean([r["seconds"] for r in runs]),
+            "ppl": round(math.exp(sum(r["nll"] for r in runs) / tokens), 2) if tokens else None,
+            "distinct2": _mean([r["distinct2"] for r in runs]), "samples": [r["text"] for r in runs]}
+
+
+def threshold_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dict[str, Any]:
+    """Tokens per forward pass with Fast-dLLM threshold decoding at length 256, against one token per step."""
+    base = DiffusionSettings(gen_length=256, steps=256, block_length=32, threshold=None)
+    rows = {"one_per_step": _samples("diffusion", dm, am, tok, prompts, base)}
+    for th in (0.9, 0.5, 0.3):
+        rows[f"threshold_{th}"] = _samples("diffusion", dm, am, tok, prompts, replace(base, threshold=th))
+    ref = rows["one_per_step"]["ppl"]
+    for row in rows.values():
+        row["ppl_vs_one_per_step"] = round(row["ppl"] / ref, 3) if ref and row["ppl"] else None
+    return {"rows": rows, "target": ">= 3 tokens per forward pass with perplexity within 10% of one per step",
+            "note": "tokens counted up to end-of-text; stop_at_eos on, so passes after the answer ends are not run"}
+
+
+def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dict[str, Any]:
+    d = DiffusionSettings()
+    settings = {
+        "diffusion_default": ("diffusion", d),
+        "diffusion_one_per_step": ("diffusion", replace(d, steps=d.gen_length, threshold=None, factor=None)),
+        "diffusion_no_blocks": ("diffusion", replace(d, block_length=d.gen_length, threshold=None, factor=None)),
+        "diffusion_random_order": ("diffusion", replace(d, scoring="random", threshold=None, factor=None)),
+        "diffusion_remask_0.3": ("diffusion", replace(d, remask=0.3, threshold=None, factor=None)),
+        "diffusion_lookahead_32": ("diffusion", replace(d, lookahead=32)),
+        "ar_greedy": ("ar", ARSettings(gen_length=d.gen_length)),
+        "ar_t0.8_top40": ("ar", ARSettings(gen_length=d.gen_length, temperature=0.8, top_k=40)),
+    }
+    return {name: _samples(kind, dm if kind == "diffusion" else am, am, tok, prompts, s)
+            for name, (kind, s) in settings.items()}
+
+
+class TorchMaskedLM:
+    """The diffusion twin's weights in a plain torch eager forward (train.py's TorchTransformer), no cache."""
+
+    def __init__(self, dm: Any) -> None:
+        import torch
+
+        from app.engine.train import TorchTransformer
+
+        c = dm.net.config
+        self.vocab_size, self.mask_id, self.eos_id, self.max_len = c.vocab_size, c.mask_id, c.eos_id, c.max_len - 1
+        self.torch = torch
+        self.net = TorchTransformer(c.vocab_size, c.n_layer, c.n_head, c.n_embd, c.max_len)
+        state = {"wte.weight": dm.net.wte, "wpe.weight": dm.net.wpe, "ln_f.weight": dm.net.ln_f_w, "ln_f.bias": dm.net.ln_f_b}
+        for i, L in enumerate(dm.net.layers):
+            for name, key, transpose in (("ln1.weight", "ln1_w", False), ("ln1.bias", "ln1_b", False),
+                                         ("qkv.weight", "qkv_w", True), ("qkv.bias", "qkv_b", False),
+                                         ("proj.weight", "proj_w", True), ("proj.bias", "proj_b", False),
+                                         ("ln2.weight", "ln2_w", False), ("ln2.bias", "ln2_b", False),
+                                         ("fc.weight", "fc_w", True), ("fc.bias", "fc_b", False),
+                                         ("fc_proj.weight", "fc_proj_w", True), ("fc_proj.bias", "fc_proj_b", False)):
+                state[f"h.{i}.{name}"] = L[key].T if transpose else L[key]
+        self.net.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in state.items()})
+        self.net.eval()
+
+    def logits(self, ids: np.ndarray, cache: Any = None, start: int = 0) -> np.ndarray:
+        seq = self.torch.from_numpy(np.concatenate([[self.eos_id], np.asarray(ids, dtype=np.int64)]))[None]
+        with self.torch.inference_mode():
+            out = self.net(seq, causal=False)[0]
+        return out[start: len(ids)].numpy()  # output at i scores token i (the leading end-of-text undoes the shift)
+
+    def prefix_cache(self, ids: np.ndarray) -> Any:
+        return None
+
+
+def numpy_vs_torch(dm: Any, prompt: list[int]) -> dict[str, Any]:
+    """Same weights, same sampler, same settings (no prefix cache for either): numpy speed / torch eager speed."""
+    try:
+        import torch
+    except ImportError:
+        return {"skipped": "torch is not installed"}
+    tm = TorchMaskedLM(dm)
+    s = replace(DiffusionSettings(), threshold=None, factor=None, stop_at_eos=False, prefix_cache=False)
+    run_diffusion(tm, prompt, replace(s, gen_length=32, steps=4, block_length=32))  # warm-up
+    run_diffusion(dm, prompt, replace(s, gen_length=32, steps=4, block_length=32))
+    t_ids, t_nfe, t_sec = min((run_diffusion(tm, prompt, s) for _ in range(2)), key=lambda r: r[2])
+    n_ids, n_nfe, n_sec = min((run_diffusion(dm, prompt, s) for _ in range(2)), key=lambda r: r[2])
+    _, c_nfe, c_sec = run_diffusion(dm, prompt, replace(s, prefix_cache=True))
+    return {"settings": s.to_json(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+            "torch_seconds": round(t_sec, 3), "numpy_seconds": round(n_sec, 3),
+            "numpy_speed_over_torch": round(t_sec / n_sec, 2), "same_answer": t_ids == n_ids,
+            "numpy_prefix_cache_seconds": round(c_sec, 3),
+            "numpy_prefix_cache_speed_over_torch": round(t_sec / c_sec, 2), "nfe": n_nfe,
+            "target": "numpy speed / torch speed >= 1.0 (both without the prefix cache)"}
+
+
+def run(models_dir: str | Path | None = None) -> dict[str, Any]:
+    """The engine section; {'skipped': reason} when the twins are not there."""
+    from app.sources.local import twin
+
+    try:
+        dm, tok = twin("diffusion", str(models_dir) if models_dir else None)
+        am, _ = twin("ar", str(models_dir) if models_dir else None)
+    except SourceError as e:
+        return {"skipped": str(e)}
+    prompts = [tok.encode(p) for p in PROMPTS]
+    started = time.perf_counter()
+    out: dict[str, Any] = {"prompts": PROMPTS, "defaults": DiffusionSettings().to_json(),
+                           "ar_defaults": ARSettings().to_json()}
+    out["length_sweep"] = length_sweep(dm, am, prompts[0])
+    out["threshold"] = threshold_section(dm, am, tok, prompts)
+    out["quality"] = quality_section(dm, am, tok, prompts)
+    out["numpy_vs_torch"] = numpy_vs_torch(dm, prompts[0])
+    out["seconds"] = round(time.perf_counter() - started, 1)
+    return out

@@ -1,0 +1,236 @@
+"""Masked-diffusion sampling over any MaskedLM: the answer starts fully masked and is unmasked step by step.
+
+One loop covers LLaDA's sampler (linear schedule, semi-autoregressive blocks, float64 Gumbel noise),
+Dream's position scores (margin, entropy), Fast-dLLM's confidence-threshold parallel decoding (and its
+factor rule) with a prefix cache, and ReMDM-style remasking. Every step yields a `Step` so a player can
+show the whole process.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from app.engine.base import MaskedLM
+from app.sources.base import SourceError
+
+SCORINGS = ("confidence", "margin", "entropy", "random")
+
+
+@dataclass
+class DiffusionSettings:
+    """How to unmask. `steps` is the budget over the whole answer, spread evenly over the blocks.
+
+    threshold / factor (Fast-dLLM): besides the scheduled minimum, also commit every masked position in the
+    block whose score is at least `threshold` (or the largest n whose n-th best score is >= 1 - factor/(n+1)).
+    remask (ReMDM): each step, a token committed earlier in the current block is reopened with probability
+    remask x (1 - its confidence when committed). eos_discount multiplies the score of end-of-text candidates,
+    so a value below 1 writes the story before settling where it ends. stop_at_eos ends generation as soon
+    as an end-of-text is committed with everything before it filled in. lookahead > 0 feeds the model only
+    that many masked positions right of the current block (0: the whole answer, so the model knows its length);
+    a short lookahead makes a step's cost independent of the answer length.
+    """
+
+    gen_length: int = 128
+    steps: int = 128
+    block_length: int = 32
+    scoring: str = "confidence"
+    temperature: float = 0.0
+    threshold: float | None = 0.9
+    factor: float | None = None
+    remask: float = 0.0
+    eos_discount: float = 1.0
+    stop_at_eos: bool = True
+    prefix_cache: bool = True
+    lookahead: int = 0
+    seed: int = 0
+
+    def validate(self) -> "DiffusionSettings":
+        """Checks the ranges; raises SourceError naming the fix. Returns self for chaining."""
+        n = self.gen_length
+        if not isinstance(n, int) or n < 1:
+            raise SourceError(f"Generation length must be a positive whole number of tokens, not {n!r}.")
+        if not isinstance(self.steps, int) or not 1 <= self.steps <= n:
+            raise SourceError(f"Steps must be between 1 and the generation length ({n}), not {self.steps!r}: change steps.")
+        if not isinstance(self.block_length, int) or self.block_length < 1:
+            raise SourceError(f"Block length must be a positive whole number, not {self.block_length!r}.")
+        if n % self.block_length:
+            near = min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - self.block_length))
+            raise SourceError(f"Block length {self.block_length} does not divide the generation length {n}: "
+                              f"use a block length such as {near}, or change the length.")
+        blocks = n // self.block_length
+        if self.steps < blocks:
+            raise SourceError(f"{self.steps} steps cannot cover {blocks} blocks (at least one step each): "
+                              f"raise steps to {blocks} or use longer blocks.")
+        if self.scoring not in SCORINGS:
+            raise SourceError(f"Unknown scoring {self.scoring!r}: choose one of {', '.join(SCORINGS)}.")
+        if not 0.0 <= self.temperature <= 10.0:
+            raise SourceError(f"Temperature must be between 0 and 10, not {self.temperature!r}.")
+        if self.threshold is not None and self.factor is not None:
+            raise SourceError("Choose a confidence threshold or a factor for parallel decoding, not both.")
+        if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
+            raise SourceError(f"Threshold must be above 0 and at most 1 (or off), not {self.threshold!r}.")
+        if self.factor is not None and not 0.0 < self.factor <= 10.0:
+            raise SourceError(f"Factor must be above 0 and at most 10 (or off), not {self.factor!r}.")
+        if not 0.0 <= self.remask <= 1.0:
+            raise SourceError(f"Remask probability must be between 0 and 1, not {self.remask!r}.")
+        if not isinstance(self.lookahead, int) or self.lookahead < 0:
+            raise SourceError(f"Lookahead must be 0 (the whole answer) or a positive number of tokens, not {self.lookahead!r}.")
+        if not 0.0 <= self.eos_discount <= 1.0:
+            raise SourceError(f"EOS discount must be between 0 and 1, not {self.eos_discount!r}.")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Step:
+    """The answer region after one step. Positions are answer-relative (0 = first generated token)."""
+
+    step: int
+    ids: np.ndarray
+    masked: np.ndarray
+    confidence: np.ndarray
+    committed: list[int] = field(default_factory=list)
+    remasked: list[int] = field(default_factory=list)
+    nfe: int = 0
+    done: bool = False
+
+
+def answer_length(ids: np.ndarray, masked: np.ndarray, eos_id: int) -> int:
+    """Tokens before the first committed end-of-text (the whole answer when there is none)."""
+    hits = np.flatnonzero((ids == eos_id) & ~masked)
+    return int(hits[0]) if len(hits) else len(ids)
+
+
+def check_prompt(prompt_ids: list[int] | np.ndarray, gen_length: int, max_len: int) -> np.ndarray:
+    """The prompt as int64, or a SourceError when it is empty or leaves no room for the answer."""
+    ids = np.asarray(prompt_ids, dtype=np.int64).reshape(-1)
+    if len(ids) == 0:
+        raise SourceError("The prompt is empty: type a prompt.")
+    if len(ids) + gen_length > max_len:
+        room = max_len - len(ids)
+        if room < 1:
+            raise SourceError(f"The prompt is {len(ids)} tokens but the model's context is {max_len}: shorten the prompt.")
+        raise SourceError(f"Prompt ({len(ids)} tokens) plus answer length ({gen_length}) exceeds the model's context "
+                          f"of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
+    return ids
+
+
+def _scores(probs: np.ndarray, chosen: np.ndarray, scoring: str, rng: np.random.Generator) -> np.ndarray:
+    """A score in [0, 1] per candidate: higher is committed first."""
+    if scoring == "confidence":
+        return probs[np.arange(len(chosen)), chosen]
+    if scoring == "margin":
+        top2 = np.partition(probs, -2, axis=-1)[:, -2:]
+        return top2[:, 1] - top2[:, 0]
+    if scoring == "entropy":  # exp(-entropy): same order as Dream's negative entropy, but in [0, 1]
+        return np.exp(np.sum(probs * np.log(np.clip(probs, 1e-300, None)), axis=-1))
+    return rng.random(len(chosen))
+
+
+def _how_many(scores: np.ndarray, minimum: int, s: DiffusionSettings) -> int:
+    """Commits this step: the schedule's minimum, or more when threshold/factor says they are safe."""
+    k = minimum
+    ranked = np.sort(scores)[::-1]
+    if s.threshold is not None:
+        k = max(k, int(np.sum(ranked >= s.threshold)))
+    if s.factor is not None:
+        n = np.arange(1, len(ranked) + 1)
+        ok = np.flatnonzero(ranked >= 1.0 - s.factor / (n + 1))
+        k = max(k, int(ok[-1]) + 1 if len(ok) else 0)
+    return max(1, min(k, len(scores)))
+
+
+def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
+    """Keys/values of x[:start] for this block (Fast-dLLM PrefixCache). Where the model can, they are
+    computed with the whole sequence in view, so the block's first step equals the uncached one."""
+    if "upto" in inspect.signature(model.prefix_cache).parameters:
+        return model.prefix_cache(x, upto=start)
+    return model.prefix_cache(x[:start])
+
+
+def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
+             cancel: threading.Event | None = None) -> Iterator[Step]:
+    """Yields the all-masked start, then one Step per forward pass; the last has done=True.
+
+    nfe counts the model.logits calls (one per step). With the prefix cache, each block also starts with
+    one cache refresh over the sequence (n_blocks in all), as in Fast-dLLM; those are not in nfe."""
+    s = settings.validate()
+    prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
+    rng = np.random.default_rng(s.seed)
+    P, L, B = len(prompt), s.gen_length, s.block_length
+    x = np.concatenate([prompt, np.full(L, model.mask_id, dtype=np.int64)])
+    masked = np.ones(L, dtype=bool)
+    conf = np.zeros(L, dtype=np.float64)
+    n_blocks = L // B
+    nfe = step = 0
+    yield Step(step, x[P:].copy(), masked.copy(), conf.copy())
+
+    for b in range(n_blocks):
+        lo, hi = b * B, (b + 1) * B  # answer-relative block bounds
+        budget = s.steps // n_blocks + (1 if b < s.steps % n_blocks else 0)
+        start = P + lo
+        end = P + (min(L, hi + s.lookahead) if s.lookahead else L)  # what the model sees this block
+        cache = block_cache(model, x[:end], start) if s.prefix_cache else None
+        for j in range(budget):
+            if cancel is not None and cancel.is_set():
+                return
+            if not masked[lo:hi].any():
+                break
+            view = x[:end]
+            logits = model.logits(view, cache, start) if s.prefix_cache else model.logits(view)[start:]
+            nfe += 1
+            step += 1
+            logits = np.asarray(logits)[:, : model.vocab_size]
+            z = logits[: hi - lo].astype(np.float64)  # the block's rows: the only ones that can commit
+            z[:, model.mask_id] = -np.inf
+            probs = np.exp(z - z.max(axis=-1, keepdims=True))
+            probs /= probs.sum(axis=-1, keepdims=True)
+            if s.temperature > 0:  # Gumbel-max in float64 (LLaDA: low precision noise hurts quality)
+                u = rng.random(z.shape)
+                chosen = np.argmax(z / s.temperature - np.log(-np.log(np.clip(u, 1e-300, 1.0))), axis=-1)
+            else:
+                chosen = np.argmax(z, axis=-1)
+            p_chosen = probs[np.arange(len(chosen)), chosen]
+            conf[lo:hi][masked[lo:hi]] = p_chosen[masked[lo:hi]]  # masked cells show their top candidate
+            right = np.flatnonzero(masked[hi:end - P])
+            if len(right):  # to the right of the block, for display only: the top candidate's probability
+                r = logits[hi - lo + right]
+                r = np.exp(r - r.max(axis=-1, keepdims=True))
+                conf[hi + right] = 1.0 / r.sum(axis=-1)
+
+            cand = np.flatnonzero(masked[lo:hi])  # block-relative rows
+            scores = _scores(probs[cand], chosen[cand], s.scoring, rng)
+            if s.eos_discount < 1.0:
+                scores = np.where(chosen[cand] == model.eos_id, scores * s.eos_discount, scores)
+            left = budget - j
+            k = _how_many(scores, math.ceil(len(cand) / left), s)
+            pick = cand[np.argsort(-scores, kind="stable")[:k]]
+            commit = lo + pick
+            x[P + commit] = chosen[pick]
+            masked[commit] = False
+            conf[commit] = p_chosen[pick]
+
+            reopened = np.array([], dtype=np.int64)
+            if s.remask > 0 and left > 1:
+                earlier = np.setdiff1d(np.flatnonzero(~masked[lo:hi]) + lo, commit)
+                chance = s.remask * (1.0 - conf[earlier])
+                reopened = earlier[rng.random(len(earlier)) < chance]
+                x[P + reopened] = model.mask_id
+                masked[reopened] = True
+                conf[reopened] = p_chosen[reopened - lo]
+
+            n_ans = answer_length(x[P:], masked, model.eos_id)
+            done = s.stop_at_eos and n_ans < L and not masked[:n_ans].any()
+            done = done or not masked.any()
+            yield Step(step, x[P:].copy(), masked.copy(), conf.copy(), sorted(commit.tolist()),
+                       sorted(reopened.tolist()), nfe, done)
+            if done:
+                return

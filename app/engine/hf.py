@@ -1,0 +1,246 @@
+"""Hugging Face models behind the samplers' MaskedLM / CausalLM / Tokenizer interfaces (needs torch + transformers).
+
+Masked LMs: BERT-family `*ForMaskedLM`, LLaDA-style models (logits aligned with positions) and Dream-style
+models (output i predicts token i+1, unshifted here so the sampler never sees the shift). Causal LMs run
+with their own KV cache (`past_key_values`). torch and transformers are imported only when a model loads.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from app.sources.base import SourceError
+
+LLADA_MASK_ID = 126336  # LLaDA's tokenizer has no mask token; its reserved id is this one
+SHIFTS = ("auto", "shifted", "aligned")
+
+
+def _libs() -> tuple[Any, Any]:
+    """(torch, transformers), or a SourceError that says what to install."""
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        raise SourceError("Hugging Face sources need torch and transformers: pip install torch transformers.") from None
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    return torch, transformers
+
+
+class HFTokenizer:
+    """A transformers tokenizer seen through app.engine.base.Tokenizer."""
+
+    def __init__(self, tok: Any, mask_id: int | None, eos_id: int) -> None:
+        self.tok = tok
+        self.mask_id = mask_id
+        self.eos_id = eos_id
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tok.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def token_strings(self, ids: list[int]) -> list[str]:
+        """Each token's text given up to 8 tokens of left context, so word pieces, leading spaces and split
+        UTF-8 bytes come out right; a piece that ends mid-character waits for the token that completes it."""
+        out: list[str] = []
+        held = 0
+        for i in range(len(ids)):
+            lo = max(0, i - held - 8)
+            before = self.decode(ids[lo : i - held])
+            now = self.decode(ids[lo : i + 1])
+            if now.endswith("\ufffd") and i + 1 < len(ids) and held < 4:
+                out.append("")
+                held += 1
+                continue
+            out.append(now[len(before):] if now.startswith(before) else self.decode([ids[i]]))
+            held = 0
+        return out
+
+    def prompt_ids(self, text: str, chat: bool) -> list[int]:
+        """The prompt as the model expects it: the chat template when asked and available, else BOS (or CLS) + text."""
+        if chat and getattr(self.tok, "chat_template", None):
+            ids = self.tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                               tokenize=True)
+            if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+                ids = ids["input_ids"]
+            return [int(i) for i in ids]
+        ids = self.encode(text)
+        if not ids:
+            return []
+        first = self.tok.bos_token_id if self.tok.bos_token_id is not None else self.tok.cls_token_id
+        return ([int(first)] if first is not None else []) + ids
+
+
+class HFMaskedLM:
+    """MaskedLM over a transformers model; the prefix cache is not used (each step is one full forward).
+
+    Special tokens other than end-of-text (padding, [CLS], [UNK]...) are never proposed."""
+
+    def __init__(self, model: Any, mask_id: int, eos_id: int, shifted: bool, max_len: int,
+                 banned: list[int] | None = None) -> None:
+        self.model = model
+        self.banned = sorted(set(banned or []) - {eos_id})
+        self.mask_id = mask_id
+        self.eos_id = eos_id
+        self.shifted = shifted
+        self.max_len = max_len
+        self.vocab_size = int(model.config.vocab_size)
+
+    def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            out = self.model(input_ids=torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]).logits[0]
+        if self.shifted:  # output i-1 predicts token i; row 0 has no predictor, so it repeats row 0
+            out = torch.cat([out[:1], out[:-1]], dim=0)
+        out = out[start:].float().numpy()
+        out[:, [i for i in self.banned if i < out.shape[1]]] = -np.inf
+        return out
+
+    def prefix_cache(self, ids: np.ndarray) -> Any:
+        return None
+
+
+class HFCausalLM:
+    """CausalLM over a transformers causal LM, with its past_key_values as the cache."""
+
+    def __init__(self, model: Any, eos_id: int, max_len: int) -> None:
+        self.model = model
+        self.eos_id = eos_id
+        self.max_len = max_len
+        self.vocab_size = int(model.config.vocab_size)
+
+    def _run(self, ids: np.ndarray, cache: dict[str, Any]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            out = self.model(input_ids=torch.as_tensor(np.asarray(ids, dtype=np.int64))[None],
+                             past_key_values=cache.get("past"), use_cache=True)
+        cache["past"] = out.past_key_values
+        return out.logits[0, -1].float().numpy()
+
+    def prefill(self, ids: np.ndarray) -> tuple[Any, np.ndarray]:
+        cache: dict[str, Any] = {}
+        return cache, self._run(ids, cache)
+
+    def decode(self, cache: Any, token: int) -> np.ndarray:
+        return self._run(np.array([token]), cache)
+
+
+def _max_len(config: Any, tok: Any) -> int:
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    value = getattr(tok, "model_max_length", None)
+    return value if isinstance(value, int) and 0 < value < 1_000_000 else 2048
+
+
+def _load(name: str, trust_remote_code: bool) -> tuple[Any, Any, Any, bool]:
+    """(config, tokenizer, transformers module, whether the files are local), or a SourceError naming what to do."""
+    torch, transformers = _libs()
+    if not name:
+        raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH or hf-ar:MODEL_ID_OR_PATH.")
+    local = Path(name).expanduser().is_dir() or _cached(transformers, name, trust_remote_code)
+    if not local and not _hub_reachable():
+        raise SourceError(f"{name!r} is not a local folder nor in the Hugging Face cache, and the Hub cannot be reached: "
+                          "pass a local folder, or download the model first while online.")
+    try:
+        config = transformers.AutoConfig.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=local)
+        tok = transformers.AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=local)
+    except ValueError as e:
+        if "trust_remote_code" in str(e) and not trust_remote_code:
+            raise SourceError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.") from None
+        raise SourceError(f"Cannot load {name}: {_first_line(e)}") from None
+    except OSError:
+        raise SourceError(f"Cannot find the Hugging Face model {name!r} locally and could not download it: "
+                          "check the name, pass a local folder, or download it first while online.") from None
+    except Exception as e:  # transformers raises many kinds for half-written folders
+        raise SourceError(f"Cannot load {name}: {_first_line(e)}") from None
+    return config, tok, transformers, local
+
+
+def _cached(transformers: Any, name: str, trust_remote_code: bool) -> bool:
+    """True when the Hugging Face cache already holds the model's config (so no network is needed)."""
+    try:
+        transformers.AutoConfig.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=True)
+        return True
+    except Exception:
+        return False
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hub's host answers on port 443 (a quick check, instead of minutes of download retries)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool) -> Any:
+    try:
+        model = loader.from_pretrained(name, trust_remote_code=trust_remote_code, dtype="float32",
+                                       local_files_only=local)
+    except OSError as e:
+        raise SourceError(f"The weights of {name} are missing or unreadable ({_first_line(e)}): download them again.") from None
+    except Exception as e:
+        raise SourceError(f"The weights of {name} could not be loaded ({_first_line(e)}): download them again.") from None
+    return model.eval()
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__).rstrip(".")[:200]
+
+
+def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False) -> tuple[HFMaskedLM, HFTokenizer]:
+    """A Hugging Face masked-diffusion model and its tokenizer, ready for the diffusion sampler."""
+    if shift not in SHIFTS:
+        raise SourceError(f"Logit shift must be one of {', '.join(SHIFTS)}, not {shift!r}.")
+    config, tok, tf, local = _load(name, trust_remote_code)
+    kind = str(getattr(config, "model_type", "")).lower()
+    if getattr(config, "auto_map", None) and trust_remote_code:
+        loader, causal_class = tf.AutoModel, False
+    elif type(config) in tf.MODEL_FOR_MASKED_LM_MAPPING:
+        loader, causal_class = tf.AutoModelForMaskedLM, False
+    elif type(config) in tf.MODEL_FOR_CAUSAL_LM_MAPPING:
+        loader, causal_class = tf.AutoModelForCausalLM, True
+    else:
+        raise SourceError(f"{name} is neither a masked LM nor a Dream-style model transformers can load: "
+                          "pick a masked LM (BERT family, LLaDA, Dream).")
+    shifted = shift == "shifted" or (shift == "auto" and (kind == "dream" or causal_class))
+    mask_id = tok.mask_token_id if tok.mask_token_id is not None else (LLADA_MASK_ID if "llada" in kind else None)
+    if mask_id is None:
+        raise SourceError(f"{name} has no mask token, so it cannot be sampled as a masked diffusion model: "
+                          "use hf-ar for causal models.")
+    eos_id = tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
+    if eos_id is None:
+        raise SourceError(f"{name}'s tokenizer has no end-of-text (or [SEP]) token: pick another model.")
+    model = _weights(loader, name, trust_remote_code, local)
+    banned = [int(i) for i in getattr(tok, "all_special_ids", [])]
+    return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned),
+            HFTokenizer(tok, int(mask_id), int(eos_id)))
+
+
+def load_causal(name: str, trust_remote_code: bool = False) -> tuple[HFCausalLM, HFTokenizer]:
+    """A Hugging Face causal LM with its KV cache, and its tokenizer, ready for the AR sampler."""
+    config, tok, tf, local = _load(name, trust_remote_code)
+    if type(config) not in tf.MODEL_FOR_CAUSAL_LM_MAPPING and not (trust_remote_code and getattr(config, "auto_map", None)):
+        raise SourceError(f"{name} is not a causal language model: use hf-diffusion for masked models.")
+    eos_id = tok.eos_token_id
+    if eos_id is None:
+        raise SourceError(f"{name}'s tokenizer has no end-of-text token: pick another model.")
+    model = _weights(tf.AutoModelForCausalLM, name, trust_remote_code, local)
+    return HFCausalLM(model, int(eos_id), _max_len(config, tok)), HFTokenizer(tok, tok.mask_token_id, int(eos_id))

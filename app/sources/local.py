@@ -1,0 +1,221 @@
+"""`local-diffusion` and `local-ar`: the built-in twin models run by the samplers, one Frame per step.
+
+Frames show the answer region only. A committed end-of-text shows as EOS_MARK while the sampler runs,
+so EOS flooding (end-of-text filling the right of the answer early) is visible; the final frame is cut
+at the first end-of-text and carries the answer text. The Hugging Face sources reuse these frame builders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import threading
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from app.engine import autoregressive, diffusion
+from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import SCORINGS, DiffusionSettings
+from app.sources.base import SourceError, SourceKind, register
+from app.trace import Clock, Frame
+
+EOS_MARK = "<eos>"
+LENGTHS = [32, 64, 128, 256]
+BLOCKS = [8, 16, 32, 64, 128, 256]
+OFF = (None, "", "off", "none", "None")
+OPTIONAL = ("threshold", "factor")
+
+
+def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None) -> Any:
+    """Builds `cls` (a settings dataclass) from UI/CLI values; unset values come from `base` (default: cls()).
+
+    Numbers may come as floats or strings; 0 or "off" turns threshold/factor off (a factor replaces the
+    default threshold); a block longer than the answer means one block; unset steps keep the default
+    ratio of steps to length (one token per step), so a longer answer gets more steps."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    defaults = base if base is not None else cls()
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        if key not in fields:
+            raise SourceError(f"{source} has no setting {key!r}; its settings are: {', '.join(fields)}.")
+        default = getattr(defaults, key)
+        try:
+            if key in OPTIONAL:  # threshold, factor: 0 or "off" turns them off
+                out[key] = None if value in OFF or float(value) == 0 else float(value)
+            elif isinstance(default, bool):
+                text = str(value).strip().lower()
+                if text not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError
+                out[key] = text in ("true", "1", "yes", "on")
+            elif isinstance(default, int):
+                number = float(value)
+                if number != int(number):
+                    raise ValueError
+                out[key] = int(number)
+            elif isinstance(default, float):
+                out[key] = float(value)
+            else:
+                out[key] = str(value)
+        except (TypeError, ValueError, OverflowError):
+            kind = ("true or false" if isinstance(default, bool) else
+                    "a whole number" if isinstance(default, int) else "a number")
+            raise SourceError(f"Setting {key} of {source} cannot be {value!r}: give {kind}.") from None
+    if out.get("factor") is not None and "threshold" not in out:
+        out["threshold"] = None  # asking for the factor rule replaces the default threshold
+    s = dataclasses.replace(defaults, **out)
+    if isinstance(s, DiffusionSettings):
+        s.block_length = min(s.block_length, s.gen_length)
+        if "steps" not in given:
+            blocks = s.gen_length // s.block_length if s.gen_length % s.block_length == 0 else 1
+            s.steps = max(blocks, min(s.gen_length, round(s.gen_length * defaults.steps / defaults.gen_length)))
+    return s.validate()
+
+
+def _strings(tok: Any, ids: np.ndarray, show: np.ndarray, eos_id: int) -> list[str]:
+    """Display strings: "" where hidden, EOS_MARK for end-of-text, each run of other tokens decoded together."""
+    out = [""] * len(ids)
+    run: list[int] = []
+
+    def flush() -> None:
+        if run:
+            for i, piece in zip(run, tok.token_strings([int(ids[j]) for j in run])):
+                out[i] = piece
+            run.clear()
+
+    for i in range(len(ids)):
+        if show[i] and ids[i] != eos_id:
+            run.append(i)
+            continue
+        flush()
+        if show[i]:
+            out[i] = EOS_MARK
+    flush()
+    return out
+
+
+def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSettings,
+                     cancel: threading.Event, clock: Clock) -> Iterator[Frame]:
+    """Runs the diffusion sampler and turns each Step into a Frame (the last cut at end-of-text, with text)."""
+    for st in diffusion.generate(model, prompt_ids, s, cancel):
+        if not st.done:
+            yield Frame(t=clock(), step=st.step, tokens=_strings(tok, st.ids, ~st.masked, model.eos_id),
+                        masked=st.masked.tolist(), confidence=np.round(st.confidence, 4).tolist(),
+                        committed=st.committed or None, remasked=st.remasked or None, nfe=st.nfe)
+            continue
+        n = diffusion.answer_length(st.ids, st.masked, model.eos_id)
+        ids = [int(i) for i in st.ids[:n]]
+        yield Frame(t=clock(), step=st.step, tokens=_strings(tok, st.ids[:n], ~st.masked[:n], model.eos_id),
+                    masked=st.masked[:n].tolist(), confidence=np.round(st.confidence[:n], 4).tolist(),
+                    text=tok.decode(ids), final=True, nfe=st.nfe,
+                    committed=[i for i in st.committed if i < n] or None,
+                    remasked=[i for i in st.remasked if i < n] or None,
+                    usage={"prompt_tokens": len(prompt_ids), "completion_tokens": n})
+
+
+def ar_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings,
+              cancel: threading.Event, clock: Clock) -> Iterator[Frame]:
+    """Runs the AR sampler: one Frame per token, the last final with the answer text."""
+    for st in autoregressive.generate(model, prompt_ids, s, cancel):
+        yield Frame(t=clock(), step=st.step, tokens=tok.token_strings(st.ids) if st.ids else [],
+                    confidence=[round(c, 4) for c in st.confidence], nfe=st.nfe,
+                    committed=[st.step - 1] if len(st.ids) == st.step else None,
+                    final=st.done, text=tok.decode(st.ids) if st.done else None,
+                    usage={"prompt_tokens": len(prompt_ids), "completion_tokens": len(st.ids)} if st.done else None)
+
+
+class SamplerSource:
+    """A model + tokenizer (loaded once per process) driven by the diffusion or the AR sampler."""
+
+    def __init__(self, name: str, load: Callable[[], tuple[Any, Any]], settings: Any,
+                 prompt_ids: Callable[[Any, str], list[int]], extra: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.opts = settings
+        self.model, self.tok = load()
+        self._prompt_ids = prompt_ids
+        self.extra = extra or {}
+
+    def settings(self) -> dict[str, Any]:
+        return {**self.opts.to_json(), **self.extra}
+
+    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+        clock = Clock()
+        if not prompt.strip():
+            raise SourceError("The prompt is empty: type a prompt.")
+        ids = self._prompt_ids(self.tok, prompt)
+        frames = diffusion_frames if isinstance(self.opts, DiffusionSettings) else ar_frames
+        yield from frames(self.model, self.tok, ids, self.opts, cancel, clock)
+
+
+@functools.lru_cache(maxsize=4)
+def twin(kind: str, folder: str | None = None) -> tuple[Any, Any]:
+    """The shipped twin ("diffusion" or "ar") and its tokenizer, loaded once per process."""
+    try:
+        from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+
+        return load_twin(kind, folder or DEFAULT_MODELS_DIR)
+    except SourceError:
+        raise
+    except (OSError, ValueError, KeyError, ImportError) as e:
+        raise SourceError(f"The built-in {kind} model could not be loaded ({type(e).__name__}): restore assets/models/ "
+                          "from the repository or retrain it with python -m app.engine.train.") from None
+
+
+def _plain_prompt(tok: Any, prompt: str) -> list[int]:
+    """The twins continue text: the prompt as typed, without trailing spaces (a lone space token derails them)."""
+    return list(tok.encode(prompt.rstrip()))
+
+
+def make_local_diffusion(**settings: Any) -> SamplerSource:
+    s = coerce(DiffusionSettings, settings, "local-diffusion")
+    return SamplerSource("local-diffusion", lambda: twin("diffusion"), s, _plain_prompt)
+
+
+def make_local_ar(**settings: Any) -> SamplerSource:
+    s = coerce(ARSettings, settings, "local-ar")
+    return SamplerSource("local-ar", lambda: twin("ar"), s, _plain_prompt)
+
+
+def diffusion_spec(d: DiffusionSettings) -> dict[str, dict[str, Any]]:
+    """The diffusion settings as the UI renders them (defaults from `d`)."""
+    return {
+        "gen_length": {"default": d.gen_length, "label": "Answer length (tokens)", "choices": LENGTHS},
+        "steps": {"default": d.steps, "label": "Steps (total over blocks)", "min": 1, "max": 256, "step": 1,
+                  "info": "At most the answer length; fewer steps commit more tokens per step."},
+        "block_length": {"default": d.block_length, "label": "Block length", "choices": BLOCKS,
+                         "info": "Blocks are decoded left to right; a block as long as the answer is pure diffusion."},
+        "scoring": {"default": d.scoring, "label": "Which positions to commit", "choices": list(SCORINGS),
+                    "info": "With random, the confidence colours mean nothing about the order."},
+        "temperature": {"default": d.temperature, "label": "Temperature", "min": 0.0, "max": 2.0, "step": 0.05},
+        "threshold": {"default": d.threshold or 0.0, "label": "Parallel threshold (0 = off)", "min": 0.0, "max": 1.0,
+                      "step": 0.05, "info": "Also commit every position at least this confident (Fast-dLLM)."},
+        "factor": {"default": d.factor or 0.0, "label": "Parallel factor (0 = off)", "min": 0.0, "max": 4.0,
+                   "step": 0.25, "info": "Commit the largest n whose n-th score is at least 1 - f/(n+1)."},
+        "remask": {"default": d.remask, "label": "Remasking", "min": 0.0, "max": 1.0, "step": 0.05,
+                   "info": "Chance to reopen an earlier token of the block, scaled by its doubt (ReMDM)."},
+        "eos_discount": {"default": d.eos_discount, "label": "End-of-text score factor", "min": 0.0, "max": 1.0,
+                         "step": 0.05, "info": "Below 1 delays committing end-of-text (shows less EOS flooding)."},
+        "stop_at_eos": {"default": d.stop_at_eos, "label": "Stop when the answer is complete", "choices": [True, False]},
+        "prefix_cache": {"default": d.prefix_cache, "label": "Prefix cache", "choices": [True, False]},
+        "lookahead": {"default": d.lookahead, "label": "Lookahead (0 = whole answer)", "min": 0, "max": 256, "step": 8,
+                      "info": "How many masked tokens right of the block the model sees; fewer is faster on long answers."},
+        "seed": {"default": d.seed, "label": "Seed", "min": 0, "max": 9999, "step": 1},
+    }
+
+
+def ar_spec(a: ARSettings) -> dict[str, dict[str, Any]]:
+    """The AR settings as the UI renders them."""
+    return {
+        "gen_length": {"default": a.gen_length, "label": "Max answer length (tokens)", "choices": LENGTHS},
+        "temperature": {"default": a.temperature, "label": "Temperature (0 = greedy)", "min": 0.0, "max": 2.0, "step": 0.05},
+        "top_k": {"default": a.top_k, "label": "Top-k (0 = off)", "min": 0, "max": 200, "step": 1},
+        "top_p": {"default": a.top_p, "label": "Top-p", "min": 0.05, "max": 1.0, "step": 0.05},
+        "stop_at_eos": {"default": a.stop_at_eos, "label": "Stop at end-of-text", "choices": [True, False]},
+        "seed": {"default": a.seed, "label": "Seed", "min": 0, "max": 9999, "step": 1},
+    }
+
+
+register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
+                    settings=diffusion_spec(DiffusionSettings())))
+register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
+                    settings=ar_spec(ARSettings())))

@@ -1,0 +1,167 @@
+"""Tiny random Hugging Face models, built and saved locally (no downloads), run end to end through the samplers."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.sources.base import SourceError, make_source
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+
+WORDS = ("once upon a time there was a little cat who liked to play in the sun . she had a red ball "
+         "and a big dog friend they ran to the park every day").split()
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[EOS]"]
+
+
+def tiny_tokenizer():
+    """A word-level fast tokenizer with [MASK] and [EOS], built in memory."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(SPECIALS + sorted(set(WORDS)))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", eos_token="[EOS]")
+
+
+def build_tiny_models(root: Path) -> dict[str, Path]:
+    """Saves a BERT masked LM, a GPT-2 causal LM and a Qwen2 causal LM (used Dream-style) under root."""
+    tok = tiny_tokenizer()
+    v = len(tok)
+    torch.manual_seed(0)
+    models = {
+        "bert": transformers.BertForMaskedLM(transformers.BertConfig(
+            vocab_size=v, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+            max_position_embeddings=96)),
+        "gpt2": transformers.GPT2LMHeadModel(transformers.GPT2Config(
+            vocab_size=v, n_embd=32, n_layer=2, n_head=2, n_positions=96, bos_token_id=5, eos_token_id=5)),
+        "qwen": transformers.Qwen2ForCausalLM(transformers.Qwen2Config(
+            vocab_size=v, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+            num_key_value_heads=2, max_position_embeddings=96)),
+    }
+    paths = {}
+    for name, model in models.items():
+        paths[name] = root / name
+        model.save_pretrained(paths[name])
+        tok.save_pretrained(paths[name])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_tiny_models(tmp_path_factory.mktemp("hf"))
+
+
+def test_bert_masked_lm_runs_through_the_diffusion_sampler(tiny: dict[str, Path]) -> None:
+    src = make_source(f"hf-diffusion:{tiny['bert']}", gen_length=16, steps=8, block_length=8, stop_at_eos=False)
+    frames = list(src.stream("once upon a time", threading.Event()))
+    assert frames[0].masked == [True] * 16 and frames[0].nfe == 0
+    last = frames[-1]
+    assert last.final and last.nfe == 8 and len(frames) == 9
+    assert sum(len(f.committed or []) for f in frames) == 16
+    assert not any(last.masked) and last.text
+    for f in frames[1:5]:  # the first block (8 positions over 4 steps) fills before anything right of it
+        assert all(i < 8 for i in f.committed)
+    assert src.settings()["model"] == str(tiny["bert"])
+
+
+def test_dream_style_wrapper_unshifts_the_logits(tiny: dict[str, Path]) -> None:
+    from app.engine.hf import load_masked
+
+    model, tok = load_masked(str(tiny["qwen"]))
+    assert model.shifted and model.mask_id == tok.mask_id
+    ids = np.array(tok.prompt_ids("the cat had a red ball", chat=False) + [model.mask_id] * 4)
+    with torch.inference_mode():
+        raw = model.model(input_ids=torch.as_tensor(ids)[None]).logits[0].numpy()
+    got = model.logits(ids)
+    allowed = [i for i in range(model.vocab_size) if i not in model.banned]
+    np.testing.assert_allclose(got[1:, allowed], raw[:-1, allowed], rtol=1e-5, atol=1e-5)
+    aligned, _ = load_masked(str(tiny["qwen"]), shift="aligned")
+    np.testing.assert_allclose(aligned.logits(ids)[:, allowed], raw[:, allowed], rtol=1e-5, atol=1e-5)
+
+    src = make_source(f"hf-diffusion:{tiny['qwen']}", gen_length=8, steps=4, block_length=8, stop_at_eos=False,
+                      threshold=0.5)
+    frames = list(src.stream("the cat", threading.Event()))
+    assert frames[-1].final and len(frames[-1].tokens) == 8 and frames[-1].nfe <= 4
+
+
+def test_causal_lm_with_kv_cache_matches_recomputing_the_whole_prefix(tiny: dict[str, Path]) -> None:
+    from app.engine.autoregressive import ARSettings, generate
+    from app.engine.hf import load_causal
+
+    model, tok = load_causal(str(tiny["gpt2"]))
+    prompt = tok.prompt_ids("a little cat", chat=False)
+    steps = list(generate(model, prompt, ARSettings(gen_length=10, stop_at_eos=False)))
+    assert [s.nfe for s in steps] == list(range(1, 11)) and steps[-1].done
+    ids = list(prompt)
+    for _ in range(10):  # no cache: the full sequence every token
+        with torch.inference_mode():
+            ids.append(int(model.model(input_ids=torch.tensor([ids])).logits[0, -1].argmax()))
+    assert steps[-1].ids == ids[len(prompt):]
+
+    frames = list(make_source(f"hf-ar:{tiny['gpt2']}", gen_length=6, stop_at_eos=False)
+                  .stream("a little cat", threading.Event()))
+    assert [len(f.tokens) for f in frames] == [1, 2, 3, 4, 5, 6] and frames[-1].final
+    assert frames[-1].text == tok.decode(ids[len(prompt):len(prompt) + 6])
+
+
+def test_sampled_ar_is_reproducible_by_seed(tiny: dict[str, Path]) -> None:
+    def text(seed: int) -> str:
+        src = make_source(f"hf-ar:{tiny['gpt2']}", gen_length=12, temperature=1.5, top_k=20, top_p=0.95,
+                          stop_at_eos=False, seed=seed)
+        return list(src.stream("the dog", threading.Event()))[-1].text
+
+    assert text(1) == text(1)
+    assert len({text(s) for s in range(4)}) > 1
+
+
+def test_unknown_id_offline_and_corrupt_weights_give_one_sentence(tiny: dict[str, Path], tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SourceError, match="local folder"):
+        make_source("hf-ar:no-such-org/no-such-model")
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny["bert"], broken)
+    (broken / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(SourceError, match="weights") as err:
+        make_source(f"hf-diffusion:{broken}")
+    assert "\n" not in str(err.value)
+    with pytest.raises(SourceError, match="hf-diffusion"):
+        make_source(f"hf-ar:{tiny['gpt2']}", shift="shifted")
+
+
+def test_missing_transformers_names_the_install(tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.engine import hf
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # what Python does when a package is absent
+    with pytest.raises(SourceError, match="pip install torch transformers"):
+        hf.load_causal(str(tiny["gpt2"]))
+
+
+def test_token_strings_concatenate_to_the_text_with_byte_level_pieces() -> None:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from app.engine.hf import HFTokenizer
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(["the cat sat on the mat", "héllo wörld café"] * 20, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<eos>", "<mask>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>", mask_token="<mask>")
+    tok = HFTokenizer(fast, fast.mask_token_id, fast.eos_token_id)
+    for text in ["the cat sat on the mat", "café 🐱 über naïve", "日本語のテキスト"]:
+        ids = tok.encode(text)
+        pieces = tok.token_strings(ids)
+        assert len(pieces) == len(ids) and "".join(pieces) == tok.decode(ids) == text
+    assert tok.token_strings(tok.encode("the cat"))[1] == " cat"

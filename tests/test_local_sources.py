@@ -1,0 +1,176 @@
+"""`local-diffusion` / `local-ar`: frames from the samplers, settings from the UI, errors, and the shipped twins."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import DiffusionSettings
+from app.engine.model import ModelConfig, random_model
+from app.sources import local
+from app.sources.base import REGISTRY, SourceError, load_plugins, make_source
+from app.trace import Frame
+
+MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
+TOKENIZER = MODELS / "tokenizer.json"
+HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
+UI_KEYS = {"default", "label", "choices", "min", "max", "step", "info"}
+
+
+@pytest.fixture(scope="module")
+def tok():
+    if not TOKENIZER.is_file():
+        pytest.skip("assets/models/tokenizer.json is absent")
+    from app.engine.tokenizer import BPETokenizer
+
+    return BPETokenizer(TOKENIZER)
+
+
+def tiny(tok, causal: bool, eos_id: int | None = None):
+    cfg = ModelConfig(vocab_size=tok.vocab_size, n_layer=2, n_head=2, n_embd=32, max_len=129, causal=causal,
+                      mask_id=tok.mask_id, eos_id=tok.eos_id if eos_id is None else eos_id, pad_id=tok.pad_id)
+    return random_model(cfg, seed=0)
+
+
+def source(tok, model, settings) -> local.SamplerSource:
+    name = "local-diffusion" if isinstance(settings, DiffusionSettings) else "local-ar"
+    return local.SamplerSource(name, lambda: (model, tok), settings, local._plain_prompt)
+
+
+def roundtrip(frames: list[Frame]) -> None:
+    """Every frame survives the recording format, and time never runs backwards."""
+    for f in frames:
+        assert Frame.from_json(f.to_json()) == f
+    assert all(a.t <= b.t for a, b in zip(frames, frames[1:]))
+
+
+def test_diffusion_frames_show_the_answer_region_step_by_step(tok) -> None:
+    s = DiffusionSettings(gen_length=32, steps=16, block_length=8, threshold=None, stop_at_eos=False)
+    src = source(tok, tiny(tok, causal=False), s)
+    frames = list(src.stream("Once upon a time", threading.Event()))
+    roundtrip(frames)
+    first, last = frames[0], frames[-1]
+    assert first.step == 0 and first.nfe == 0 and first.tokens == [""] * 32 and all(first.masked)
+    assert len(frames) == 17 and last.final and last.nfe == 16 and not any(f.final for f in frames[:-1])
+    for f in frames[:-1]:
+        assert len(f.tokens) == len(f.masked) == len(f.confidence) == 32
+        assert all((tokens == "") >= masked for tokens, masked in zip(f.tokens, f.masked))
+    for before, after in zip(frames, frames[1:-1]):
+        assert after.committed and all(before.masked[i] and not after.masked[i] for i in after.committed)
+    assert last.text == "".join(last.tokens).replace(local.EOS_MARK, "")
+    assert src.settings()["gen_length"] == 32
+
+
+class LikesToEnd:
+    """A random diffusion model whose end-of-text logit is raised from answer position `at` on, so it floods."""
+
+    def __init__(self, model, prompt_len: int, at: int = 12) -> None:
+        self.model, self.cut = model, prompt_len + at
+        self.vocab_size, self.mask_id, self.eos_id, self.max_len = model.vocab_size, model.mask_id, model.eos_id, model.max_len
+
+    def logits(self, ids, cache=None, start=0):
+        out = self.model.logits(ids, cache, start).copy()
+        out[max(0, self.cut - start):, self.eos_id] += 20.0
+        return out
+
+    def prefix_cache(self, ids, upto=None):
+        return self.model.prefix_cache(ids, upto)
+
+
+def test_eos_flooding_is_visible_then_the_final_frame_is_cut_at_end_of_text(tok) -> None:
+    prompt = "Once upon a time"
+    model = LikesToEnd(tiny(tok, causal=False), len(tok.encode(prompt)))
+    s = DiffusionSettings(gen_length=32, steps=32, block_length=32, threshold=None, stop_at_eos=False)
+    frames = list(source(tok, model, s).stream(prompt, threading.Event()))
+    flooded = [f.tokens.count(local.EOS_MARK) for f in frames[:-1]]
+    assert flooded[20] == 20 and flooded[-1] == 20  # the right end fills with end-of-text first
+    assert all(f.masked[:12] == [True] * 12 for f in frames[:21])
+    last = frames[-1]
+    assert local.EOS_MARK not in last.tokens and len(last.tokens) == 12 and not any(last.masked)
+    assert last.usage["completion_tokens"] == len(last.tokens)
+    stopped = list(source(tok, model, DiffusionSettings(gen_length=32, steps=32, block_length=8, threshold=None))
+                   .stream("Once upon a time", threading.Event()))
+    assert stopped[-1].nfe < 32 and stopped[-1].final
+
+
+def test_ar_frames_grow_one_token_at_a_time(tok) -> None:
+    src = source(tok, tiny(tok, causal=True), ARSettings(gen_length=10, stop_at_eos=False))
+    frames = list(src.stream("Once upon a time", threading.Event()))
+    roundtrip(frames)
+    assert [len(f.tokens) for f in frames] == list(range(1, 11))
+    assert [f.nfe for f in frames] == list(range(1, 11)) and [f.committed for f in frames] == [[i] for i in range(10)]
+    assert frames[-1].final and frames[-1].text == "".join(frames[-1].tokens)
+    assert all(f.masked is None and len(f.confidence) == len(f.tokens) for f in frames)
+
+
+def test_cancel_stops_the_stream(tok) -> None:
+    cancel = threading.Event()
+    s = DiffusionSettings(gen_length=32, steps=32, block_length=8, threshold=None, stop_at_eos=False)
+    src = source(tok, tiny(tok, causal=False), s)
+    got = []
+    for f in src.stream("Once upon a time", cancel):
+        got.append(f)
+        if len(got) == 3:
+            cancel.set()
+    assert len(got) == 3 and not got[-1].final
+
+
+def test_settings_from_the_ui_are_coerced_and_checked() -> None:
+    s = local.coerce(DiffusionSettings, {"gen_length": 64.0, "steps": "32", "threshold": 0, "factor": "off",
+                                         "block_length": 256, "stop_at_eos": "false"}, "local-diffusion")
+    assert (s.gen_length, s.steps, s.threshold, s.factor, s.block_length, s.stop_at_eos) == (64, 32, None, None, 64, False)
+    assert local.coerce(DiffusionSettings, {"gen_length": 32}, "local-diffusion").steps <= 32
+    assert local.coerce(DiffusionSettings, {"factor": 1.0}, "local-diffusion").threshold is None
+    with pytest.raises(SourceError, match="not both"):
+        local.coerce(DiffusionSettings, {"factor": 1.0, "threshold": 0.8}, "local-diffusion")
+    with pytest.raises(SourceError, match="no setting 'top_k'"):
+        local.coerce(DiffusionSettings, {"top_k": 3}, "local-diffusion")
+    with pytest.raises(SourceError, match="whole number"):
+        local.coerce(ARSettings, {"gen_length": "lots"}, "local-ar")
+    with pytest.raises(SourceError, match="does not divide"):
+        local.coerce(DiffusionSettings, {"gen_length": 64, "block_length": 24}, "local-diffusion")
+
+
+def test_registered_settings_use_only_the_keys_the_ui_renders_and_their_defaults_are_valid() -> None:
+    load_plugins()
+    for prefix, cls in (("local-diffusion", DiffusionSettings), ("local-ar", ARSettings),
+                        ("hf-diffusion", DiffusionSettings), ("hf-ar", ARSettings)):
+        spec = REGISTRY[prefix].settings
+        assert all(set(entry) <= UI_KEYS and "default" in entry and "label" in entry for entry in spec.values())
+        sampler = {k: v["default"] for k, v in spec.items() if k not in ("chat", "shift", "trust_remote_code")}
+        local.coerce(cls, sampler, prefix)
+        for entry in spec.values():
+            if "choices" in entry:
+                assert entry["default"] in entry["choices"]
+            else:
+                assert entry["min"] <= entry["default"] <= entry["max"]
+
+
+def test_missing_or_corrupt_twin_files_give_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="missing") as err:
+        local.twin("diffusion", str(tmp_path))
+    assert "\n" not in str(err.value)
+    if TOKENIZER.is_file():
+        (tmp_path / "tokenizer.json").write_bytes(TOKENIZER.read_bytes())
+        (tmp_path / "ar.json").write_text('{"config": {}}')
+        (tmp_path / "ar.safetensors").write_bytes(b"\x00" * 64)
+        with pytest.raises(SourceError, match="corrupt"):
+            local.twin("ar", str(tmp_path))
+
+
+@pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+def test_the_shipped_twins_tell_a_story_with_their_default_settings() -> None:
+    words = {"the", "a", "was", "and", "to", "he", "she", "they", "it", "day", "happy", "play"}
+    for name in ("local-diffusion", "local-ar"):
+        frames = list(make_source(name).stream("Once upon a time, there was a little", threading.Event()))
+        text = frames[-1].text
+        assert frames[-1].final and len(text.split()) >= 10, (name, text)
+        assert len(words & set(text.lower().replace(".", " ").replace(",", " ").split())) >= 3, (name, text)
+    with pytest.raises(SourceError, match="shorten the prompt"):
+        list(make_source("local-ar", gen_length=256).stream("word " * 400, threading.Event()))
+    with pytest.raises(SourceError, match="empty"):
+        list(make_source("local-diffusion").stream("   ", threading.Event()))

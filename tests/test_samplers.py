@@ -1,0 +1,226 @@
+"""The diffusion and AR samplers on small random numpy models: schedules, blocks, parallel decoding, caches, errors."""
+
+from __future__ import annotations
+
+import threading
+import numpy as np
+import pytest
+
+from app.engine import autoregressive, diffusion
+from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import DiffusionSettings
+from app.engine.model import ModelConfig, random_model
+from app.sources.base import SourceError
+
+PROMPT = [5, 6, 7, 8, 9, 10]
+
+
+def config(causal: bool = False, n_layer: int = 2, eos_id: int = 0) -> ModelConfig:
+    return ModelConfig(vocab_size=64, n_layer=n_layer, n_head=2, n_embd=32, max_len=97, causal=causal,
+                       mask_id=1, eos_id=eos_id, pad_id=2)
+
+
+@pytest.fixture(scope="module")
+def mlm():
+    return random_model(config(), seed=0)
+
+
+def run(model, **kw) -> list[diffusion.Step]:
+    kw.setdefault("stop_at_eos", False)
+    kw.setdefault("threshold", None)
+    return list(diffusion.generate(model, PROMPT, DiffusionSettings(**kw)))
+
+
+def test_linear_schedule_fills_every_position_in_the_given_steps(mlm) -> None:
+    steps = run(mlm, gen_length=32, steps=12, block_length=32)
+    assert steps[0].step == 0 and steps[0].masked.all() and steps[0].nfe == 0
+    assert [len(s.committed) for s in steps[1:]] == [3] * 8 + [2] * 4
+    last = steps[-1]
+    assert last.done and last.nfe == 12 and not last.masked.any()
+    assert mlm.mask_id not in last.ids
+    committed = [i for s in steps for i in s.committed]
+    assert sorted(committed) == list(range(32))
+    for s in steps[1:]:  # committed cells show the probability their token had when it was committed
+        assert all(0 < s.confidence[i] <= 1 for i in s.committed)
+
+
+def test_blocks_never_commit_right_of_the_current_block(mlm) -> None:
+    steps = run(mlm, gen_length=32, steps=16, block_length=8, threshold=0.05)
+    for before, after in zip(steps, steps[1:]):
+        block = int(np.flatnonzero(before.masked)[0]) // 8
+        assert after.committed and all(block * 8 <= i < (block + 1) * 8 for i in after.committed)
+        assert after.masked[(block + 1) * 8:].all()
+
+
+def test_threshold_decoding_commits_several_tokens_per_forward_pass(mlm) -> None:
+    slow = run(mlm, gen_length=32, steps=32, block_length=8)
+    fast = run(mlm, gen_length=32, steps=32, block_length=8, threshold=0.05)
+    assert slow[-1].nfe == 32
+    assert all(len(s.committed) >= 1 for s in fast[1:])
+    assert fast[-1].nfe < 32 and not fast[-1].masked.any()
+    assert max(len(s.committed) for s in fast) > 1
+    factor = run(mlm, gen_length=32, steps=32, block_length=8, factor=8.0)
+    assert factor[-1].nfe < 32 and all(len(s.committed) >= 1 for s in factor[1:])
+
+
+def test_random_scoring_commits_in_a_different_order_than_confidence(mlm) -> None:
+    order = {sc: [s.committed for s in run(mlm, gen_length=32, steps=32, block_length=32, scoring=sc)]
+             for sc in ("confidence", "random", "margin", "entropy")}
+    assert order["random"] != order["confidence"]
+    assert all(len(o) == 33 for o in order.values())
+    assert sorted(i for c in order["random"] for i in c) == list(range(32))
+
+
+def test_remasking_reopens_committed_tokens_and_still_finishes(mlm) -> None:
+    steps = run(mlm, gen_length=16, steps=16, block_length=16, remask=1.0)
+    reopened = [(before, after) for before, after in zip(steps, steps[1:]) if after.remasked]
+    assert reopened
+    for before, after in reopened:
+        assert all(not before.masked[i] and after.masked[i] for i in after.remasked)
+        assert not set(after.remasked) & set(after.committed)
+    assert steps[-1].nfe == 16 and not steps[-1].masked.any() and not steps[-1].remasked
+
+
+def test_prefix_cache_gives_the_uncached_result_when_each_block_takes_one_step(mlm) -> None:
+    kw = dict(gen_length=32, steps=8, block_length=4, threshold=None)
+    cached, plain = run(mlm, prefix_cache=True, **kw), run(mlm, prefix_cache=False, **kw)
+    assert [s.ids.tolist() for s in cached] == [s.ids.tolist() for s in plain]
+    np.testing.assert_allclose(cached[-1].confidence, plain[-1].confidence, rtol=1e-4)
+    # with several steps per block the cache is stale inside the block, but the first step of each block is exact
+    c2, p2 = run(mlm, gen_length=32, steps=16, block_length=8), run(mlm, gen_length=32, steps=16, block_length=8, prefix_cache=False)
+    assert [c2[i].ids.tolist() for i in (1, 3)] == [p2[i].ids.tolist() for i in (1, 3)]
+
+
+def test_temperature_sampling_is_seeded(mlm) -> None:
+    a = run(mlm, gen_length=16, steps=16, block_length=16, temperature=1.0, seed=3)[-1].ids.tolist()
+    b = run(mlm, gen_length=16, steps=16, block_length=16, temperature=1.0, seed=3)[-1].ids.tolist()
+    c = run(mlm, gen_length=16, steps=16, block_length=16, temperature=1.0, seed=4)[-1].ids.tolist()
+    greedy = run(mlm, gen_length=16, steps=16, block_length=16)[-1].ids.tolist()
+    assert a == b and a != c and a != greedy
+
+
+def writes_eos(causal: bool):
+    """A random model whose own end-of-text id shows up in its greedy output (found by trying ids)."""
+    for eos in range(3, 64):
+        model = random_model(config(causal=causal, eos_id=eos), seed=0)
+        if causal:
+            out = list(autoregressive.generate(model, PROMPT, ARSettings(gen_length=12, stop_at_eos=False)))[-1].ids
+            if eos in out[2:]:
+                return model
+        elif (run(model, gen_length=32, steps=32, block_length=32)[-1].ids == eos).sum() > 1:
+            return model
+    raise AssertionError("no id works as end-of-text")
+
+
+def test_stop_at_eos_ends_once_the_answer_before_end_of_text_is_complete() -> None:
+    model = writes_eos(causal=False)
+    favourite = model.eos_id
+    stopped = list(diffusion.generate(model, PROMPT, DiffusionSettings(gen_length=32, steps=32, block_length=8,
+                                                                              threshold=None)))
+    last = stopped[-1]
+    n = diffusion.answer_length(last.ids, last.masked, favourite)
+    assert last.done and n < 32 and not last.masked[:n].any() and last.ids[n] == favourite
+    assert last.nfe < 32
+    flooded = run(model, gen_length=32, steps=32, block_length=32)
+    assert flooded[-1].nfe == 32 and (flooded[-1].ids == favourite).sum() > 1
+
+    held = run(model, gen_length=32, steps=32, block_length=8, eos_discount=0.0)
+    for b in range(4):  # with EOS scored 0, a block commits end-of-text only after all its other tokens
+        picks = [int(held[-1].ids[i]) for s in held for i in s.committed if b * 8 <= i < (b + 1) * 8]
+        first_eos = next((k for k, t in enumerate(picks) if t == favourite), len(picks))
+        assert all(t == favourite for t in picks[first_eos:])
+    plain = run(model, gen_length=32, steps=32, block_length=8)
+    assert (held[-1].ids == favourite).sum() < (plain[-1].ids == favourite).sum()
+
+
+def test_cancel_stops_between_steps(mlm) -> None:
+    cancel = threading.Event()
+    seen = []
+    for s in diffusion.generate(mlm, PROMPT, DiffusionSettings(gen_length=32, steps=32, block_length=8, threshold=None),
+                                cancel):
+        seen.append(s)
+        if s.nfe == 3:
+            cancel.set()
+    assert seen[-1].nfe == 3 and not seen[-1].done
+    ar = random_model(config(causal=True), seed=1)
+    cancel = threading.Event()
+    got = []
+    for s in autoregressive.generate(ar, PROMPT, ARSettings(gen_length=20, stop_at_eos=False), cancel):
+        got.append(s)
+        cancel.set()
+    assert len(got) == 1
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(steps=0), "Steps"),
+    (dict(gen_length=32, steps=64), "Steps"),
+    (dict(gen_length=32, block_length=12, steps=8), "does not divide"),
+    (dict(gen_length=32, block_length=4, steps=4), "blocks"),
+    (dict(scoring="loudest"), "scoring"),
+    (dict(threshold=0.9, factor=1.0), "not both"),
+    (dict(threshold=1.5), "Threshold"),
+    (dict(remask=2.0), "Remask"),
+    (dict(temperature=-1.0), "Temperature"),
+    (dict(gen_length=0), "length"),
+])
+def test_bad_diffusion_settings_name_the_fix(mlm, kw: dict, words: str) -> None:
+    with pytest.raises(SourceError, match=words):
+        list(diffusion.generate(mlm, PROMPT, DiffusionSettings(**{"gen_length": 32, "steps": 16, "block_length": 8,
+                                                                  "threshold": None, **kw})))
+
+
+def test_prompt_errors(mlm) -> None:
+    with pytest.raises(SourceError, match="empty"):
+        next(diffusion.generate(mlm, [], DiffusionSettings(gen_length=32, steps=8, block_length=8)))
+    with pytest.raises(SourceError, match="shorten the prompt"):
+        next(diffusion.generate(mlm, list(range(3, 80)), DiffusionSettings(gen_length=32, steps=8, block_length=8)))
+    with pytest.raises(SourceError, match="Top-p"):
+        next(autoregressive.generate(random_model(config(causal=True)), PROMPT, ARSettings(top_p=0.0)))
+
+
+def test_ar_kv_cache_matches_recomputing_and_counts_one_pass_per_token() -> None:
+    ar = random_model(config(causal=True), seed=2)
+    steps = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12, stop_at_eos=False)))
+    assert [s.nfe for s in steps] == list(range(1, 13)) and [len(s.ids) for s in steps] == list(range(1, 13))
+    ids = [ar.eos_id, *PROMPT]  # the twins run with a leading end-of-text, as in training
+    for _ in range(12):
+        ids.append(int(np.argmax(ar.net.forward(np.array(ids))[-1])))
+    assert steps[-1].ids == ids[1 + len(PROMPT):]
+    top1 = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12, stop_at_eos=False, temperature=0.8,
+                                                                top_k=1, seed=9)))
+    assert top1[-1].ids == steps[-1].ids
+    sampled = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12, stop_at_eos=False, temperature=1.5, seed=9)))
+    assert sampled[-1].ids != steps[-1].ids
+
+
+def test_ar_stops_at_end_of_text_without_showing_it() -> None:
+    ar = writes_eos(causal=True)
+    eos = ar.eos_id
+    steps = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12)))
+    assert steps[-1].done and eos not in steps[-1].ids and len(steps[-1].ids) < 12
+    assert steps[-1].nfe == len(steps[-1].ids) + 1
+
+
+class Seen:
+    """A real model that also remembers how many ids each forward pass was given."""
+
+    def __init__(self, model) -> None:
+        self.model, self.lengths = model, []
+        self.vocab_size, self.mask_id, self.eos_id, self.max_len = model.vocab_size, model.mask_id, model.eos_id, model.max_len
+
+    def logits(self, ids, cache=None, start=0):
+        self.lengths.append(len(ids))
+        return self.model.logits(ids, cache, start)
+
+    def prefix_cache(self, ids, upto=None):
+        return self.model.prefix_cache(ids, upto)
+
+
+def test_lookahead_limits_what_the_model_sees_right_of_the_block(mlm) -> None:
+    whole = run(mlm, gen_length=32, steps=16, block_length=8)
+    assert [s.ids.tolist() for s in run(mlm, gen_length=32, steps=16, block_length=8, lookahead=32)] == \
+        [s.ids.tolist() for s in whole]
+    seen = Seen(mlm)
+    steps = run(seen, gen_length=32, steps=16, block_length=8, lookahead=8)
+    assert seen.lengths == [len(PROMPT) + min(32, 8 * (b + 2)) for b in range(4) for _ in range(4)]
+    assert not steps[-1].masked.any() and steps[1].confidence[16:].max() == 0
