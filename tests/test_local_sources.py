@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from app.engine.autoregressive import ARSettings
