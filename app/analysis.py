@@ -74,7 +74,7 @@ def _masks(frame: Frame) -> list[bool] | None:
     return None if _is_text(frame) else frame.masked
 
 
-def _prefix_len(a: list[str], b: list[str]) -> int:
+def prefix_len(a: list[str], b: list[str]) -> int:
     """Length of the common prefix, by binary search over slice comparisons (C speed, O(n))."""
     lo, hi = 0, min(len(a), len(b))
     if a[:hi] == b[:hi]:
@@ -155,7 +155,7 @@ CHOSEN = "offset"
 
 
 def _trim(a: list[str], b: list[str]) -> tuple[int, int]:
-    p = _prefix_len(a, b)
+    p = prefix_len(a, b)
     return p, _suffix_len(a, b, min(len(a), len(b)) - p)
 
 

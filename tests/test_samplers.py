@@ -224,3 +224,18 @@ def test_lookahead_limits_what_the_model_sees_right_of_the_block(mlm) -> None:
     steps = run(seen, gen_length=32, steps=16, block_length=8, lookahead=8)
     assert seen.lengths == [len(PROMPT) + min(32, 8 * (b + 2)) for b in range(4) for _ in range(4)]
     assert not steps[-1].masked.any() and steps[1].confidence[16:].max() == 0
+
+
+def test_bench_quality_figures_agree_with_the_cached_decoder() -> None:
+    from app.engine.bench import distinct2, nll
+
+    ar = random_model(config(causal=True), seed=4)
+    answer = [11, 12, 13, 11, 12]
+    cache, logits = ar.prefill(np.array(PROMPT))
+    expected = 0.0
+    for token in answer:  # the same likelihood through the KV-cache path, token by token
+        z = logits.astype(np.float64)
+        expected -= z[token] - z.max() - np.log(np.exp(z - z.max()).sum())
+        logits = ar.decode(cache, token)
+    assert nll(ar, PROMPT, answer) == pytest.approx(expected, rel=1e-4)
+    assert distinct2("a b a b a b") == pytest.approx(2 / 5) and distinct2("one") is None

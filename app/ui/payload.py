@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.analysis import SideAnalyzer, metrics, settled_fraction_series
+from app.analysis import SideAnalyzer, metrics, prefix_len, settled_fraction_series
 from app.trace import SIDES, Recording, RecordingError, read_recording
 
 UI_DIR = Path(__file__).resolve().parent
@@ -20,18 +20,6 @@ UI_DIR = Path(__file__).resolve().parent
 def new_run_id(prefix: str = "run") -> str:
     """A fresh run id: the player starts over whenever the id changes."""
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
-def _prefix_len(a: list[str], b: list[str]) -> int:
-    """Length of the common prefix of two token lists (binary search over slice comparisons, C speed)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -46,7 +34,7 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     prev: list[str] | None = None
     for row in rows:
         tok = row["tok"]
-        keep = _prefix_len(prev, tok) if prev is not None else 0
+        keep = prefix_len(prev, tok) if prev is not None else 0
         w = {"i": row["i"], "t": row["t"], "step": row["step"], "sp": row.get("sp", 0), "n": len(tok), "keep": keep,
              "tok": tok[keep:], "cs": [x for i, c in enumerate(row["ch"]) if c for x in (i, c)]}
         for key in ("m", "nfe", "final"):
