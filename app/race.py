@@ -25,7 +25,7 @@ from app.trace import SIDES, Frame, RecordingWriter, make_header
 
 log = logging.getLogger("converge.race")
 
-RECORDINGS_DIR = Path(os.environ.get("CONVERGE_RECORDINGS", Path(__file__).resolve().parent.parent / "recordings"))
+RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
 
 
 def recordings_dir() -> Path:
