@@ -1,1 +1,18 @@
 """Exports of a recorded race: a video (GIF, MP4) drawn like the page, and a self-contained HTML player."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.sources.base import SourceError
+from app.trace import Recording, RecordingError, read_recording
+
+
+def read_for_export(path: str | Path) -> Recording:
+    """Reads a recording to export; a file that cannot be read as one raises SourceError naming the problem."""
+    try:
+        return read_recording(path)
+    except RecordingError as e:
+        raise SourceError(str(e)) from None
+    except OSError as e:
+        raise SourceError(f"Could not read {Path(path).name}: {e.strerror or e}.") from None

@@ -16,8 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from app.export import read_for_export
 from app.sources.base import SourceError
-from app.trace import RecordingError, read_recording
 from app.ui.payload import asset, recording_payload
 
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"
@@ -87,12 +87,7 @@ def export_html(recording_path: str | Path, out: str | Path) -> Path:
         raise SourceError(f"{out} is a folder; give --out a file name such as race.html.")
     if not out.parent.is_dir():
         raise SourceError(f"Cannot write {out}: the folder {out.parent} does not exist.")
-    try:
-        rec = read_recording(recording_path)
-    except RecordingError as e:
-        raise SourceError(str(e)) from None
-    except OSError as e:
-        raise SourceError(f"Could not read {Path(recording_path).name}: {e.strerror or e}.") from None
+    rec = read_for_export(recording_path)
     page = render(recording_payload(rec, Path(recording_path).name, run="export", cursor="start"))
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
     try:

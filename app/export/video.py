@@ -40,8 +40,9 @@ import numpy as np
 from PIL import GifImagePlugin, Image, ImageDraw, ImageFont
 
 from app.analysis import SideAnalyzer, metrics, settled_fraction_series
+from app.export import read_for_export
 from app.sources.base import SourceError
-from app.trace import SIDES, Frame, Recording, RecordingError, RecordingWriter, make_header, read_recording
+from app.trace import SIDES, Frame, Recording, RecordingWriter, make_header
 
 log = logging.getLogger("converge.export")
 
@@ -327,12 +328,7 @@ class Track:
 
 def load(path: str | Path) -> Recording:
     """Reads a recording for export; a file that is not one raises SourceError naming the problem."""
-    try:
-        rec = read_recording(path)
-    except RecordingError as e:
-        raise SourceError(str(e)) from None
-    except OSError as e:
-        raise SourceError(f"Could not read {Path(path).name}: {e.strerror or e}.") from None
+    rec = read_for_export(path)
     if not any(rec.frames.values()):
         raise SourceError(f"{Path(path).name} has no frames to export: record a race first.")
     for warning in rec.warnings:
