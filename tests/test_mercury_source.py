@@ -9,7 +9,7 @@ import pytest
 
 from app.sources.base import REGISTRY, SourceError, load_plugins, make_source
 from app.sources.mercury import DEFAULT_MODEL, EFFORTS, MercurySource, display_text
-from tests.wire_server import (ANSWERS, MERCURY_BLOCK, answer_for, content_events, requests_seen, serve,
+from tests.wire_server import (ANSWERS, MERCURY_BLOCK, answer_for, collect, content_events, requests_seen, serve,
                                usage_for)
 
 KEY = "sk-wire-SECRET-5f3a9c1e7b"
@@ -31,17 +31,6 @@ def url():
 def mercury(url: str, model: str = "", **settings) -> MercurySource:
     settings = {"base_url": url, "api_key": KEY, **settings}
     return make_source(f"mercury:{model}" if model else "mercury", **settings)
-
-
-def collect(source, prompt: str = "hello", cancel: threading.Event | None = None):
-    """Every frame the source yields, and the SourceError that ended it (or None)."""
-    frames = []
-    try:
-        for frame in source.stream(prompt, cancel or threading.Event()):
-            frames.append(frame)
-    except SourceError as err:
-        return frames, err
-    return frames, None
 
 
 def expected_texts(model: str, prompt: str, diffusing: bool) -> list[str]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 
 import openai
 import pytest
 
 from app.sources.base import REGISTRY, SourceError, load_plugins, make_source
 from app.sources.openai_chat import OpenAIChatSource, public_url, redact
-from tests.wire_server import MERCURY_BLOCK, answer_for, pieces, requests_seen, serve, usage_for
+from tests.wire_server import MERCURY_BLOCK, answer_for, collect, pieces, requests_seen, serve, usage_for
 
 KEY = "sk-openai-SECRET-0a1b2c3d4e"
 HOSTILE = ["<img src=x onerror=alert(1)>", "<script>document.cookie</script>", "${process.env.KEY} {{constructor}}",
@@ -26,17 +25,6 @@ def url():
 def chat(url: str, model: str, **settings) -> OpenAIChatSource:
     settings = {"base_url": url, "api_key": KEY, **settings}
     return make_source(f"openai:{model}", **settings)
-
-
-def collect(source, prompt: str = "hello", cancel: threading.Event | None = None):
-    """Every frame the source yields, and the SourceError that ended it (or None)."""
-    frames = []
-    try:
-        for frame in source.stream(prompt, cancel or threading.Event()):
-            frames.append(frame)
-    except SourceError as err:
-        return frames, err
-    return frames, None
 
 
 def test_deltas_are_appended_one_frame_each(url):

@@ -382,6 +382,19 @@ def serve(fps: float = DEFAULT_FPS, key: str = DEFAULT_KEY, port: int = 0) -> It
         thread.join()
 
 
+def collect(source: Any, prompt: str = "hello", cancel: threading.Event | None = None) -> tuple[list, Exception | None]:
+    """Every frame a source yields against this server, and the SourceError that ended it (or None)."""
+    from app.sources.base import SourceError  # here, so the server also runs as a plain script
+
+    frames = []
+    try:
+        for frame in source.stream(prompt, cancel or threading.Event()):
+            frames.append(frame)
+    except SourceError as err:
+        return frames, err
+    return frames, None
+
+
 def requests_seen(base_url: str) -> list[dict[str, Any]]:
     """The request bodies the server at `base_url` has received (GET /v1/_requests; headers are never logged)."""
     import urllib.request
