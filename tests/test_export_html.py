@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from app.sources.base import SourceError
 from app.trace import Frame, RecordingWriter, make_header, read_recording
 from app.ui.payload import recording_payload
+from tests.pages import watch_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "assets" / "models"
@@ -144,10 +145,8 @@ def tab(browser: Any) -> Iterator[tuple[Any, list[str], list[str]]]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(30_000)
-    errors: list[str] = []
     requests: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    errors = watch_errors(page)
     page.on("request", lambda r: requests.append(r.url))
     yield page, errors, requests
     context.close()

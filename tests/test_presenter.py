@@ -9,6 +9,7 @@ from typing import Any, Iterator
 import pytest
 
 from app.trace import Frame, RecordingWriter, make_header
+from tests.pages import watch_errors
 
 pytestmark = pytest.mark.browser
 ROOT = "#converge"
@@ -41,9 +42,7 @@ def open_page(browser: Any, url: str, scheme: str = "light") -> tuple[Any, Any, 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
     page = context.new_page()
     page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    errors = watch_errors(page)
     page.goto(url)
     page.wait_for_selector(f"{ROOT}[data-status=done]")
     return context, page, errors

@@ -21,6 +21,7 @@ from app.analysis import SideAnalyzer
 from app.race import Race
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.ui.payload import expand_rows, live_payload, load_payload, recording_payload, wire_rows
+from tests.pages import watch_errors
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
            "${window.__pwned=1}", "{{constructor.constructor('window.__pwned=1')()}}")
@@ -74,9 +75,7 @@ def page(browser: Any, server_url: str) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 1100})
     tab = context.new_page()
     tab.set_default_timeout(60_000)
-    errors: list[str] = []
-    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    tab.on("pageerror", lambda e: errors.append(str(e)))
+    errors = watch_errors(tab)
     tab.goto(server_url)
     tab.wait_for_selector(f"{ROOT}[data-status='idle']")
     yield tab
@@ -351,9 +350,7 @@ def test_the_player_runs_standalone_without_gradio(browser: Any, tmp_path: Path)
 
     payload = load_payload(write_recording(tmp_path / "r.jsonl"))
     tab = browser.new_page()
-    errors: list[str] = []
-    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    tab.on("pageerror", lambda e: errors.append(str(e)))
+    errors = watch_errors(tab)
     tab.set_content("<!doctype html><title>export</title><div id=root></div>")
     tab.add_style_tag(content=asset("player.css"))
     tab.add_script_tag(content=asset("player.js"))
@@ -514,9 +511,7 @@ def open_tab(browser: Any, server_url: str) -> Iterator[Any]:
         context = browser.new_context(viewport={"width": 1280, "height": 1100}, color_scheme=scheme)
         tab = context.new_page()
         tab.set_default_timeout(60_000)
-        errors: list[str] = []
-        tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        tab.on("pageerror", lambda e: errors.append(str(e)))
+        errors = watch_errors(tab)
         opened.append((context, errors))
         tab.goto(server_url + query)
         return tab
