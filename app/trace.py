@@ -42,6 +42,7 @@ class Frame:
     committed: list[int] | None = None
     remasked: list[int] | None = None
     usage: dict[str, Any] | None = None
+    candidates: list[list[Any]] | None = None  # [[position, [[token, probability], ...]], ...] best first
 
     def to_json(self) -> dict[str, Any]:
         """A dict with the unset optional fields left out, so lines stay short."""
@@ -75,7 +76,21 @@ class Frame:
         return cls(t=float(t), step=step, tokens=tokens, masked=masked,
                    confidence=[float(c) for c in confidence] if confidence is not None else None,
                    text=text, final=bool(d.get("final", False)), nfe=nfe, committed=committed,
-                   remasked=remasked, usage=usage)
+                   remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")))
+
+
+def _candidates(value: Any) -> list[list[Any]] | None:
+    """Checks a frame's `candidates`: [[position, [[token, probability], ...]], ...]; raises ValueError."""
+    if value is None:
+        return None
+    def ok_pair(c: Any) -> bool:
+        return (isinstance(c, list) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], (int, float))
+                and not isinstance(c[1], bool) and math.isfinite(c[1]))
+    if not isinstance(value, list) or not all(
+            isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) and not isinstance(e[0], bool) and e[0] >= 0
+            and isinstance(e[1], list) and all(ok_pair(c) for c in e[1]) for e in value):
+        raise ValueError("'candidates' must be a list of [position, [[token, probability], ...]]")
+    return [[e[0], [[c[0], float(c[1])] for c in e[1]]] for e in value]
 
 
 def _opt_list(d: dict[str, Any], key: str, kind: Any, length: int | None) -> list | None:

@@ -81,6 +81,16 @@ def test_remasking_reopens_committed_tokens_and_still_finishes(mlm) -> None:
     assert steps[-1].nfe == 16 and not steps[-1].masked.any() and not steps[-1].remasked
 
 
+def test_each_commit_and_reopening_keeps_the_top_candidates_it_was_chosen_from(mlm) -> None:
+    steps = run(mlm, gen_length=16, steps=16, block_length=16, remask=1.0)
+    for s in steps[1:]:
+        assert set(s.candidates) == set(s.committed) | set(s.remasked)
+        for pos in s.committed:  # greedy: the committed token is the best candidate, with its confidence
+            (best, p), *rest = s.candidates[pos]
+            assert best == s.ids[pos] and p == pytest.approx(s.confidence[pos])
+            assert len(rest) == 2 and all(q <= p for _, q in rest) and mlm.mask_id not in [i for i, _ in rest]
+
+
 def test_prefix_cache_gives_the_uncached_result_when_each_block_takes_one_step(mlm) -> None:
     kw = dict(gen_length=32, steps=8, block_length=4, threshold=None)
     cached, plain = run(mlm, prefix_cache=True, **kw), run(mlm, prefix_cache=False, **kw)

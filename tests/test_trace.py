@@ -37,6 +37,18 @@ def test_recording_round_trips_frames_and_header(tmp_path: Path) -> None:
     assert rec.ends["left"]["status"] == "done" and rec.warnings == []
 
 
+def test_candidates_round_trip_and_malformed_ones_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    w = RecordingWriter(path, make_header("hi", {}))
+    good = Frame(t=0.1, step=1, tokens=["a"], candidates=[[0, [["a", 0.9], ["b", 0.05]]]])
+    w.frame("left", good)
+    w._write({"type": "frame", "side": "left", "t": 0.2, "step": 2, "tokens": ["a"], "candidates": [[0, "a"]]})
+    w.close()
+    rec = read_recording(path)
+    assert rec.frames["left"] == [good]
+    assert len(rec.warnings) == 1 and "candidates" in rec.warnings[0]
+
+
 def test_each_frame_is_on_disk_before_the_writer_is_closed(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     w = RecordingWriter(path, make_header("p", {}))

@@ -20,7 +20,7 @@ import pytest
 from app.analysis import SideAnalyzer
 from app.race import Race
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
-from app.ui.payload import expand_rows, live_payload, load_payload, recording_payload, wire_rows
+from app.ui.payload import expand_rows, live_payload, load_payload, percent, recording_payload, wire_rows
 from tests.pages import watch_errors
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
@@ -362,6 +362,14 @@ def test_the_player_runs_standalone_without_gradio(browser: Any, tmp_path: Path)
     tab.close()
 
 
+def expanded(row: dict[str, Any]) -> dict[str, Any]:
+    """An analyzer row as the browser gets it back: confidences and candidates in whole percents."""
+    out = {k: v for k, v in row.items() if k not in ("conf", "cand")}
+    out["cf"] = [percent(c) for c in row["conf"]] if row.get("conf") is not None else None
+    out["cd"] = [[pos, [[n, percent(p)] for n, p in c]] for pos, c in row["cand"]] if row.get("cand") else None
+    return out
+
+
 def test_a_recording_loads_as_the_rows_the_live_race_sent(tmp_path: Path) -> None:
     source = write_recording(tmp_path / "source.jsonl")
     race = Race("p", f"replay:{source}", f"replay:{source}#right",
@@ -379,7 +387,7 @@ def test_a_recording_loads_as_the_rows_the_live_race_sent(tmp_path: Path) -> Non
     rec = read_recording(race.path)
     for side in SIDES:
         analyzer = SideAnalyzer()
-        full = [{k: v for k, v in analyzer.add(f).items() if k != "conf"} for f in rec.frames[side]]
+        full = [expanded(analyzer.add(f)) for f in rec.frames[side]]
         assert live[side] == full and expand_rows(loaded["sides"][side]["rows"]) == full
         assert loaded["sides"][side]["metrics"] == final["sides"][side]["metrics"]
         assert [list(p) for p in loaded["sides"][side]["settled"]] == [list(p) for p in final["sides"][side]["settled"]]
@@ -391,7 +399,7 @@ def test_wire_rows_send_only_what_changed_and_expand_back() -> None:
     words = [f"w{i} " for i in range(300)]
     rows = [analyzer.add(Frame(t=0.01 * k, step=k, tokens=words[:k + 1])) for k in range(300)]
     wire = wire_rows(rows)
-    assert expand_rows(wire) == [{k: v for k, v in r.items() if k != "conf"} for r in rows]
+    assert expand_rows(wire) == [expanded(r) for r in rows]
     assert all(len(w["tok"]) == 1 and w["cs"] == [w["n"] - 1, 1] for w in wire[1:])  # typing: one new token each
     assert len(json.dumps(wire)) * 10 < len(json.dumps(rows))
 
@@ -634,3 +642,20 @@ def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
     for fmt in ("html", "gif", "mp4"):
         _, message = export_current(fmt)(None)
         assert "Load a recording or run a race first" in message
+
+
+def test_wire_rows_carry_the_inspectors_confidences_and_candidates(tmp_path: Path) -> None:
+    from app.race import record
+
+    out = tmp_path / "twins.jsonl"
+    record("Once upon a time", "local-diffusion", "local-ar", out,
+           settings={"left": {"gen_length": 32}, "right": {"gen_length": 32}})
+    payload = load_payload(out)
+    for side in SIDES:
+        rows = expand_rows(payload["sides"][side]["rows"])
+        assert all(len(r["cf"]) == len(r["tok"]) and all(0 <= c <= 100 for c in r["cf"]) for r in rows[1:])
+        picked = [(pos, c) for r in rows for pos, c in (r["cd"] or [])]
+        assert picked and all(1 <= len(c) <= 3 and c == sorted(c, key=lambda x: -x[1]) for _, c in picked)
+    # the diffusion side names a candidate for every position it commits, the AR side one per token
+    left = expand_rows(payload["sides"]["left"]["rows"])
+    assert {pos for r in left for pos, _ in (r["cd"] or [])} == set(range(len(left[-1]["tok"])))

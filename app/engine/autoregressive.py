@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine.base import CausalLM
-from app.engine.diffusion import check_prompt
+from app.engine.diffusion import check_prompt, top_candidates
 from app.sources.base import SourceError
 
 
@@ -50,16 +50,17 @@ class ARStep:
     confidence: list[float]
     nfe: int
     done: bool = False
+    candidates: list[tuple[int, float]] | None = None  # the top next tokens the model weighed at this step
 
 
-def pick(logits: np.ndarray, s: ARSettings, rng: np.random.Generator) -> tuple[int, float]:
-    """One token from next-token logits; returns (id, its probability under the model's softmax)."""
+def pick(logits: np.ndarray, s: ARSettings, rng: np.random.Generator) -> tuple[int, float, np.ndarray]:
+    """One token from next-token logits; returns (id, its probability under the model's softmax, that softmax)."""
     z = np.asarray(logits, dtype=np.float64)
     probs = np.exp(z - z.max())
     probs /= probs.sum()
     if s.temperature == 0:
         token = int(np.argmax(z))
-        return token, float(probs[token])
+        return token, float(probs[token]), probs
     q = np.exp((z - z.max()) / s.temperature)
     q /= q.sum()
     order = np.argsort(-q, kind="stable")
@@ -68,7 +69,7 @@ def pick(logits: np.ndarray, s: ARSettings, rng: np.random.Generator) -> tuple[i
         keep = min(keep, int(np.searchsorted(np.cumsum(q[order]), s.top_p)) + 1)
     kept = order[:keep]
     token = int(rng.choice(kept, p=q[kept] / q[kept].sum()))
-    return token, float(probs[token])
+    return token, float(probs[token]), probs
 
 
 def generate(model: CausalLM, prompt_ids: list[int] | np.ndarray, settings: ARSettings,
@@ -87,10 +88,11 @@ def generate(model: CausalLM, prompt_ids: list[int] | np.ndarray, settings: ARSe
             cache, logits = model.prefill(prompt)
         else:
             logits = model.decode(cache, ids[-1])
-        token, p = pick(np.asarray(logits)[: model.vocab_size], s, rng)
+        token, p, probs = pick(np.asarray(logits)[: model.vocab_size], s, rng)
         if s.stop_at_eos and token == model.eos_id:
             yield ARStep(i + 1, list(ids), list(confidence), i + 1, done=True)
             return
         ids.append(token)
         confidence.append(p)
-        yield ARStep(i + 1, list(ids), list(confidence), i + 1, done=i + 1 == s.gen_length)
+        yield ARStep(i + 1, list(ids), list(confidence), i + 1, done=i + 1 == s.gen_length,
+                     candidates=top_candidates(probs))

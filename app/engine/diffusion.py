@@ -20,6 +20,7 @@ from app.engine.base import MaskedLM
 from app.sources.base import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
+TOP_CANDIDATES = 3  # candidates kept per committed or remasked position, for the token inspector
 
 
 @dataclass
@@ -101,6 +102,14 @@ class Step:
     remasked: list[int] = field(default_factory=list)
     nfe: int = 0
     done: bool = False
+    candidates: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
+
+
+def top_candidates(probs: np.ndarray, k: int = TOP_CANDIDATES) -> list[tuple[int, float]]:
+    """The k most probable (token id, probability) pairs of one distribution, best first."""
+    idx = np.argpartition(probs, -k)[-k:] if len(probs) > k else np.arange(len(probs))
+    idx = idx[np.argsort(-probs[idx], kind="stable")]
+    return [(int(i), float(probs[i])) for i in idx]
 
 
 def answer_length(ids: np.ndarray, masked: np.ndarray, eos_id: int) -> int:
@@ -227,10 +236,12 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
                 masked[reopened] = True
                 conf[reopened] = p_chosen[reopened - lo]
 
+            # what the model weighed at the moments that matter for the inspector: commits and reopenings
+            candidates = {int(pos): top_candidates(probs[pos - lo]) for pos in (*commit, *reopened)}
             n_ans = answer_length(x[P:], masked, model.eos_id)
             done = s.stop_at_eos and n_ans < L and not masked[:n_ans].any()
             done = done or not masked.any()
             yield Step(step, x[P:].copy(), masked.copy(), conf.copy(), sorted(commit.tolist()),
-                       sorted(reopened.tolist()), nfe, done)
+                       sorted(reopened.tolist()), nfe, done, candidates)
             if done:
                 return

@@ -94,14 +94,22 @@ def _strings(tok: Any, ids: np.ndarray, show: np.ndarray, eos_id: int) -> list[s
     return out
 
 
+def _named(tok: Any, cands: list[tuple[int, float]], eos_id: int) -> list[list[Any]]:
+    """(token id, probability) candidates as [display string, probability rounded to 4 places]."""
+    names = tok.token_strings([i for i, _ in cands])
+    return [[EOS_MARK if i == eos_id else name, round(p, 4)] for (i, p), name in zip(cands, names)]
+
+
 def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSettings,
                      cancel: threading.Event, clock: Clock) -> Iterator[Frame]:
     """Runs the diffusion sampler and turns each Step into a Frame (the last cut at end-of-text, with text)."""
     for st in diffusion.generate(model, prompt_ids, s, cancel):
+        cands = [[pos, _named(tok, c, model.eos_id)] for pos, c in sorted(st.candidates.items())] or None
         if not st.done:
             yield Frame(t=clock(), step=st.step, tokens=_strings(tok, st.ids, ~st.masked, model.eos_id),
                         masked=st.masked.tolist(), confidence=np.round(st.confidence, 4).tolist(),
-                        committed=st.committed or None, remasked=st.remasked or None, nfe=st.nfe)
+                        committed=st.committed or None, remasked=st.remasked or None, nfe=st.nfe,
+                        candidates=cands)
             continue
         n = diffusion.answer_length(st.ids, st.masked, model.eos_id)
         ids = [int(i) for i in st.ids[:n]]
@@ -110,6 +118,7 @@ def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSe
                     text=tok.decode(ids), final=True, nfe=st.nfe,
                     committed=[i for i in st.committed if i < n] or None,
                     remasked=[i for i in st.remasked if i < n] or None,
+                    candidates=[c for c in cands or [] if c[0] < n] or None,
                     usage={"prompt_tokens": len(prompt_ids), "completion_tokens": n})
 
 
@@ -120,6 +129,7 @@ def ar_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings,
         yield Frame(t=clock(), step=st.step, tokens=tok.token_strings(st.ids) if st.ids else [],
                     confidence=[round(c, 4) for c in st.confidence], nfe=st.nfe,
                     committed=[st.step - 1] if len(st.ids) == st.step else None,
+                    candidates=[[st.step - 1, _named(tok, st.candidates, model.eos_id)]] if st.candidates else None,
                     final=st.done, text=tok.decode(st.ids) if st.done else None,
                     usage={"prompt_tokens": len(prompt_ids), "completion_tokens": len(st.ids)} if st.done else None)
 

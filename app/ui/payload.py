@@ -27,8 +27,9 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Each row sends only its tokens after the prefix it shares with the row before (`keep`), its length
     `n` and its change codes as flat [position, code, ...] pairs (`cs`); empty m / nfe / final are left out.
-    The first row goes whole, so every payload stands alone. Confidences stay in the recording: the
-    player does not draw them yet.
+    The first row goes whole, so every payload stands alone. For the token inspector, sources that report
+    confidences add `cf` (one whole percent per position) and `cd` (the top candidates, in percent, of the
+    positions committed or reopened at that frame): at most n + 3 x (commits + reopenings) numbers a row.
     """
     out = []
     prev: list[str] | None = None
@@ -40,9 +41,18 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for key in ("m", "nfe", "final"):
             if row.get(key):
                 w[key] = row[key]
+        if row.get("conf") is not None:
+            w["cf"] = [percent(c) for c in row["conf"]]
+        if row.get("cand"):
+            w["cd"] = [[pos, [[name, percent(p)] for name, p in cands]] for pos, cands in row["cand"]]
         out.append(w)
         prev = tok
     return out
+
+
+def percent(p: float) -> int:
+    """A probability as a whole percent, clamped to 0..100 (what the inspector shows)."""
+    return max(0, min(100, int(round(p * 100))))
 
 
 def expand_rows(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -54,7 +64,8 @@ def expand_rows(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for k in range(0, len(w["cs"]), 2):
             ch[w["cs"][k]] = w["cs"][k + 1]
         out.append({"i": w["i"], "t": w["t"], "step": w["step"], "tok": tok, "m": w.get("m"), "ch": ch,
-                    "nfe": w.get("nfe"), "final": w.get("final", False), "sp": w["sp"]})
+                    "nfe": w.get("nfe"), "final": w.get("final", False), "sp": w["sp"], "cf": w.get("cf"),
+                    "cd": w.get("cd")})
     return out
 
 
