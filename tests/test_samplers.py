@@ -101,6 +101,27 @@ def test_prefix_cache_gives_the_uncached_result_when_each_block_takes_one_step(m
     assert [c2[i].ids.tolist() for i in (1, 3)] == [p2[i].ids.tolist() for i in (1, 3)]
 
 
+def test_dual_cache_recomputes_only_the_block_and_is_exact_at_each_blocks_first_step(mlm) -> None:
+    kw = dict(gen_length=32, steps=8, block_length=4)
+    dual, plain = run(mlm, dual_cache=True, **kw), run(mlm, prefix_cache=False, **kw)
+    assert [s.ids.tolist() for s in dual] == [s.ids.tolist() for s in plain]
+    np.testing.assert_allclose(dual[-1].confidence, plain[-1].confidence, rtol=1e-4)
+    seen: list[int] = []  # rows the model was asked for, per call
+    logits = mlm.logits
+
+    def spy(ids, cache=None, start=0, stop=None):
+        out = logits(ids, cache, start, stop)
+        seen.append(len(out))
+        return out
+
+    mlm.logits = spy  # type: ignore[method-assign]
+    try:
+        steps = run(mlm, dual_cache=True, gen_length=32, steps=16, block_length=8)
+    finally:
+        del mlm.logits
+    assert seen == [8] * 16 and not steps[-1].masked.any()
+
+
 def test_temperature_sampling_is_seeded(mlm) -> None:
     a = run(mlm, gen_length=16, steps=16, block_length=16, temperature=1.0, seed=3)[-1].ids.tolist()
     b = run(mlm, gen_length=16, steps=16, block_length=16, temperature=1.0, seed=3)[-1].ids.tolist()

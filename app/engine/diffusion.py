@@ -32,7 +32,9 @@ class DiffusionSettings:
     remask (ReMDM): each step, a token committed earlier in the current block is reopened with probability
     remask x (1 - its confidence when committed). eos_discount multiplies the score of end-of-text candidates,
     so a value below 1 writes the story before settling where it ends. stop_at_eos ends generation as soon
-    as an end-of-text is committed with everything before it filled in. lookahead > 0 feeds the model only
+    as an end-of-text is committed with everything before it filled in. dual_cache (with prefix_cache) also
+    takes the keys/values right of the block from the block-start refresh, so a step recomputes only the
+    block (Fast-dLLM's DualCache: exact at each block's first step, approximate after). lookahead > 0 feeds the model only
     that many masked positions right of the current block (0: the whole answer, so the model knows its length);
     a short lookahead makes a step's cost independent of the answer length.
     """
@@ -48,6 +50,7 @@ class DiffusionSettings:
     eos_discount: float = 1.0
     stop_at_eos: bool = True
     prefix_cache: bool = True
+    dual_cache: bool = False
     lookahead: int = 0
     seed: int = 0
 
@@ -180,6 +183,7 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     conf = np.zeros(L, dtype=np.float64)
     n_blocks = L // B
     nfe = step = 0
+    dual = s.prefix_cache and s.dual_cache and "stop" in inspect.signature(model.logits).parameters
     yield Step(step, x[P:].copy(), masked.copy(), conf.copy())
 
     for b in range(n_blocks):
@@ -194,7 +198,12 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
             if not masked[lo:hi].any():
                 break
             view = x[:end]
-            logits = model.logits(view, cache, start) if s.prefix_cache else model.logits(view)[start:]
+            if not s.prefix_cache:
+                logits = model.logits(view)[start:]
+            elif dual:
+                logits = model.logits(view, cache, start, stop=P + hi)
+            else:
+                logits = model.logits(view, cache, start)
             nfe += 1
             step += 1
             logits = np.asarray(logits)[:, : model.vocab_size]
@@ -209,7 +218,7 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
                 chosen = np.argmax(z, axis=-1)
             p_chosen = probs[np.arange(len(chosen)), chosen]
             conf[lo:hi][masked[lo:hi]] = p_chosen[masked[lo:hi]]  # masked cells show their top candidate
-            right = np.flatnonzero(masked[hi:end - P])
+            right = np.flatnonzero(masked[hi:end - P]) if len(logits) > hi - lo else []
             if len(right):  # to the right of the block, for display only: the top candidate's probability
                 r = logits[hi - lo + right]
                 r = np.exp(r - r.max(axis=-1, keepdims=True))

@@ -139,14 +139,16 @@ class NumpyTransformer:
 
     def hidden(
         self, ids: np.ndarray, pos0: int = 0, past: KVCache | None = None, causal: bool | None = None,
-        store: KVCache | None = None, allow_prefix: int | None = None,
+        store: KVCache | None = None, allow_prefix: int | None = None, attend: int | None = None,
     ) -> np.ndarray:
         """Final-norm hidden states (T, C) of `ids` placed at positions pos0.. .
 
         `past` supplies keys/values of positions 0..pos0-1; `store`, when given, receives the keys
         and values of these positions too (at pos0..). `allow_prefix` limits every query to the
         first `allow_prefix` keys plus, for keys after it, only queries after it (a prefix that
-        cannot see its suffix), used to check the prefix cache.
+        cannot see its suffix), used to check the prefix cache. `attend` (with past = store) lets the
+        queries see the first `attend` cached keys, including those right of these positions: the
+        suffix half of Fast-dLLM's DualCache; the cache's length is left as it was.
         """
         c = self.config
         causal = c.causal if causal is None else causal
@@ -177,7 +179,7 @@ class NumpyTransformer:
                 store.v[li, :, pos0:S] = v
             if past is not None and pos0 > 0:
                 if past is store:
-                    k, v = store.k[li, :, :S], store.v[li, :, :S]
+                    k, v = store.k[li, :, : attend or S], store.v[li, :, : attend or S]
                 else:
                     k = np.concatenate([past.k[li, :, :pos0], k], axis=1)
                     v = np.concatenate([past.v[li, :, :pos0], v], axis=1)
@@ -192,7 +194,7 @@ class NumpyTransformer:
             m += L["fc_bf"]
             x += _gelu(m, half=False) @ L["fc_proj_wh"]
             x += L["fc_proj_b"]
-        if store is not None:
+        if store is not None and attend is None:
             store.n = S
         return _layer_norm(x, self.ln_f_w, self.ln_f_b)
 
@@ -215,18 +217,30 @@ class MaskedDiffusionLM:
         self.vocab_size, self.mask_id, self.eos_id = c.vocab_size, c.mask_id, c.eos_id
         self.max_len = c.max_len - 1
 
-    def logits(self, ids: np.ndarray, cache: KVCache | None = None, start: int = 0) -> np.ndarray:
-        """(T - start, V) float32 logits; row j is the distribution of the token at position start + j."""
+    def logits(self, ids: np.ndarray, cache: KVCache | None = None, start: int = 0,
+               stop: int | None = None) -> np.ndarray:
+        """(stop - start, V) float32 logits (stop defaults to len(ids)); row j is the distribution of the
+        token at position start + j. With a cache and `stop`, only positions start..stop-1 are recomputed
+        and the rest come from the cache (DualCache: the cache must be `prefix_cache(ids, upto=start)`)."""
         seq = _with_bos(ids, self.eos_id)
         T = len(seq) - 1
         if not 0 <= start <= T:
             raise ValueError(f"start {start} is outside 0..{T}")
-        if start == T:
+        stop = T if stop is None else stop
+        if not start <= stop <= T:
+            raise ValueError(f"stop {stop} is outside {start}..{T}")
+        if start == stop:
             return np.zeros((0, self.vocab_size), np.float32)
         if cache is None:
-            return self.net.hidden(seq, causal=False)[start:T] @ self.net.head
+            return self.net.hidden(seq, causal=False)[start:stop] @ self.net.head
         if cache.n != start:
             raise ValueError(f"the prefix cache holds {cache.n} positions; call logits with start={cache.n}")
+        if stop < T:
+            if cache.k.shape[2] != len(seq):
+                raise ValueError("a DualCache needs prefix_cache(ids, upto=start) over the whole sequence")
+            h = self.net.hidden(seq[start : stop + 1], pos0=start, past=cache, store=cache, causal=False,
+                                attend=len(seq))
+            return h[: stop - start] @ self.net.head
         # The output that scores position `start` sits at the last prefix token, so that token is
         # recomputed with the block in view; the cache supplies everything before it.
         h = self.net.hidden(seq[start:], pos0=start, past=cache, causal=False)
