@@ -99,14 +99,25 @@ def encode_stream(tok, stories: list[str], eos_id: int) -> tuple[np.ndarray, np.
     return np.array(ids, dtype=np.int64), np.array(starts, dtype=np.int64)
 
 
-def batch_at(step: int, tokens: np.ndarray, starts: np.ndarray, batch: int, seq: int, seed: int) -> torch.Tensor:
+def batch_at(step: int, tokens: np.ndarray, starts: np.ndarray, batch: int, seq: int, seed: int,
+             pad_frac: float = 0.0, eos_id: int = 0) -> torch.Tensor:
     """The batch for `step`: windows that open with the end-of-text token just before a story
     (it doubles as the beginning-of-sequence token the engine prepends), chosen by (seed, step)
-    alone so that both twins see exactly the same data in the same order."""
+    alone so that both twins see exactly the same data in the same order.
+
+    With `pad_frac`, that share of the windows holds one story and then end-of-text to the end (as in
+    LLaDA's fine-tuning), so a model learns that a finished story is followed by end-of-text only;
+    packed windows teach it that a new story follows, and a diffusion model then never ends."""
     rng = np.random.default_rng([seed, step])
     picks = starts[rng.integers(0, len(starts), size=batch)]
     wrapped = np.concatenate([tokens[-1:], tokens, tokens[:seq]])
-    return torch.from_numpy(np.stack([wrapped[p : p + seq] for p in picks]))
+    rows = np.stack([wrapped[p : p + seq] for p in picks])
+    if pad_frac > 0:  # drawn after the picks, so the windows themselves do not depend on pad_frac
+        for row, padded in zip(rows, rng.random(batch) < pad_frac):
+            ends = np.flatnonzero(row[1:] == eos_id)
+            if padded and len(ends):
+                row[ends[0] + 2 :] = eos_id
+    return torch.from_numpy(rows)
 
 
 # ---------------------------------------------------------------- model
@@ -291,6 +302,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--eval-every", type=int, default=250, help="steps between held-out evaluations")
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--prefix-frac", type=float, default=0.5, help="diffusion: share of sequences with a clean prefix of random length")
+    ap.add_argument("--pad-frac", type=float, default=0.0, help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     ap.add_argument("--val-windows", type=int, default=64)
     args = ap.parse_args(argv)
@@ -360,7 +372,7 @@ def main(argv: list[str] | None = None) -> dict:
         step = first_step + i
         for group in opt.param_groups:
             group["lr"] = lr_at(i, steps, lr, warmup=max(1, min(30, steps // 10)))
-        x = batch_at(step, tokens, starts, args.batch, args.seq, args.seed)
+        x = batch_at(step, tokens, starts, args.batch, args.seq, args.seed, args.pad_frac, eos_id)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=not args.no_bf16):
             if args.twin == "ar":
                 loss = ce = ar_loss(model, x)
@@ -391,6 +403,7 @@ def main(argv: list[str] | None = None) -> dict:
         "objective": "next-token cross-entropy" if args.twin == "ar" else
         f"masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift; "
         f"{args.prefix_frac:.0%} of sequences keep a clean prefix of random length",
+        "pad_frac": args.pad_frac,
         "init": init_note,
         "params": n_params,
         "tokens_this_run": steps * per_step,
