@@ -7,12 +7,17 @@ import json
 import sys
 
 
-def launch(argv: list[str]) -> int:
+def launch_parser() -> argparse.ArgumentParser:
+    """The page's options: this machine only unless --host says otherwise, no public link unless --share."""
     parser = argparse.ArgumentParser(prog="python -m app", description="Launch the Converge page.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=7860)
-    parser.add_argument("--share", action="store_true", help="opt in to a public Gradio share link")
-    args = parser.parse_args(argv)
+    parser.add_argument("--share", action="store_true", help="opt in to a public Gradio share link (prints a warning)")
+    return parser
+
+
+def launch(argv: list[str]) -> int:
+    args = launch_parser().parse_args(argv)
     from app.ui.layout import launch as launch_ui
 
     launch_ui(host=args.host, port=args.port, share=args.share)

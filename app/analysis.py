@@ -32,6 +32,7 @@ a dependency; the bench times it when it happens to be installed.
 from __future__ import annotations
 
 import difflib
+import math
 import random
 import re
 import statistics
@@ -243,6 +244,23 @@ class SideAnalyzer:
         return row
 
 
+def side_labels(sources: dict[str, Any]) -> dict[str, str]:
+    """Panel titles from a header's sources: the source name, plus the settings that differ when both
+    sides run the same source (compare mode: "local-diffusion · scoring=random")."""
+    def entry(side: str) -> tuple[str, dict[str, Any]]:
+        value = sources.get(side) if isinstance(sources.get(side), dict) else {}
+        settings = value.get("settings") if isinstance(value.get("settings"), dict) else {}
+        return str(value.get("name", side)), settings
+
+    names = {side: entry(side) for side in sources}
+    if len(names) != 2 or len({name for name, _ in names.values()}) != 1:
+        return {side: name for side, (name, _) in names.items()}
+    (_, a), (_, b) = names.values()
+    differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return {side: name + "".join(f" \u00b7 {k}={settings.get(k)}" for k in differ[:3])
+            for side, (name, settings) in names.items()}
+
+
 def change_matrix(frames: list[Frame]) -> list[list[int]]:
     """Rows of change codes (step x position, ragged), computed by SideAnalyzer so there is one way to do it."""
     analyzer = SideAnalyzer()
@@ -303,6 +321,17 @@ def _content(frame: Frame, cut: int | None) -> tuple[list[str], list[bool]]:
     return tok[:cut], list(mask[:cut]) if mask else [False] * min(cut, len(tok))
 
 
+def _ratio(a: float, b: float | None) -> float | None:
+    """a / b, or None when b is not positive or the quotient is not a finite number (a recording's t can be tiny)."""
+    if not b or b <= 0:
+        return None
+    try:
+        q = a / b
+    except OverflowError:
+        return None
+    return q if math.isfinite(q) else None
+
+
 def metrics(frames: list[Frame]) -> dict[str, Any]:
     """Per-side numbers, each from a timestamp or a count in the trace (None where the trace cannot say).
 
@@ -340,8 +369,8 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
                 break
             settled_at = f.t
     usage = next((f.usage for f in reversed(frames) if f.usage), None)
-    out.update(t_final=t_final, tokens=tokens, tokens_per_s=tokens / t_final if t_final > 0 else None,
-               nfe=nfe, tokens_per_nfe=tokens / nfe if nfe else None, final_settled_at=settled_at,
+    out.update(t_final=t_final, tokens=tokens, tokens_per_s=_ratio(tokens, t_final),
+               nfe=nfe, tokens_per_nfe=_ratio(tokens, nfe), final_settled_at=settled_at,
                usage_tokens=usage.get("completion_tokens") if usage else None)
     return out
 

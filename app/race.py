@@ -14,14 +14,16 @@ import queue
 import re
 import threading
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from app.analysis import SideAnalyzer, metrics, settled_fraction_series
+from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
+from app.compute import COMPUTE
 from app.sources.base import Source, SourceError, make_source
-from app.trace import SIDES, Frame, RecordingWriter, make_header
+from app.trace import SIDES, Frame, RecordingWriter, clean_text, make_header
 
 log = logging.getLogger("converge.race")
 
@@ -38,6 +40,20 @@ def recording_name(left: str, right: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     clean = lambda s: re.sub(r"[^A-Za-z0-9._-]+", "_", s)[:40]  # noqa: E731
     return f"{stamp}-{clean(left)}-vs-{clean(right)}-{uuid.uuid4().hex[:6]}.jsonl"
+
+
+def known_keys(secrets: dict[str, dict[str, Any]]) -> list[str]:
+    """Every API key this race could hold: those typed into the page and those in *_API_KEY environment variables."""
+    typed = [str(v) for entry in secrets.values() for k, v in entry.items() if k == "api_key" and v]
+    env = [v for k, v in os.environ.items() if k.endswith("_API_KEY") and v]
+    return sorted({k.strip() for k in typed + env if len(k.strip()) >= 4}, key=len, reverse=True)
+
+
+def redact_keys(text: str, keys: list[str]) -> str:
+    """`text` with every key in `keys` replaced by [key], for logs that quote exception messages."""
+    for key in keys:
+        text = text.replace(key, "[key]")
+    return text
 
 
 @dataclass
@@ -61,6 +77,8 @@ class Race:
         """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk."""
         settings = settings or {}
         secrets = secrets or {}
+        self._keys = known_keys(secrets)
+        prompt = clean_text(prompt)
         self.prompt = prompt
         self.cancel = threading.Event()
         self.sides: dict[str, Side] = {}
@@ -78,24 +96,60 @@ class Race:
             side: {"name": s.spec, "settings": s.source.settings() if s.source else settings.get(side, {})}
             for side, s in self.sides.items()
         }
+        self.labels = side_labels(header_sources)
         self.path = Path(out) if out else recordings_dir() / recording_name(left, right)
         self.writer = RecordingWriter(self.path, make_header(prompt, header_sources))
         for side, s in self.sides.items():
             if s.source is None:
                 self.writer.end(side, "error", s.message)
         self._threads: list[threading.Thread] = []
+        self._changed = False
 
     def start(self) -> "Race":
-        for side, s in self.sides.items():
+        """Starts both sides; sides running a local model first wait, in arrival order, for free CPU slots."""
+        local = [side for side, s in self.sides.items() if s.source is not None and getattr(s.source, "cpu_bound", False)]
+        for s in self.sides.values():
             if s.source is not None:
                 s.status = "running"
-                thread = threading.Thread(target=self._run_side, args=(side, s.source), daemon=True,
-                                          name=f"race-{side}")
-                self._threads.append(thread)
-                thread.start()
+        thread = threading.Thread(target=self._start_sides, args=(local,), daemon=True, name="race-start")
+        self._threads.append(thread)
+        thread.start()
         return self
 
-    def _run_side(self, side: str, source: Source) -> None:
+    def _start_sides(self, local: list[str]) -> None:
+        """Takes the CPU slots the local sides need, runs each side in its own thread, and waits for both."""
+        if local and COMPUTE.busy(len(local)):
+            note = "Waiting for a free CPU: other races are running the built-in models; this one starts after them."
+            for side in self.sides:
+                if self.sides[side].source is not None:
+                    self._queue.put((side, "status", ("waiting", note)))
+        granted = COMPUTE.acquire(len(local), self.cancel) if local else 0
+        if local and not granted:  # stopped while waiting
+            for side, s in self.sides.items():
+                if s.source is not None:
+                    self.writer.end(side, "stopped", "Stopped before it started.")
+                    self._queue.put((side, "end", ("stopped", "Stopped before it started.")))
+            return
+        threads = []
+        for side, s in self.sides.items():
+            if s.source is not None:
+                held = side in local[:granted]
+                self._queue.put((side, "status", ("running", None)))
+                thread = threading.Thread(target=self._run_side, args=(side, s.source, held), daemon=True,
+                                          name=f"race-{side}")
+                threads.append(thread)
+                thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _run_side(self, side: str, source: Source, held: bool = False) -> None:
+        try:
+            self._stream_side(side, source)
+        finally:
+            if held:
+                COMPUTE.release(1)
+
+    def _stream_side(self, side: str, source: Source) -> None:
         status, message = "done", None
         frames = source.stream(self.prompt, self.cancel)
         try:
@@ -109,7 +163,7 @@ class Race:
         except SourceError as e:
             status, message = "error", str(e)
         except Exception as e:  # a bug or an unforeseen library error: the other side keeps running
-            log.exception("source %s failed", source.name)
+            log.error("source %s failed:\n%s", source.name, redact_keys(traceback.format_exc(), self._keys))
             status, message = "error", f"{source.name} failed unexpectedly ({type(e).__name__}); the frames so far are kept."
         finally:
             close = getattr(frames, "close", None)
@@ -119,8 +173,9 @@ class Race:
         self._queue.put((side, "end", (status, message)))
 
     def stop(self) -> None:
-        """Ends both sides; every frame received so far is already on disk."""
+        """Ends both sides (and a wait for CPU slots); every frame received so far is already on disk."""
         self.cancel.set()
+        COMPUTE.wake()
 
     def running(self) -> bool:
         return any(s.status in ("waiting", "running") for s in self.sides.values())
@@ -136,6 +191,10 @@ class Race:
             if kind == "frame":
                 s.frames.append(payload)
                 s.new_rows.append(s.analyzer.add(payload))
+            elif kind == "status":
+                if s.status in ("waiting", "running"):
+                    s.status, s.message = payload
+                    self._changed = True
             else:
                 s.status, s.message = payload
                 if s.status == "stopped" and not s.message:
@@ -151,7 +210,7 @@ class Race:
         for side, s in self.sides.items():
             rows, s.new_rows = s.new_rows, []
             entry: dict[str, Any] = {
-                "spec": s.spec, "status": s.status, "message": s.message,
+                "spec": s.spec, "label": self.labels.get(side, s.spec), "status": s.status, "message": s.message,
                 "start": len(s.frames) - len(rows), "rows": rows,
             }
             if final or s.status not in ("waiting", "running"):
@@ -169,8 +228,9 @@ class Race:
             while self.running():
                 self._drain(timeout=interval)
                 now = time.monotonic()
-                if now - last >= interval and any(s.new_rows for s in self.sides.values()):
+                if now - last >= interval and (self._changed or any(s.new_rows for s in self.sides.values())):
                     last = now
+                    self._changed = False
                     yield self.snapshot()
             self._drain(timeout=0)
             yield self.snapshot(final=True)

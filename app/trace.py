@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,6 +21,51 @@ from app import __version__
 SCHEMA = 1
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
 SIDES = ("left", "right")
+MAX_NAMED_LINES = 5
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates (undecodable bytes, half a UTF-16 pair) replaced by U+FFFD, so it encodes as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def clean_json(value: Any) -> Any:
+    """A parsed JSON value with every string (keys too) passed through `clean_text`."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json(v) for v in value]
+    if isinstance(value, dict):
+        return {clean_text(k): clean_json(v) for k, v in value.items()}
+    return value
+
+
+def clean_usage(usage: Any) -> dict[str, Any] | None:
+    """A source's token counts: finite numbers, and objects of finite numbers one level down; anything else dropped."""
+    if not isinstance(usage, dict):
+        return None
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
+    out: dict[str, Any] = {}
+    for key, value in usage.items():
+        if number(value):
+            out[str(key)] = value
+        elif isinstance(value, dict):
+            out[str(key)] = {str(k): v for k, v in value.items() if number(v)}
+    return out
+
+
+def finite_json(value: Any) -> Any:
+    """A JSON value with NaN and infinities replaced by None, so it can be written as strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, list):
+        return [finite_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    return value
 
 
 @dataclass
@@ -73,6 +119,7 @@ class Frame:
         usage = d.get("usage")
         if usage is not None and not isinstance(usage, dict):
             raise ValueError("'usage' must be an object")
+        usage = clean_usage(usage)
         return cls(t=float(t), step=step, tokens=tokens, masked=masked,
                    confidence=[float(c) for c in confidence] if confidence is not None else None,
                    text=text, final=bool(d.get("final", False)), nfe=nfe, committed=committed,
@@ -132,7 +179,11 @@ class RecordingWriter:
         self._write(header)
 
     def _write(self, obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        try:
+            line = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        except ValueError:  # a NaN or an infinity from a source: written as null rather than lost
+            line = json.dumps(finite_json(obj), ensure_ascii=False, allow_nan=False)
+        line = clean_text(line)
         with self._lock:
             if self._file.closed:
                 return
@@ -173,21 +224,55 @@ class RecordingError(ValueError):
     """A file that cannot be read as a recording at all; the message says why, for the user."""
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, whether it was valid UTF-8) for each line; bytes that are not UTF-8 become U+FFFD."""
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             try:
-                yield number, raw.decode("utf-8")
+                yield number, raw.decode("utf-8"), True
             except UnicodeDecodeError:
-                yield number, "\ufffd"  # undecodable: reported as a bad line by the reader
+                yield number, raw.decode("utf-8", "replace"), False
+
+
+def _parse(line: str) -> Any:
+    """One line as JSON, lone surrogates cleaned; raises ValueError (nesting too deep counts as invalid)."""
+    try:
+        value = json.loads(line)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    return clean_json(value) if _SURROGATE_ESCAPE.search(line) else value
+
+
+def _header_sources(sources: dict[str, Any]) -> dict[str, Any]:
+    """The header's sources, keeping each side's entry only when it is an object, its name a string and its settings an object."""
+    out: dict[str, Any] = {}
+    for side, entry in sources.items():
+        if side in SIDES and isinstance(entry, dict):
+            settings = entry.get("settings")
+            out[side] = {**entry, "name": str(entry.get("name", side)),
+                         "settings": settings if isinstance(settings, dict) else {}}
+    return out
+
+
+def _numbers(numbers: list[int]) -> str:
+    """'4', '4 and 9', '4, 9 and 12', or '4, 9, 12, 20, 31 and 7 more'."""
+    shown = [str(n) for n in numbers[:MAX_NAMED_LINES]]
+    if len(numbers) > MAX_NAMED_LINES:
+        return f"{', '.join(shown)} and {len(numbers) - MAX_NAMED_LINES} more"
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Recording:
     """Reads and validates a recording.
 
-    A bad line does not stop the read: the first one is named in `warnings` and reading stops there
-    (a truncated or corrupt file loads up to its last good frame). A file that is not a recording,
-    too large, or of an unknown schema raises RecordingError.
+    A bad line (truncated, corrupt, of the wrong shape) is skipped and the read goes on, so every intact
+    frame loads; `warnings` names the skipped lines, and the lines whose bytes were not UTF-8 (kept, with
+    U+FFFD in place of those bytes). A file that is not a recording, too large, or of an unknown schema
+    raises RecordingError.
     """
     p = Path(path)
     if not p.is_file():
@@ -197,8 +282,8 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
         raise RecordingError(f"{p.name} is {size / 1e6:.1f} MB; recordings over {max_bytes / 1e6:.0f} MB are refused.")
     lines = iter_lines(p)
     try:
-        number, first = next(lines)
-        header = json.loads(first)
+        number, first, _ = next(lines)
+        header = _parse(first)
     except StopIteration:
         raise RecordingError(f"{p.name} is empty: it is not a Converge recording.") from None
     except ValueError:
@@ -206,17 +291,20 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
     if not isinstance(header, dict) or header.get("type") != "header":
         raise RecordingError(f"{p.name} is not a Converge recording (line 1 is not a header).")
     if header.get("schema") != SCHEMA:
-        raise RecordingError(f"{p.name} has recording schema {header.get('schema')!r}; this Converge reads schema {SCHEMA}.")
+        raise RecordingError(f"{p.name} has recording schema {repr(header.get('schema'))[:20]}; "
+                             f"this Converge reads schema {SCHEMA}.")
     if not isinstance(header.get("prompt", ""), str) or not isinstance(header.get("sources", {}), dict):
         raise RecordingError(f"{p.name} has a malformed header.")
+    header["sources"] = _header_sources(header.get("sources", {}))
     frames: dict[str, list[Frame]] = {s: [] for s in SIDES}
     ends: dict[str, dict[str, Any]] = {}
-    warnings: list[str] = []
-    for number, line in lines:
+    bad: list[tuple[int, str]] = []
+    repaired: list[int] = []
+    for number, line, utf8 in lines:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = _parse(line)
             if not isinstance(entry, dict):
                 raise ValueError("not an object")
             side = entry.get("side")
@@ -226,10 +314,26 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
             if kind == "frame":
                 frames[side].append(Frame.from_json(entry))
             elif kind == "end":
-                ends[side] = {"status": str(entry.get("status", "")), "message": str(entry.get("message", ""))}
+                message = entry.get("message")
+                ends[side] = {"status": str(entry.get("status", "")), "message": "" if message is None else str(message)}
             else:
-                raise ValueError(f"unknown entry type {kind!r}")
+                raise ValueError(f"unknown entry type {repr(kind)[:40]}")
         except ValueError as e:
-            warnings.append(f"Line {number} of {p.name} is not valid ({e}); loaded the {sum(map(len, frames.values()))} frames before it.")
-            break
+            bad.append((number, str(e)[:200]))
+            continue
+        if not utf8:
+            repaired.append(number)
+    warnings: list[str] = []
+    total = sum(map(len, frames.values()))
+    if bad:
+        first_number, reason = bad[0]
+        if len(bad) == 1:
+            warnings.append(f"Line {first_number} of {p.name} is not valid ({reason}) and was skipped; "
+                            f"{_n(total, 'frame')} loaded.")
+        else:
+            warnings.append(f"Lines {_numbers([n for n, _ in bad])} of {p.name} are not valid (line {first_number}: "
+                            f"{reason}) and were skipped; {_n(total, 'frame')} loaded.")
+    if repaired:
+        warnings.append(f"{'Line' if len(repaired) == 1 else 'Lines'} {_numbers(repaired)} of {p.name} had bytes "
+                        "that are not UTF-8; they show as \ufffd.")
     return Recording(header=header, frames=frames, ends=ends, warnings=warnings)

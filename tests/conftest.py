@@ -51,3 +51,105 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield b
         b.close()
+
+
+_gradio_dir: list[str] = []  # the folder pytest_configure made for this run, removed when it ends
+_leaks: list[str] = []  # keys found in pages and test output, reported when the session ends
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Gradio's upload and cache folder for this run, created before any test imports gradio, so it can be searched."""
+    import tempfile
+
+    if "GRADIO_TEMP_DIR" not in os.environ:
+        os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="converge-test-gradio-")
+        _gradio_dir.append(os.environ["GRADIO_TEMP_DIR"])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _gradio_dir:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sentinel_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The whole suite runs with sentinel API keys (sources default to an unreachable loopback URL, so none leaves the
+    machine); at the end every file it wrote, every captured output and log, and every page it opened must be free of them."""
+    import logging
+    import tempfile
+
+    from tests import sentinels
+    from tests.reliability import tally
+
+    base = tmp_path_factory.getbasetemp()
+    records: list[str] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: records.append(handler.format(record))  # type: ignore[method-assign]
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    logging.getLogger().addHandler(handler)
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in sentinels.ENV.items():
+            mp.setenv(name, value)
+        for name in ("INCEPTION_BASE_URL", "OPENAI_BASE_URL"):
+            mp.setenv(name, sentinels.UNREACHABLE)
+        scratch = base / "tempfile"
+        scratch.mkdir(exist_ok=True)
+        mp.setattr(tempfile, "tempdir", str(scratch))  # exports and downloads made with mkdtemp land here
+        yield dict(sentinels.ENV)
+    logging.getLogger().removeHandler(handler)
+    folders = [base, Path(os.environ.get("GRADIO_TEMP_DIR", base))]
+    files, leaks = sentinels.scan_files(folders)
+    leaks += [f"log: {r[:200]}" for r in records if sentinels.found_in(r)] + _leaks
+    tally("sentinel_keys", len(sentinels.ALL))
+    tally("secret_scans", files + len(records))
+    tally("leaks", len(leaks))
+    assert not leaks, "sentinel API keys leaked:\n" + "\n".join(leaks)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After each test body, while its pages are still open, searches their text for sentinel keys."""
+    try:
+        return (yield)
+    finally:
+        from tests import sentinels
+        from tests.pages import OPEN_TABS
+        from tests.reliability import tally
+
+        for tab in list(OPEN_TABS):
+            OPEN_TABS.remove(tab)
+            try:
+                if tab.is_closed():
+                    continue
+                keys = sentinels.found_in(sentinels.page_text(tab))
+            except Exception:  # a tab the test left broken: nothing to read
+                continue
+            tally("secret_scans")
+            _leaks.extend(f"page of {item.nodeid}: {k}" for k in keys)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """Searches each test's captured stdout, stderr and log, and its failure report, for sentinel keys."""
+    report = yield
+    from tests import sentinels
+    from tests.reliability import tally
+
+    text = "\n".join(content for _, content in report.sections) + "\n" + (report.longreprtext or "")
+    tally("secret_scans")
+    _leaks.extend(f"output of {item.nodeid} ({report.when}): {k}" for k in sentinels.found_in(text))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Prints the reliability table (tests/reliability.py) and writes it where CONVERGE_RELIABILITY_OUT says."""
+    from tests import reliability
+
+    if not any(k in reliability.COUNTS for k in ("hostile_inputs", "fuzz_stream_cases", "fuzz_recording_cases",
+                                                   "faults_injected", "concurrent_sessions")):
+        return
+    terminalreporter.write_sep("=", "reliability")
+    terminalreporter.write_line(reliability.table())
+    out = os.environ.get("CONVERGE_RELIABILITY_OUT")
+    if out:
+        reliability.write(out)

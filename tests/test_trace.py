@@ -88,15 +88,15 @@ def test_truncated_last_line_loads_up_to_the_last_good_frame(tmp_path: Path) -> 
                                  '{"type": "frame", "side": "left", "t": 1, "step": 1, "tokens": [1]}',
                                  '{"type": "frame", "side": "left", "t": NaN, "step": 1}',
                                  '[1, 2]', 'not json', '\udcff'])
-def test_a_corrupt_line_is_named_and_earlier_frames_kept(tmp_path: Path, bad: str) -> None:
+def test_a_corrupt_line_is_named_and_skipped_and_every_other_frame_kept(tmp_path: Path, bad: str) -> None:
     path = tmp_path / "r.jsonl"
     write(path, n_sides=1)
     lines = path.read_text().splitlines()
     lines.insert(3, bad)
     path.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape"))
     rec = read_recording(path)
-    assert len(rec.frames["left"]) == 2
-    assert rec.warnings and rec.warnings[0].startswith("Line 4 ")
+    assert rec.frames["left"] == frames(4)
+    assert rec.warnings and rec.warnings[0].startswith("Line 4 ") and "skipped" in rec.warnings[0]
 
 
 @pytest.mark.parametrize("content, message", [

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -23,10 +24,11 @@ import re
 import select
 import threading
 import zlib
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
-DEFAULT_KEY = "test-key"
+DEFAULT_KEY = "sk-wire-SENTINEL-6c1f0e9d2a"  # a sentinel: the suite fails if it shows up in any file, log or page
 DEFAULT_FPS = 15.0
 BLOCK = 24
 STEPS = 4
@@ -60,6 +62,8 @@ FAULTS = {
     "burst-N": "a normal stream written N events per socket write",
     "mixed": "diffusing frames (replace) for the first half of the answer, then plain deltas (append) for the rest",
     "echo-request": "answers with the JSON body of the request itself (never its headers)",
+    "script-ID": "replays a response registered in-process with script(): any status, headers and body bytes, "
+                 "one socket write per piece",
 }
 _ERRORS = {
     "401": (401, "authentication_error", "invalid_api_key"),
@@ -76,6 +80,28 @@ _MESSAGES = {
     "500": "The server had an error while processing your request.",
     "503": "Engine Overloaded",
 }
+
+
+@dataclass
+class Script:
+    """A response given byte for byte: status, headers, and body pieces each sent in one write (chunked)."""
+
+    pieces: list[bytes | threading.Event]  # an Event holds the response there until a test sets it
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    complete: bool = True  # False: the connection closes without the chunked body's terminating chunk
+
+
+SCRIPTS: dict[str, Script] = {}
+_script_ids = itertools.count()
+
+
+def script(pieces: list[bytes | threading.Event], status: int = 200, headers: dict[str, str] | None = None,
+           complete: bool = True) -> str:
+    """Registers a scripted response (tests and server share this process); returns the model name that selects it."""
+    name = f"script-{next(_script_ids)}"
+    SCRIPTS[name] = Script(list(pieces), status, dict(headers or {}), complete)
+    return name
 
 
 def parse_model(model: str) -> tuple[str, int]:
@@ -259,6 +285,8 @@ class Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return
         model = str(body.get("model", ""))
+        if model in SCRIPTS:
+            return self._script(SCRIPTS[model])
         behaviour, n = parse_model(model)
         if behaviour.startswith("fail"):
             code = str(n)
@@ -352,6 +380,28 @@ class Handler(BaseHTTPRequestHandler):
             self._stall()
         else:
             self._write_chunk(b"")
+
+    def _script(self, scripted: Script) -> None:
+        """Sends a registered response: its status and headers, then each piece as one chunk."""
+        self.send_response(scripted.status)
+        headers = {"Content-Type": "text/event-stream", **scripted.headers}
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for piece in scripted.pieces:
+                if isinstance(piece, threading.Event):
+                    while not piece.wait(0.2) and not self.server.stopping.is_set():
+                        pass  # held until the test sets the event (or the server stops)
+                elif piece:
+                    self._write_chunk(piece)
+            if scripted.complete:
+                self._write_chunk(b"")
+            else:
+                self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _write_chunk(self, data: bytes) -> None:
         """One HTTP chunk in one socket write (an empty one ends the body)."""

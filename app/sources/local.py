@@ -18,7 +18,7 @@ from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import SCORINGS, DiffusionSettings
 from app.sources.base import SourceError, SourceKind, register
-from app.trace import Clock, Frame
+from app.trace import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
 LENGTHS = [32, 64, 128, 256]
@@ -137,6 +137,8 @@ def ar_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings,
 class SamplerSource:
     """A model + tokenizer (loaded once per process) driven by the diffusion or the AR sampler."""
 
+    cpu_bound = True  # a race gives this side one of the shared CPU slots (app/compute.py)
+
     def __init__(self, name: str, load: Callable[[], tuple[Any, Any]], settings: Any,
                  prompt_ids: Callable[[Any, str], list[int]], extra: dict[str, Any] | None = None) -> None:
         self.name = name
@@ -152,7 +154,7 @@ class SamplerSource:
         clock = Clock()
         if not prompt.strip():
             raise SourceError("The prompt is empty: type a prompt.")
-        ids = self._prompt_ids(self.tok, prompt)
+        ids = self._prompt_ids(self.tok, clean_text(prompt))
         frames = diffusion_frames if isinstance(self.opts, DiffusionSettings) else ar_frames
         yield from frames(self.model, self.tok, ids, self.opts, cancel, clock)
 
@@ -207,6 +209,8 @@ def diffusion_spec(d: DiffusionSettings) -> dict[str, dict[str, Any]]:
                          "step": 0.05, "info": "Below 1 delays committing end-of-text (shows less EOS flooding)."},
         "stop_at_eos": {"default": d.stop_at_eos, "label": "Stop when the answer is complete", "choices": [True, False]},
         "prefix_cache": {"default": d.prefix_cache, "label": "Prefix cache", "choices": [True, False]},
+        "dual_cache": {"default": d.dual_cache, "label": "Dual cache", "choices": [True, False],
+                       "info": "With the prefix cache: also reuse the masked suffix, so a step recomputes only its block."},
         "lookahead": {"default": d.lookahead, "label": "Lookahead (0 = whole answer)", "min": 0, "max": 256, "step": 8,
                       "info": "How many masked tokens right of the block the model sees; fewer is faster on long answers."},
         "seed": {"default": d.seed, "label": "Seed", "min": 0, "max": 9999, "step": 1},

@@ -6,15 +6,19 @@ replaced when the chunk says `diffusion_meta.diffusion_content` and appended oth
 
 from __future__ import annotations
 
+import email.utils
+import importlib
+import json
 import math
 import os
 import socket
 import threading
+from datetime import datetime, timezone
 from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from app.sources.base import SourceError, SourceKind, register
-from app.trace import Clock, Frame
+from app.trace import Clock, Frame, clean_text, clean_usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 60.0
@@ -30,18 +34,36 @@ class _Malformed(Exception):
 def check_base_url(url: str) -> str:
     """The base URL without a trailing slash; raises SourceError unless it is an http(s) URL with a host."""
     url = (url or "").strip().rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SourceError(f"The base URL {public_url(url)!r} is not valid: give one like https://api.example.com/v1.")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and url.isprintable() and " " not in url
+    except ValueError:
+        valid = False
+    if not valid:
+        raise SourceError(f"The base URL {clean_text(public_url(url))[:200]!r} is not valid: give one like "
+                          "https://api.example.com/v1.")
     return url
+
+
+def check_key(key: str, key_hint: str) -> str:
+    """The key without surrounding whitespace; raises SourceError (never quoting it) when an HTTP header cannot carry it."""
+    key = key.strip()
+    if not key.isascii() or not key.isprintable() or any(c.isspace() for c in key):
+        raise SourceError(f"The API key has a space, a line break or a character that is not plain ASCII, which an "
+                          f"HTTP header cannot carry: check {key_hint}.")
+    return key
 
 
 def public_url(url: str) -> str:
     """The URL with any user:password@ part and query string dropped, safe to record and show."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+    except ValueError:  # not a URL at all (a bad port, a broken IPv6 address): show only its scheme
+        return url.partition("://")[0][:20] + "://"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
@@ -72,6 +94,8 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
     import openai
 
     host = host_of(base_url)
+    api_key = check_key(api_key, key_hint)
+    prompt, model = clean_text(prompt), clean_text(model)
     client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
     text, frames, finish, usage = "", 0, None, None
     done = threading.Event()
@@ -86,23 +110,27 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
         threading.Thread(target=_watch_cancel, args=(cancel, done, stream.response), daemon=True,
                          name="chat-cancel-watch").start()
         try:
-            for chunk in stream:
+            for data in sse_data(stream.response):
                 t = clock()
                 if cancel.is_set():
                     return
-                content, replace, chunk_finish, chunk_usage = parse_chunk(chunk)
+                content, replace, chunk_finish, chunk_usage = parse_chunk(data, stream.response.request)
                 finish = chunk_finish or finish
-                usage = chunk_usage or usage
+                usage = clean_usage(chunk_usage) or usage
                 if content is None or (content == "" and not replace):
                     continue
+                content = clean_text(content)
                 text = content if replace else text + content
                 yield Frame(t=t, step=frames, text=text)
                 frames += 1
         except openai.APIError as err:
             if cancel.is_set():
                 return
-            raise SourceError(describe(err, host=host, key=api_key, key_hint=key_hint, model=model, frames=frames, timeout=timeout)) from err
-        except (ValueError, _Malformed) as err:
+            if finish is None or not isinstance(err, openai.APIConnectionError):
+                raise SourceError(describe(err, host=host, key=api_key, key_hint=key_hint, model=model, frames=frames,
+                                           timeout=timeout)) from err
+            # the answer had finished; only the closing usage chunk or [DONE] was lost: the answer stands
+        except _Malformed as err:
             raise SourceError(f"{host} sent a malformed chunk after {_n_frames(frames)}, so the stream was stopped there.") from err
         finally:
             stream.close()
@@ -116,25 +144,84 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
         client.close()
 
 
-def parse_chunk(chunk: Any) -> tuple[str | None, bool, str | None, dict[str, Any] | None]:
-    """(content, replace?, finish_reason, usage) of one chunk; raises _Malformed for a chunk of the wrong shape."""
-    choices = getattr(chunk, "choices", None)
+def sse_data(response: Any) -> Iterator[str]:
+    """The data of each server-sent event in a streamed response, up to `[DONE]`, read as the SSE spec says.
+
+    Comments, `event:`, `id:` and `retry:` lines and events without data are skipped (the SDK's own reader
+    turns an event without data into a JSON error); a line break of any kind ends a line, and bytes that are
+    not UTF-8 become U+FFFD. Network failures raise the SDK's APITimeoutError or APIConnectionError.
+    """
+    import openai
+
+    timeouts, network = _network_errors(response)
+    data: list[str] = []
+    try:
+        for line in response.iter_lines():
+            if line:
+                name, _, value = line.partition(":")
+                if name == "data":
+                    data.append(value[1:] if value.startswith(" ") else value)
+                continue
+            if not data:
+                continue
+            event, data = "\n".join(data), []
+            if event.startswith("[DONE]"):
+                return
+            yield event
+        if data and not data[0].startswith("[DONE]"):
+            yield "\n".join(data)  # the body ended without the blank line that closes its last event
+    except timeouts as err:
+        raise openai.APITimeoutError(request=response.request) from err
+    except network as err:
+        raise openai.APIConnectionError(request=response.request) from err
+
+
+def _network_errors(response: Any) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeout errors, other network errors) of the HTTP library behind `response` (the SDK's, whichever it is)."""
+    lib = importlib.import_module(type(response).__module__.split(".")[0])
+    timeouts = tuple(c for c in (getattr(lib, "TimeoutException", None),) if c)
+    network = tuple(c for c in (getattr(lib, "RequestError", None), getattr(lib, "StreamError", None)) if c)
+    return timeouts or (TimeoutError,), (*network, OSError)
+
+
+def parse_chunk(data: str, request: Any = None) -> tuple[str | None, bool, str | None, dict[str, Any] | None]:
+    """(content, replace?, finish_reason, usage) of one event's data; raises _Malformed for a chunk of the wrong
+    shape and openai.APIError for an error event (`{"error": {...}}`), as the SDK does.
+
+    Tolerant where nothing is lost: a chunk without choices (a keep-alive `{}`) carries nothing, and usage, a
+    finish reason or a delta of the wrong type is ignored. Data that is not a JSON object, choices that are not
+    a list or content that is not a string stop the stream.
+    """
+    import openai
+
+    try:
+        chunk = json.loads(data)
+    except (ValueError, RecursionError) as err:
+        raise _Malformed("not JSON") from err
+    if not isinstance(chunk, dict):
+        raise _Malformed("the chunk is not an object")
+    error = chunk.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else None
+        raise openai.APIError(message if isinstance(message, str) and message else "An error occurred during streaming",
+                              request=request, body=error)
+    choices = chunk.get("choices")
+    if choices is None:
+        choices = []
     if not isinstance(choices, list):
         raise _Malformed("choices is not a list")
-    usage = getattr(chunk, "usage", None)
-    if usage is not None:
-        usage = usage.to_dict() if hasattr(usage, "to_dict") else usage
-        if not isinstance(usage, dict):
-            raise _Malformed("usage is not an object")
-    meta = getattr(chunk, "diffusion_meta", None)
+    usage = chunk.get("usage")
+    usage = usage if isinstance(usage, dict) else None
+    meta = chunk.get("diffusion_meta")
     replace = isinstance(meta, dict) and meta.get("diffusion_content") is True
-    choice = next((c for c in choices if getattr(c, "index", 0) == 0), None)
+    choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
     if choice is None:
         return None, replace, None, usage
-    content = getattr(getattr(choice, "delta", None), "content", None)
+    delta = choice.get("delta")
+    content = delta.get("content") if isinstance(delta, dict) else None
     if content is not None and not isinstance(content, str):
         raise _Malformed("content is not a string")
-    finish = getattr(choice, "finish_reason", None)
+    finish = choice.get("finish_reason")
     return content, replace, finish if isinstance(finish, str) else None, usage
 
 
@@ -181,16 +268,36 @@ def _server_message(err: Any) -> str:
 
 
 def _retry_after(err: Any) -> str:
-    """'try again in N s' from Retry-After(-ms) when the server sent one, else a plain 'try again shortly'."""
+    """'try again in N s' from Retry-After(-ms) (seconds or an HTTP date) when the server sent a sane one, else a plain
+    'try again shortly'."""
     headers = getattr(getattr(err, "response", None), "headers", None) or {}
     for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        try:
-            seconds = float(headers.get(name)) / divisor
-        except (TypeError, ValueError):
+        value = headers.get(name)
+        seconds = _seconds(value, dates=name == "retry-after") if isinstance(value, str) else None
+        if seconds is None:
             continue
-        if math.isfinite(seconds) and seconds >= 0:
-            return f"try again in {max(1, math.ceil(seconds))} s"
+        seconds /= divisor
+        if seconds > 3600:
+            return "try again in over an hour"
+        return f"try again in {max(1, math.ceil(seconds))} s"
     return "try again shortly"
+
+
+def _seconds(value: str, dates: bool) -> float | None:
+    """A Retry-After value as seconds from now (a number, or with `dates` an HTTP date); None when it is neither."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        if not dates:
+            return None
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def describe(err: Any, *, host: str, key: str, key_hint: str, model: str, frames: int, timeout: float) -> str:

@@ -1,0 +1,49 @@
+"""The reliability tally: what the hardening tests tried, counted as they run, for the README's Reliability table.
+
+Tests call `tally(kind, n)`; conftest prints the table at the end of the run (and writes it as JSON when
+CONVERGE_RELIABILITY_OUT names a file), so the figures always come from the suite's own output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+COUNTS: Counter[str] = Counter()
+
+ROWS = (
+    ("hostile_strings", "hostile strings in the catalogue (tests/hostile.py)"),
+    ("hostile_paths", "paths each went through (prompt box, built-in models, wire-server output, recording, upload "
+                      "and library, HTML export)"),
+    ("hostile_inputs", "hostile inputs fed through a path"),
+    ("executed", "hostile strings that executed in Chromium"),
+    ("fuzz_stream_cases", "fuzzed streams read through the real openai SDK"),
+    ("fuzz_recording_cases", "fuzzed recording files read back"),
+    ("lost_frames", "well-formed frames lost"),
+    ("faults_injected", "faults injected against the loopback server"),
+    ("other_side_finished", "races whose other side still finished"),
+    ("concurrent_sessions", "concurrent page sessions held"),
+    ("stopped_under_load", "sessions stopped under load"),
+    ("sentinel_keys", "sentinel API keys planted"),
+    ("secret_scans", "files, test outputs, logs and pages searched for them"),
+    ("leaks", "keys leaked"),
+)
+
+
+def tally(kind: str, n: int = 1) -> None:
+    """Adds `n` to one figure of the table."""
+    COUNTS[kind] += n
+
+
+def table() -> str:
+    """The figures gathered so far as a Markdown table (only the rows this run touched, zeros included)."""
+    lines = ["| what | count |", "| --- | ---: |"]
+    for key, label in ROWS:
+        if key in COUNTS:
+            lines.append(f"| {label} | {COUNTS[key]:,} |")
+    return "\n".join(lines)
+
+
+def write(path: str | Path) -> None:
+    Path(path).write_text(json.dumps(dict(COUNTS), indent=2, sort_keys=True) + "\n", encoding="utf-8")
