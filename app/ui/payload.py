@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.analysis import SideAnalyzer, metrics, prefix_len, settled_fraction_series
+from app.analysis import SideAnalyzer, metrics, prefix_len, settled_fraction_series, side_labels
 from app.trace import SIDES, Recording, RecordingError, read_recording
 
 UI_DIR = Path(__file__).resolve().parent
@@ -28,11 +28,13 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     Each row sends only its tokens after the prefix it shares with the row before (`keep`), its length
     `n` and its change codes as flat [position, code, ...] pairs (`cs`); empty m / nfe / final are left out.
     The first row goes whole, so every payload stands alone. For the token inspector, sources that report
-    confidences add `cf` (one whole percent per position) and `cd` (the top candidates, in percent, of the
+    confidences add `cf` (one whole percent per position, after the `cfk` leading ones it shares with the row
+    before, so a typing side sends one number a token) and `cd` (the top candidates, in percent, of the
     positions committed or reopened at that frame): at most n + 3 x (commits + reopenings) numbers a row.
     """
     out = []
     prev: list[str] | None = None
+    prev_cf: list[int] | None = None
     for row in rows:
         tok = row["tok"]
         keep = prefix_len(prev, tok) if prev is not None else 0
@@ -41,8 +43,11 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for key in ("m", "nfe", "final"):
             if row.get(key):
                 w[key] = row[key]
-        if row.get("conf") is not None:
-            w["cf"] = [percent(c) for c in row["conf"]]
+        cf = [percent(c) for c in row["conf"]] if row.get("conf") is not None else None
+        if cf is not None:
+            kept = prefix_len(prev_cf, cf) if prev_cf is not None else 0
+            w["cfk"], w["cf"] = kept, cf[kept:]
+        prev_cf = cf
         if row.get("cand"):
             w["cd"] = [[pos, [[name, percent(p)] for name, p in cands]] for pos, cands in row["cand"]]
         out.append(w)
@@ -60,11 +65,12 @@ def expand_rows(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for w in wire:
         tok = (out[-1]["tok"][:w["keep"]] if w["keep"] else []) + w["tok"]
+        cf = (out[-1]["cf"][:w["cfk"]] if w.get("cfk") else []) + w["cf"] if "cf" in w else None
         ch = [0] * w["n"]
         for k in range(0, len(w["cs"]), 2):
             ch[w["cs"][k]] = w["cs"][k + 1]
         out.append({"i": w["i"], "t": w["t"], "step": w["step"], "tok": tok, "m": w.get("m"), "ch": ch,
-                    "nfe": w.get("nfe"), "final": w.get("final", False), "sp": w["sp"], "cf": w.get("cf"),
+                    "nfe": w.get("nfe"), "final": w.get("final", False), "sp": w["sp"], "cf": cf,
                     "cd": w.get("cd")})
     return out
 
@@ -97,7 +103,8 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None, cu
     Warnings about a damaged file (each names its line) travel as `warnings`, which the player shows in
     an alert above the panels; `cursor="start"` opens the replay at its first frame, ready to play.
     """
-    sources = rec.header.get("sources") or {}
+    sources = rec.header.get("sources") if isinstance(rec.header.get("sources"), dict) else {}
+    labels = side_labels({side: sources[side] for side in SIDES if side in sources})
     sides: dict[str, Any] = {}
     for side in SIDES:
         frames = rec.frames.get(side, [])
@@ -111,7 +118,8 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None, cu
         message = (end or {}).get("message") or None
         if end is None and frames:
             message = "This recording ends without saying how this side ended; it shows the frames saved."
-        sides[side] = {"spec": str(source.get("name", side)), "status": status, "message": message, "start": 0,
+        spec = str(source.get("name", side))
+        sides[side] = {"spec": spec, "label": labels.get(side, spec), "status": status, "message": message, "start": 0,
                        "rows": wire_rows(rows), "metrics": metrics(frames) if frames else None,
                        "settled": settled_fraction_series(frames) if frames else []}
     return {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),

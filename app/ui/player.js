@@ -9,17 +9,24 @@
  *
  * Payload (the shape of app.race.Race.snapshot() plus `run` and `seq`):
  *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, warnings: [str],
- *    cursor: "start"|"end"|null, sides: {left|right: {spec, status, message, start, rows: [row...], metrics?, settled?}}}
+ *    cursor: "start"|"end"|null,
+ *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}
+ * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
  * A row is one frame analysed by app.analysis.SideAnalyzer:
- *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, nfe, final, sp}
+ *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp}
  * or the same row compacted by app/ui/payload.py wire_rows: tok holds only the tokens after the first
  * `keep` (shared with the row before), `n` is the length and `cs` the non-zero change codes as
- * [position, code, ...] pairs.
+ * [position, code, ...] pairs; confidences come as `cf` (whole percent per position) and the top
+ * candidates of the positions committed or reopened at that frame as `cd`: [[position, [[token, percent]...]]...].
+ * The token inspector (click or rest on a token, or the arrow keys in a focused panel) shows one position's
+ * history from them; sources without confidences get a note saying so.
  * Rows are merged by index (`start` + k), so an update may repeat rows it already sent; a new `run`
  * starts over. The root and each side panel carry data-status, data-frames (frames received) and
  * data-step (the frame shown: a side's row index, the root's shared-timeline index); the root also
  * carries data-view (time|progress), data-speed, data-playing and data-presenter; each heatmap
- * canvas carries data-rows (one per frame).
+ * canvas carries data-rows (one per frame); the inspector carries data-open, data-side and data-pos.
+ * Parts the guided lessons point at carry data-part: panel-left, panel-right, legend, heatmap-left,
+ * heatmap-right, chart, metrics, scrubber, inspector (player.css .cv-spotlight outlines one).
  *
  * Replay: both sides share one timeline, the sorted times of every frame of either side, so the race
  * plays as it happened (at 1x, the recorded pace). "Compare by progress" instead puts each frame at its
@@ -37,6 +44,10 @@
   var STATUS_TEXT = { idle: "idle", waiting: "waiting", running: "running", done: "finished",
                       stopped: "stopped", error: "error" };
   var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
+  var BLOCK = 16; /* token positions per block of a text panel (see paintTokens) */
+  var HOVER_MS = 600; /* how long the pointer rests on a token before the inspector shows it */
+  var MAX_EVENTS = 24; /* events the inspector lists for one position (a long Mercury draft can have more) */
+  var SPARK = [360, 64], SPARK_PAD = [30, 6]; /* the inspector's sparkline, CSS pixels: size, left/right padding */
   /* Okabe-Ito colours; their lightness steps also read in greyscale:
      empty > masked > unchanged > new > changed > remasked. */
   var HEAT = {
@@ -61,7 +72,8 @@
     ["C", "compare by progress (not real time) on / off"],
     ["P", "presenter mode on / off"],
     ["?", "show / hide this help"],
-    ["Esc", "close this help"]
+    ["Tab, then \u2190 \u2192", "in a text panel: inspect the previous / next position (Shift: 10 at a time)"],
+    ["Esc", "close this help, or the token inspector"]
   ];
 
   function seconds(v) { return v == null ? "\u2014" : v.toFixed(v < 10 ? 3 : 2) + " s"; }
@@ -80,6 +92,16 @@
 
   function str(v) { return v == null ? "" : String(v); }
 
+  /* a side's title: the payload's label (compare mode names the differing settings), else its source */
+  function displayName(side, s) { return side.label || side.spec || sideWord(s); }
+
+  function sideWord(s) { return s === "left" ? "Left" : "Right"; }
+
+  /* a token as the inspector quotes it: spaces, newlines and tabs made visible */
+  function quoted(tok) {
+    return "\u201C" + tok.replace(/ /g, "\u2423").replace(/\n/g, "\u23CE").replace(/\t/g, "\u21E5") + "\u201D";
+  }
+
   function setText(node, text) {
     if (node.textContent !== text) node.textContent = text;
   }
@@ -92,15 +114,16 @@
   var HEAT32 = {};
   for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
 
-  /* a token span's class by style = masked | change code << 1 | draft << 3 */
+  /* a token's class by style = masked | change code << 1 | draft << 3 | inspected << 4 */
   var TOKEN_CLASS = [];
-  for (var style = 0; style < 16; style++) {
+  for (var style = 0; style < 32; style++) {
     var c = style >> 1 & 3, cls = "cv-tok";
     if (style & 1) cls += " cv-m";
     if (c === 1) cls += " cv-n";
     else if (c === 2) cls += " cv-c";
     else if (c === 3) cls += " cv-r";
     else if (style & 8) cls += " cv-d";
+    if (style & 16) cls += " cv-sel";
     TOKEN_CLASS.push(cls);
   }
 
@@ -112,7 +135,7 @@
   }
 
   function newSide() {
-    return { spec: "", status: "idle", message: "", rows: [], gaps: 0, metrics: null, settled: null,
+    return { spec: "", label: "", status: "idle", message: "", rows: [], gaps: 0, metrics: null, settled: null,
              maxLen: 0, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0 };
   }
 
@@ -144,7 +167,8 @@
     options = options || {};
     var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "",
                   warnings: [], done: false, sides: {}, cursor: null, playing: false, speed: 1, playKey: 0,
-                  playLast: 0, view: "time", presenter: !!options.presenter, help: false };
+                  playLast: 0, view: "time", presenter: !!options.presenter, help: false,
+                  inspect: null /* {side, pos, pinned}: the position the inspector shows */ };
     SIDES.forEach(function (s) { state.sides[s] = newSide(); });
     var timeline = null;
     var scheduled = false;
@@ -172,10 +196,11 @@
       "(0\u2013100 %), so the faster side looks as slow as the slower one. Untick it to see the race as it happened.");
     progressBanner.hidden = true;
 
-    var legend = el("div", "cv-legend", null, { role: "list", "aria-label": "Legend" });
+    var legend = el("div", "cv-legend", null, { role: "list", "aria-label": "Legend", "data-part": "legend" });
     [["cv-m", MASK, "masked (not yet decided)"], ["cv-d", "abc", "draft (may still change)"],
      ["cv-n", "abc", "new this frame"], ["cv-c", "abc", "changed this frame"],
-     ["cv-r cv-m", MASK, "remasked this frame"], ["", "abc", "unchanged"]].forEach(function (x) {
+     ["cv-r cv-m", MASK, "remasked this frame"], ["", "abc", "unchanged"],
+     ["cv-sel", "abc", "inspected (click a token)"]].forEach(function (x) {
       var item = legendItem(x[0], x[1], x[2]);
       item.setAttribute("role", "listitem");
       legend.appendChild(item);
@@ -191,13 +216,15 @@
     });
     legend.appendChild(heatKey);
 
+    var inspectHintId = "cv-inspect-hint-" + Math.random().toString(36).slice(2, 9);
     var sidesBox = el("div", "cv-sides");
     var views = {};
     SIDES.forEach(function (s) {
       var section = el("section", "cv-side", null, { "data-side": s, "data-frames": "0", "data-step": "-1",
-                                                     "data-status": "idle", "aria-label": s + " side" });
+                                                     "data-status": "idle", "aria-label": sideWord(s) + " panel",
+                                                     "data-part": "panel-" + s });
       var head = el("header", "cv-side-head");
-      var name = el("span", "cv-spec", s === "left" ? "Left" : "Right");
+      var name = el("span", "cv-spec", sideWord(s));
       var badge = el("span", "cv-badge", "idle");
       var counter = el("span", "cv-counter", "");
       head.appendChild(el("span", "cv-line-key cv-line-" + s, null, { "aria-hidden": "true" }));
@@ -215,12 +242,17 @@
         figs.appendChild(box);
       });
       var message = el("p", "cv-message", "", { role: "alert" });
-      var text = el("div", "cv-text", null, { "aria-label": s + " output", "aria-live": "off" });
+      /* focusable so the keyboard can inspect positions; never a live region: it changes every frame */
+      var text = el("div", "cv-text", null, {
+        tabindex: "0", role: "group", "aria-label": sideWord(s) + " output", "aria-live": "off",
+        "aria-describedby": inspectHintId,
+        "aria-keyshortcuts": "ArrowLeft ArrowRight Shift+ArrowLeft Shift+ArrowRight Escape" });
       var inner = el("div", "cv-text-inner");
       text.appendChild(inner);
-      var heatWrap = el("div", "cv-heat-wrap");
+      var heatWrap = el("div", "cv-heat-wrap", null, { "data-part": "heatmap-" + s });
       var heat = el("canvas", "cv-heatmap", null, {
-        "data-rows": "0", role: "img", "aria-label": s + " changes per frame: rows are frames, columns are positions" });
+        "data-rows": "0", role: "img",
+        "aria-label": sideWord(s) + " changes per frame: rows are frames, columns are positions" });
       heat.width = 1; heat.height = 1;
       var marker = el("div", "cv-heat-marker", null, { "aria-hidden": "true" });
       heatWrap.appendChild(heat);
@@ -233,11 +265,51 @@
       section.appendChild(heatWrap);
       sidesBox.appendChild(section);
       views[s] = { section: section, name: name, badge: badge, counter: counter, message: message, text: text,
-                   inner: inner, heat: heat, marker: marker, elapsed: elapsed, rate: rate, rateLabel: rateLabel,
-                   spans: [], shown: [], shownText: [], lastLen: 0, atEnd: true, pin: false };
+                   inner: inner, heat: heat, heatSrc: document.createElement("canvas"), heatSize: null, heatGen: 0,
+                   heatOut: "", marker: marker, elapsed: elapsed, rate: rate, rateLabel: rateLabel,
+                   blocks: [], shown: [], shownText: [], lastLen: 0, atEnd: true, pin: false };
     });
 
-    var chartBox = el("div", "cv-chart-box");
+    /* The token inspector: one region under the panels. Closed, it is a one-line hint with its own side and
+       position pickers; open, it shows one position's history (see paintInspector). */
+    var insp = el("section", "cv-inspector", null, { "data-part": "inspector", "aria-label": "Token inspector",
+                                                   "data-open": "false" });
+    var inspHead = el("div", "cv-insp-head");
+    var inspTitle = el("p", "cv-insp-title", "Token inspector", { "aria-live": "polite" });
+    var inspSide = el("select", "cv-insp-side", null, { "aria-label": "Side to inspect" });
+    SIDES.forEach(function (s) { inspSide.appendChild(el("option", null, sideWord(s), { value: s })); });
+    var inspPosId = "cv-insp-pos-" + Math.random().toString(36).slice(2, 9);
+    var inspSig = "", inspHistory = null, revealSel = false;
+    var inspPos = el("input", "cv-insp-pos", null, { type: "number", min: "0", step: "1", id: inspPosId,
+                                                     inputmode: "numeric", placeholder: "#" });
+    var inspClose = button("cv-btn cv-insp-close", "Close", "Close the token inspector (Esc)");
+    inspHead.appendChild(inspTitle);
+    inspHead.appendChild(inspSide);
+    inspHead.appendChild(el("label", "cv-label", "Position", { for: inspPosId }));
+    inspHead.appendChild(inspPos);
+    inspHead.appendChild(inspClose);
+    var inspHint = el("p", "cv-insp-hint", "Click a token (or rest the pointer on one), or Tab to a panel and press " +
+      "\u2190 \u2192 (Shift: 10 at a time), to see that position's history. Esc closes.", { id: inspectHintId });
+    var inspBody = el("div", "cv-insp-body");
+    var inspNow = el("p", "cv-insp-now");
+    var sparkWrap = el("div", "cv-spark-wrap");
+    var spark = el("canvas", "cv-spark", null, { role: "img" });
+    var sparkMarker = el("div", "cv-spark-marker", null, { "aria-hidden": "true" });
+    sparkWrap.appendChild(spark);
+    sparkWrap.appendChild(sparkMarker);
+    var sparkNote = el("p", "cv-insp-note");
+    var inspEvents = el("ol", "cv-insp-events", null, { "aria-label": "When this position changed" });
+    var inspNote = el("p", "cv-insp-note cv-insp-noconf");
+    inspBody.appendChild(inspNow);
+    inspBody.appendChild(sparkWrap);
+    inspBody.appendChild(sparkNote);
+    inspBody.appendChild(inspEvents);
+    inspBody.appendChild(inspNote);
+    insp.appendChild(inspHead);
+    insp.appendChild(inspHint);
+    insp.appendChild(inspBody);
+
+    var chartBox = el("div", "cv-chart-box", null, { "data-part": "chart" });
     var chartTitle = el("p", "cv-chart-title", "Convergence");
     var chart = el("canvas", "cv-chart", null, { role: "img", "aria-label": "Convergence over time for both sides" });
     var chartNote = el("p", "cv-chart-note", "");
@@ -251,7 +323,7 @@
     chartBox.appendChild(chartNote);
     var chartDrawn = "", chartScale = null;
 
-    var table = el("table", "cv-metrics");
+    var table = el("table", "cv-metrics", null, { "data-part": "metrics", "aria-label": "Metrics" });
     var thead = el("thead");
     var headRow = el("tr");
     headRow.appendChild(el("th", null, "Metric", { scope: "col" }));
@@ -276,7 +348,8 @@
     });
     table.appendChild(tbody);
 
-    var scrub = el("div", "cv-scrub", null, { role: "group", "aria-label": "Replay controls" });
+    var scrub = el("div", "cv-scrub", null, { role: "group", "aria-label": "Replay controls",
+                                              "data-part": "scrubber" });
     var startBtn = button("cv-btn", "|\u25C0 Start", "Jump to start");
     var prevBtn = button("cv-btn", "\u25C0 Prev", "Previous frame");
     var playBtn = button("cv-btn cv-play", "\u25B6 Play", "Play");
@@ -292,7 +365,8 @@
       if (v === 1) o.selected = true;
       speedSel.appendChild(o);
     });
-    var timeOut = el("output", "cv-time", "", { for: rangeId });
+    /* an <output> is a polite live region by default; this one changes every frame, so it is kept quiet */
+    var timeOut = el("output", "cv-time", "", { for: rangeId, "aria-live": "off" });
     var viewLabel = el("label", "cv-view-toggle");
     var viewBox = el("input", "cv-view", null, { type: "checkbox" });
     viewLabel.appendChild(viewBox);
@@ -323,6 +397,7 @@
     root.appendChild(progressBanner);
     root.appendChild(legend);
     root.appendChild(sidesBox);
+    root.appendChild(insp);
     root.appendChild(scrub);
     root.appendChild(chartBox);
     root.appendChild(table);
@@ -341,7 +416,58 @@
     helpClose.addEventListener("click", function () { setHelp(false); helpBtn.focus(); });
     if (typeof ResizeObserver !== "undefined") {
       new ResizeObserver(function () { chartSize = null; schedule(); }).observe(chart);
+      var heatResized = new ResizeObserver(function () {
+        SIDES.forEach(function (s) { views[s].heatSize = null; });
+        schedule();
+      });
+      SIDES.forEach(function (s) { heatResized.observe(views[s].heat); });
     }
+
+    /* The inspector listens on each text panel, not on each token: a click, a resting pointer or the arrow
+       keys pick a position, found from the point (positionAt) or counted from the last one. */
+    var hoverTimer = 0;
+    SIDES.forEach(function (s) {
+      var v = views[s];
+      v.text.addEventListener("click", function (e) {
+        var selection = global.getSelection && global.getSelection();
+        if (selection && !selection.isCollapsed) return; /* the reader was selecting text, not picking a token */
+        var pos = positionAt(v, e.clientX, e.clientY);
+        if (pos >= 0) inspect(s, pos, true, false);
+      });
+      v.text.addEventListener("mousemove", function (e) {
+        if (hoverTimer) clearTimeout(hoverTimer);
+        hoverTimer = 0;
+        if (e.buttons || (state.inspect && state.inspect.pinned)) return;
+        var x = e.clientX, y = e.clientY;
+        hoverTimer = setTimeout(function () {
+          hoverTimer = 0;
+          var pos = positionAt(v, x, y);
+          if (pos >= 0 && !(state.inspect && state.inspect.pinned)) inspect(s, pos, false, false);
+        }, HOVER_MS);
+      });
+      v.text.addEventListener("mouseleave", function () {
+        if (hoverTimer) clearTimeout(hoverTimer);
+        hoverTimer = 0;
+      });
+      v.text.addEventListener("keydown", function (e) {
+        if (e.ctrlKey || e.metaKey || e.altKey || (e.key !== "ArrowLeft" && e.key !== "ArrowRight")) return;
+        var at = state.inspect && state.inspect.side === s ? state.inspect.pos : -1;
+        var by = (e.key === "ArrowRight" ? 1 : -1) * (e.shiftKey ? 10 : 1);
+        inspect(s, at < 0 ? 0 : at + by, true, true);
+        e.preventDefault(); /* the page's own arrow keys (frame back / forward) stay out of it */
+      });
+    });
+    inspPos.addEventListener("input", function () {
+      var pos = parseInt(inspPos.value, 10);
+      if (!isNaN(pos)) inspect(inspSide.value, pos, true, true);
+    });
+    inspSide.addEventListener("change", function () {
+      if (state.inspect) inspect(inspSide.value, state.inspect.pos, true, true);
+    });
+    inspClose.addEventListener("click", closeInspector);
+    insp.addEventListener("keydown", function (e) {
+      if (e.key === "Escape") { closeInspector(); e.preventDefault(); }
+    });
 
     function onKey(e) {
       if (!root.isConnected) { document.removeEventListener("keydown", onKey); return; }
@@ -352,7 +478,11 @@
           (tag === "INPUT" && t !== range && t !== viewBox)) return;
       var k = e.key;
       if (k === "?") { setHelp(!state.help); e.preventDefault(); return; }
-      if (k === "Escape") { if (state.help) { setHelp(false); e.preventDefault(); } return; }
+      if (k === "Escape") {
+        if (state.help) { setHelp(false); e.preventDefault(); }
+        else if (state.inspect) { closeInspector(); e.preventDefault(); }
+        return;
+      }
       if ((tag === "BUTTON" || t === viewBox) && (k === " " || k === "Enter")) return; /* its own click */
       if (t === range && (k === "ArrowLeft" || k === "ArrowRight" || k === "Home" || k === "End")) return;
       if (k === "p" || k === "P") { setPresenter(!state.presenter); e.preventDefault(); return; }
@@ -422,6 +552,7 @@
       state.seq = -1; state.prompt = ""; state.recording = ""; state.message = ""; state.done = false;
       state.caption = ""; state.warnings = [];
       state.cursor = null;
+      state.inspect = null;
       SIDES.forEach(function (s) {
         state.sides[s] = newSide();
         views[s].shown = [];
@@ -445,12 +576,44 @@
         tok = w.tok.slice();
         ch = Uint8Array.from(w.ch || []);
       }
+      /* confidences and candidates in whole percent: wire rows carry them so, analyzer rows as probabilities */
+      var cf = w.cf ? percents(w.cf, 1) : w.conf ? percents(w.conf, 100) : null;
+      if (w.cf && w.cfk) {  /* the first cfk confidences are the row before's (typing sends one a token) */
+        if (!prev || !prev.cf) return null;
+        var whole = new Uint8Array(w.cfk + cf.length);
+        whole.set(prev.cf.subarray(0, w.cfk));
+        whole.set(cf, w.cfk);
+        cf = whole;
+      }
+      var cd = w.cd ? candidates(w.cd, 1) : w.cand ? candidates(w.cand, 100) : null;
       return { i: w.i, t: w.t, step: w.step, tok: tok, m: w.m ? w.m.slice() : null, ch: ch,
-               nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0, vis: null };
+               nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0, vis: null, cf: cf, cd: cd };
+    }
+
+    function percent(v, scale) { return Math.max(0, Math.min(100, Math.round(+v * scale) || 0)); }
+
+    function percents(list, scale) {
+      var out = new Uint8Array(list.length);
+      for (var k = 0; k < list.length; k++) out[k] = percent(list[k], scale);
+      return out;
+    }
+
+    function candidates(list, scale) {
+      /* [[position, [[token, percent], ...]], ...]; anything malformed is left out */
+      var out = [];
+      for (var k = 0; k < list.length; k++) {
+        var e = list[k];
+        if (!Array.isArray(e) || !Array.isArray(e[1])) continue;
+        out.push([e[0] | 0, e[1].filter(Array.isArray).slice(0, 3).map(function (c) {
+          return [str(c[0]), percent(c[1], scale)];
+        })]);
+      }
+      return out;
     }
 
     function mergeSide(side, entry) {
       if (entry.spec != null) side.spec = str(entry.spec);
+      if (entry.label != null) side.label = str(entry.label);
       if (entry.status) {
         if (!(TERMINAL[side.status] && !TERMINAL[entry.status])) side.status = str(entry.status);
       }
@@ -625,8 +788,9 @@
       var anyRunning = false, anyStopped = false, anyError = false, anyDone = false;
       SIDES.forEach(function (s) {
         /* read before any write, while layout is still clean from the last frame */
-        var t = views[s].text;
-        views[s].atEnd = t.scrollTop + t.clientHeight >= t.scrollHeight - 4;
+        var v = views[s], t = v.text;
+        v.atEnd = t.scrollTop + t.clientHeight >= t.scrollHeight - 4;
+        if (!v.heatSize) v.heatSize = [v.heat.clientWidth, v.heat.clientHeight];
       });
       SIDES.forEach(function (s) {
         var side = state.sides[s];
@@ -679,6 +843,7 @@
         paintMetrics();
       }
       SIDES.forEach(function (s) { if (views[s].pin) views[s].text.scrollTop = views[s].text.scrollHeight; });
+      paintInspector();
       var hook = options.onPaint || (api && api.onPaint);
       if (hook) hook(performance.now() - started);
     }
@@ -688,17 +853,21 @@
       setAttr(v.section, "data-status", side.status);
       setAttr(v.section, "data-frames", String(side.rows.length));
       setAttr(v.section, "data-step", String(idx));
-      setText(v.name, side.spec || (s === "left" ? "Left" : "Right"));
+      var name = displayName(side, s);
+      setText(v.name, name);
+      setAttr(v.section, "aria-label", sideWord(s) + " panel: " + name);
+      setAttr(v.text, "aria-label", sideWord(s) + " output: " + name);
       setText(v.badge, STATUS_TEXT[side.status] || side.status);
       var badgeClass = "cv-badge cv-st-" + (STATUS_TEXT[side.status] ? side.status : "other");
       if (v.badge.className !== badgeClass) v.badge.className = badgeClass;
       setText(v.counter, side.rows.length ? "frame " + (idx + 1) + " / " + side.rows.length : "");
       setText(v.message, side.message);
       v.message.hidden = !side.message;
-      setText(colHeads[s], side.spec || s);
+      setText(colHeads[s], name);
       var row = idx >= 0 ? side.rows[idx] : null;
       paintFigures(v, side, row, idx, K);
-      paintTokens(v, row, side, idx, done);
+      v.idx = idx;
+      paintTokens(v, row, side, idx, done, state.inspect && state.inspect.side === s ? state.inspect.pos : -1);
       paintHeat(v, side, scrubbing ? idx : -1);
     }
 
@@ -718,45 +887,81 @@
       setText(v.rateLabel, settled ? "tokens / s (final tokens in place)" : "tokens / s (visible, live)");
     }
 
-    function paintTokens(v, row, side, idx, done) {
+    function paintTokens(v, row, side, idx, done, sel) {
+      /* Each position's style and text are compared with what is on screen; only the blocks holding a
+         difference are rebuilt. Within a block, neighbours with the same style share one node (a plain text
+         node when unstyled), so a 1,000-token panel is a few hundred inline boxes instead of a thousand and
+         the browser's text layout and paint, which grow with that count, stay cheap. */
       var tok = row ? row.tok : [];
       var m = row && row.m, ch = row && row.ch;
       var settledAll = done && side.status === "done" && idx === side.rows.length - 1;
       var sp = row && typeof row.sp === "number" ? row.sp : 0;
       var textSource = row && !m;
-      var spans = v.spans, shown = v.shown;
-      while (spans.length < tok.length) {
-        var span = el("span", "cv-tok");
-        spans.push(span);
-        v.inner.appendChild(span);
-      }
-      while (spans.length > tok.length) v.inner.removeChild(spans.pop());
-      shown.length = Math.min(shown.length, spans.length);
-      var shownText = v.shownText;
-      var draftFrom = textSource && !settledAll ? sp : tok.length;
-      for (var i = 0; i < tok.length; i++) {
+      var n = tok.length, shown = v.shown, shownText = v.shownText, blocks = v.blocks;
+      var nBlocks = Math.ceil(n / BLOCK);
+      while (blocks.length < nBlocks) blocks.push(v.inner.appendChild(el("span", "cv-blk")));
+      while (blocks.length > nBlocks) v.inner.removeChild(blocks.pop());
+      var dirty = [], cut = shown.length > n && n % BLOCK;
+      shown.length = Math.min(shown.length, n);
+      shownText.length = shown.length;
+      var draftFrom = textSource && !settledAll ? sp : n;
+      for (var i = 0; i < n; i++) {
         var masked = m && m[i] ? 1 : 0;
         var code = ch ? ch[i] : 0;
-        var style = masked | code << 1 | (code === 0 && i >= draftFrom ? 8 : 0);
+        var style = masked | code << 1 | (code === 0 && i >= draftFrom ? 8 : 0) | (i === sel ? 16 : 0);
         var text = masked ? MASK : tok[i];
-        if (shown[i] !== style) {
-          spans[i].className = TOKEN_CLASS[style];
+        if (shown[i] !== style || shownText[i] !== text) {
           shown[i] = style;
-        }
-        if (shownText[i] !== text) {
-          spans[i].textContent = text;
           shownText[i] = text;
+          var b = (i / BLOCK) | 0;
+          if (dirty[dirty.length - 1] !== b) dirty.push(b);
         }
       }
-      shownText.length = tok.length;
-      setAttr(v.text, "data-tokens", String(tok.length));
+      if (cut && dirty[dirty.length - 1] !== nBlocks - 1) dirty.push(nBlocks - 1);
+      for (var k = 0; k < dirty.length; k++) fillBlock(v, dirty[k], n);
+      setAttr(v.text, "data-tokens", String(n));
       /* a typing side that was scrolled to its end keeps its newest words in view (applied after all writes) */
-      v.pin = !!textSource && tok.length > v.lastLen && v.atEnd;
-      v.lastLen = tok.length;
+      v.pin = !!textSource && n > v.lastLen && v.atEnd;
+      v.lastLen = n;
+    }
+
+    function fillBlock(v, b, n) {
+      /* Rebuilds one block's runs, keeping each node already in place that has the run's style (only its text
+         may change), so a frame that highlights one token touches a node or two rather than the whole block. */
+      var from = b * BLOCK, to = Math.min(n, from + BLOCK), block = v.blocks[b], child = block.firstChild;
+      for (var i = from; i < to;) {
+        var style = v.shown[i], text = v.shownText[i], j = i + 1;
+        for (; j < to && v.shown[j] === style; j++) text += v.shownText[j];
+        var node = child;
+        if (node && (style ? node.nodeType === 1 && node.className === TOKEN_CLASS[style] : node.nodeType === 3)) {
+          setRunText(node, text);
+          child = node.nextSibling;
+        } else {
+          node = style ? el("span", TOKEN_CLASS[style], text) : document.createTextNode(text);
+          block.insertBefore(node, child);
+        }
+        if (style & 16) v.selNode = node;
+        i = j;
+      }
+      while (child) {
+        var next = child.nextSibling;
+        block.removeChild(child);
+        child = next;
+      }
+    }
+
+    function setRunText(node, text) {
+      /* through the text node's data where there is one: the browser then reshapes only what changed */
+      var t = node.nodeType === 3 ? node : node.firstChild;
+      if (t && t.nodeType === 3 && !t.nextSibling) { if (t.data !== text) t.data = text; }
+      else if (node.textContent !== text) node.textContent = text;
     }
 
     function paintHeat(v, side, idx) {
-      /* idx: the frame to mark while scrubbing, -1 for none. Only rows not yet drawn are put on the canvas. */
+      /* idx: the frame to mark while scrubbing, -1 for none. New rows are put, one pixel per cell, on an
+         offscreen canvas; the visible canvas gets that image scaled once to its own device pixels, and only
+         when rows arrive or its size changes. The compositor then copies it unscaled on every frame,
+         instead of filtering a 1,000-column image down to the panel each time anything near it moves. */
       var rows = side.rows, n = rows.length, w = Math.max(1, side.maxLen);
       var canvas = v.heat;
       if (!n) {
@@ -764,6 +969,7 @@
         canvas.getContext("2d").clearRect(0, 0, 1, 1);
         setAttr(canvas, "data-rows", "0");
         v.marker.hidden = true;
+        v.heatOut = "";
         side.heatDrawn = 0;
         return;
       }
@@ -784,22 +990,34 @@
         }
       }
       side.heatRows = n;
-      var resized = canvas.width !== w || canvas.height !== n;
-      if (resized) {
-        canvas.width = w;
-        canvas.height = n;
+      var cells = v.heatSrc;
+      if (cells.width !== w || cells.height !== n) {
+        cells.width = w;
+        cells.height = n;
         side.heatDrawn = 0;
       }
       if (side.heatDrawn < n) {
         var from = side.heatDrawn;
         var image = new ImageData(new Uint8ClampedArray(buf32.buffer, from * w * 4, w * (n - from) * 4), w, n - from);
-        canvas.getContext("2d").putImageData(image, 0, from);
+        cells.getContext("2d").putImageData(image, 0, from);
         side.heatDrawn = n;
+        v.heatGen++;
         setAttr(canvas, "data-rows", String(n));
         setAttr(canvas, "data-cols", String(w));
-        /* crisp cells while each frame gets at least a pixel; smoothed (averaged) when squeezed */
-        var crisp = n <= canvas.clientHeight && w <= canvas.clientWidth;
-        canvas.style.imageRendering = crisp ? "pixelated" : "auto";
+      }
+      var dpr = global.devicePixelRatio || 1;
+      var W = Math.round(v.heatSize[0] * dpr), H = Math.round(v.heatSize[1] * dpr);
+      var out = W + "x" + H + ":" + v.heatGen;
+      if (W > 0 && H > 0 && v.heatOut !== out) {
+        if (canvas.width !== W) canvas.width = W;
+        if (canvas.height !== H) canvas.height = H;
+        var ctx = canvas.getContext("2d");
+        /* crisp cells while each gets at least a pixel; averaged when squeezed */
+        ctx.imageSmoothingEnabled = n > H || w > W;
+        ctx.imageSmoothingQuality = "medium"; /* mipmapped averaging, at half the cost of "high" */
+        ctx.clearRect(0, 0, W, H);
+        ctx.drawImage(cells, 0, 0, w, n, 0, 0, W, H);
+        v.heatOut = out;
       }
       if (v.marker.hidden !== idx < 0) v.marker.hidden = idx < 0;
       /* the marker spans the heatmap's height and is moved by a transform: no repaint of the heatmap */
@@ -843,7 +1061,8 @@
       var cssW = chartSize[0], cssH = chartSize[1];
       var sig = [cssW, cssH, dpr, dark(), state.run].concat(SIDES.map(function (s) {
         var side = state.sides[s];
-        return side.rows.length + ":" + (side.settled ? side.settled.length : -1) + ":" + side.maxLen + ":" + side.spec;
+        return side.rows.length + ":" + (side.settled ? side.settled.length : -1) + ":" + side.maxLen + ":" +
+          displayName(side, s);
       })).join("|");
       if (sig !== chartDrawn) {
         drawChart(cssW, cssH, dpr);
@@ -916,7 +1135,7 @@
       setAttr(chart, "data-kind-left", kinds.left);
       setAttr(chart, "data-kind-right", kinds.right);
       var words = SIDES.map(function (s) {
-        var name = state.sides[s].spec || s;
+        var name = displayName(state.sides[s], s);
         return (s === "left" ? "solid blue: " : "dashed orange: ") + name + " \u2014 " +
           (kinds[s] === "settled" ? "share of the final answer already in place" :
            "live estimate: committed positions unchanged since the previous frame, over the longest draft so far");
@@ -959,6 +1178,239 @@
         : state.view === "progress" ? "progress " + (tl[i] * 100).toFixed(1) + " % (" + (i + 1) + " / " + tl.length + ") \u2014 not real time"
         : "t = " + tl[i].toFixed(3) + " s (" + (i + 1) + " / " + tl.length + ")";
       setText(timeOut, where);
+      setAttr(range, "aria-valuetext", where || "no frames yet");
+    }
+
+    function inspect(s, pos, pinned, reveal) {
+      /* reveal: scroll the inspected token into view (the keyboard moved it, maybe out of sight) */
+      var n = state.sides[s].maxLen;
+      if (!n) return;
+      state.inspect = { side: s, pos: Math.max(0, Math.min(n - 1, pos | 0)), pinned: pinned };
+      revealSel = reveal;
+      schedule();
+    }
+
+    function closeInspector() {
+      if (!state.inspect) return;
+      var s = state.inspect.side;
+      var hadFocus = insp.contains(document.activeElement);
+      state.inspect = null;
+      schedule();
+      if (hadFocus) views[s].text.focus(); /* the Close button is about to disappear: keep the keyboard's place */
+    }
+
+    function positionAt(v, x, y) {
+      /* The position of the character under a point: the caret position there, then whichever character
+         beside it holds the point, counted through the block's runs (see paintTokens). */
+      var node = null, offset = 0;
+      if (document.caretPositionFromPoint) {
+        var cp = document.caretPositionFromPoint(x, y);
+        if (cp) { node = cp.offsetNode; offset = cp.offset; }
+      } else if (document.caretRangeFromPoint) {
+        var cr = document.caretRangeFromPoint(x, y);
+        if (cr) { node = cr.startContainer; offset = cr.startOffset; }
+      }
+      if (!node || node.nodeType !== 3 || !v.inner.contains(node)) return -1;
+      var block = node.parentNode.classList.contains("cv-blk") ? node.parentNode : node.parentNode.parentNode;
+      var b = v.blocks.indexOf(block);
+      if (b < 0) return -1;
+      var range = document.createRange(), at = -1;
+      [offset, offset - 1].some(function (k) {
+        if (k < 0 || k >= node.length) return false;
+        range.setStart(node, k);
+        range.setEnd(node, k + 1);
+        var rects = range.getClientRects();
+        for (var r = 0; r < rects.length; r++) {
+          var box = rects[r];
+          if (x >= box.left && x <= box.right && y >= box.top && y <= box.bottom) { at = k; return true; }
+        }
+        return false;
+      });
+      if (at < 0) return -1;
+      for (var c = block.firstChild; c && c !== node && c !== node.parentNode; c = c.nextSibling) {
+        at += c.textContent.length;
+      }
+      for (var i = b * BLOCK; i < v.shownText.length; i++) {
+        at -= v.shownText[i].length;
+        if (at < 0) return i;
+      }
+      return -1;
+    }
+
+    function paintInspector() {
+      /* Closed: a hint. Open: the history is rebuilt only when the position or the rows change; each frame
+         only moves the "now" line and its marker on the sparkline. */
+      var ins = state.inspect;
+      setAttr(insp, "data-open", ins ? "true" : "false");
+      if (inspBody.hidden !== !ins) inspBody.hidden = !ins;
+      if (inspClose.hidden !== !ins) inspClose.hidden = !ins;
+      if (inspHint.hidden !== !!ins) inspHint.hidden = !!ins;
+      if (!ins) {
+        setText(inspTitle, "Token inspector");
+        setAttr(insp, "data-pos", "");
+        inspSig = "";
+        return;
+      }
+      var side = state.sides[ins.side], p = ins.pos;
+      setAttr(insp, "data-side", ins.side);
+      setAttr(insp, "data-pos", String(p));
+      if (inspSide.value !== ins.side) inspSide.value = ins.side;
+      setAttr(inspPos, "max", String(Math.max(0, side.maxLen - 1)));
+      if (document.activeElement !== inspPos && inspPos.value !== String(p)) inspPos.value = String(p);
+      setText(inspTitle, sideWord(ins.side) + " \u00B7 " + displayName(side, ins.side) + " \u2014 position " + p);
+      var sig = [state.run, ins.side, p, side.rows.length, side.status, dark(), global.devicePixelRatio || 1].join("|");
+      if (sig !== inspSig) {
+        inspHistory = history(side, p);
+        listEvents(inspHistory, side, p);
+        drawSpark(inspHistory, ins.side, p);
+        inspSig = sig;
+      }
+      paintNow(side, views[ins.side].idx, p);
+      if (revealSel && views[ins.side].selNode) views[ins.side].selNode.scrollIntoView({ block: "nearest" });
+      revealSel = false;
+    }
+
+    function history(side, p) {
+      /* One pass over the rows: position p's confidence at each frame, whether it was masked, and its events
+         (a change code at p, or candidates recorded for p). */
+      var rows = side.rows, conf = [], masked = [], events = [], hasConf = false, masks = false;
+      for (var r = 0; r < rows.length; r++) {
+        var row = rows[r];
+        var here = row && p < row.tok.length;
+        var value = here && row.cf && p < row.cf.length ? row.cf[p] : -1;
+        if (row && row.cf) hasConf = true;
+        if (row && row.m) masks = true;
+        conf.push(value);
+        masked.push(here && row.m ? row.m[p] : 0);
+        if (!row) continue;
+        var cands = null;
+        if (row.cd) for (var k = 0; k < row.cd.length; k++) if (row.cd[k][0] === p) cands = row.cd[k][1];
+        var code = p < row.ch.length ? row.ch[p] : 0;
+        if (code || cands) events.push({ r: r, code: code, cands: cands });
+      }
+      return { conf: conf, masked: masked, events: events, hasConf: hasConf, masks: masks };
+    }
+
+    function listEvents(h, side, p) {
+      var items = [], commits = 0;
+      for (var k = 0; k < h.events.length && items.length < MAX_EVENTS; k++) {
+        var e = h.events[k], row = side.rows[e.r];
+        var word = e.code === 1 ? (h.masks ? (commits++ ? "re-committed" : "committed") : "appeared")
+          : e.code === 2 ? "changed" : e.code === 3 ? "remasked" : "weighed";
+        var li = el("li", "cv-insp-event", null, { "data-code": String(e.code) });
+        li.appendChild(el("span", "cv-insp-when", "step " + row.step + " \u00B7 frame " + (e.r + 1) + " \u00B7 t = " +
+          row.t.toFixed(3) + " s"));
+        li.appendChild(document.createTextNode(" " + word + " "));
+        if (e.code !== 3 && p < row.tok.length && !(row.m && row.m[p])) {
+          li.appendChild(el("span", "cv-insp-tok", quoted(row.tok[p])));
+        }
+        if (e.cands && e.cands.length) {
+          li.appendChild(document.createTextNode(e.code === 3 ? " \u2014 its top candidates then: "
+                                                              : " \u2014 top candidates: "));
+          e.cands.forEach(function (c, i) {
+            if (i) li.appendChild(document.createTextNode(", "));
+            li.appendChild(el("span", "cv-insp-tok", quoted(c[0])));
+            li.appendChild(document.createTextNode(" " + c[1] + " %"));
+          });
+        }
+        items.push(li);
+      }
+      if (h.events.length > items.length) {
+        items.push(el("li", "cv-insp-more", "\u2026 and " + (h.events.length - items.length) + " more (not listed)"));
+      }
+      if (!h.events.length) items.push(el("li", "cv-insp-more", "No change at this position yet."));
+      inspEvents.replaceChildren.apply(inspEvents, items);
+      inspNote.hidden = h.hasConf;
+      setText(inspNote, "This source reports no confidences (API sources do not), so there is no confidence line " +
+        "and there are no candidates: the list shows when this position changed.");
+      sparkWrap.hidden = sparkNote.hidden = !h.hasConf;
+    }
+
+    function drawSpark(h, s, p) {
+      /* Confidence (0-100 %) of one position at each frame: solid once committed, dashed while masked (the
+         top candidate's probability then), with a dot for each event coloured as in the heatmap. */
+      var n = h.conf.length, dpr = global.devicePixelRatio || 1, isDark = dark();
+      var W = SPARK[0], H = SPARK[1];
+      if (spark.width !== Math.round(W * dpr)) spark.width = Math.round(W * dpr);
+      if (spark.height !== Math.round(H * dpr)) spark.height = Math.round(H * dpr);
+      var ctx = spark.getContext("2d");
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.clearRect(0, 0, W, H);
+      if (!h.hasConf) return;
+      ctx.font = "10px system-ui, sans-serif";
+      ctx.fillStyle = isDark ? "#e6e6e6" : "#444";
+      ctx.strokeStyle = isDark ? "#666" : "#bbb";
+      ctx.lineWidth = 1;
+      ctx.setLineDash([]);
+      ctx.beginPath();
+      [0, 50, 100].forEach(function (v) {
+        var y = sparkY(v) + 0.5;
+        ctx.moveTo(SPARK_PAD[0], y);
+        ctx.lineTo(W - SPARK_PAD[1], y);
+        ctx.fillText(v + "%", 2, y + 3);
+      });
+      ctx.stroke();
+      ctx.strokeStyle = isDark ? LINE[s].dark : LINE[s].color;
+      ctx.lineWidth = 2;
+      for (var r = 1; r < n; r++) {
+        if (h.conf[r - 1] < 0 || h.conf[r] < 0) continue;
+        ctx.setLineDash(h.masked[r] ? [3, 3] : []);
+        ctx.beginPath();
+        ctx.moveTo(sparkX(r - 1, n), sparkY(h.conf[r - 1]));
+        ctx.lineTo(sparkX(r, n), sparkY(h.conf[r]));
+        ctx.stroke();
+      }
+      if (n === 1 && h.conf[0] >= 0) ctx.fillRect(sparkX(0, n) - 1, sparkY(h.conf[0]) - 1, 3, 3);
+      ctx.setLineDash([]);
+      ctx.lineWidth = 1;
+      ctx.strokeStyle = isDark ? "#ffffff" : "#000000";
+      h.events.forEach(function (e) {
+        var colour = HEAT[e.code === 1 ? "fresh" : e.code === 2 ? "changed" : e.code === 3 ? "remasked" : "unchanged"];
+        var v = h.conf[e.r] >= 0 ? h.conf[e.r] : 0;
+        ctx.fillStyle = "rgb(" + colour.join(",") + ")";
+        ctx.beginPath();
+        ctx.arc(sparkX(e.r, n), sparkY(v), 3.5, 0, 2 * Math.PI);
+        ctx.fill();
+        ctx.stroke();
+      });
+      var seen = h.conf.filter(function (v) { return v >= 0; });
+      setAttr(spark, "aria-label", seen.length
+        ? "Confidence of position " + p + " over " + n + " frames: first " + seen[0] + " %, last " +
+          seen[seen.length - 1] + " %, lowest " + Math.min.apply(null, seen) + " %, highest " +
+          Math.max.apply(null, seen) + " %"
+        : "No confidence recorded for position " + p);
+      setText(sparkNote, "Confidence at each frame (dashed while masked: its top candidate's probability); " +
+        "dots: committed (sky blue), changed (vermillion), remasked (black), as in the heatmap; " +
+        "the line is the frame shown.");
+    }
+
+    function sparkX(r, n) {
+      return SPARK_PAD[0] + (n > 1 ? r / (n - 1) : 0.5) * (SPARK[0] - SPARK_PAD[0] - SPARK_PAD[1]);
+    }
+    function sparkY(v) { return 4 + (1 - v / 100) * (SPARK[1] - 8); }
+
+    function paintNow(side, idx, p) {
+      /* the inspected position at the frame shown (per frame: a line of text and the marker's place) */
+      var row = idx >= 0 ? side.rows[idx] : null, text;
+      if (!row) text = "Before this side's first frame.";
+      else {
+        text = "Frame " + (idx + 1) + " / " + side.rows.length + " (step " + row.step + ", t = " +
+          row.t.toFixed(3) + " s): ";
+        if (p >= row.tok.length) text += "not produced yet.";
+        else {
+          var masked = row.m && row.m[p];
+          var cf = row.cf && p < row.cf.length ? row.cf[p] : -1;
+          text += masked ? "masked" : quoted(row.tok[p]);
+          if (cf >= 0) text += (masked ? " \u00B7 top candidate at " : " \u00B7 confidence ") + cf + " %";
+        }
+      }
+      setText(inspNow, text);
+      var show = !!row && inspHistory && inspHistory.hasConf;
+      if (sparkMarker.hidden !== !show) sparkMarker.hidden = !show;
+      if (show) {
+        var left = (sparkX(idx, side.rows.length) / SPARK[0] * 100).toFixed(2) + "%";
+        if (sparkMarker.style.left !== left) sparkMarker.style.left = left;
+      }
     }
 
     var api = null;
