@@ -71,6 +71,17 @@ def test_random_scoring_commits_in_a_different_order_than_confidence(mlm) -> Non
     assert sorted(i for c in order["random"] for i in c) == list(range(32))
 
 
+def test_with_random_order_the_threshold_judges_confidence_not_the_random_score(mlm) -> None:
+    """Beyond the one scheduled random pick, a step commits only positions the model is sure of."""
+    for threshold in (0.9, 0.05):
+        steps = run(mlm, gen_length=32, steps=32, block_length=32, scoring="random", threshold=threshold)
+        for after in steps[1:]:
+            sure = [i for i in after.committed if after.confidence[i] >= threshold]
+            assert len(after.committed) - len(sure) <= 1, (threshold, after.step)
+        assert not steps[-1].masked.any()
+    assert len(steps) < 33  # at 0.05 the random model is sure enough of several positions per step
+
+
 def test_remasking_reopens_committed_tokens_and_still_finishes(mlm) -> None:
     steps = run(mlm, gen_length=16, steps=16, block_length=16, remask=1.0)
     reopened = [(before, after) for before, after in zip(steps, steps[1:]) if after.remasked]
@@ -258,7 +269,7 @@ def test_lookahead_limits_what_the_model_sees_right_of_the_block(mlm) -> None:
 
 
 def test_bench_quality_figures_agree_with_the_cached_decoder() -> None:
-    from app.engine.bench import distinct2, nll
+    from app.engine.measure import distinct2, nll
 
     ar = random_model(config(causal=True), seed=4)
     answer = [11, 12, 13, 11, 12]

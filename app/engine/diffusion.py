@@ -147,9 +147,9 @@ def _scores(probs: np.ndarray, chosen: np.ndarray, scoring: str, rng: np.random.
     return rng.random(len(chosen))
 
 
-def _how_many(scores: np.ndarray, minimum: int, s: DiffusionSettings) -> int:
-    """Commits this step: the schedule's minimum, or more when threshold/factor says they are safe."""
-    k = minimum
+def _parallel(scores: np.ndarray, s: DiffusionSettings) -> int:
+    """How many of the best-scored positions threshold / factor call safe to commit together (0 with neither)."""
+    k = 0
     ranked = np.sort(scores)[::-1]
     if s.threshold is not None:
         k = max(k, int(np.sum(ranked >= s.threshold)))
@@ -157,7 +157,12 @@ def _how_many(scores: np.ndarray, minimum: int, s: DiffusionSettings) -> int:
         n = np.arange(1, len(ranked) + 1)
         ok = np.flatnonzero(ranked >= 1.0 - s.factor / (n + 1))
         k = max(k, int(ok[-1]) + 1 if len(ok) else 0)
-    return max(1, min(k, len(scores)))
+    return k
+
+
+def _how_many(scores: np.ndarray, minimum: int, s: DiffusionSettings) -> int:
+    """Commits this step: the schedule's minimum, or more when threshold/factor says they are safe."""
+    return max(1, min(max(minimum, _parallel(scores, s)), len(scores)))
 
 
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
@@ -229,8 +234,15 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
             if s.eos_discount < 1.0:
                 scores = np.where(chosen[cand] == model.eos_id, scores * s.eos_discount, scores)
             left = budget - j
-            k = _how_many(scores, math.ceil(len(cand) / left), s)
-            pick = cand[np.argsort(-scores, kind="stable")[:k]]
+            minimum = math.ceil(len(cand) / left)
+            if s.scoring == "random":
+                # random order picks the scheduled commits; threshold / factor still judge the model's own
+                # confidence (a random score above 0.9 means nothing) and add every position sure enough
+                sure = p_chosen[cand]
+                confident = np.argsort(-sure, kind="stable")[:_parallel(sure, s)]
+                pick = cand[np.union1d(np.argsort(-scores, kind="stable")[:minimum], confident)]
+            else:
+                pick = cand[np.argsort(-scores, kind="stable")[:_how_many(scores, minimum, s)]]
             commit = lo + pick
             x[P + commit] = chosen[pick]
             masked[commit] = False
