@@ -19,6 +19,14 @@ def _section(name: str) -> Callable[[], dict[str, Any]]:
         from app.engine.bench import run
 
         return run
+    if name == "sweeps":
+        from app.sweeps import bench as sweeps_bench
+
+        return sweeps_bench
+    if name == "lessons":
+        from app.lessons import bench as lessons_bench
+
+        return lessons_bench
     if name == "export":
         from app.export.video import bench
 
@@ -30,7 +38,7 @@ def _section(name: str) -> Callable[[], dict[str, Any]]:
     raise ValueError(name)
 
 
-SECTIONS = ("pipeline", "engine", "export", "player")
+SECTIONS = ("pipeline", "engine", "sweeps", "lessons", "export", "player")
 
 
 def main(argv: list[str]) -> int:

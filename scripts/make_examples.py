@@ -3,6 +3,8 @@
 Each example races the built-in twins (local-diffusion against local-ar: no key, no network) with different
 diffusion sampler settings, and gets a one-line caption in its header (header["caption"]), which the page
 and the exported HTML show above the race. Record on an otherwise idle machine: the timings are real.
+The Mercury-format example streams from the repository's loopback test server (tests/wire_server.py), which
+speaks Inception's wire format with synthetic drafts; its caption says so.
 
     python scripts/make_examples.py                 # all examples, into recordings/examples/
     python scripts/make_examples.py --only 02-random-order-no-blocks --out /tmp/examples
@@ -11,6 +13,7 @@ and the exported HTML show above the race. Record on an otherwise idle machine: 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -18,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "assets" / "models"
@@ -40,17 +43,24 @@ EXAMPLES: list[dict[str, Any]] = [
                 "so the diffusion twin finishes in a quarter of the passes, and the text shows what that costs.",
      "prompt": "The little cat was very hungry. She looked for food in the kitchen.",
      "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence"}},
+    {"name": "04-mercury-wire-format",
+     "caption": "Synthetic: Converge's test server streaming in Mercury's diffusing wire format (whole noisy drafts "
+                "that settle block by block), not real Mercury output, beside the diffusion twin's masks.",
+     "prompt": "How does diffusion decoding differ from autoregressive decoding?",
+     "left_source": "mercury:mercury-2", "wire": True,
+     "right_source": "local-diffusion", "right": {"gen_length": 64, "steps": 64, "block_length": 64, "threshold": 0}},
 ]
 
 
 def record(example: dict[str, Any], out: Path) -> Path:
     """Runs one race through the CLI into a temporary file, adds the caption, and moves it into place."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, wire_server(example.get("wire", False)) as env:
         raw = Path(tmp) / "race.jsonl"
-        cmd = [sys.executable, "-m", "app", "record", "--left", "local-diffusion", "--right", "local-ar",
-               "--prompt", example["prompt"], "--out", str(raw),
-               "--left-settings", json.dumps(example["left"]), "--right-settings", json.dumps(example.get("right", AR))]
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        cmd = [sys.executable, "-m", "app", "record", "--left", example.get("left_source", "local-diffusion"),
+               "--right", example.get("right_source", "local-ar"), "--prompt", example["prompt"], "--out", str(raw),
+               "--left-settings", json.dumps(example.get("left", {})),
+               "--right-settings", json.dumps(example.get("right", AR))]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **env})
         print(proc.stdout.strip())
         if proc.returncode != 0:
             raise SystemExit(f"{example['name']}: python -m app record failed (exit {proc.returncode}): {proc.stderr.strip()}")
@@ -65,6 +75,19 @@ def record(example: dict[str, Any], out: Path) -> Path:
         os.replace(part, target)
     check(target)
     return target
+
+
+@contextlib.contextmanager
+def wire_server(wanted: bool) -> Iterator[dict[str, str]]:
+    """The loopback test server's address and key as environment variables for the mercury source, or {}."""
+    if not wanted:
+        yield {}
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.wire_server import DEFAULT_KEY, serve
+
+    with serve() as url:
+        yield {"INCEPTION_BASE_URL": url, "INCEPTION_API_KEY": DEFAULT_KEY}
 
 
 def check(path: Path) -> None:

@@ -1,12 +1,51 @@
-"""Browser-test helper shared by the page, presenter and HTML-export tests."""
+"""Browser-test helpers shared by the page, lessons, presenter and HTML-export tests."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import socket
+import time
+import urllib.request
+from typing import Any, Iterator
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_page() -> Iterator[str]:
+    """The whole page, launched in this process with the app's own launch options; yields its URL once it answers."""
+    from app.ui.layout import build, launch_options
+
+    demo = build()
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)  # polling interval while the server starts, not synchronisation
+    try:
+        yield url
+    finally:
+        demo.close()
+
+
+OPEN_TABS: list[Any] = []  # every watched tab, so conftest can search their text for leaked keys after each test
 
 
 def watch_errors(tab: Any) -> list[str]:
     """Collects the tab's console errors and uncaught exceptions; a test asserts the list stays empty."""
+    OPEN_TABS.append(tab)
     errors: list[str] = []
     tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     tab.on("pageerror", lambda e: errors.append(str(e)))

@@ -8,10 +8,7 @@ console error. Progress is read from the player's data-* attributes, never from 
 from __future__ import annotations
 
 import json
-import socket
 import threading
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,7 +18,7 @@ from app.analysis import SideAnalyzer
 from app.race import Race
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.ui.payload import expand_rows, live_payload, load_payload, percent, recording_payload, wire_rows
-from tests.pages import watch_errors
+from tests.pages import serve_page, watch_errors
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
            "${window.__pwned=1}", "{{constructor.constructor('window.__pwned=1')()}}")
@@ -29,12 +26,6 @@ ROOT = "#player .cv-player"
 SHOTS = Path("/tmp")
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(autouse=True)
@@ -48,25 +39,8 @@ def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    """The page, launched in this process with the app's own launch options, once it answers."""
-    from app.ui.layout import build, launch_options
-
-    demo = build()
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)  # polling interval while the server starts, not synchronisation
-    yield url
-    demo.close()
+    with serve_page() as url:
+        yield url
 
 
 @pytest.fixture
@@ -260,22 +234,6 @@ def test_api_errors_show_a_clear_message_in_that_sides_panel(page: Any, api_env:
     assert len(rec.frames["right"]) >= 1
     assert side_attr(page, "right", "data-frames") == str(len(rec.frames["right"]))
     assert TEST_KEY not in page.content()
-
-
-@pytest.mark.browser
-def test_hostile_prompts_and_output_are_shown_as_text(page: Any, api_env: str) -> None:
-    text = "\n".join(HOSTILE)
-    choose(page, "left", "mercury")
-    choose(page, "right", "openai", HOSTILE[0])
-    start(page, text + "\nECHO:" + text)
-    wait_status(page, "done")
-    assert page.evaluate("typeof window.__pwned") == "undefined"
-    assert page.evaluate("document.querySelectorAll('#player img, #player script, #player iframe').length") == 0
-    for side in SIDES:
-        shown = side_text(page, side, "cv-text")
-        assert all(h in shown for h in HOSTILE), shown
-    assert HOSTILE[0] in side_text(page, "right", "cv-spec")
-    assert text in page.text_content("#player .cv-prompt-text")
 
 
 @pytest.mark.browser
@@ -656,6 +614,20 @@ def test_wire_rows_carry_the_inspectors_confidences_and_candidates(tmp_path: Pat
         assert all(len(r["cf"]) == len(r["tok"]) and all(0 <= c <= 100 for c in r["cf"]) for r in rows[1:])
         picked = [(pos, c) for r in rows for pos, c in (r["cd"] or [])]
         assert picked and all(1 <= len(c) <= 3 and c == sorted(c, key=lambda x: -x[1]) for _, c in picked)
+    typed = payload["sides"]["right"]["rows"]  # a typing side sends one new confidence a token, not the whole list
+    assert all(len(w["cf"]) == 1 and w["cfk"] == w["n"] - 1 for w in typed[2:])
     # the diffusion side names a candidate for every position it commits, the AR side one per token
     left = expand_rows(payload["sides"]["left"]["rows"])
     assert {pos for r in left for pos, _ in (r["cd"] or [])} == set(range(len(left[-1]["tok"])))
+
+
+def test_finished_sessions_are_forgotten_oldest_first_beyond_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.ui import layout
+
+    monkeypatch.setattr(layout, "_sessions", {})
+    monkeypatch.setattr(layout, "MAX_SESSIONS", 3)
+    running = {"race": object(), "path": "p", "run": "r"}
+    layout.remember("busy", running)
+    for i in range(6):
+        layout.remember(f"s{i}", {"race": None, "path": "p", "run": "r"})
+    assert list(layout._sessions) == ["busy", "s3", "s4", "s5"]  # a running race is never dropped

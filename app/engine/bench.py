@@ -3,91 +3,45 @@
 Everything runs the shipped twins through the same samplers the app uses, on this machine's CPU, one
 sample at a time. Quality is the perplexity of the generated answers under the AR twin, pooled over the
 prompts' tokens (easy to game by repetition, so distinct-2 of words and the texts themselves sit beside it).
+The measuring helpers live in app/engine/measure.py, and the length and threshold figures come from the
+same sweep functions as the page's Sweeps tab (app/sweeps.py), at longer lengths.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from app.engine import autoregressive, diffusion
+from app import sweeps
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
+from app.engine.measure import PROMPTS, run_diffusion, samples
 from app.sources.base import SourceError
 
-PROMPTS = [
-    "Once upon a time, there was a little girl named Lily.",
-    "Tom had a big red ball. One day,",
-    "The cat and the dog were friends. They",
-]
 SWEEP_LENGTHS = (64, 128, 256)
 SWEEP_STEPS = 64
+THRESHOLDS = (None, 0.9, 0.5, 0.3)
 
 
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
-
-
-def run_diffusion(model: Any, prompt_ids: list[int], s: DiffusionSettings) -> tuple[list[int], int, float]:
-    """(answer ids up to end-of-text, forward passes, wall seconds) for one sample."""
-    last, seconds = timed(lambda: list(diffusion.generate(model, prompt_ids, s))[-1])
-    n = diffusion.answer_length(last.ids, last.masked, model.eos_id)
-    return [int(i) for i in last.ids[:n]], last.nfe, seconds
-
-
-def run_ar(model: Any, prompt_ids: list[int], s: ARSettings) -> tuple[list[int], int, float]:
-    last, seconds = timed(lambda: list(autoregressive.generate(model, prompt_ids, s))[-1])
-    return last.ids, last.nfe, seconds
-
-
-def nll(ar: Any, prompt_ids: list[int], answer: list[int]) -> float:
-    """Summed negative log-likelihood (nats) of the answer given the prompt, under the AR twin."""
-    if not answer:
-        return 0.0
-    seq = np.array([ar.eos_id, *prompt_ids, *answer], dtype=np.int64)
-    logits = ar.net.forward(seq, causal=True).astype(np.float64)
-    rows = logits[len(prompt_ids): len(prompt_ids) + len(answer)]
-    rows -= rows.max(axis=-1, keepdims=True)
-    logp = rows[np.arange(len(answer)), answer] - np.log(np.exp(rows).sum(axis=-1))
-    return float(-logp.sum())
-
-
-def distinct2(text: str) -> float | None:
-    """Unique word bigrams over all word bigrams (1.0: no repetition)."""
-    words = text.split()
-    pairs = list(zip(words, words[1:]))
-    return len(set(pairs)) / len(pairs) if pairs else None
-
-
-def _mean(values: list[float | None]) -> float | None:
-    kept = [v for v in values if v is not None]
-    return round(sum(kept) / len(kept), 3) if kept else None
-
-
-def length_sweep(dm: Any, am: Any, prompt: list[int]) -> dict[str, Any]:
-    """Wall seconds for the full answer at each length: diffusion at a fixed step count, AR one token per pass."""
-    rows = []
-    for n in SWEEP_LENGTHS:
-        s = DiffusionSettings(gen_length=n, steps=SWEEP_STEPS, block_length=32, threshold=None, stop_at_eos=False)
-        _, d_nfe, d_sec = run_diffusion(dm, prompt, s)
-        _, _, w_sec = run_diffusion(dm, prompt, replace(s, lookahead=32))
-        _, a_nfe, a_sec = run_ar(am, prompt, ARSettings(gen_length=n, stop_at_eos=False))
-        rows.append({"length": n, "diffusion_seconds": round(d_sec, 3), "diffusion_nfe": d_nfe,
-                     "diffusion_lookahead32_seconds": round(w_sec, 3), "ar_seconds": round(a_sec, 3), "ar_nfe": a_nfe})
-    first, last = rows[0], rows[-1]
+def length_sweep(models: sweeps.Models) -> dict[str, Any]:
+    """Wall seconds for the full answer at each length: diffusion at a fixed step count, AR one token per pass
+    (app.sweeps.length_sweep on the first prompt, at longer lengths than the page's default)."""
+    rows = sweeps.length_sweep(SWEEP_LENGTHS, PROMPTS[:1], steps=SWEEP_STEPS, lookahead=32, models=models)
+    by = {(r["series"], r["length"]): r for r in rows}
+    table = [{"length": n, "diffusion_seconds": by["diffusion", n]["seconds"], "diffusion_nfe": by["diffusion", n]["nfe"],
+              "diffusion_lookahead32_seconds": by["diffusion_lookahead", n]["seconds"],
+              "ar_seconds": by["ar", n]["seconds"], "ar_nfe": by["ar", n]["nfe"]} for n in SWEEP_LENGTHS]
+    first, last = table[0], table[-1]
     return {"settings": {"steps": SWEEP_STEPS, "block_length": 32, "threshold": None, "prefix_cache": True,
                          "stop_at_eos": False,
                          "lookahead": "0 (whole answer), and 32 in its own column",
                          "ar": "greedy, KV cache, stop_at_eos false"},
-            "rows": rows,
+            "rows": table,
             "diffusion_ratio_256_64": round(last["diffusion_seconds"] / first["diffusion_seconds"], 2),
             "diffusion_lookahead32_ratio_256_64": round(last["diffusion_lookahead32_seconds"]
                                                         / first["diffusion_lookahead32_seconds"], 2),
@@ -95,28 +49,11 @@ def length_sweep(dm: Any, am: Any, prompt: list[int]) -> dict[str, Any]:
             "target": "diffusion ratio <= 2 while AR's is near 4"}
 
 
-def _samples(kind: str, model: Any, am: Any, tok: Any, prompts: list[list[int]], s: Any) -> dict[str, Any]:
-    """Runs one setting on every prompt: tokens, passes, seconds, perplexity, distinct-2 and the texts."""
-    runs = []
-    for p in prompts:
-        ids, nfe, sec = run_diffusion(model, p, s) if kind == "diffusion" else run_ar(model, p, s)
-        text = tok.decode(ids)
-        runs.append({"tokens": len(ids), "nfe": nfe, "seconds": sec, "nll": nll(am, p, ids),
-                     "distinct2": distinct2(text), "text": text})
-    tokens, nfe = sum(r["tokens"] for r in runs), sum(r["nfe"] for r in runs)
-    return {"kind": kind, "settings": s.to_json(), "tokens": round(tokens / len(runs), 1),
-            "nfe": round(nfe / len(runs), 1), "tokens_per_forward": round(tokens / nfe, 2) if nfe else None,
-            "seconds": _mean([r["seconds"] for r in runs]),
-            "ppl": round(math.exp(sum(r["nll"] for r in runs) / tokens), 2) if tokens else None,
-            "distinct2": _mean([r["distinct2"] for r in runs]), "samples": [r["text"] for r in runs]}
-
-
-def threshold_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dict[str, Any]:
-    """Tokens per forward pass with Fast-dLLM threshold decoding at length 256, against one token per step."""
-    base = DiffusionSettings(gen_length=256, steps=256, block_length=32, threshold=None)
-    rows = {"one_per_step": _samples("diffusion", dm, am, tok, prompts, base)}
-    for th in (0.9, 0.5, 0.3):
-        rows[f"threshold_{th}"] = _samples("diffusion", dm, am, tok, prompts, replace(base, threshold=th))
+def threshold_section(models: sweeps.Models) -> dict[str, Any]:
+    """Tokens per forward pass with Fast-dLLM threshold decoding at length 256, against one token per step
+    (app.sweeps.threshold_sweep at a longer length than the page's default)."""
+    found = sweeps.threshold_sweep(THRESHOLDS, PROMPTS, length=256, steps=256, models=models)
+    rows = {"one_per_step" if r["threshold"] is None else f"threshold_{r['threshold']}": r for r in found}
     ref = rows["one_per_step"]["ppl"]
     for row in rows.values():
         row["ppl_vs_one_per_step"] = round(row["ppl"] / ref, 3) if ref and row["ppl"] else None
@@ -125,6 +62,7 @@ def threshold_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> d
 
 
 def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dict[str, Any]:
+    """Perplexity and distinct-2 of the default sampler and its ablations, beside the AR twin."""
     d = DiffusionSettings()
     settings = {
         "diffusion_default": ("diffusion", d),
@@ -136,7 +74,7 @@ def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dic
         "ar_greedy": ("ar", ARSettings(gen_length=d.gen_length)),
         "ar_t0.8_top40": ("ar", ARSettings(gen_length=d.gen_length, temperature=0.8, top_k=40)),
     }
-    return {name: _samples(kind, dm if kind == "diffusion" else am, am, tok, prompts, s)
+    return {name: samples(kind, dm if kind == "diffusion" else am, am, tok, prompts, s)
             for name, (kind, s) in settings.items()}
 
 
@@ -219,8 +157,8 @@ def run(models_dir: str | Path | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     out: dict[str, Any] = {"prompts": PROMPTS, "defaults": DiffusionSettings().to_json(),
                            "ar_defaults": ARSettings().to_json()}
-    out["length_sweep"] = length_sweep(dm, am, prompts[0])
-    out["threshold"] = threshold_section(dm, am, tok, prompts)
+    out["length_sweep"] = length_sweep((dm, am, tok))
+    out["threshold"] = threshold_section((dm, am, tok))
     out["quality"] = quality_section(dm, am, tok, prompts)
     out["numpy_vs_torch"] = numpy_vs_torch(dm, prompts[0])
     out["seconds"] = round(time.perf_counter() - started, 1)

@@ -27,11 +27,15 @@ from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, SourceKind, load_plugins  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES  # noqa: E402
 from app.ui import library  # noqa: E402
+from app.ui.lessons_ui import lessons_box  # noqa: E402
+from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
 
 DEFAULT_PAIR = ("local-diffusion", "local-ar")
 UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
-RACE_CONCURRENCY = 2  # races at once across all users; local models are CPU-bound
+RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/compute.py)
+MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
+QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
 MAX_PROMPT_CHARS = 20_000
 
 PLAYER_GLUE = """
@@ -47,7 +51,10 @@ watch('payload', show);
 PAGE_CSS = """
 #converge-title h1 { margin-bottom: 0; }
 #player { min-height: 200px; }
+#prompt textarea { overflow-wrap: anywhere; }
+.gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
+body.cv-presenting #sweeps,
 body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; }
 """
@@ -172,6 +179,17 @@ def _session(request: gr.Request | None) -> str:
     return (request.session_hash if request is not None else None) or "no-session"
 
 
+def remember(session: str, entry: dict[str, Any]) -> None:
+    """Keeps a session's latest race; of the sessions whose race has ended, only the latest MAX_SESSIONS stay
+    (API clients never unload, so nothing else would ever drop them)."""
+    with _sessions_lock:
+        _sessions.pop(session, None)  # re-inserted last: the dict stays in order of last use
+        _sessions[session] = entry
+        finished = [k for k, e in _sessions.items() if e["race"] is None]
+        for stale in finished[: max(0, len(finished) - MAX_SESSIONS)]:
+            del _sessions[stale]
+
+
 def run_race(left: SideControls, right: SideControls) -> Any:
     """The Run handler: starts a race and yields coalesced player payloads until it ends or is cancelled."""
     n_left = len(left.inputs())
@@ -195,8 +213,7 @@ def run_race(left: SideControls, right: SideControls) -> Any:
             yield to_player(message_payload(f"Could not create the recording file: {e.strerror or e}.", run_id)), gr.skip()
             return
         entry = {"race": race, "path": race.path, "run": run_id}
-        with _sessions_lock:
-            _sessions[_session(request)] = entry
+        remember(_session(request), entry)
         updates = race.updates(interval=UPDATE_INTERVAL)
         try:
             for seq, snapshot in enumerate(updates):
@@ -383,6 +400,7 @@ def build() -> gr.Blocks:
             with gr.Row():
                 run_btn = gr.Button("Run", variant="primary", elem_id="run")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+        wire_lessons = lessons_box(prompt, controls)
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
         with gr.Column(elem_id="library-area"):
@@ -412,18 +430,28 @@ def build() -> gr.Blocks:
                 status = gr.Textbox(label="Library and export messages", interactive=False, elem_id="library-status",
                                     lines=2, max_lines=4, scale=3)
                 download = gr.File(label="Download", interactive=False, elem_id="download-file", height=110, scale=2)
+        with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
+            sweeps_tab()
         for side, c in controls.items():
             c.kind.change(_pick(c), inputs=[c.kind], outputs=[c.arg, c.key, *c.groups.values()],
-                          queue=False, show_progress="hidden")
+                          queue=False, show_progress="hidden", api_name=False)
         left, right = controls["left"], controls["right"]
         view = [table, pick, ids]
         quiet = {"show_progress": "hidden", "api_name": False}
-        run_event = run_btn.click(run_race(left, right), inputs=[prompt, *left.inputs(), *right.inputs()],
-                                  outputs=[player, current], concurrency_limit=RACE_CONCURRENCY,
-                                  concurrency_id="race", show_progress="hidden", api_name="race")
-        run_event.then(lambda: library_view(), outputs=view, **quiet)
-        stop_btn.click(fn=None, cancels=[run_event]).then(after_stop, inputs=None, outputs=[player, current],
-                                                           concurrency_limit=None, **quiet) \
+        race_inputs = [prompt, *left.inputs(), *right.inputs()]
+
+        def start_race(event: Any, api_name: str | bool = False) -> Any:
+            """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends."""
+            race = event.then(run_race(left, right), inputs=race_inputs, outputs=[player, current],
+                              concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden",
+                              api_name=api_name)
+            race.then(lambda: library_view(), outputs=view, **quiet)
+            return race
+
+        run_event = start_race(run_btn.click(fn=None, **quiet), api_name="race")
+        race_events = [run_event, *wire_lessons(start_race)]
+        stop_btn.click(fn=None, cancels=race_events).then(after_stop, inputs=None, outputs=[player, current],
+                                                          concurrency_limit=None, **quiet) \
             .then(lambda: library_view(), outputs=view, **quiet)
         demo.load(open_page, outputs=[*view, player, current], **quiet)
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
@@ -438,13 +466,16 @@ def build() -> gr.Blocks:
             btn.click(export_current(fmt), inputs=[current], outputs=[download, status], concurrency_limit=1,
                       concurrency_id="export", **quiet)
         demo.unload(end_session)
+    demo.queue(max_size=QUEUE_SIZE)
     return demo
 
 
-def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, **kwargs: Any) -> Any:
-    """Builds and serves the page on host:port (this machine only by default); `share` opts in to a public link."""
+def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, **kwargs: Any) -> gr.Blocks:
+    """Builds and serves the page on host:port (this machine only by default) with a bounded queue; `share` opts in to a
+    public link, with a warning. Returns the running page (pass prevent_thread_lock=True to get it back at once)."""
     if share:
         print("Warning: --share makes this page public through Gradio's share servers; anyone with the link can "
               "run races on this machine, and keys typed into the page pass through that tunnel.", file=sys.stderr)
     demo = build()
-    return demo.launch(server_name=host, server_port=port, share=share, **{**launch_options(), **kwargs})
+    demo.launch(server_name=host, server_port=port, share=share, **{**launch_options(), **kwargs})
+    return demo

@@ -1,0 +1,233 @@
+"""The guided lessons: each sets up a race that runs offline, points at one part of the page, explains it in
+two or three plain sentences, and offers one change to try.
+
+Lessons are data, so the page, the tests and the README all read the same list. Settings are the sources'
+own (see app/sources/local.py); anything a lesson does not set keeps the page's default. Written for someone
+who has never heard of masked diffusion: by the end they can say what a step is, what the threshold trades
+and why blocks exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "recordings" / "examples"
+MERCURY_EXAMPLE = EXAMPLES / "04-mercury-wire-format.jsonl"
+
+STORY = "Once upon a time, there was a little girl named Lily."
+SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0}  # one token per step, 4 blocks
+AR64 = {"gen_length": 64}
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One lesson: the race it sets up, the part of the page it points at, what it says and what to try."""
+
+    title: str
+    text: str
+    point: str  # a CSS selector for the part of the page the lesson is about
+    look: str  # where to look, in words (the spotlight says the same thing visually)
+    try_it: str  # the change to make, in words
+    try_side: str  # the side the change applies to ("left" or "right")
+    try_settings: dict[str, Any]  # the same change as settings, applied by the "Try it" button
+    left: str = "local-diffusion"
+    right: str = "local-ar"
+    left_settings: dict[str, Any] = field(default_factory=lambda: dict(SHORT))
+    right_settings: dict[str, Any] = field(default_factory=lambda: dict(AR64))
+    prompt: str = STORY
+
+    def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Each side's source spec and settings before the change."""
+        return {"left": (self.left, dict(self.left_settings)), "right": (self.right, dict(self.right_settings))}
+
+    def changed(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Each side's source spec and settings after the "try it" change."""
+        out = self.sources()
+        spec, settings = out[self.try_side]
+        out[self.try_side] = (spec, {**settings, **self.try_settings})
+        return out
+
+
+def part(name: str) -> str:
+    """The selector of a part of the player (the player marks them with data-part)."""
+    return f'[data-part="{name}"]'
+
+
+LESSONS: list[Lesson] = [
+    Lesson(
+        title="An autoregressive model types left to right",
+        text="The right panel is the autoregressive (AR) twin: it writes one token (a word or a piece of one) at "
+             "a time, always at the end, and never goes back. Each token costs one forward pass, one run of the "
+             "network over the text so far.",
+        point=part("panel-right"), look="the right panel",
+        try_it="Set the AR twin's temperature to 0.8 and run again: it now samples each next token instead of "
+               "taking the likeliest, so the story changes, but it still grows strictly from left to right.",
+        try_side="right", try_settings={"temperature": 0.8},
+    ),
+    Lesson(
+        title="A diffusion model starts from a fully masked canvas",
+        text="The left panel is the masked-diffusion twin. Its answer starts as a row of blank, masked positions "
+             "(grey), and each step the model guesses every masked position at once and keeps a few guesses. "
+             "Scrub back to the first frame to see the empty canvas.",
+        point=part("panel-left"), look="the left panel",
+        try_it="Set the left answer length to 128 and run again: the canvas is twice as long and is filled in "
+               "the same way, a few positions per step.",
+        try_side="left", try_settings={"gen_length": 128, "steps": 128},
+    ),
+    Lesson(
+        title="A step is one forward pass",
+        text="A step runs the network once over the prompt and the whole partly masked answer, which gives a "
+             "guess and a confidence for every masked position. The sampler then commits some of those guesses "
+             "and leaves the rest masked for the next step. The metrics count the forward passes.",
+        point=part("metrics"), look="the metrics table (forward passes, tokens per forward pass)",
+        try_it="Set the left steps to 16: each step must now commit 4 of the 64 tokens, so the answer takes a "
+               "quarter of the forward passes. Compare the text with the 64-step run.",
+        try_side="left", try_settings={"steps": 16},
+    ),
+    Lesson(
+        title="Reading the heatmap",
+        text="Each heatmap has one row per frame (time runs down) and one column per position in the answer. "
+             "A cell is coloured when that position changed in that frame: newly unmasked, changed, or masked "
+             "again, as the legend says. The AR heatmap is a diagonal; the diffusion one shows the order the "
+             "model chose.",
+        point=part("heatmap-left"), look="the heatmaps under the panels and their legend",
+        try_it="Set the left block length to 64 (one block for the whole answer) and run again: the cells can "
+               "now appear anywhere in the row, not only inside the current block of 16.",
+        try_side="left", try_settings={"block_length": 64},
+    ),
+    Lesson(
+        title="Which positions get committed: confidence, margin, entropy or random",
+        text="Each step the sampler ranks the masked positions and commits the best-ranked ones; the others "
+             "stay masked (LLaDA calls this 'low-confidence remasking': the least confident guesses are masked "
+             "again). Confidence ranks by the probability of the best guess, margin by its lead over the "
+             "second best, entropy by how peaked the whole guess is; random ignores the model.",
+        point=part("heatmap-right"), look="the two heatmaps: same model, two orders",
+        try_it="Set the right side's 'Which positions to commit' to margin (or entropy) and run again.",
+        try_side="right", try_settings={"scoring": "margin"},
+        right="local-diffusion",
+        left_settings={**SHORT, "block_length": 64, "scoring": "confidence"},
+        right_settings={**SHORT, "block_length": 64, "scoring": "random"},
+    ),
+    Lesson(
+        title="Blocks: why diffusion is often run semi-autoregressively",
+        text="With blocks, the answer is cut into chunks that are decoded one after another from the left; "
+             "inside a block, positions fill in any order. Blocks exist because a model allowed to commit "
+             "anywhere tends to settle easy, far-away tokens (punctuation, end-of-text) first and then has to "
+             "write text that leads up to them.",
+        point=part("heatmap-right"), look="the right heatmap: one block at a time",
+        try_it="Set the right block length to 8 and run again: decoding gets closer to left to right.",
+        try_side="right", try_settings={"block_length": 8},
+        right="local-diffusion",
+        left_settings={**SHORT, "block_length": 64},
+        right_settings={**SHORT, "block_length": 16},
+    ),
+    Lesson(
+        title="Steps against quality",
+        text="Fewer steps means more tokens committed per forward pass, and tokens committed in the same step "
+             "were guessed at the same time, without seeing each other. That is where repetition and broken "
+             "grammar come from: compare the 64-step text on the left with the 8-step text on the right.",
+        point=part("panel-right"), look="the two panels' text, and the forward passes in the metrics",
+        try_it="Set the right steps to 32 and run again: twice the passes, and usually better text.",
+        try_side="right", try_settings={"steps": 32},
+        right="local-diffusion",
+        right_settings={**SHORT, "steps": 8},
+    ),
+    Lesson(
+        title="Parallel decoding by threshold: tokens per forward pass",
+        text="Instead of a fixed number of steps, Fast-dLLM's threshold commits every masked position whose "
+             "confidence is above it (and at least one per step), so the model decides how many tokens each "
+             "pass yields. The threshold trades speed for quality: lower means more tokens per pass and more "
+             "mistakes. A small model like this one is rarely sure of more than the next word, and on a short "
+             "answer there is little to gain.",
+        point=part("metrics"), look="'Tokens per forward pass' in the metrics",
+        try_it="Set the left threshold to 0.5 and run again: more tokens per pass; read what it does to the text.",
+        try_side="left", try_settings={"threshold": 0.5},
+        right="local-diffusion",
+        left_settings={**SHORT, "threshold": 0.9},
+        right_settings=dict(SHORT),
+    ),
+    Lesson(
+        title="Remasking: letting committed tokens change",
+        text="In plain masked diffusion a committed token is final. ReMDM-style remasking reopens earlier tokens "
+             "of the current block, more often the less sure the model was when it committed them, so a later "
+             "step can correct them; the heatmap marks them as masked again.",
+        point=part("heatmap-right"), look="the right heatmap: cells masked again",
+        try_it="Set the right remasking to 0.9 and run again: more tokens are reopened and rewritten.",
+        try_side="right", try_settings={"remask": 0.9},
+        right="local-diffusion",
+        right_settings={**SHORT, "remask": 0.4},
+    ),
+    Lesson(
+        title="End of text: flooding, and why blocks hold it back",
+        text="A diffusion model must fill every position of its canvas, so the positions after the story ends "
+             "get end-of-text (shown as <eos>). End-of-text is an easy, confident guess: once one is committed, "
+             "the rest of the canvas floods with <eos> and the story stops short, as on the left (one block). "
+             "With blocks (right), nothing right of the current block can be committed, so the story runs longer.",
+        point=part("panel-left"), look="the <eos> marks in the left panel",
+        try_it="Set the left end-of-text score factor to 0.3 and run again: end-of-text now needs a much "
+               "higher score to be committed, so the story fills the canvas.",
+        try_side="left", try_settings={"eos_discount": 0.3},
+        right="local-diffusion",
+        prompt="Once upon a time, there was a big dog.",
+        left_settings={"gen_length": 128, "steps": 128, "block_length": 128, "threshold": 0.0, "stop_at_eos": False},
+        right_settings={"gen_length": 128, "steps": 128, "block_length": 32, "threshold": 0.0, "stop_at_eos": False},
+    ),
+    Lesson(
+        title="Why diffusion time grows slowly with length",
+        text="At a fixed number of steps, diffusion makes the same number of forward passes however long the "
+             "answer is; each pass only gets a little dearer, because the extra positions are computed side by "
+             "side. The AR twin needs one pass per token, so its time grows with the length.",
+        point=part("metrics"), look="'Time to final' and 'Forward passes' in the metrics",
+        try_it="Set the left answer length to 64 and run again: four times shorter, yet the time drops by much "
+               "less than four times, while the AR twin's time depends on every token.",
+        try_side="left", try_settings={"gen_length": 64},
+        left_settings={"gen_length": 256, "steps": 32, "block_length": 256, "threshold": 0.0},
+        right_settings={"gen_length": 256},
+    ),
+    Lesson(
+        title="Mercury's diffusing stream is noise that settles, not masks",
+        text="Inception's Mercury API sends no masks: with diffusing on, every chunk is the whole current "
+             "draft, noisy text that settles from the left, block by block, until it is final. Converge aligns "
+             "each draft with the one before to colour what changed. The left side replays a synthetic stream "
+             "made by Converge's test server in Mercury's wire format (a real one needs a key).",
+        point=part("heatmap-left"), look="the left heatmap: changes that die out from left to right",
+        try_it="Set the replay speed on the left to 0.5 and run again, then step through the frames.",
+        try_side="left", try_settings={"speed": 0.5},
+        left=f"replay:{MERCURY_EXAMPLE}", right="local-diffusion",
+        left_settings={}, right_settings={**SHORT, "block_length": 64},
+        prompt="Explain what a diffusion language model is, in one paragraph.",
+    ),
+]
+
+
+def bench() -> dict[str, Any]:
+    """`python -m app bench --only lessons`: per lesson, seconds from pressing Run (sources built, weights loaded
+    if not yet) to the first frames on the page, and to the end of the race, for the setup and for its change."""
+    import tempfile
+    import time
+
+    from app.race import Race
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, lesson in enumerate(LESSONS):
+            row: dict[str, Any] = {"lesson": i + 1, "title": lesson.title}
+            for label, sources in (("setup", lesson.sources()), ("change", lesson.changed())):
+                started = time.perf_counter()
+                race = Race(lesson.prompt, sources["left"][0], sources["right"][0],
+                            settings={side: settings for side, (_, settings) in sources.items()},
+                            out=Path(tmp) / f"{i}-{label}.jsonl")
+                first = None
+                for update in race.updates(interval=0.05):
+                    if first is None and any(entry["rows"] for entry in update["sides"].values()):
+                        first = time.perf_counter() - started
+                statuses = {side: entry["status"] for side, entry in update["sides"].items()}
+                row[label] = {"first_frames_s": round(first, 3) if first is not None else None,
+                              "done_s": round(time.perf_counter() - started, 3), "status": statuses}
+            rows.append(row)
+    firsts = [row[k]["first_frames_s"] for row in rows for k in ("setup", "change")]
+    return {"target": "first frames within 2 s of pressing Run on a 2-core CPU", "lessons": rows,
+            "first_frames_max_s": max((f for f in firsts if f is not None), default=None),
+            "all_done": all(s == "done" for row in rows for k in ("setup", "change") for s in row[k]["status"].values())}

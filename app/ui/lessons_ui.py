@@ -1,0 +1,109 @@
+"""The lessons box: pick a lesson, read it, run its race, make its change; the page spotlights what it is about.
+
+A lesson only sets the page's own controls (sources, settings, prompt) and then presses Run for the learner,
+so what it shows is exactly what the learner can reproduce by hand. The spotlight is a CSS class on a part of
+the player (app/ui/player.css `.cv-spotlight`), toggled in the browser from a table of fixed selectors.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import gradio as gr
+
+from app.lessons import LESSONS, Lesson
+
+SPOTLIGHT_JS = """
+(i) => {
+  const selectors = %s;
+  document.querySelectorAll('.cv-spotlight').forEach((e) => e.classList.remove('cv-spotlight'));
+  const target = document.querySelector(selectors[Number(i)] || '');
+  if (target) {
+    target.classList.add('cv-spotlight');
+    target.scrollIntoView({block: 'nearest'});
+  }
+  return [];
+}
+"""
+
+
+def lesson_markdown(i: int) -> str:
+    """A lesson as the page shows it: number, title, the explanation, where to look and what to try."""
+    lesson = LESSONS[i]
+    return (f"### Lesson {i + 1} of {len(LESSONS)}: {lesson.title}\n\n{lesson.text}\n\n"
+            f"**Look at** {lesson.look} (outlined on the page).\n\n**Try it:** {lesson.try_it}")
+
+
+def control_values(sources: dict[str, tuple[str, dict[str, Any]]], controls: dict[str, Any]) -> list[Any]:
+    """Values for each side's picker, argument box and every setting widget, in `control_outputs` order.
+
+    Settings of the chosen source kind that the lesson does not name go back to their defaults, so one
+    lesson's changes never leak into the next; widgets of other kinds are left alone."""
+    out: list[Any] = []
+    for side, c in controls.items():
+        spec, settings = sources[side]
+        prefix, _, arg = spec.partition(":")
+        out += [gr.update(value=prefix), gr.update(value=arg)]
+        for kind, name, s, _ in c.settings:
+            out.append(gr.update(value=settings.get(name, s.get("default"))) if kind == prefix else gr.skip())
+    return out
+
+
+def change_values(lesson: Lesson, controls: dict[str, Any]) -> list[Any]:
+    """Values for the "try it" change alone: only the named settings of that side move."""
+    out: list[Any] = []
+    prefix = lesson.sources()[lesson.try_side][0].partition(":")[0]
+    for side, c in controls.items():
+        out += [gr.skip(), gr.skip()]
+        for kind, name, _, _ in c.settings:
+            hit = side == lesson.try_side and kind == prefix and name in lesson.try_settings
+            out.append(gr.update(value=lesson.try_settings[name]) if hit else gr.skip())
+    return out
+
+
+def control_outputs(controls: dict[str, Any]) -> list[Any]:
+    """The widgets a lesson sets: per side, the picker, the argument box and every setting widget."""
+    out: list[Any] = []
+    for c in controls.values():
+        out += [c.kind, c.arg, *(component for _, _, _, component in c.settings)]
+    return out
+
+
+def lessons_box(prompt: Any, controls: dict[str, Any]) -> Callable[[Callable[[Any], Any]], list[Any]]:
+    """Builds the lessons accordion where it is called, inside the open Blocks. Returns `wire(start_race)`,
+    to call once the player exists: `start_race(event)` chains a race after an event and returns the race
+    event; `wire` returns the race events it started, for Stop to cancel."""
+    with gr.Accordion("Lessons: how diffusion decoding differs from typing", open=True, elem_id="lessons"):
+        with gr.Row():
+            pick = gr.Dropdown(choices=[(f"{i + 1}. {lesson.title}", i) for i, lesson in enumerate(LESSONS)],
+                               value=0, label="Lesson", elem_id="lesson-pick", scale=4)
+            prev_btn = gr.Button("\u25c0 Previous", elem_id="lesson-prev", scale=1)
+            next_btn = gr.Button("Next \u25b6", elem_id="lesson-next", scale=1)
+        text = gr.Markdown(lesson_markdown(0), elem_id="lesson-text")
+        with gr.Row():
+            run_btn = gr.Button("Run this lesson's race", variant="primary", elem_id="lesson-run")
+            try_btn = gr.Button("Try it: make the change and run again", elem_id="lesson-try")
+    outputs = control_outputs(controls)
+    spotlight = SPOTLIGHT_JS % json.dumps([lesson.point for lesson in LESSONS])
+    quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
+
+    def setup(i: int) -> list[Any]:
+        lesson = LESSONS[int(i)]
+        return [gr.update(value=lesson.prompt), *control_values(lesson.sources(), controls)]
+
+    def change(i: int) -> list[Any]:
+        return change_values(LESSONS[int(i)], controls)
+
+    def wire(start_race: Callable[[Any], Any]) -> list[Any]:
+        pick.change(lambda i: lesson_markdown(int(i)), inputs=[pick], outputs=[text], **quiet) \
+            .then(fn=None, js=spotlight, inputs=[pick], **quiet)
+        prev_btn.click(lambda i: max(0, int(i) - 1), inputs=[pick], outputs=[pick], **quiet)
+        next_btn.click(lambda i: min(len(LESSONS) - 1, int(i) + 1), inputs=[pick], outputs=[pick], **quiet)
+        ran = start_race(run_btn.click(setup, inputs=[pick], outputs=[prompt, *outputs], **quiet)
+                         .then(fn=None, js=spotlight, inputs=[pick], **quiet))
+        tried = start_race(try_btn.click(change, inputs=[pick], outputs=outputs, **quiet)
+                           .then(fn=None, js=spotlight, inputs=[pick], **quiet))
+        return [ran, tried]
+
+    return wire

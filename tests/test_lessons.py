@@ -1,0 +1,117 @@
+"""The guided lessons: every lesson runs offline on the built-in models or a bundled recording, points at a
+part of the page that exists, and a learner can walk all of them, making each "try it" change, in Chromium."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from app.lessons import LESSONS, MERCURY_EXAMPLE
+from app.sources.base import REGISTRY, SourceError, make_source
+from app.trace import read_recording
+from app.ui.lessons_ui import lesson_markdown
+from tests.pages import serve_page, watch_errors
+
+ROOT = "#player .cv-player"
+PLAYER_PARTS = {"panel-left", "panel-right", "legend", "heatmap-left", "heatmap-right", "chart", "metrics",
+                "scrubber", "inspector"}
+
+
+def test_there_are_eight_to_twelve_lessons_each_short_with_a_change_to_try() -> None:
+    assert 8 <= len(LESSONS) <= 12
+    for lesson in LESSONS:
+        sentences = [s for s in lesson.text.replace("...", ".").split(". ") if s.strip()]
+        assert 2 <= len(sentences) <= 4, lesson.title
+        assert lesson.try_side in ("left", "right") and lesson.try_settings and lesson.try_it
+        assert lesson.changed() != lesson.sources()
+        assert lesson.point.startswith('[data-part="') and lesson.point[12:-2] in PLAYER_PARTS
+
+
+def test_the_lessons_cover_the_questions_newcomers_ask() -> None:
+    text = " ".join(f"{lesson.title} {lesson.text}".lower() for lesson in LESSONS)
+    for topic in ("left to right", "masked", "forward pass", "confidence", "margin", "entropy", "random", "block",
+                  "steps", "threshold", "remask", "end-of-text", "length", "mercury"):
+        assert topic in text, topic
+
+
+@pytest.mark.parametrize("i", range(len(LESSONS)))
+def test_every_lesson_and_its_change_make_valid_offline_sources(i: int) -> None:
+    """Both setups build with the sources' own validation: no key, no network, no bad setting."""
+    for sources in (LESSONS[i].sources(), LESSONS[i].changed()):
+        for spec, settings in sources.values():
+            assert spec.partition(":")[0] in ("local-diffusion", "local-ar", "replay"), spec
+            try:
+                make_source(spec, **settings)
+            except SourceError as e:
+                pytest.fail(f"lesson {i + 1}: {spec} {settings}: {e}")
+
+
+def test_the_mercury_lesson_replays_a_bundled_synthetic_wire_format_stream() -> None:
+    rec = read_recording(MERCURY_EXAMPLE)
+    assert rec.header["sources"]["left"]["name"].startswith("mercury")
+    assert "synthetic" in rec.header["caption"].lower() and rec.ends["left"]["status"] == "done"
+    drafts = [f.text for f in rec.frames["left"]]
+    assert len(drafts) > 5 and drafts[-1] != drafts[0]
+
+
+def test_lesson_text_names_where_to_look_and_what_to_try() -> None:
+    md = lesson_markdown(0)
+    assert md.startswith(f"### Lesson 1 of {len(LESSONS)}") and "**Try it:**" in md and "**Look at**" in md
+    assert all(k in REGISTRY for k in ("local-diffusion", "local-ar", "replay"))
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    with serve_page() as url:
+        yield url
+
+
+def race_finished(tab: Any, before: str | None) -> str:
+    """Waits until the player shows a new run that has finished; returns its recording name."""
+    tab.wait_for_function(
+        """(before) => {
+          const root = document.querySelector('#player .cv-player');
+          const st = root && root.dataset.status;
+          const state = root && root.convergePlayer.state;
+          return ['done', 'stopped', 'error'].includes(st) && state.done && state.recording !== before
+            && state.mode === 'live';
+        }""", arg=before)
+    return tab.evaluate(f"document.querySelector('{ROOT}').convergePlayer.state.recording")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_learner_walks_every_lesson_and_makes_each_change(browser: Any, server_url: str, recordings: Path) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 1100})
+    tab = context.new_page()
+    tab.set_default_timeout(120_000)
+    errors = watch_errors(tab)
+    tab.goto(server_url)
+    tab.wait_for_selector(f"{ROOT}[data-status='idle']")
+    last = tab.evaluate(f"document.querySelector('{ROOT}').convergePlayer.state.recording")
+    for i, lesson in enumerate(LESSONS):
+        if i:
+            tab.click("#lesson-next")
+        tab.wait_for_function(f"document.querySelector('#lesson-text').textContent.includes('Lesson {i + 1} of')")
+        assert lesson.title in tab.text_content("#lesson-text")
+        tab.click("#lesson-run")
+        last = race_finished(tab, last)
+        status = tab.get_attribute(ROOT, "data-status")
+        assert status == "done", f"lesson {i + 1}: {status}: {tab.text_content(ROOT + ' .cv-status')}"
+        assert tab.evaluate(f"document.querySelector('{lesson.point}').classList.contains('cv-spotlight')")
+        assert tab.evaluate("document.querySelectorAll('.cv-spotlight').length") == 1
+        before = recorded_settings(recordings, last, lesson.try_side)
+        tab.click("#lesson-try")
+        last = race_finished(tab, last)
+        assert tab.get_attribute(ROOT, "data-status") == "done", f"lesson {i + 1} after its change"
+        after = recorded_settings(recordings, last, lesson.try_side)
+        for name, value in lesson.try_settings.items():  # the change reached the source, and only it changed
+            assert after[name] == value and before.get(name) != value, (i + 1, name)
+    context.close()
+    assert errors == [], f"console errors: {errors}"
+
+
+def recorded_settings(folder: Path, name: str, side: str) -> dict[str, Any]:
+    return read_recording(folder / name).header["sources"][side]["settings"]
