@@ -103,12 +103,13 @@ def test_each_commit_and_reopening_keeps_the_top_candidates_it_was_chosen_from(m
 
 
 def test_prefix_cache_gives_the_uncached_result_when_each_block_takes_one_step(mlm) -> None:
-    kw = dict(gen_length=32, steps=8, block_length=4, threshold=None)
+    kw = dict(gen_length=32, steps=8, block_length=4, threshold=None, dual_cache=False)
     cached, plain = run(mlm, prefix_cache=True, **kw), run(mlm, prefix_cache=False, **kw)
     assert [s.ids.tolist() for s in cached] == [s.ids.tolist() for s in plain]
     np.testing.assert_allclose(cached[-1].confidence, plain[-1].confidence, rtol=1e-4)
     # with several steps per block the cache is stale inside the block, but the first step of each block is exact
-    c2, p2 = run(mlm, gen_length=32, steps=16, block_length=8), run(mlm, gen_length=32, steps=16, block_length=8, prefix_cache=False)
+    c2 = run(mlm, gen_length=32, steps=16, block_length=8, dual_cache=False)
+    p2 = run(mlm, gen_length=32, steps=16, block_length=8, prefix_cache=False)
     assert [c2[i].ids.tolist() for i in (1, 3)] == [p2[i].ids.tolist() for i in (1, 3)]
 
 

@@ -50,7 +50,7 @@ class DiffusionSettings:
     eos_discount: float = 1.0
     stop_at_eos: bool = True
     prefix_cache: bool = True
-    dual_cache: bool = False
+    dual_cache: bool = True
     lookahead: int = 0
     seed: int = 0
 
