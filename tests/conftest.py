@@ -30,15 +30,35 @@ def wire_server() -> Iterator[str]:
         yield base_url
 
 
-@pytest.fixture
-def api_env(wire_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Points both the Mercury and the OpenAI-compatible sources at the loopback server."""
+def point_sources_at(base_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Points both the Mercury and the OpenAI-compatible sources at a loopback server, with its key."""
     from tests.wire_server import DEFAULT_KEY as TEST_KEY
 
     for prefix in ("INCEPTION", "OPENAI"):
         monkeypatch.setenv(f"{prefix}_API_KEY", TEST_KEY)
-        monkeypatch.setenv(f"{prefix}_BASE_URL", wire_server)
-    return wire_server
+        monkeypatch.setenv(f"{prefix}_BASE_URL", base_url)
+    return base_url
+
+
+@pytest.fixture
+def api_env(wire_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both API sources on the loopback server at its normal pace."""
+    return point_sources_at(wire_server, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def fast_server() -> Iterator[str]:
+    """A wire server that sends as fast as it can, so a race takes only as long as its fault."""
+    from tests.wire_server import serve
+
+    with serve(fps=0) as base_url:
+        yield base_url
+
+
+@pytest.fixture
+def fast_env(fast_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both API sources on the fast wire server."""
+    return point_sources_at(fast_server, monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -16,11 +16,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_page() -> Iterator[str]:
-    """The whole page, launched in this process with the app's own launch options; yields its URL once it answers."""
+def serve_page(demo: Any = None) -> Iterator[str]:
+    """A page (the whole app unless `demo` is given), launched in this process with the app's own launch options;
+    yields its URL once it answers."""
     from app.ui.layout import build, launch_options
 
-    demo = build()
+    demo = demo if demo is not None else build()
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
     url = f"http://127.0.0.1:{port}/"

@@ -9,7 +9,7 @@ import json
 import re
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -23,7 +23,7 @@ from app.ui.payload import load_payload, wire_rows
 from tests.hostile import BIG, HOSTILE, SENTINEL, as_stored, big_prompt, big_token, joined
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, examples, page, server_url, side_text, start, wait_status  # noqa: F401 (page fixtures)
-from tests.wire_server import DEFAULT_KEY, script, serve
+from tests.wire_server import script
 
 PATHS = ("prompt box", "built-in models", "wire-server output", "recording", "upload and library", "HTML export")
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
@@ -78,19 +78,9 @@ def paste(page: Any, selector: str, text: str) -> None:
                           text)
 
 
-@pytest.fixture(scope="module")
-def fast_url() -> Iterator[str]:
-    with serve(fps=0) as base_url:
-        yield base_url
-
-
 @pytest.fixture
-def fast_env(fast_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both API sources pointed at a wire server that streams as fast as it can."""
-    for prefix in ("INCEPTION", "OPENAI"):
-        monkeypatch.setenv(f"{prefix}_API_KEY", DEFAULT_KEY)
-        monkeypatch.setenv(f"{prefix}_BASE_URL", fast_url)
-    return fast_url
+def env(fast_env: str) -> str:
+    return fast_env
 
 
 def test_the_catalogue_holds_every_kind_of_hostile_text_the_issue_names() -> None:

@@ -100,6 +100,12 @@ def test_a_learner_walks_every_lesson_and_makes_each_change(browser: Any, server
         last = race_finished(tab, last)
         status = tab.get_attribute(ROOT, "data-status")
         assert status == "done", f"lesson {i + 1}: {status}: {tab.text_content(ROOT + ' .cv-status')}"
+        if lesson.left == lesson.right:  # compare mode: each panel's title names the setting that differs
+            a, b = (settings for _, settings in lesson.sources().values())
+            differ = [k for k in {*a, *b} if a.get(k) != b.get(k)]
+            for side in ("left", "right"):
+                title = tab.text_content(f"#player .cv-side[data-side={side}] .cv-spec")
+                assert lesson.left in title and any(k in title for k in differ), (i + 1, title)
         assert tab.evaluate(f"document.querySelector('{lesson.point}').classList.contains('cv-spotlight')")
         assert tab.evaluate("document.querySelectorAll('.cv-spotlight').length") == 1
         before = recorded_settings(recordings, last, lesson.try_side)

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -20,7 +17,7 @@ import pytest
 
 from app import sweeps
 from app.engine.measure import PROMPTS
-from tests.pages import watch_errors
+from tests.pages import serve_page, watch_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_TWINS = all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
@@ -165,28 +162,12 @@ def sweeps_url() -> Iterator[str]:
     """A small page holding only the Sweeps area, with tiny points, served in this process."""
     import gradio as gr
 
-    from app.ui.layout import launch_options
     from app.ui.sweeps_tab import sweeps_tab
 
     with gr.Blocks(analytics_enabled=False) as demo:
         sweeps_tab(TINY)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)  # polling interval while the server starts, not synchronisation
-    yield url
-    demo.close()
+    with serve_page(demo) as url:
+        yield url
 
 
 @pytest.mark.browser
