@@ -89,7 +89,7 @@ def test_a_learner_walks_every_lesson_and_makes_each_change(browser: Any, server
     tab.set_default_timeout(120_000)
     errors = watch_errors(tab)
     tab.goto(server_url)
-    tab.wait_for_selector(f"{ROOT}[data-status='idle']")
+    tab.wait_for_selector(f"{ROOT}[data-status='done']")  # the page opens with the first bundled example loaded
     last = tab.evaluate(f"document.querySelector('{ROOT}').convergePlayer.state.recording")
     for i, lesson in enumerate(LESSONS):
         if i:
