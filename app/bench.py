@@ -23,6 +23,10 @@ def _section(name: str) -> Callable[[], dict[str, Any]]:
         from app.sweeps import bench as sweeps_bench
 
         return sweeps_bench
+    if name == "race":
+        from app.race import bench as race_bench
+
+        return race_bench
     if name == "lessons":
         from app.lessons import bench as lessons_bench
 
@@ -38,7 +42,7 @@ def _section(name: str) -> Callable[[], dict[str, Any]]:
     raise ValueError(name)
 
 
-SECTIONS = ("pipeline", "engine", "sweeps", "lessons", "export", "player")
+SECTIONS = ("pipeline", "engine", "race", "sweeps", "lessons", "export", "player")
 
 
 def main(argv: list[str]) -> int:

@@ -85,3 +85,13 @@ def test_abandoning_the_update_stream_stops_the_race(tmp_path: Path) -> None:
     updates.close()
     assert race.cancel.is_set()
     assert all(not t.is_alive() for t in race._threads)
+
+
+def test_the_race_bench_compares_each_twins_clock_in_a_race_with_the_twin_beside_a_replay() -> None:
+    from app.race import bench
+
+    out = bench(prompt="Once upon a time", repeats=1)
+    assert set(out["runs"]) == {"diffusion_in_race", "ar_in_race", "diffusion_alone", "ar_alone"}
+    assert all(len(v) == 1 and v[0] > 0 for v in out["runs"].values())
+    med = out["seconds_median"]
+    assert out["ar_slowdown_in_race"] == round(med["ar_in_race"] / med["ar_alone"], 2)
