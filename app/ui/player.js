@@ -90,6 +90,16 @@
     return node;
   }
 
+  function gridStyle(ctx, px, dark) {
+    /* the chart's and the sparkline's axis lines and labels; the caller adds the lines, then strokes */
+    ctx.font = px + "px system-ui, sans-serif";
+    ctx.fillStyle = dark ? "#e6e6e6" : "#444";
+    ctx.strokeStyle = dark ? "#666" : "#bbb";
+    ctx.lineWidth = 1;
+    ctx.setLineDash([]);
+    ctx.beginPath();
+  }
+
   function str(v) { return v == null ? "" : String(v); }
 
   /* a side's title: the payload's label (compare mode names the differing settings), else its source */
@@ -1099,12 +1109,7 @@
       var pw = cssW - padL - padR, ph = cssH - padT - padB;
       var x = function (t) { return padL + t / tMax * pw; };
       var y = function (f) { return padT + (1 - f) * ph; };
-      ctx.font = "11px system-ui, sans-serif";
-      ctx.fillStyle = isDark ? "#e6e6e6" : "#444";
-      ctx.strokeStyle = isDark ? "#666" : "#bbb";
-      ctx.lineWidth = 1;
-      ctx.setLineDash([]);
-      ctx.beginPath();
+      gridStyle(ctx, 11, isDark);
       [0, 0.5, 1].forEach(function (f) {
         ctx.moveTo(padL, y(f) + 0.5); ctx.lineTo(padL + pw, y(f) + 0.5);
         ctx.fillText(Math.round(f * 100) + "%", 4, y(f) + 4);
@@ -1337,12 +1342,7 @@
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.clearRect(0, 0, W, H);
       if (!h.hasConf) return;
-      ctx.font = "10px system-ui, sans-serif";
-      ctx.fillStyle = isDark ? "#e6e6e6" : "#444";
-      ctx.strokeStyle = isDark ? "#666" : "#bbb";
-      ctx.lineWidth = 1;
-      ctx.setLineDash([]);
-      ctx.beginPath();
+      gridStyle(ctx, 10, isDark);
       [0, 50, 100].forEach(function (v) {
         var y = sparkY(v) + 0.5;
         ctx.moveTo(SPARK_PAD[0], y);
