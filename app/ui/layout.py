@@ -1,5 +1,5 @@
-"""The Converge page: two source pickers, a prompt, Run and Stop, the client-side player, the recording
-library and the exports.
+"""The Converge page: two source pickers, a prompt, Run and Stop, the lessons, the client-side player, the
+recording library, the exports and the sweep charts.
 
 The server never builds HTML from model output, prompts or files: it sends data as the player's
 `payload` prop and app/ui/player.js writes every string with textContent. The source pickers and
