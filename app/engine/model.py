@@ -124,9 +124,11 @@ class NumpyTransformer:
             ))
         self.ln_f_w = get("ln_f.weight", (C,))
         self.ln_f_b = get("ln_f.bias", (C,))
+        scale = np.ones(3 * C, np.float32)
+        scale[:C] = 1.0 / math.sqrt(C // c.n_head)  # attention's 1/sqrt(d) folded into the query weights
         for L in self.layers:  # LayerNorm gains/biases and GELU's 0.5 folded into the matmuls that follow
-            L["qkv_wf"] = np.ascontiguousarray(L["ln1_w"][:, None] * L["qkv_w"])
-            L["qkv_bf"] = L["ln1_b"] @ L["qkv_w"] + L["qkv_b"]
+            L["qkv_wf"] = np.ascontiguousarray(L["ln1_w"][:, None] * L["qkv_w"] * scale)
+            L["qkv_bf"] = (L["ln1_b"] @ L["qkv_w"] + L["qkv_b"]) * scale
             L["fc_wf"] = np.ascontiguousarray(L["ln2_w"][:, None] * L["fc_w"])
             L["fc_bf"] = L["ln2_b"] @ L["fc_w"] + L["fc_b"]
             L["fc_proj_wh"] = np.ascontiguousarray(0.5 * L["fc_proj_w"])
@@ -168,7 +170,6 @@ class NumpyTransformer:
             q_in_prefix = np.arange(T)[:, None] < allow_prefix
             k_after = np.arange(S)[None, :] >= allow_prefix
             mask = q_in_prefix & k_after
-        scale = 1.0 / math.sqrt(D)
         for li, L in enumerate(self.layers):
             qkv = _normalize(x) @ L["qkv_wf"]
             qkv += L["qkv_bf"]
@@ -183,7 +184,7 @@ class NumpyTransformer:
                 else:
                     k = np.concatenate([past.k[li, :, :pos0], k], axis=1)
                     v = np.concatenate([past.v[li, :, :pos0], v], axis=1)
-            att = np.matmul(q * scale, k.transpose(0, 2, 1))
+            att = np.matmul(q, k.transpose(0, 2, 1))
             if mask is not None:
                 att[:, mask] = -np.inf
             _softmax_inplace(att)
