@@ -41,6 +41,21 @@ def serve_page(demo: Any = None) -> Iterator[str]:
         demo.close()
 
 
+@contextlib.contextmanager
+def browser_tab(browser: Any, url: str, timeout_ms: int = 60_000, height: int = 1100, **context: Any) -> Iterator[Any]:
+    """A fresh browser context and tab on `url`; on leaving, both close and the test fails on any console error."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": height}, **context)
+    tab = ctx.new_page()
+    tab.set_default_timeout(timeout_ms)
+    errors = watch_errors(tab)
+    tab.goto(url)
+    try:
+        yield tab
+    finally:
+        ctx.close()
+    assert errors == [], f"console errors: {errors}"
+
+
 OPEN_TABS: list[Any] = []  # every watched tab, so conftest can search their text for leaked keys after each test
 
 

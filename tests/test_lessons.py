@@ -12,7 +12,7 @@ from app.lessons import LESSONS, MERCURY_EXAMPLE
 from app.sources.base import REGISTRY, SourceError, make_source
 from app.trace import read_recording
 from app.ui.lessons_ui import lesson_markdown
-from tests.pages import serve_page, watch_errors
+from tests.pages import browser_tab, serve_page
 
 ROOT = "#player .cv-player"
 PLAYER_PARTS = {"panel-left", "panel-right", "legend", "heatmap-left", "heatmap-right", "chart", "metrics",
@@ -84,39 +84,33 @@ def race_finished(tab: Any, before: str | None) -> str:
 @pytest.mark.browser
 @pytest.mark.slow
 def test_a_learner_walks_every_lesson_and_makes_each_change(browser: Any, server_url: str, recordings: Path) -> None:
-    context = browser.new_context(viewport={"width": 1280, "height": 1100})
-    tab = context.new_page()
-    tab.set_default_timeout(120_000)
-    errors = watch_errors(tab)
-    tab.goto(server_url)
-    tab.wait_for_selector(f"{ROOT}[data-status='done']")  # the page opens with the first bundled example loaded
-    last = tab.evaluate(f"document.querySelector('{ROOT}').convergePlayer.state.recording")
-    for i, lesson in enumerate(LESSONS):
-        if i:
-            tab.click("#lesson-next")
-        tab.wait_for_function(f"document.querySelector('#lesson-text').textContent.includes('Lesson {i + 1} of')")
-        assert lesson.title in tab.text_content("#lesson-text")
-        tab.click("#lesson-run")
-        last = race_finished(tab, last)
-        status = tab.get_attribute(ROOT, "data-status")
-        assert status == "done", f"lesson {i + 1}: {status}: {tab.text_content(ROOT + ' .cv-status')}"
-        if lesson.left == lesson.right:  # compare mode: each panel's title names the setting that differs
-            a, b = (settings for _, settings in lesson.sources().values())
-            differ = [k for k in {*a, *b} if a.get(k) != b.get(k)]
-            for side in ("left", "right"):
-                title = tab.text_content(f"#player .cv-side[data-side={side}] .cv-spec")
-                assert lesson.left in title and any(k in title for k in differ), (i + 1, title)
-        assert tab.evaluate(f"document.querySelector('{lesson.point}').classList.contains('cv-spotlight')")
-        assert tab.evaluate("document.querySelectorAll('.cv-spotlight').length") == 1
-        before = recorded_settings(recordings, last, lesson.try_side)
-        tab.click("#lesson-try")
-        last = race_finished(tab, last)
-        assert tab.get_attribute(ROOT, "data-status") == "done", f"lesson {i + 1} after its change"
-        after = recorded_settings(recordings, last, lesson.try_side)
-        for name, value in lesson.try_settings.items():  # the change reached the source, and only it changed
-            assert after[name] == value and before.get(name) != value, (i + 1, name)
-    context.close()
-    assert errors == [], f"console errors: {errors}"
+    with browser_tab(browser, server_url, timeout_ms=120_000) as tab:
+        tab.wait_for_selector(f"{ROOT}[data-status='done']")  # the page opens with the first bundled example loaded
+        last = tab.evaluate(f"document.querySelector('{ROOT}').convergePlayer.state.recording")
+        for i, lesson in enumerate(LESSONS):
+            if i:
+                tab.click("#lesson-next")
+            tab.wait_for_function(f"document.querySelector('#lesson-text').textContent.includes('Lesson {i + 1} of')")
+            assert lesson.title in tab.text_content("#lesson-text")
+            tab.click("#lesson-run")
+            last = race_finished(tab, last)
+            status = tab.get_attribute(ROOT, "data-status")
+            assert status == "done", f"lesson {i + 1}: {status}: {tab.text_content(ROOT + ' .cv-status')}"
+            if lesson.left == lesson.right:  # compare mode: each panel's title names the setting that differs
+                a, b = (settings for _, settings in lesson.sources().values())
+                differ = [k for k in {*a, *b} if a.get(k) != b.get(k)]
+                for side in ("left", "right"):
+                    title = tab.text_content(f"#player .cv-side[data-side={side}] .cv-spec")
+                    assert lesson.left in title and any(k in title for k in differ), (i + 1, title)
+            assert tab.evaluate(f"document.querySelector('{lesson.point}').classList.contains('cv-spotlight')")
+            assert tab.evaluate("document.querySelectorAll('.cv-spotlight').length") == 1
+            before = recorded_settings(recordings, last, lesson.try_side)
+            tab.click("#lesson-try")
+            last = race_finished(tab, last)
+            assert tab.get_attribute(ROOT, "data-status") == "done", f"lesson {i + 1} after its change"
+            after = recorded_settings(recordings, last, lesson.try_side)
+            for name, value in lesson.try_settings.items():  # the change reached the source, and only it changed
+                assert after[name] == value and before.get(name) != value, (i + 1, name)
 
 
 def recorded_settings(folder: Path, name: str, side: str) -> dict[str, Any]:

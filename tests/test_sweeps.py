@@ -17,7 +17,7 @@ import pytest
 
 from app import sweeps
 from app.engine.measure import PROMPTS
-from tests.pages import serve_page, watch_errors
+from tests.pages import browser_tab, serve_page
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_TWINS = all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
@@ -173,22 +173,16 @@ def sweeps_url() -> Iterator[str]:
 @pytest.mark.browser
 @needs_twins
 def test_a_sweep_button_fills_its_chart_and_note_in_the_browser(browser: Any, sweeps_url: str) -> None:
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
-    errors = watch_errors(tab)
-    tab.goto(sweeps_url)
-    note = "#sweep-steps-note"
-    tab.wait_for_selector(f"{note} >> text=Not measured yet")
-    tab.click("#sweep-steps")
-    tab.wait_for_function(f"document.querySelector('{note}').textContent.includes('What to notice')")
-    graph = "#sweep-steps-plot .js-plotly-plot"
-    tab.wait_for_function(f"document.querySelector('{graph}')?.data?.length === 4")
-    tab.wait_for_selector(f"{graph} svg.main-svg")
-    traces = tab.evaluate(f"() => document.querySelector('{graph}').data.map(t => [t.name, t.x])")
-    assert traces[0] == ["diffusion twin", [2, 4]] and traces[1][0] == "AR twin (KV cache), same length"
-    text = tab.inner_text(note)
-    assert "From 2 to 4 steps for answers of 8 tokens" in text
-    assert tab.inner_text("#sweep-length-note").startswith("Not measured yet")
-    context.close()
-    assert errors == [], f"console errors: {errors}"
+    with browser_tab(browser, sweeps_url, height=1000) as tab:
+        note = "#sweep-steps-note"
+        tab.wait_for_selector(f"{note} >> text=Not measured yet")
+        tab.click("#sweep-steps")
+        tab.wait_for_function(f"document.querySelector('{note}').textContent.includes('What to notice')")
+        graph = "#sweep-steps-plot .js-plotly-plot"
+        tab.wait_for_function(f"document.querySelector('{graph}')?.data?.length === 4")
+        tab.wait_for_selector(f"{graph} svg.main-svg")
+        traces = tab.evaluate(f"() => document.querySelector('{graph}').data.map(t => [t.name, t.x])")
+        assert traces[0] == ["diffusion twin", [2, 4]] and traces[1][0] == "AR twin (KV cache), same length"
+        text = tab.inner_text(note)
+        assert "From 2 to 4 steps for answers of 8 tokens" in text
+        assert tab.inner_text("#sweep-length-note").startswith("Not measured yet")

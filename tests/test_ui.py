@@ -7,6 +7,7 @@ console error. Progress is read from the player's data-* attributes, never from 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
@@ -18,7 +19,7 @@ from app.analysis import SideAnalyzer
 from app.race import Race
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.ui.payload import expand_rows, live_payload, load_payload, percent, recording_payload, wire_rows
-from tests.pages import serve_page, watch_errors
+from tests.pages import browser_tab, serve_page, watch_errors
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
            "${window.__pwned=1}", "{{constructor.constructor('window.__pwned=1')()}}")
@@ -46,15 +47,9 @@ def server_url() -> Iterator[str]:
 @pytest.fixture
 def page(browser: Any, server_url: str) -> Iterator[Any]:
     """A fresh tab on the page; the test fails if the page logs a console error or throws."""
-    context = browser.new_context(viewport={"width": 1280, "height": 1100})
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
-    errors = watch_errors(tab)
-    tab.goto(server_url)
-    tab.wait_for_selector(f"{ROOT}[data-status='idle']")
-    yield tab
-    context.close()
-    assert errors == [], f"console errors: {errors}"
+    with browser_tab(browser, server_url) as tab:
+        tab.wait_for_selector(f"{ROOT}[data-status='idle']")
+        yield tab
 
 
 def choose(page: Any, side: str, prefix: str, arg: str = "", key: str | None = None) -> None:
@@ -471,21 +466,9 @@ def test_the_page_opens_with_the_first_example_ready_to_play(open_tab: Any, exam
 def open_tab(browser: Any, server_url: str) -> Iterator[Any]:
     """Opens the page (after a test has put recordings in place: the library is read when the page opens);
     every tab it opened must end without console errors."""
-    opened: list[tuple[Any, list[str]]] = []
-
-    def open_(query: str = "", scheme: str = "light") -> Any:
-        context = browser.new_context(viewport={"width": 1280, "height": 1100}, color_scheme=scheme)
-        tab = context.new_page()
-        tab.set_default_timeout(60_000)
-        errors = watch_errors(tab)
-        opened.append((context, errors))
-        tab.goto(server_url + query)
-        return tab
-
-    yield open_
-    for context, errors in opened:
-        context.close()
-        assert errors == [], f"console errors: {errors}"
+    with contextlib.ExitStack() as tabs:
+        yield lambda query="", scheme="light": tabs.enter_context(
+            browser_tab(browser, server_url + query, color_scheme=scheme))
 
 
 @pytest.mark.browser
