@@ -3,46 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import platform
 import sys
 import time
 from typing import Any, Callable
 
 
+# each section: the module and function that measure it, imported only when that section runs
+SECTIONS = {
+    "pipeline": ("app.analysis", "bench_pipeline"),
+    "engine": ("app.engine.bench", "run"),
+    "race": ("app.race", "bench"),
+    "sweeps": ("app.sweeps", "bench"),
+    "lessons": ("app.lessons", "bench"),
+    "export": ("app.export.video", "bench"),
+    "player": ("app.export.player_bench", "bench"),
+}
+
+
 def _section(name: str) -> Callable[[], dict[str, Any]]:
-    if name == "pipeline":
-        from app.analysis import bench_pipeline
-
-        return bench_pipeline
-    if name == "engine":
-        from app.engine.bench import run
-
-        return run
-    if name == "sweeps":
-        from app.sweeps import bench as sweeps_bench
-
-        return sweeps_bench
-    if name == "race":
-        from app.race import bench as race_bench
-
-        return race_bench
-    if name == "lessons":
-        from app.lessons import bench as lessons_bench
-
-        return lessons_bench
-    if name == "export":
-        from app.export.video import bench
-
-        return bench
-    if name == "player":
-        from app.export.player_bench import bench as player_bench
-
-        return player_bench
-    raise ValueError(name)
-
-
-SECTIONS = ("pipeline", "engine", "race", "sweeps", "lessons", "export", "player")
+    module, function = SECTIONS[name]
+    return getattr(importlib.import_module(module), function)
 
 
 def main(argv: list[str]) -> int:
@@ -50,8 +34,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--only", choices=SECTIONS, action="append", help="run only these sections")
     args = parser.parse_args(argv)
-    import os
-
     result: dict[str, Any] = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                                           "platform": platform.platform()}}
     for name in args.only or SECTIONS:

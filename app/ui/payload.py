@@ -65,7 +65,9 @@ def expand_rows(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for w in wire:
         tok = (out[-1]["tok"][:w["keep"]] if w["keep"] else []) + w["tok"]
-        cf = (out[-1]["cf"][:w["cfk"]] if w.get("cfk") else []) + w["cf"] if "cf" in w else None
+        cf = None
+        if "cf" in w:  # the first cfk confidences are the row before's
+            cf = (out[-1]["cf"][:w["cfk"]] if w.get("cfk") else []) + w["cf"]
         ch = [0] * w["n"]
         for k in range(0, len(w["cs"]), 2):
             ch[w["cs"][k]] = w["cs"][k + 1]
