@@ -55,12 +55,12 @@ def test_both_twins_train_load_and_generate(tmp_path) -> None:
     ar = main(small_args(corpus, out, "ar"))
     curve = ar["loss_curve"]
     assert mean(curve[-5:], "loss") < mean(curve[:5], "loss") - 0.5
-    assert (out / "tokenizer.json").is_file() and (out / "ar_half.safetensors").is_file()
+    assert (out / "tokenizer.json").is_file() and (out / "ar_fork.safetensors").is_file()
     assert ar["held_out"]["ce"] < curve[0]["loss"]
 
-    diff = main(small_args(corpus, out, "diffusion", "--init-from", str(out / "ar_half.safetensors")))
+    diff = main(small_args(corpus, out, "diffusion", "--init-from", str(out / "ar_fork.safetensors")))
     dcurve = diff["loss_curve"]
-    assert diff["tokens_this_run"] + ar["half_checkpoint"]["tokens"] == ar["tokens_this_run"]
+    assert diff["tokens_this_run"] + ar["fork_checkpoint"]["tokens"] == ar["tokens_this_run"]
     assert dcurve[0]["step"] == ar["steps"] // 2 + 1 and "AR twin" in diff["init"]
     assert mean(dcurve[-8:], "masked_ce") < mean(dcurve[:8], "masked_ce")
     saved = json.loads((out / "diffusion.json").read_text())

@@ -1,8 +1,8 @@
 """Trains the built-in twins (the one module that needs torch): `python -m app.engine.train --twin ar|diffusion`.
 
 Both twins share the architecture, tokenizer, data order and seed. The AR twin learns next-token
-prediction and saves a checkpoint halfway; the diffusion twin starts from that checkpoint and spends
-the other half of the same token budget on the masked-diffusion objective with bidirectional
+prediction and saves a checkpoint at the fork (halfway unless --fork-at says otherwise); the diffusion twin
+starts from that checkpoint and spends the rest of the same token budget on the masked-diffusion objective with bidirectional
 attention and Dream's shifted logits (output i predicts token i+1), so both have seen the same tokens.
 """
 
@@ -286,7 +286,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--twin", choices=["ar", "diffusion"], required=True)
     ap.add_argument("--corpus", nargs="+", required=True, help="plain-text files of stories")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for weights, config and tokenizer")
-    ap.add_argument("--tokens", type=int, default=2_000_000, help="total token budget N (AR trains N; diffusion trains the second half)")
+    ap.add_argument("--tokens", type=int, default=2_000_000, help="total token budget N (AR trains N; diffusion trains from the fork to N)")
+    ap.add_argument("--fork-at", type=int, default=None, help="tokens into the run where the AR twin saves the checkpoint the diffusion twin starts from, and where the diffusion run starts (default N/2)")
     ap.add_argument("--init-from", default=None, help="weights (safetensors) to start from: for diffusion, the AR checkpoint at N/2, or a diffusion checkpoint to continue")
     ap.add_argument("--first-token", type=int, default=None, help="where in the data order this run starts (default 0 for AR, N/2 for diffusion)")
     ap.add_argument("--batch", type=int, default=16)
@@ -333,12 +334,12 @@ def main(argv: list[str] | None = None) -> dict:
     model = TorchTransformer(config["vocab_size"], args.n_layer, args.n_head, args.n_embd, args.seq, args.dropout)
     per_step = args.batch * args.seq
     total_steps = max(2, args.tokens // per_step)
-    half = total_steps // 2
+    fork = min(total_steps - 1, max(1, (args.fork_at // per_step) if args.fork_at else total_steps // 2))
     first_step = 0
     init_note = "random initialisation"
     previous = None
     if args.twin == "diffusion":
-        first_step = half
+        first_step = fork
     if args.first_token is not None:
         first_step = min(args.first_token // per_step, total_steps - 1)
     if args.init_from:
@@ -391,10 +392,10 @@ def main(argv: list[str] | None = None) -> dict:
             val_curve.append({"step": step + 1, "tokens": (step + 1) * per_step,
                               **held_out_loss(model, val, args.twin, mask_id, args.seed)})
             print("held_out", json.dumps(val_curve[-1]), flush=True)
-        if args.twin == "ar" and step + 1 == half:
-            ckpt_stats = {"tokens": half * per_step, "seconds": round(time.time() - train_start, 1),
+        if args.twin == "ar" and step + 1 == fork:
+            ckpt_stats = {"tokens": fork * per_step, "seconds": round(time.time() - train_start, 1),
                           "held_out": held_out_loss(model, val, "ar", mask_id, args.seed)}
-            save_twin(model, out, "ar_half", config, ckpt_stats)
+            save_twin(model, out, "ar_fork", config, ckpt_stats)
             checkpoint_stats = ckpt_stats
             print("checkpoint", json.dumps(ckpt_stats), flush=True)
     seconds = time.time() - train_start
@@ -415,7 +416,7 @@ def main(argv: list[str] | None = None) -> dict:
         "data": {"files": [Path(p).name for p in args.corpus], "stories_train": len(train_s),
                  "stories_held_out": len(val_s), "train_tokens": int(len(tokens)), "held_out_tokens": int(len(val_tokens))},
         "held_out": held_out_loss(model, val, args.twin, mask_id, args.seed),
-        "half_checkpoint": checkpoint_stats,
+        "fork_checkpoint": checkpoint_stats,
         "previous_run": previous,
         "loss_curve": curve,
         "held_out_curve": val_curve,
