@@ -282,3 +282,14 @@ def test_bench_quality_figures_agree_with_the_cached_decoder() -> None:
         logits = ar.decode(cache, token)
     assert nll(ar, PROMPT, answer) == pytest.approx(expected, rel=1e-4)
     assert distinct2("a b a b a b") == pytest.approx(2 / 5) and distinct2("one") is None
+
+
+def test_threshold_bench_picks_the_fastest_setting_within_the_quality_bound() -> None:
+    from app.engine.bench import best_within
+
+    rows = {"one_per_step": {"tokens_per_forward": 1.0, "ppl_vs_one_per_step": 1.0, "distinct2": 0.5},
+            "threshold_0.3": {"tokens_per_forward": 1.4, "ppl_vs_one_per_step": 1.08, "distinct2": 0.4},
+            "threshold_0.1": {"tokens_per_forward": 3.7, "ppl_vs_one_per_step": 3.2, "distinct2": 0.3}}
+    assert best_within(rows, 1.1) == {"setting": "threshold_0.3", "tokens_per_forward": 1.4,
+                                      "ppl_vs_one_per_step": 1.08, "distinct2": 0.4}
+    assert best_within(rows, 0.5) is None
