@@ -140,3 +140,12 @@ def test_missing_and_corrupt_weights_raise_source_error(tmp_path) -> None:
         load_twin("ar", tmp_path)
     with pytest.raises(SourceError, match="Unknown local model"):
         load_twin("gpt", tmp_path)
+
+
+def test_the_twins_note_reads_the_shipped_logs_and_names_the_fix_when_they_are_missing(tmp_path) -> None:
+    from app.engine.about import twins_note
+
+    headline, details = twins_note()
+    assert "training tokens each" in headline and "AR twin" in details and "Diffusion twin" in details
+    headline, details = twins_note(tmp_path)
+    assert "not found" in headline and "python -m app.engine.train" in details

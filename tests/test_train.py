@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("torch", reason="training needs torch, the optional training extra (pip install torch)")
 
+from app.engine.about import twins_note  # noqa: E402
 from app.engine.model import ARLM, MaskedDiffusionLM, load_twin  # noqa: E402
 from app.engine.train import main, read_stories  # noqa: E402
 
@@ -83,3 +84,9 @@ def test_both_twins_train_load_and_generate(tmp_path) -> None:
     filled[:, dmodel.mask_id] = -np.inf
     words = dtok.decode([int(t) for t in filled.argmax(-1)])
     assert words.strip(), "the diffusion twin filled the masks with nothing"
+
+    headline, details = twins_note(out)  # what the page says about these twins, read from their logs
+    fork = ar["fork_checkpoint"]["tokens"]
+    assert f"{ar['tokens_seen_total']:,} training tokens each" in headline and "starts from the AR twin" in headline
+    assert f"checkpoint after {fork:,} tokens" in details and f"next {ar['tokens_seen_total'] - fork:,}" in details
+

@@ -116,6 +116,10 @@ def test_page_title_legend_and_pickers(page: Any) -> None:
     assert "masked" in page.text_content("#player .cv-legend")
     assert page.input_value("#left-source input").startswith("local-diffusion")
     assert page.input_value("#right-source input").startswith("local-ar")
+    about = page.text_content("#twins-about")
+    assert "training tokens each" in about and "starts from the AR twin" in about
+    page.click("#twins-about button")
+    page.wait_for_selector("#twins-about >> text=minutes of training", state="visible")
     assert not page.is_visible("#left-key")
     choose(page, "left", "mercury")
     page.wait_for_selector("#left-key input", state="visible")

@@ -23,6 +23,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from app.engine.about import twins_note  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, SourceKind, load_plugins  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES  # noqa: E402
@@ -387,6 +388,9 @@ def build() -> gr.Blocks:
     with gr.Blocks(title="Converge", analytics_enabled=False) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
+        headline, details = twins_note()
+        with gr.Accordion(headline, open=False, elem_id="twins-about"):
+            gr.Markdown(details)
         current = gr.State(None)  # the recording file shown in the player (what exports are made from)
         ids = gr.State([])  # the library table's row ids
         with gr.Column(elem_id="controls"):

@@ -1,0 +1,70 @@
+"""What the page says about the built-in twins: size, data, training tokens and compute, read from their logs.
+
+The issue that created the twins asks that each twin's compute be stated on the page, and that the page say
+so when the diffusion twin starts from the AR twin. Both facts are read from `<twin>.json` (written by
+app/engine/train.py), so the page cannot drift from the weights it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from app.engine.model import DEFAULT_MODELS_DIR
+
+CARD = "assets/models/MODEL_CARD.md"
+
+
+def chain(training: dict[str, Any]) -> list[dict[str, Any]]:
+    """A twin's training runs, latest first: each run's log keeps the one it continued under `previous_run`."""
+    runs = []
+    while training:
+        runs.append(training)
+        training = training.get("previous_run")
+    return runs
+
+
+def _held_out(h: dict[str, Any]) -> str:
+    if "ce" in h:
+        return f"next-token cross-entropy {h['ce']:.2f} nats/token"
+    return f"negative-ELBO estimate {h['nelbo_estimate']:.2f} nats/token (an upper bound, not directly comparable)"
+
+
+def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
+    """(headline, markdown details) about the twins, or a sentence naming the fix when their logs are missing."""
+    folder = Path(models_dir) if models_dir else DEFAULT_MODELS_DIR
+    try:
+        logs = {t: json.loads((folder / f"{t}.json").read_text(encoding="utf-8"))["training"] for t in ("ar", "diffusion")}
+        ar, dm = chain(logs["ar"]), chain(logs["diffusion"])
+        tokens = {t: c[0]["tokens_seen_total"] for t, c in (("ar", ar), ("diffusion", dm))}
+        params = ar[0]["params"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return ("Built-in twins: training logs not found",
+                f"The twins' training logs could not be read from `{folder}` ({type(e).__name__}); "
+                f"retrain them with `python -m app.engine.train` as in {CARD}.")
+    minutes = {t: sum(r.get("seconds") or 0 for r in c) / 60 for t, c in (("ar", ar), ("diffusion", dm))}
+    fork = next((r for r in dm if str(r.get("init", "")).startswith("initialised from the AR twin's")), None)
+    forked = fork["tokens_seen_total"] - fork["tokens_this_run"] if fork else 0
+    same = tokens["ar"] == tokens["diffusion"]
+    headline = (f"Built-in twins: {params / 1e6:.1f}M parameters each, "
+                + (f"{tokens['ar']:,} training tokens each" if same else "different training budgets")
+                + ("; the diffusion twin starts from the AR twin's checkpoint" if fork else ""))
+    start = (f"starts from the AR twin's own checkpoint after {forked:,} tokens (those tokens were spent as an "
+             f"AR model), then trains on the next {tokens['diffusion'] - forked:,} with the masked-diffusion loss"
+             if fork else "trained with the masked-diffusion loss")
+    hardware = sorted({r["hardware"] for r in (*ar, *dm) if r.get("hardware")})
+    details = "\n".join([
+        f"Two {params:,}-parameter transformers with the same architecture, tokenizer and training stories "
+        f"(TinyStories); the AR twin has seen {tokens['ar']:,} training tokens and the diffusion twin "
+        f"{tokens['diffusion']:,}. They write simple children's stories and know nothing else.",
+        "",
+        f"- **AR twin** (`local-ar`): next-token loss, {minutes['ar']:.0f} minutes of training (wall clock). "
+        f"Held-out: {_held_out(ar[0]['held_out'])}.",
+        f"- **Diffusion twin** (`local-diffusion`): {start}; {minutes['diffusion']:.0f} minutes of training "
+        f"(wall clock{', including the AR part' if fork else ''}). Held-out: {_held_out(dm[0]['held_out'])}.",
+        f"- Hardware: {'; '.join(hardware) or 'not recorded'}.",
+        "",
+        f"Losses, samples, limitations and the exact commands: `{CARD}`.",
+    ])
+    return headline, details
