@@ -218,8 +218,8 @@ def test_hostile_text_is_drawn_as_plain_glyphs() -> None:
 def test_colours_are_the_pages_and_the_heatmap_reads_in_greyscale() -> None:
     ui = Path(__file__).resolve().parent.parent / "app" / "ui"
     css: dict[str, str] = {}
-    for name, value in re.findall(r"--cv-([a-z-]+):\s*#([0-9a-fA-F]{6})", (ui / "player.css").read_text()):
-        css.setdefault(name, value)  # the first block is the light theme the video draws; dark and presenter follow
+    for name, value in re.findall(r"--cv-([a-z-]+):\s*(?:light-dark\()?#([0-9a-fA-F]{6})", (ui / "player.css").read_text()):
+        css.setdefault(name, value)  # the first colour of each pair is the light theme the video draws
     rgb = {name: tuple(int(value[i:i + 2], 16) for i in (0, 2, 4)) for name, value in css.items()}
     assert (rgb["fg"], rgb["muted"], rgb["panel"], rgb["border"], rgb["new"], rgb["changed"], rgb["left"], rgb["right"]) == \
         (FG, MUTED, PANEL, BORDER, NEW, CHANGED, LINE["left"], LINE["right"])
