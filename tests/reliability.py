@@ -15,7 +15,7 @@ COUNTS: Counter[str] = Counter()
 ROWS = (
     ("hostile_strings", "hostile strings in the catalogue (tests/hostile.py)"),
     ("hostile_paths", "paths each went through (prompt box, built-in models, wire-server output, recording, upload "
-                      "and library, HTML export)"),
+                      "and library, HTML export, GIF and MP4 export)"),
     ("hostile_inputs", "hostile inputs fed through a path"),
     ("executed", "hostile strings that executed in Chromium"),
     ("fuzz_stream_cases", "fuzzed streams read through the real openai SDK"),

@@ -25,7 +25,8 @@ from tests.reliability import tally
 from tests.test_ui import ROOT, choose, examples, page, server_url, side_text, start, wait_status  # noqa: F401 (page fixtures)
 from tests.wire_server import script
 
-PATHS = ("prompt box", "built-in models", "wire-server output", "recording", "upload and library", "HTML export")
+PATHS = ("prompt box", "built-in models", "wire-server output", "recording", "upload and library", "HTML export",
+         "GIF and MP4 export")
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 TEXT_AREAS = (".cv-text, .cv-prompt-text, .cv-spec, .cv-message, .cv-caption-line, .cv-warning, .cv-status, "
@@ -118,6 +119,24 @@ def test_each_entry_round_trips_through_a_recording_the_library_and_an_export(na
     data = html.split('<script type="application/json" id="converge-data">', 1)[1].split("</script>", 1)[0]
     assert "<" not in data and json.loads(data)["prompt"] == stored
     tally("hostile_inputs", 4)  # written, read, listed, exported
+
+
+@pytest.mark.parametrize("fmt", ["gif", "mp4"])
+def test_a_recording_of_every_entry_exports_as_a_video(fmt: str, tmp_path: Path) -> None:
+    from app.export.video import MIN_SIZE, export_video
+
+    path = hostile_recording(tmp_path / "hostile.jsonl")
+    out = export_video(path, tmp_path / f"hostile.{fmt}", fmt=fmt, fps=5, size=MIN_SIZE)
+    if fmt == "gif":
+        from PIL import Image
+
+        with Image.open(out) as im:
+            assert im.n_frames >= 5
+    else:
+        imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+        frames, _ = imageio_ffmpeg.count_frames_and_secs(str(out))
+        assert frames >= 5
+    tally("hostile_inputs", len(HOSTILE))
 
 
 @pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
