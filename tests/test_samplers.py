@@ -71,15 +71,16 @@ def test_random_scoring_commits_in_a_different_order_than_confidence(mlm) -> Non
     assert sorted(i for c in order["random"] for i in c) == list(range(32))
 
 
-def test_with_random_order_the_threshold_judges_confidence_not_the_random_score(mlm) -> None:
-    """Beyond the one scheduled random pick, a step commits only positions the model is sure of."""
+@pytest.mark.parametrize("scoring", ["random", "margin", "entropy"])
+def test_whatever_the_order_the_threshold_judges_confidence_not_the_score(mlm, scoring: str) -> None:
+    """Beyond the one scheduled pick, a step commits only positions the model is sure of."""
     for threshold in (0.9, 0.05):
-        steps = run(mlm, gen_length=32, steps=32, block_length=32, scoring="random", threshold=threshold)
+        steps = run(mlm, gen_length=32, steps=32, block_length=32, scoring=scoring, threshold=threshold)
         for after in steps[1:]:
             sure = [i for i in after.committed if after.confidence[i] >= threshold]
             assert len(after.committed) - len(sure) <= 1, (threshold, after.step)
         assert not steps[-1].masked.any()
-    assert len(steps) < 33  # at 0.05 the random model is sure enough of several positions per step
+    assert len(steps) < 33  # at 0.05 the model is sure enough of several positions per step
 
 
 def test_remasking_reopens_committed_tokens_and_still_finishes(mlm) -> None:

@@ -28,9 +28,10 @@ class DiffusionSettings:
     """How to unmask. `steps` is the budget over the whole answer, spread evenly over the blocks.
 
     threshold / factor (Fast-dLLM): besides the scheduled minimum, also commit every masked position in the
-    block whose score is at least `threshold` (or the largest n whose n-th best score is >= 1 - factor/(n+1)).
+    block whose confidence is at least `threshold` (or the largest n whose n-th best confidence is >= 1 - factor/(n+1)),
+    whichever `scoring` orders the scheduled commits.
     remask (ReMDM): each step, a token committed earlier in the current block is reopened with probability
-    remask x (1 - its confidence when committed). eos_discount multiplies the score of end-of-text candidates,
+    remask x (1 - its confidence when committed). eos_discount multiplies the score and confidence of end-of-text candidates,
     so a value below 1 writes the story before settling where it ends. stop_at_eos ends generation as soon
     as an end-of-text is committed with everything before it filled in. dual_cache (with prefix_cache) also
     takes the keys/values right of the block from the block-start refresh, so a step recomputes only the
@@ -160,11 +161,6 @@ def _parallel(scores: np.ndarray, s: DiffusionSettings) -> int:
     return k
 
 
-def _how_many(scores: np.ndarray, minimum: int, s: DiffusionSettings) -> int:
-    """Commits this step: the schedule's minimum, or more when threshold/factor says they are safe."""
-    return max(1, min(max(minimum, _parallel(scores, s)), len(scores)))
-
-
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
     """Keys/values of x[:start] for this block (Fast-dLLM PrefixCache). Where the model can, they are
     computed with the whole sequence in view, so the block's first step equals the uncached one."""
@@ -231,25 +227,24 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
 
             cand = np.flatnonzero(masked[lo:hi])  # block-relative rows
             scores = _scores(probs[cand], chosen[cand], s.scoring, rng)
+            sure = p_chosen[cand]
             if s.eos_discount < 1.0:
-                scores = np.where(chosen[cand] == model.eos_id, scores * s.eos_discount, scores)
-            left = budget - j
-            minimum = math.ceil(len(cand) / left)
-            if s.scoring == "random":
-                # random order picks the scheduled commits; threshold / factor still judge the model's own
-                # confidence (a random score above 0.9 means nothing) and add every position sure enough
-                sure = p_chosen[cand]
-                confident = np.argsort(-sure, kind="stable")[:_parallel(sure, s)]
-                pick = cand[np.union1d(np.argsort(-scores, kind="stable")[:minimum], confident)]
-            else:
-                pick = cand[np.argsort(-scores, kind="stable")[:_how_many(scores, minimum, s)]]
+                is_eos = chosen[cand] == model.eos_id
+                scores = np.where(is_eos, scores * s.eos_discount, scores)
+                sure = np.where(is_eos, sure * s.eos_discount, sure)
+            minimum = math.ceil(len(cand) / (budget - j))
+            # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence
+            # whatever the order (a random score or exp(-entropy) above 0.9 is not Fast-dLLM's rule) and add
+            # every position sure enough
+            confident = np.argsort(-sure, kind="stable")[:_parallel(sure, s)]
+            pick = cand[np.union1d(np.argsort(-scores, kind="stable")[:minimum], confident)]
             commit = lo + pick
             x[P + commit] = chosen[pick]
             masked[commit] = False
             conf[commit] = p_chosen[pick]
 
             reopened = np.array([], dtype=np.int64)
-            if s.remask > 0 and left > 1:
+            if s.remask > 0 and budget - j > 1:
                 earlier = np.setdiff1d(np.flatnonzero(~masked[lo:hi]) + lo, commit)
                 chance = s.remask * (1.0 - conf[earlier])
                 reopened = earlier[rng.random(len(earlier)) < chance]
