@@ -171,8 +171,8 @@ LESSONS: list[Lesson] = [
         try_side="left", try_settings={"eos_discount": 0.3},
         right="local-diffusion",
         prompt="Once upon a time, there was a big dog.",
-        left_settings={"gen_length": 128, "steps": 128, "block_length": 128, "threshold": 0.0, "stop_at_eos": False},
-        right_settings={"gen_length": 128, "steps": 128, "block_length": 32, "threshold": 0.0, "stop_at_eos": False},
+        left_settings={"gen_length": 256, "steps": 256, "block_length": 256, "threshold": 0.0, "stop_at_eos": False},
+        right_settings={"gen_length": 256, "steps": 256, "block_length": 32, "threshold": 0.0, "stop_at_eos": False},
     ),
     Lesson(
         title="Why diffusion time grows slowly with length",

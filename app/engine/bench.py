@@ -22,6 +22,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_diffusion, samples
 from app.sources.base import SourceError
+from app.sources.local import TWIN_DIFFUSION
 
 SWEEP_LENGTHS = (64, 128, 256)
 SWEEP_STEPS = 64
@@ -78,10 +79,11 @@ def threshold_section(models: sweeps.Models) -> dict[str, Any]:
 
 
 def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dict[str, Any]:
-    """Perplexity and distinct-2 of the default sampler and its ablations, beside the AR twin."""
-    d = DiffusionSettings()
+    """Perplexity and distinct-2 of the twin's default sampler, LLaDA's defaults, and ablations, beside the AR twin."""
+    d = TWIN_DIFFUSION
     settings = {
         "diffusion_default": ("diffusion", d),
+        "diffusion_llada_defaults": ("diffusion", DiffusionSettings()),  # greedy confidence, blocks of 32
         "diffusion_one_per_step": ("diffusion", replace(d, steps=d.gen_length, threshold=None, factor=None)),
         "diffusion_no_blocks": ("diffusion", replace(d, block_length=d.gen_length, threshold=None, factor=None)),
         "diffusion_random_order": ("diffusion", replace(d, scoring="random", threshold=None, factor=None)),
@@ -177,7 +179,7 @@ def run(models_dir: str | Path | None = None) -> dict[str, Any]:
         return {"skipped": str(e)}
     prompts = [tok.encode(p) for p in PROMPTS]
     started = time.perf_counter()
-    out: dict[str, Any] = {"prompts": PROMPTS, "defaults": DiffusionSettings().to_json(),
+    out: dict[str, Any] = {"prompts": PROMPTS, "defaults": TWIN_DIFFUSION.to_json(),
                            "ar_defaults": ARSettings().to_json()}
     out["length_sweep"] = length_sweep((dm, am, tok))
     out["threshold"] = threshold_section((dm, am, tok))

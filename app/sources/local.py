@@ -178,8 +178,14 @@ def _plain_prompt(tok: Any, prompt: str) -> list[int]:
     return list(tok.encode(prompt.rstrip()))
 
 
+# The built-in diffusion twin's defaults: LLaDA's (the class defaults, kept for Hugging Face models) with the
+# order, temperature and block length that read best on the twin, chosen on prompts the bench does not use
+# (assets/models/MODEL_CARD.md, "Sampler defaults"): greedy confidence order loops on this small model.
+TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.5)
+
+
 def make_local_diffusion(**settings: Any) -> SamplerSource:
-    s = coerce(DiffusionSettings, settings, "local-diffusion")
+    s = coerce(DiffusionSettings, settings, "local-diffusion", base=TWIN_DIFFUSION)
     return SamplerSource("local-diffusion", lambda: twin("diffusion"), s, _plain_prompt)
 
 
@@ -230,6 +236,6 @@ def ar_spec(a: ARSettings) -> dict[str, dict[str, Any]]:
 
 
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
-                    settings=diffusion_spec(DiffusionSettings())))
+                    settings=diffusion_spec(TWIN_DIFFUSION)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
                     settings=ar_spec(ARSettings())))
