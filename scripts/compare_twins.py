@@ -24,8 +24,9 @@ from scripts.choose_twin_defaults import SELECTION_PROMPTS
 def main() -> None:
     dirs = {"earlier": sys.argv[1], "later": sys.argv[2]}
     dm = {k: load_twin("diffusion", p)[0] for k, p in dirs.items()}
-    am = {k: load_twin("ar", p)[0] for k, p in dirs.items()}
-    tok = load_twin("ar", dirs["later"])[1]
+    ar_and_tok = {k: load_twin("ar", p) for k, p in dirs.items()}
+    am = {k: model for k, (model, _) in ar_and_tok.items()}
+    tok = ar_and_tok["later"][1]
     ids = [tok.encode(p) for p in (*PROMPTS, *SELECTION_PROMPTS)]
     llada = DiffusionSettings()
     settings = {

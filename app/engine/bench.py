@@ -36,8 +36,8 @@ def length_sweep(models: sweeps.Models) -> dict[str, Any]:
     runs = [sweeps.length_sweep(SWEEP_LENGTHS, PROMPTS[:1], steps=SWEEP_STEPS, lookahead=32, models=models)
             for _ in range(SWEEP_REPEATS)]  # whole sweeps repeated, so a burst of load hits every length alike
     by = {(r["series"], r["length"]): r for r in runs[0]}
-    sec = {key: float(np.median([next(r["seconds"] for r in rows if (r["series"], r["length"]) == key) for rows in runs]))
-           for key in by}
+    timings = [{(r["series"], r["length"]): r["seconds"] for r in rows} for rows in runs]
+    sec = {key: float(np.median([t[key] for t in timings])) for key in by}
     table = [{"length": n, "diffusion_seconds": round(sec["diffusion", n], 3), "diffusion_nfe": by["diffusion", n]["nfe"],
               "diffusion_lookahead32_seconds": round(sec["diffusion_lookahead", n], 3),
               "ar_seconds": round(sec["ar", n], 3), "ar_nfe": by["ar", n]["nfe"]} for n in SWEEP_LENGTHS]

@@ -148,10 +148,10 @@ def _scores(probs: np.ndarray, chosen: np.ndarray, scoring: str, rng: np.random.
     return rng.random(len(chosen))
 
 
-def _parallel(scores: np.ndarray, s: DiffusionSettings) -> int:
-    """How many of the best-scored positions threshold / factor call safe to commit together (0 with neither)."""
+def _parallel(confidence: np.ndarray, s: DiffusionSettings) -> int:
+    """How many of the most confident positions threshold / factor call safe to commit together (0 with neither)."""
     k = 0
-    ranked = np.sort(scores)[::-1]
+    ranked = np.sort(confidence)[::-1]
     if s.threshold is not None:
         k = max(k, int(np.sum(ranked >= s.threshold)))
     if s.factor is not None:
