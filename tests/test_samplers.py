@@ -132,7 +132,27 @@ def test_dual_cache_recomputes_only_the_block_and_is_exact_at_each_blocks_first_
         steps = run(mlm, dual_cache=True, gen_length=32, steps=16, block_length=8)
     finally:
         del mlm.logits
-    assert seen == [8] * 16 and not steps[-1].masked.any()
+    # each block's first step comes from the refresh over the whole sequence; the other 3 recompute its 8 rows
+    assert seen == [8] * 12 and not steps[-1].masked.any()
+
+
+@pytest.mark.parametrize("cache", [dict(prefix_cache=False), dict(dual_cache=False), dict(dual_cache=True)])
+def test_forward_passes_count_every_call_of_the_network(mlm, cache) -> None:
+    calls = 0
+    hidden = mlm.net.hidden
+
+    def counting(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        return hidden(*args, **kwargs)
+
+    mlm.net.hidden = counting  # type: ignore[method-assign]
+    try:
+        steps = run(mlm, gen_length=32, steps=16, block_length=8, **cache)
+    finally:
+        del mlm.net.hidden
+    assert calls == steps[-1].nfe == len(steps) - 1
+    assert steps[-1].refreshes == (0 if cache.get("prefix_cache") is False else 4)
 
 
 def test_temperature_sampling_is_seeded(mlm) -> None:

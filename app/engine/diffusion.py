@@ -107,6 +107,7 @@ class Step:
     nfe: int = 0
     done: bool = False
     candidates: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
+    refreshes: int = 0  # of nfe, the block-start passes over the whole sequence
 
 
 def top_candidates(probs: np.ndarray, k: int = TOP_CANDIDATES) -> list[tuple[int, float]]:
@@ -173,8 +174,10 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
              cancel: threading.Event | None = None) -> Iterator[Step]:
     """Yields the all-masked start, then one Step per forward pass; the last has done=True.
 
-    nfe counts the model.logits calls (one per step). With the prefix cache, each block also starts with
-    one cache refresh over the sequence (n_blocks in all), as in Fast-dLLM; those are not in nfe."""
+    nfe counts every call of the network. With the prefix cache and a model that offers `refresh`, each
+    block starts with one pass over the whole sequence that both refreshes the cache and gives the block's
+    first step its logits (as in Fast-dLLM), so every step is exactly one pass; `refreshes` counts those
+    block-start passes. A model without `refresh` (Hugging Face) runs each step over the whole sequence."""
     s = settings.validate()
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
     rng = np.random.default_rng(s.seed)
@@ -183,8 +186,9 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     masked = np.ones(L, dtype=bool)
     conf = np.zeros(L, dtype=np.float64)
     n_blocks = L // B
-    nfe = step = 0
+    nfe = step = refreshes = 0
     dual = s.prefix_cache and s.dual_cache and "stop" in inspect.signature(model.logits).parameters
+    refresh = getattr(model, "refresh", None) if s.prefix_cache else None
     yield Step(step, x[P:].copy(), masked.copy(), conf.copy())
 
     for b in range(n_blocks):
@@ -192,19 +196,22 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
         budget = s.steps // n_blocks + (1 if b < s.steps % n_blocks else 0)
         start = P + lo
         end = P + (min(L, hi + s.lookahead) if s.lookahead else L)  # what the model sees this block
-        cache = block_cache(model, x[:end], start) if s.prefix_cache else None
+        cache = None
         for j in range(budget):
             if cancel is not None and cancel.is_set():
                 return
             if not masked[lo:hi].any():
                 break
             view = x[:end]
-            if not s.prefix_cache:
+            if j == 0 and refresh is not None:  # one pass: the cache for this block and its first step
+                cache, logits = refresh(view, start)
+                refreshes += 1
+            elif not s.prefix_cache:
                 logits = model.logits(view)[start:]
-            elif dual:
-                logits = model.logits(view, cache, start, stop=P + hi)
             else:
-                logits = model.logits(view, cache, start)
+                if j == 0:
+                    cache = block_cache(model, view, start)
+                logits = model.logits(view, cache, start, stop=P + hi) if dual else model.logits(view, cache, start)
             nfe += 1
             step += 1
             logits = np.asarray(logits)[:, : model.vocab_size]
@@ -258,6 +265,6 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
             done = s.stop_at_eos and n_ans < L and not masked[:n_ans].any()
             done = done or not masked.any()
             yield Step(step, x[P:].copy(), masked.copy(), conf.copy(), sorted(commit.tolist()),
-                       sorted(reopened.tolist()), nfe, done, candidates)
+                       sorted(reopened.tolist()), nfe, done, candidates, refreshes)
             if done:
                 return
