@@ -306,6 +306,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--pad-frac", type=float, default=0.0, help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     ap.add_argument("--val-windows", type=int, default=64)
+    ap.add_argument("--kd-data", default=None, help="train on this token stream (.npz from app.engine.distill: a teacher's "
+                    "stories) instead of the corpus, which still gives the tokenizer and the held-out stories")
+    ap.add_argument("--checkpoint-every", type=int, default=200, help="steps between resumable checkpoints (<twin>.ckpt.pt in --out)")
+    ap.add_argument("--pause-after", type=int, default=None, help="save a checkpoint after this many steps of the run "
+                    "and stop without writing the twin (continue later with --resume)")
+    ap.add_argument("--resume", action="store_true", help="continue from <twin>.ckpt.pt in --out, as if never stopped")
     args = ap.parse_args(argv)
     command = "python -m app.engine.train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
 
@@ -324,6 +330,9 @@ def main(argv: list[str] | None = None) -> dict:
     tok = Tokenizer.from_file(str(tok_path))
     eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
     tokens, starts = encode_stream(tok, train_s, eos_id)
+    if args.kd_data:
+        kd = np.load(args.kd_data)
+        tokens, starts = kd["tokens"], kd["starts"]
     val_tokens, val_starts = encode_stream(tok, val_s, eos_id)
     val = torch.stack([batch_at(i, val_tokens, val_starts, 1, args.seq, args.seed + 1)[0] for i in range(args.val_windows)])
 
@@ -368,8 +377,19 @@ def main(argv: list[str] | None = None) -> dict:
     curve: list[dict] = []
     val_curve: list[dict] = []
     checkpoint_stats = None
-    train_start = time.time()
-    for i in range(steps):
+    ckpt_path = out / f"{args.twin}.ckpt.pt"
+    done_steps, earlier_seconds = 0, 0.0
+    if args.resume and ckpt_path.is_file():
+        ckpt = torch.load(ckpt_path, weights_only=False)
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["opt"])
+        gen.set_state(ckpt["gen"])
+        torch.set_rng_state(ckpt["torch_rng"])  # dropout's masks
+        curve, val_curve, checkpoint_stats = ckpt["curve"], ckpt["val_curve"], ckpt["checkpoint_stats"]
+        done_steps, earlier_seconds = ckpt["done_steps"], ckpt["seconds"]
+        print(f"resumed at step {first_step + done_steps} after {earlier_seconds:.0f} s", flush=True)
+    train_start = time.time() - earlier_seconds
+    for i in range(done_steps, steps):
         step = first_step + i
         for group in opt.param_groups:
             group["lr"] = lr_at(i, steps, lr, warmup=max(1, min(30, steps // 10)))
@@ -398,6 +418,15 @@ def main(argv: list[str] | None = None) -> dict:
             save_twin(model, out, "ar_fork", config, ckpt_stats)
             checkpoint_stats = ckpt_stats
             print("checkpoint", json.dumps(ckpt_stats), flush=True)
+        pause = args.pause_after is not None and i + 1 == args.pause_after and i + 1 < steps
+        if pause or ((i + 1) % args.checkpoint_every == 0 and i + 1 < steps):  # a killed run loses at most this many
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
+                        "torch_rng": torch.get_rng_state(), "curve": curve,
+                        "val_curve": val_curve, "checkpoint_stats": checkpoint_stats, "done_steps": i + 1,
+                        "seconds": time.time() - train_start}, ckpt_path)
+        if pause:
+            print(f"paused after step {step + 1}; continue with --resume", flush=True)
+            return {"paused_at_step": i + 1, "loss_curve": curve}
     seconds = time.time() - train_start
     stats = {
         "twin": args.twin,
@@ -414,6 +443,7 @@ def main(argv: list[str] | None = None) -> dict:
         "seconds_including_data": round(time.time() - t0, 1),
         "hardware": hardware(),
         "data": {"files": [Path(p).name for p in args.corpus], "stories_train": len(train_s),
+                 "distilled": json.loads(str(np.load(args.kd_data)["stats"])) if args.kd_data else None,
                  "stories_held_out": len(val_s), "train_tokens": int(len(tokens)), "held_out_tokens": int(len(val_tokens))},
         "held_out": held_out_loss(model, val, args.twin, mask_id, args.seed),
         "fork_checkpoint": checkpoint_stats,
@@ -425,6 +455,7 @@ def main(argv: list[str] | None = None) -> dict:
         "command": command,
     }
     save_twin(model, out, args.twin, config, stats)
+    ckpt_path.unlink(missing_ok=True)
     print("done", json.dumps({k: stats[k] for k in ("seconds", "held_out")}), flush=True)
     return stats
 
