@@ -6,23 +6,23 @@ import argparse
 import sys
 from pathlib import Path
 
+from app.cli_help import command_parser
 from app.sources.base import SourceError
 
 FORMATS = ("mp4", "gif", "html")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m app export",
-                                     description="Export a recorded race as a video (MP4, GIF) or an HTML page.")
+    parser = command_parser("export", "Export a recorded race as a video (MP4, GIF) or an HTML page.")
     parser.add_argument("recording", help="a recording (.jsonl) saved by a race or `python -m app record`")
     parser.add_argument("--format", choices=FORMATS, help="default: from --out's extension, else mp4")
     parser.add_argument("--out", help="file to write (default: the recording's name with the format's extension)")
-    parser.add_argument("--fps", type=float, default=30, help="video frames per second (default 30; GIF at most 50)")
-    parser.add_argument("--speed", type=float, default=1.0, help="playback speed: 2 plays twice as fast (default 1)")
-    parser.add_argument("--width", type=int, default=1280, help="video width in pixels (default 1280)")
-    parser.add_argument("--height", type=int, default=720, help="video height in pixels (default 720)")
+    parser.add_argument("--fps", type=float, default=30, help="video frames per second (GIF: at most 50)")
+    parser.add_argument("--speed", type=float, default=1.0, help="playback speed: 2 plays twice as fast")
+    parser.add_argument("--width", type=int, default=1280, help="video width in pixels")
+    parser.add_argument("--height", type=int, default=720, help="video height in pixels")
     parser.add_argument("--hold", type=float, default=0.0,
-                        help="seconds to hold the final state at the end of a video (default 0)")
+                        help="seconds to hold the final state at the end of a video")
     return parser
 
 
