@@ -35,6 +35,8 @@ OPTIONS = {
     "shift": ("shift", "hf-diffusion: auto, shifted (Dream) or aligned"),
     "chat": ("chat", "hf-*: true/false, use the model's chat template"),
     "trust_remote_code": ("trust_remote_code", "hf-*: true/false, run the model's own code"),
+    "device": ("device", "hf-*: auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps"),
+    "dtype": ("dtype", "hf-*: auto (16-bit on a GPU, float32 on the CPU), float32, bfloat16 or float16"),
 }
 
 
