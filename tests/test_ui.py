@@ -581,6 +581,23 @@ def test_export_buttons_give_a_self_contained_page_a_csv_and_a_gif(open_tab: Any
     assert b"https:" not in data and b"Export me" not in data  # the last one is the GIF: no text, no links
 
 
+@pytest.mark.browser
+def test_a_video_export_shows_its_frames_on_gradios_progress_bar(open_tab: Any, examples: Path) -> None:
+    header = make_header("Once", {"left": {"name": "local-diffusion", "settings": {}},
+                                  "right": {"name": "local-ar", "settings": {}}})
+    w = RecordingWriter(examples / "long.jsonl", header)
+    for i in range(61):  # a 30-second race: a GIF of 900 frames, seconds of rendering to watch
+        for side in SIDES:
+            w.frame(side, Frame(t=0.5 * i, step=i, tokens=["a "] * (i + 1), nfe=i, final=i == 60))
+    w.close()
+    page = open_tab()
+    page.wait_for_selector(f"{ROOT}[data-mode=replay]")
+    page.click("#export-box button.label-wrap")
+    page.click("#export-gif")
+    assert "Rendering frames" in page.wait_for_selector("text=Rendering frames").text_content()
+    wait_message(page, "long.gif is ready")
+
+
 def test_the_csv_export_is_the_recordings_frames_table(tmp_path: Path) -> None:
     import pandas as pd
 
