@@ -126,7 +126,7 @@ class HFMaskedLM:
     device and dtype it runs with."""
 
     def __init__(self, model: Any, mask_id: int, eos_id: int, shifted: bool, max_len: int,
-                 banned: list[int] | None = None, runs_on: dict[str, str] | None = None) -> None:
+                 banned: list[int] | None = None, *, runs_on: dict[str, str]) -> None:
         self.model = model
         self.banned = sorted(set(banned or []) - {eos_id})
         self.mask_id = mask_id
@@ -134,7 +134,7 @@ class HFMaskedLM:
         self.shifted = shifted
         self.max_len = max_len
         self.vocab_size = int(model.config.vocab_size)
-        self.placement = runs_on or {"device": "cpu", "dtype": "float32"}
+        self.placement = runs_on
 
     def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0) -> np.ndarray:
         import torch
@@ -156,14 +156,15 @@ class HFMaskedLM:
 
 
 class HFCausalLM:
-    """CausalLM over a transformers causal LM, with its past_key_values as the cache."""
+    """CausalLM over a transformers causal LM, with its past_key_values as the cache; `placement` is the device
+    and dtype it runs with."""
 
-    def __init__(self, model: Any, eos_id: int, max_len: int, runs_on: dict[str, str] | None = None) -> None:
+    def __init__(self, model: Any, eos_id: int, max_len: int, *, runs_on: dict[str, str]) -> None:
         self.model = model
         self.eos_id = eos_id
         self.max_len = max_len
         self.vocab_size = int(model.config.vocab_size)
-        self.placement = runs_on or {"device": "cpu", "dtype": "float32"}
+        self.placement = runs_on
 
     def _run(self, ids: np.ndarray, cache: dict[str, Any]) -> np.ndarray:
         import torch
@@ -284,7 +285,7 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
         raise SourceError(f"{name}'s tokenizer has no end-of-text (or [SEP]) token: pick another model.")
     model = _weights(loader, name, trust_remote_code, local, runs_on)
     banned = [int(i) for i in getattr(tok, "all_special_ids", [])]
-    return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned, runs_on),
+    return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned, runs_on=runs_on),
             HFTokenizer(tok, int(mask_id), int(eos_id)))
 
 
@@ -299,5 +300,5 @@ def load_causal(name: str, trust_remote_code: bool = False, device: str = "auto"
     if eos_id is None:
         raise SourceError(f"{name}'s tokenizer has no end-of-text token: pick another model.")
     model = _weights(tf.AutoModelForCausalLM, name, trust_remote_code, local, runs_on)
-    return (HFCausalLM(model, int(eos_id), _max_len(config, tok), runs_on),
+    return (HFCausalLM(model, int(eos_id), _max_len(config, tok), runs_on=runs_on),
             HFTokenizer(tok, tok.mask_token_id, int(eos_id)))
