@@ -1,17 +1,26 @@
-"""Command line: `python -m app` launches the page; `record`, `generate`, `export` and `bench` run headless."""
+"""Command line: `python -m app` launches the page; `record`, `generate`, `export`, `stats` and `bench` run headless."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+
+from app.cli_help import command_parser
+
+
+def default_host() -> str:
+    """127.0.0.1 (this machine only), except on a Hugging Face Space (SPACE_ID set), which must answer on 0.0.0.0."""
+    return "0.0.0.0" if os.environ.get("SPACE_ID") else "127.0.0.1"
 
 
 def launch_parser() -> argparse.ArgumentParser:
     """The page's options: this machine only unless --host says otherwise, no public link unless --share."""
-    parser = argparse.ArgumentParser(prog="python -m app", description="Launch the Converge page.")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=7860)
+    parser = command_parser("", "Launch the Converge page.", epilog=commands_help())
+    parser.add_argument("--host", default=default_host(),
+                        help="address to bind: this machine only, or 0.0.0.0 when running on a Hugging Face Space")
+    parser.add_argument("--port", type=int, default=7860, help="port to serve the page on")
     parser.add_argument("--share", action="store_true", help="opt in to a public Gradio share link (prints a warning)")
     return parser
 
@@ -25,10 +34,10 @@ def launch(argv: list[str]) -> int:
 
 
 def record(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app record", description="Run a race headless and save the recording.")
-    parser.add_argument("--left", default="local-diffusion", help="source for the left side (default local-diffusion)")
-    parser.add_argument("--right", default="local-ar", help="source for the right side (default local-ar)")
-    parser.add_argument("--prompt", required=True)
+    parser = command_parser("record", COMMANDS["record"][1])
+    parser.add_argument("--left", default="local-diffusion", help="source for the left side")
+    parser.add_argument("--right", default="local-ar", help="source for the right side")
+    parser.add_argument("--prompt", required=True, help="the prompt both sides answer")
     parser.add_argument("--out", required=True, help="recording file to write (.jsonl)")
     parser.add_argument("--left-settings", default="{}", help="JSON object of settings for the left source")
     parser.add_argument("--right-settings", default="{}", help="JSON object of settings for the right source")
@@ -67,19 +76,39 @@ def export(argv: list[str]) -> int:
     return main(argv)
 
 
+def stats(argv: list[str]) -> int:
+    from app.tables import main
+
+    return main(argv)
+
+
 def bench(argv: list[str]) -> int:
     from app.bench import main
 
     return main(argv)
 
 
-COMMANDS = {"record": record, "generate": generate, "export": export, "bench": bench}
+# each subcommand and the one line `python -m app --help` shows for it
+COMMANDS = {
+    "record": (record, "Run a race headless and save the recording."),
+    "generate": (generate, "Run one source on one prompt and print its answer (or JSON with its figures)."),
+    "export": (export, "Export a recorded race as a video (MP4, GIF) or a self-contained HTML page."),
+    "stats": (stats, "Print a recording's metrics per side; --csv writes its per-frame figures."),
+    "bench": (bench, "Measure every speed and quality figure the README quotes."),
+}
+
+
+def commands_help() -> str:
+    """The epilog of `python -m app --help`: every subcommand with its one line."""
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name.ljust(width)}  {line}" for name, (_, line) in COMMANDS.items()]
+    return "commands (python -m app COMMAND --help for its options):\n" + "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in COMMANDS:
-        return COMMANDS[argv[0]](argv[1:])
+        return COMMANDS[argv[0]][0](argv[1:])
     return launch(argv)
 
 

@@ -314,6 +314,12 @@ def settled_fraction_series(frames: list[Frame]) -> list[tuple[float, float]]:
     return out
 
 
+def visible_count(frame: Frame) -> int:
+    """Visible tokens of a frame before its end-of-text: unmasked, not whitespace, not end-of-text."""
+    tok, mask = display_tokens(frame), _masks(frame)
+    return sum(1 for j in range(eos_cut(tok, mask)) if _visible(tok[j], bool(mask and mask[j])))
+
+
 def _content(frame: Frame, cut: int | None) -> tuple[list[str], list[bool]]:
     tok, mask = display_tokens(frame), _masks(frame)
     if cut is None:
@@ -356,7 +362,7 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
     final = frames[-1]
     ftok, fmask = display_tokens(final), _masks(final)
     cut = eos_cut(ftok, fmask)
-    tokens = sum(1 for j in range(cut) if _visible(ftok[j], bool(fmask and fmask[j])))
+    tokens = visible_count(final)
     t_final = final.t
     nfes = [f.nfe for f in frames if f.nfe is not None]
     nfe = max(nfes) if nfes else None

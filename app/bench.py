@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
@@ -10,6 +9,8 @@ import platform
 import sys
 import time
 from typing import Any, Callable
+
+from app.cli_help import command_parser
 
 
 # each section: the module and function that measure it, imported only when that section runs
@@ -30,9 +31,9 @@ def _section(name: str) -> Callable[[], dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app bench", description="Measure Converge's figures.")
+    parser = command_parser("bench", "Measure Converge's figures.")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--only", choices=SECTIONS, action="append", help="run only these sections")
+    parser.add_argument("--only", choices=SECTIONS, action="append", help="run only this section (repeatable; default: all of them)")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                                           "platform": platform.platform()}}

@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import Any
 
+from app.cli_help import command_parser
 from app.sources.base import SourceError, make_source
 
 # flag -> setting name; only the flags given are passed, so each source keeps its own defaults
@@ -34,11 +35,14 @@ OPTIONS = {
     "shift": ("shift", "hf-diffusion: auto, shifted (Dream) or aligned"),
     "chat": ("chat", "hf-*: true/false, use the model's chat template"),
     "trust_remote_code": ("trust_remote_code", "hf-*: true/false, run the model's own code"),
+    "device": ("device", "hf-*: auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps"),
+    "dtype": ("dtype", "hf-*: auto (16-bit on a GPU, float32 on the CPU), float32, bfloat16 or float16"),
 }
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m app generate", description=__doc__.splitlines()[0])
+    p = command_parser("generate", __doc__.splitlines()[0],
+                       epilog="Options left out keep the source's own defaults; --json prints the settings that ran.")
     p.add_argument("--source", default="local-diffusion", help="local-diffusion, local-ar, hf-diffusion:ID, hf-ar:ID...")
     p.add_argument("--prompt", required=True)
     for flag, (_, text) in OPTIONS.items():

@@ -50,3 +50,23 @@ def test_bench_prints_one_json_object_with_the_pipeline_figures() -> None:
     figures = json.loads(proc.stdout)["pipeline"]
     for key in ("frame_ms_p50", "frame_ms_p99", "difflib_frame_ms_p50"):
         assert figures[key] > 0
+
+
+def test_help_lists_every_command_and_each_commands_help_shows_its_options_with_defaults() -> None:
+    from app.__main__ import COMMANDS
+
+    top = run_cli("--help")
+    assert top.returncode == 0, top.stderr
+    assert "--host" in top.stdout and "(default: 7860)" in " ".join(top.stdout.split())
+    listed = {line.split()[0]: line for line in top.stdout.split("commands (")[1].splitlines()[1:] if line.strip()}
+    assert list(listed) == list(COMMANDS) == ["record", "generate", "export", "stats", "bench"]
+    for name, (_, line) in COMMANDS.items():
+        assert line in listed[name]
+    # one option of each command, with the default its --help must show
+    shown = {"record": "(default: local-diffusion)", "generate": "source's own defaults", "export": "(default: 1280)",
+             "stats": "--csv FILE", "bench": "default: all of them"}
+    for name in COMMANDS:
+        proc = run_cli(name, "--help")
+        assert proc.returncode == 0, proc.stderr
+        words = " ".join(proc.stdout.split())  # argparse wraps to the terminal's width
+        assert words.startswith(f"usage: python -m app {name} ") and shown[name] in words, proc.stdout

@@ -247,3 +247,41 @@ def test_cli_writes_a_gif_and_reports_a_bad_file(recording: Path, tmp_path: Path
     assert "bad.jsonl is not a Converge recording" in capsys.readouterr().err
     assert not (tmp_path / "bad.mp4").exists()
     assert cli_main([str(recording), "--format", "gif", "--out", str(tmp_path / "x.mp4")]) == 2
+
+
+def test_cli_draws_a_progress_bar_on_a_terminals_stderr(recording: Path, tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    out = tmp_path / "bar.gif"
+    leader, follower = pty.openpty()  # stderr is a terminal, as when a person runs the command
+    proc = subprocess.Popen([sys.executable, "-m", "app", "export", str(recording), "--out", str(out), "--fps", "10",
+                             "--width", str(MIN_SIZE[0]), "--height", str(MIN_SIZE[1])],
+                            cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    stdout, _ = proc.communicate(timeout=120)
+    os.close(leader)
+    assert proc.returncode == 0 and f"wrote {out}".encode() in stdout
+    total = gif_frames(out)[0]
+    lines = seen.decode().replace("\r\n", "\n").split("\r")
+    assert lines[-1].strip() == f"[{'#' * 30}] 100% frame {total}/{total}"
+    percents = [int(re.search(r"(\d+)% frame", line).group(1)) for line in lines if "% frame" in line]
+    assert len(percents) > 2 and percents == sorted(percents)
+
+
+def test_cli_without_a_terminal_writes_no_progress(recording: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    assert cli_main([str(recording), "--out", str(tmp_path / "quiet.gif"), "--fps", "5", "--width", str(MIN_SIZE[0]),
+                     "--height", str(MIN_SIZE[1])]) == 0
+    assert capsys.readouterr().err == ""

@@ -27,13 +27,14 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_json_output_through_python_dash_m(tiny: dict[str, Path]) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "app", "generate", "--source", f"hf-diffusion:{tiny['bert']}", "--prompt", "once upon a time",
-         "--length", "16", "--steps", "8", "--block-length", "8", "--stop-at-eos", "false", "--json"],
+         "--length", "16", "--steps", "8", "--block-length", "8", "--stop-at-eos", "false", "--device", "cpu", "--json"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["text"] and out["nfe"] == 8 and out["frames"] == 9 and out["tokens"] == 16
     assert out["seconds"] > 0 and out["tokens_per_forward"] == 2.0
     assert out["settings"]["block_length"] == 8
+    assert (out["settings"]["device"], out["settings"]["dtype"]) == ("cpu", "float32")  # dtype auto on the CPU
 
 
 def test_plain_output_is_the_final_text_and_trace_keeps_every_frame(tiny: dict[str, Path], capsys) -> None:

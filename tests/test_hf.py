@@ -165,3 +165,63 @@ def test_token_strings_concatenate_to_the_text_with_byte_level_pieces() -> None:
         pieces = tok.token_strings(ids)
         assert len(pieces) == len(ids) and "".join(pieces) == tok.decode(ids) == text
     assert tok.token_strings(tok.encode("the cat"))[1] == " cat"
+
+
+def test_auto_placement_on_this_machine_runs_where_torch_finds_an_accelerator() -> None:
+    from app.engine.hf import placement
+
+    expected = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    runs_on = placement()
+    assert runs_on["device"] == expected
+    assert runs_on["dtype"] == ("float32" if expected == "cpu" else
+                                "bfloat16" if expected == "cuda" and torch.cuda.is_bf16_supported() else "float16")
+    assert placement("cpu") == {"device": "cpu", "dtype": "float32"}
+    assert placement("cpu", "bfloat16") == {"device": "cpu", "dtype": "bfloat16"}
+
+
+def test_cpu_with_auto_dtype_runs_in_float32_and_the_header_records_it(tiny: dict[str, Path], tmp_path: Path) -> None:
+    from app.race import record
+    from app.trace import read_recording
+
+    out = tmp_path / "hf.jsonl"
+    final = record("once upon a time", f"hf-diffusion:{tiny['bert']}", f"hf-ar:{tiny['gpt2']}", out, settings={
+        "left": {"gen_length": 8, "steps": 4, "block_length": 8, "stop_at_eos": False, "device": "cpu"},
+        "right": {"gen_length": 6, "stop_at_eos": False, "device": "cpu", "dtype": "auto"}})
+    assert {entry["status"] for entry in final["sides"].values()} == {"done"}
+    sources = read_recording(out).header["sources"]
+    for side in ("left", "right"):
+        assert (sources[side]["settings"]["device"], sources[side]["settings"]["dtype"]) == ("cpu", "float32")
+    from app.sources.hf import _causal, _masked
+
+    assert next(_masked(str(tiny["bert"]), "auto", False, "cpu", "auto")[0].model.parameters()).dtype == torch.float32
+    assert next(_causal(str(tiny["gpt2"]), False, "cpu", "auto")[0].model.parameters()).dtype == torch.float32
+
+
+def test_an_explicit_dtype_loads_the_weights_in_it_and_sampling_still_works(tiny: dict[str, Path]) -> None:
+    src = make_source(f"hf-ar:{tiny['gpt2']}", gen_length=6, stop_at_eos=False, device="cpu", dtype="bfloat16")
+    assert next(src.model.model.parameters()).dtype == torch.bfloat16
+    assert (src.settings()["device"], src.settings()["dtype"]) == ("cpu", "bfloat16")
+    frames = list(src.stream("a little cat", threading.Event()))
+    assert frames[-1].final and len(frames[-1].tokens) == 6
+
+    masked = make_source(f"hf-diffusion:{tiny['qwen']}", gen_length=8, steps=4, block_length=8, stop_at_eos=False,
+                         device="cpu", dtype="bfloat16")
+    assert next(masked.model.model.parameters()).dtype == torch.bfloat16 and masked.model.shifted
+    ids = np.array(masked.tok.prompt_ids("the cat", chat=False) + [masked.model.mask_id] * 8)
+    with torch.inference_mode():
+        raw = masked.model.model(input_ids=torch.as_tensor(ids)[None]).logits[0].float().numpy()
+    got = masked.model.logits(ids, start=3)  # rows 3.. only, unshifted, as float32 on the CPU
+    assert got.dtype == np.float32 and got.shape == (len(ids) - 3, masked.model.vocab_size)
+    allowed = [i for i in range(masked.model.vocab_size) if i not in masked.model.banned]
+    np.testing.assert_array_equal(got[:, allowed], raw[2:-1, allowed])
+    assert list(masked.stream("the cat", threading.Event()))[-1].final
+
+
+def test_an_absent_device_or_an_unknown_dtype_is_one_sentence(tiny: dict[str, Path]) -> None:
+    if not torch.cuda.is_available():
+        with pytest.raises(SourceError, match="no CUDA GPU cuda on this machine.*auto or cpu"):
+            make_source(f"hf-ar:{tiny['gpt2']}", device="cuda")
+    with pytest.raises(SourceError, match="Dtype must be one of auto, float32, bfloat16, float16, not 'int4'"):
+        make_source(f"hf-ar:{tiny['gpt2']}", dtype="int4")
+    with pytest.raises(SourceError, match="Device must be one of"):
+        make_source(f"hf-diffusion:{tiny['bert']}", device="tpu")

@@ -135,12 +135,14 @@ def test_settings_from_the_ui_are_coerced_and_checked() -> None:
 
 
 def test_registered_settings_use_only_the_keys_the_ui_renders_and_their_defaults_are_valid() -> None:
+    from app.sources.hf import LOAD_OPTIONS
+
     load_plugins()
     for prefix, cls in (("local-diffusion", DiffusionSettings), ("local-ar", ARSettings),
                         ("hf-diffusion", DiffusionSettings), ("hf-ar", ARSettings)):
         spec = REGISTRY[prefix].settings
         assert all(set(entry) <= UI_KEYS and "default" in entry and "label" in entry for entry in spec.values())
-        sampler = {k: v["default"] for k, v in spec.items() if k not in ("chat", "shift", "trust_remote_code")}
+        sampler = {k: v["default"] for k, v in spec.items() if k not in LOAD_OPTIONS}
         local.coerce(cls, sampler, prefix)
         for entry in spec.values():
             if "choices" in entry:

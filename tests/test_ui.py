@@ -566,12 +566,12 @@ def test_presenter_mode_on_the_page_hides_the_controls_and_shortcuts_skip_text_f
 
 
 @pytest.mark.browser
-def test_export_buttons_give_a_self_contained_page_and_a_gif(open_tab: Any, examples: Path, tmp_path: Path) -> None:
+def test_export_buttons_give_a_self_contained_page_a_csv_and_a_gif(open_tab: Any, examples: Path, tmp_path: Path) -> None:
     captioned(examples / "ex.jsonl", "Export me")
     page = open_tab()
     page.wait_for_selector(f"{ROOT}[data-mode=replay]")
     page.click("#export-box button.label-wrap")
-    for fmt, magic in (("html", b"<!doctype html>"), ("gif", b"GIF89a")):
+    for fmt, magic in (("html", b"<!doctype html>"), ("csv", b"side,source,frame,step,t,passes"), ("gif", b"GIF89a")):
         page.click(f"#export-{fmt}")
         wait_message(page, f"ex.{fmt} is ready")
         with page.expect_download() as download:
@@ -581,10 +581,40 @@ def test_export_buttons_give_a_self_contained_page_and_a_gif(open_tab: Any, exam
     assert b"https:" not in data and b"Export me" not in data  # the last one is the GIF: no text, no links
 
 
+@pytest.mark.browser
+def test_a_video_export_shows_its_frames_on_gradios_progress_bar(open_tab: Any, examples: Path) -> None:
+    header = make_header("Once", {"left": {"name": "local-diffusion", "settings": {}},
+                                  "right": {"name": "local-ar", "settings": {}}})
+    w = RecordingWriter(examples / "long.jsonl", header)
+    for i in range(61):  # a 30-second race: a GIF of 900 frames, seconds of rendering to watch
+        for side in SIDES:
+            w.frame(side, Frame(t=0.5 * i, step=i, tokens=["a "] * (i + 1), nfe=i, final=i == 60))
+    w.close()
+    page = open_tab()
+    page.wait_for_selector(f"{ROOT}[data-mode=replay]")
+    page.click("#export-box button.label-wrap")
+    page.click("#export-gif")
+    assert "Rendering frames" in page.wait_for_selector("text=Rendering frames").text_content()
+    wait_message(page, "long.gif is ready")
+
+
+def test_the_csv_export_is_the_recordings_frames_table(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from app.tables import frames_table
+    from app.ui.layout import export_current
+    from tests.test_tables import fixture_recording
+
+    path = fixture_recording(tmp_path / "run.jsonl")
+    out, message = export_current("csv")(str(path))
+    assert message == "run.csv is ready: use the download link."
+    pd.testing.assert_frame_equal(pd.read_csv(out, dtype={"passes": "Int64"}), frames_table(path))
+
+
 def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
     from app.ui.layout import export_current
 
-    for fmt in ("html", "gif", "mp4"):
+    for fmt in ("html", "gif", "mp4", "csv"):
         _, message = export_current(fmt)(None)
         assert "Load a recording or run a race first" in message
 

@@ -3,11 +3,16 @@
 Masked LMs: BERT-family `*ForMaskedLM`, LLaDA-style models (logits aligned with positions) and Dream-style
 models (output i predicts token i+1, unshifted here so the sampler never sees the shift). Causal LMs run
 with their own KV cache (`past_key_values`). torch and transformers are imported only when a model loads.
+
+A model runs where the accelerator is: device auto picks CUDA, then Apple's MPS, then the CPU; dtype auto
+picks bfloat16 on a GPU that supports it (float16 otherwise) and float32 on the CPU. Only the logits rows
+the sampler reads leave the device, as float32.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,8 @@ from app.sources.base import SourceError
 
 LLADA_MASK_ID = 126336  # LLaDA's tokenizer has no mask token; its reserved id is this one
 SHIFTS = ("auto", "shifted", "aligned")
+DEVICES = ("auto", "cpu", "cuda", "mps")  # "cuda:N" picks one of several GPUs
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def _libs() -> tuple[Any, Any]:
@@ -79,13 +86,47 @@ class HFTokenizer:
         return ([int(first)] if first is not None else []) + ids
 
 
+def placement(device: str = "auto", dtype: str = "auto") -> dict[str, str]:
+    """The device and dtype a model will run with, auto resolved on this machine; a SourceError names what to pick
+    when the name is unknown or the device is absent."""
+    torch, _ = _libs()
+    device, dtype = str(device).strip().lower(), str(dtype).strip().lower()
+    if device not in DEVICES and not re.fullmatch(r"cuda:\d+", device):
+        raise SourceError(f"Device must be one of {', '.join(DEVICES)} (or cuda:N), not {device!r}.")
+    if dtype not in DTYPES:
+        raise SourceError(f"Dtype must be one of {', '.join(DTYPES)}, not {dtype!r}.")
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = bool(mps and mps.is_available())
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu"
+    elif device.startswith("cuda"):
+        index = int(device.partition(":")[2] or 0)
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            raise SourceError(f"There is no CUDA GPU {device} on this machine (torch sees "
+                              f"{torch.cuda.device_count()}): set device to auto or cpu.")
+    elif device == "mps" and not has_mps:
+        raise SourceError("Apple's MPS is not available on this machine: set device to auto or cpu.")
+    if dtype == "auto":
+        gpu_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
+        dtype = "float32" if device == "cpu" else "bfloat16" if gpu_bf16 else "float16"
+    return {"device": device, "dtype": dtype}
+
+
+def _ids(ids: np.ndarray, device: str) -> Any:
+    """A (1, T) int64 tensor of ids on the model's device."""
+    import torch
+
+    return torch.as_tensor(np.asarray(ids, dtype=np.int64))[None].to(device)
+
+
 class HFMaskedLM:
     """MaskedLM over a transformers model; the prefix cache is not used (each step is one full forward).
 
-    Special tokens other than end-of-text (padding, [CLS], [UNK]...) are never proposed."""
+    Special tokens other than end-of-text (padding, [CLS], [UNK]...) are never proposed. `placement` is the
+    device and dtype it runs with."""
 
     def __init__(self, model: Any, mask_id: int, eos_id: int, shifted: bool, max_len: int,
-                 banned: list[int] | None = None) -> None:
+                 banned: list[int] | None = None, *, runs_on: dict[str, str]) -> None:
         self.model = model
         self.banned = sorted(set(banned or []) - {eos_id})
         self.mask_id = mask_id
@@ -93,39 +134,46 @@ class HFMaskedLM:
         self.shifted = shifted
         self.max_len = max_len
         self.vocab_size = int(model.config.vocab_size)
+        self.placement = runs_on
 
     def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
-            out = self.model(input_ids=torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]).logits[0]
-        if self.shifted:  # output i-1 predicts token i; row 0 has no predictor, so it repeats row 0
-            out = torch.cat([out[:1], out[:-1]], dim=0)
-        out = out[start:].float().numpy()
-        out[:, [i for i in self.banned if i < out.shape[1]]] = -np.inf
-        return out
+            out = self.model(input_ids=_ids(ids, self.placement["device"])).logits[0]
+            if not self.shifted:
+                out = out[start:]
+            elif start:  # output i-1 predicts token i
+                out = out[start - 1:-1]
+            else:  # row 0 has no predictor, so it repeats row 0
+                out = torch.cat([out[:1], out[:-1]], dim=0)
+            out = out.float()
+            out[:, [i for i in self.banned if i < out.shape[1]]] = -torch.inf
+            return out.cpu().numpy()  # only the rows from `start` on leave the device
 
     def prefix_cache(self, ids: np.ndarray) -> Any:
         return None
 
 
 class HFCausalLM:
-    """CausalLM over a transformers causal LM, with its past_key_values as the cache."""
+    """CausalLM over a transformers causal LM, with its past_key_values as the cache; `placement` is the device
+    and dtype it runs with."""
 
-    def __init__(self, model: Any, eos_id: int, max_len: int) -> None:
+    def __init__(self, model: Any, eos_id: int, max_len: int, *, runs_on: dict[str, str]) -> None:
         self.model = model
         self.eos_id = eos_id
         self.max_len = max_len
         self.vocab_size = int(model.config.vocab_size)
+        self.placement = runs_on
 
     def _run(self, ids: np.ndarray, cache: dict[str, Any]) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
-            out = self.model(input_ids=torch.as_tensor(np.asarray(ids, dtype=np.int64))[None],
-                             past_key_values=cache.get("past"), use_cache=True)
+            out = self.model(input_ids=_ids(ids, self.placement["device"]), past_key_values=cache.get("past"),
+                             use_cache=True)
         cache["past"] = out.past_key_values
-        return out.logits[0, -1].float().numpy()
+        return out.logits[0, -1].float().cpu().numpy()  # only the last row leaves the device
 
     def prefill(self, ids: np.ndarray) -> tuple[Any, np.ndarray]:
         cache: dict[str, Any] = {}
@@ -189,10 +237,15 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool) -> Any:
+def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool, runs_on: dict[str, str]) -> Any:
+    """The model's weights in runs_on's dtype, moved to its device, in eval mode."""
+    torch, _ = _libs()
     try:
-        model = loader.from_pretrained(name, trust_remote_code=trust_remote_code, dtype="float32",
-                                       local_files_only=local)
+        model = loader.from_pretrained(name, trust_remote_code=trust_remote_code, dtype=runs_on["dtype"],
+                                       local_files_only=local).to(runs_on["device"])
+    except torch.OutOfMemoryError:
+        raise SourceError(f"{name} does not fit in the memory of {runs_on['device']} in {runs_on['dtype']}: "
+                          "pick a smaller model, a 16-bit dtype or another device.") from None
     except OSError as e:
         raise SourceError(f"The weights of {name} are missing or unreadable ({_first_line(e)}): download them again.") from None
     except Exception as e:
@@ -205,10 +258,12 @@ def _first_line(e: BaseException) -> str:
     return (text[0] if text else type(e).__name__).rstrip(".")[:200]
 
 
-def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False) -> tuple[HFMaskedLM, HFTokenizer]:
+def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False, device: str = "auto",
+                dtype: str = "auto") -> tuple[HFMaskedLM, HFTokenizer]:
     """A Hugging Face masked-diffusion model and its tokenizer, ready for the diffusion sampler."""
     if shift not in SHIFTS:
         raise SourceError(f"Logit shift must be one of {', '.join(SHIFTS)}, not {shift!r}.")
+    runs_on = placement(device, dtype)
     config, tok, tf, local = _load(name, trust_remote_code)
     kind = str(getattr(config, "model_type", "")).lower()
     if getattr(config, "auto_map", None) and trust_remote_code:
@@ -228,19 +283,22 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False)
     eos_id = tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
     if eos_id is None:
         raise SourceError(f"{name}'s tokenizer has no end-of-text (or [SEP]) token: pick another model.")
-    model = _weights(loader, name, trust_remote_code, local)
+    model = _weights(loader, name, trust_remote_code, local, runs_on)
     banned = [int(i) for i in getattr(tok, "all_special_ids", [])]
-    return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned),
+    return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned, runs_on=runs_on),
             HFTokenizer(tok, int(mask_id), int(eos_id)))
 
 
-def load_causal(name: str, trust_remote_code: bool = False) -> tuple[HFCausalLM, HFTokenizer]:
+def load_causal(name: str, trust_remote_code: bool = False, device: str = "auto",
+                dtype: str = "auto") -> tuple[HFCausalLM, HFTokenizer]:
     """A Hugging Face causal LM with its KV cache, and its tokenizer, ready for the AR sampler."""
+    runs_on = placement(device, dtype)
     config, tok, tf, local = _load(name, trust_remote_code)
     if type(config) not in tf.MODEL_FOR_CAUSAL_LM_MAPPING and not (trust_remote_code and getattr(config, "auto_map", None)):
         raise SourceError(f"{name} is not a causal language model: use hf-diffusion for masked models.")
     eos_id = tok.eos_token_id
     if eos_id is None:
         raise SourceError(f"{name}'s tokenizer has no end-of-text token: pick another model.")
-    model = _weights(tf.AutoModelForCausalLM, name, trust_remote_code, local)
-    return HFCausalLM(model, int(eos_id), _max_len(config, tok)), HFTokenizer(tok, tok.mask_token_id, int(eos_id))
+    model = _weights(tf.AutoModelForCausalLM, name, trust_remote_code, local, runs_on)
+    return (HFCausalLM(model, int(eos_id), _max_len(config, tok), runs_on=runs_on),
+            HFTokenizer(tok, tok.mask_token_id, int(eos_id)))

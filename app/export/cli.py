@@ -5,24 +5,25 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Callable
 
+from app.cli_help import command_parser
 from app.sources.base import SourceError
 
 FORMATS = ("mp4", "gif", "html")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m app export",
-                                     description="Export a recorded race as a video (MP4, GIF) or an HTML page.")
+    parser = command_parser("export", "Export a recorded race as a video (MP4, GIF) or an HTML page.")
     parser.add_argument("recording", help="a recording (.jsonl) saved by a race or `python -m app record`")
     parser.add_argument("--format", choices=FORMATS, help="default: from --out's extension, else mp4")
     parser.add_argument("--out", help="file to write (default: the recording's name with the format's extension)")
-    parser.add_argument("--fps", type=float, default=30, help="video frames per second (default 30; GIF at most 50)")
-    parser.add_argument("--speed", type=float, default=1.0, help="playback speed: 2 plays twice as fast (default 1)")
-    parser.add_argument("--width", type=int, default=1280, help="video width in pixels (default 1280)")
-    parser.add_argument("--height", type=int, default=720, help="video height in pixels (default 720)")
+    parser.add_argument("--fps", type=float, default=30, help="video frames per second (GIF: at most 50)")
+    parser.add_argument("--speed", type=float, default=1.0, help="playback speed: 2 plays twice as fast")
+    parser.add_argument("--width", type=int, default=1280, help="video width in pixels")
+    parser.add_argument("--height", type=int, default=720, help="video height in pixels")
     parser.add_argument("--hold", type=float, default=0.0,
-                        help="seconds to hold the final state at the end of a video (default 0)")
+                        help="seconds to hold the final state at the end of a video")
     return parser
 
 
@@ -43,14 +44,8 @@ def main(argv: list[str]) -> int:
         except ImportError as e:
             print(f"Video export needs Pillow ({e.name} is not installed): pip install pillow==12.3.0.", file=sys.stderr)
             return 2
-        show = sys.stderr.isatty()
-
-        def progress(done: int, total: int) -> None:
-            if show and (done == total or done % 30 == 0):
-                print(f"\rframe {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
-
         export_video(args.recording, out, fmt=fmt, fps=args.fps, speed=args.speed, size=(args.width, args.height),
-                     hold=args.hold, progress=progress)
+                     hold=args.hold, progress=_terminal_progress() if sys.stderr.isatty() else None)
     except SourceError as e:
         print(str(e), file=sys.stderr)
         return 1
@@ -59,6 +54,25 @@ def main(argv: list[str]) -> int:
         return 130
     print(f"wrote {out}")
     return 0
+
+
+def progress_bar(done: int, total: int, width: int = 30) -> str:
+    """One line of text progress: `[#########.....................]  30% frame 12/40`."""
+    filled = width * done // total if total else width
+    percent = 100 * done // total if total else 100
+    return f"[{'#' * filled}{'.' * (width - filled)}] {percent:3d}% frame {done}/{total}"
+
+
+def _terminal_progress() -> Callable[[int, int], None]:
+    """A progress callback that redraws the bar on stderr in place, once per whole percent, ending with a newline."""
+    shown = [-1]
+
+    def progress(done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        if percent != shown[0] or done == total:
+            shown[0] = percent
+            print("\r" + progress_bar(done, total), end="\n" if done == total else "", file=sys.stderr, flush=True)
+    return progress
 
 
 def _html(recording: str, out: Path) -> int:

@@ -26,7 +26,7 @@ import gradio as gr  # noqa: E402
 from app.engine.about import twins_note  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, SourceKind, load_plugins  # noqa: E402
-from app.trace import MAX_RECORDING_BYTES, SIDES  # noqa: E402
+from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
@@ -61,7 +61,7 @@ body.cv-presenting .gradio-container { max-width: 100% !important; }
 """
 
 LIBRARY_HEADERS = ["Name", "Kind", "Caption or prompt", "Sources", "Date", "Duration", "Note"]
-EXPORT_FORMATS = ("html", "gif", "mp4")
+EXPORT_FORMATS = ("html", "gif", "mp4", "csv")
 
 _sessions: dict[str, dict[str, Any]] = {}  # session hash -> {"race", "path", "run"} of its latest race
 _sessions_lock = threading.Lock()
@@ -351,8 +351,9 @@ def download_entry(entry_id: str | None) -> tuple[Any, str]:
 
 
 def export_current(fmt: str) -> Any:
-    """An export handler: the recording in the player as a self-contained HTML page, a GIF or an MP4."""
-    def export(current: str | None) -> tuple[Any, str]:
+    """An export handler: the recording in the player as a self-contained HTML page, a GIF, an MP4 or the CSV of its
+    per-frame figures; a video reports its frames on Gradio's progress bar."""
+    def export(current: str | None, progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
         if not current or not Path(current).is_file():
             return gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
         source = Path(current)
@@ -362,16 +363,28 @@ def export_current(fmt: str) -> Any:
                 from app.export.html import export_html
 
                 export_html(source, out)
+            elif fmt == "csv":
+                from app.tables import write_frames_csv
+
+                write_frames_csv(source, out)
             else:
                 from app.export.video import export_video
 
-                export_video(source, out, fmt=fmt)
+                export_video(source, out, fmt=fmt, progress=_frames_progress(progress))
         except ImportError as e:
             return gr.skip(), f"{fmt.upper()} export needs {e.name}, which is not installed (pip install -r requirements.txt)."
-        except (SourceError, OSError) as e:
+        except (SourceError, RecordingError, OSError) as e:
             return gr.skip(), _error_text(e)
         return str(out), f"{out.name} is ready: use the download link."
     return export
+
+
+def _frames_progress(progress: gr.Progress) -> Any:
+    """A video export's progress(done, total) shown on Gradio's bar, about once per 2% so the queue is not flooded."""
+    def report(done: int, total: int) -> None:
+        if done == total or done % max(1, total // 50) == 0:
+            progress((done, total), desc="Rendering frames", unit="frames")
+    return report
 
 
 def _error_text(e: Exception) -> str:
@@ -429,7 +442,8 @@ def build() -> gr.Blocks:
                                    for fmt in EXPORT_FORMATS}
                 gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
                             "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
-                            "at its recorded pace.")
+                            "at its recorded pace. CSV: each frame's figures (time, passes, tokens, changes, "
+                            "settled fraction), as `python -m app stats --csv` writes them.")
             with gr.Row():
                 status = gr.Textbox(label="Library and export messages", interactive=False, elem_id="library-status",
                                     lines=2, max_lines=4, scale=3)
@@ -468,7 +482,7 @@ def build() -> gr.Blocks:
         upload.upload(upload_entry, inputs=[upload], outputs=[*view, player, current, status, upload], **quiet)
         for fmt, btn in export_btns.items():
             btn.click(export_current(fmt), inputs=[current], outputs=[download, status], concurrency_limit=1,
-                      concurrency_id="export", **quiet)
+                      concurrency_id="export", api_name=False, show_progress="full")
         demo.unload(end_session)
     demo.queue(max_size=QUEUE_SIZE)
     return demo

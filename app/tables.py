@@ -1,0 +1,94 @@
+"""A recording as pandas tables, for notebooks and spreadsheets: per-frame figures and per-side metrics.
+
+Every number comes from app.analysis (the change codes, the settled fraction, the metrics), so a table
+says what the page, the exports and the bench say. pandas is imported only when a table is built.
+`python -m app stats run.jsonl [--csv FILE]` prints the metrics and writes the per-frame CSV.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.analysis import CHANGED, NEW, REMASKED, change_matrix, metrics, settled_fraction_series, visible_count
+from app.cli_help import command_parser
+from app.trace import SIDES, Recording, RecordingError, read_recording
+
+if TYPE_CHECKING:
+    import pandas
+
+FRAME_COLUMNS = ("side", "source", "frame", "step", "t", "passes", "visible_tokens", "committed", "changed",
+                 "remasked", "settled_fraction", "final")
+
+
+def _recording(recording: Recording | str | Path) -> Recording:
+    return recording if isinstance(recording, Recording) else read_recording(recording)
+
+
+def _source(rec: Recording, side: str) -> str:
+    return str(rec.header.get("sources", {}).get(side, {}).get("name", side))
+
+
+def frames_table(recording: Recording | str | Path) -> "pandas.DataFrame":
+    """One row per frame of each side: its time, forward passes (the frame's recorded nfe; empty for text sources),
+    visible tokens, how many positions were committed (a token where there was a mask or nothing), changed and
+    remasked against the previous frame, and the share of the final answer's tokens already in place."""
+    import pandas as pd
+
+    rec = _recording(recording)
+    rows: list[dict[str, Any]] = []
+    for side in SIDES:
+        frames = rec.frames.get(side, [])
+        settled = settled_fraction_series(frames)
+        for i, (frame, codes, (_, fraction)) in enumerate(zip(frames, change_matrix(frames), settled)):
+            rows.append({"side": side, "source": _source(rec, side), "frame": i, "step": frame.step, "t": frame.t,
+                         "passes": frame.nfe, "visible_tokens": visible_count(frame),
+                         "committed": codes.count(NEW), "changed": codes.count(CHANGED),
+                         "remasked": codes.count(REMASKED), "settled_fraction": fraction, "final": frame.final})
+    table = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+    return table.astype({"frame": "int64", "step": "int64", "t": "float64", "passes": "Int64",
+                         "visible_tokens": "int64", "committed": "int64", "changed": "int64", "remasked": "int64",
+                         "settled_fraction": "float64", "final": "bool"})
+
+
+def metrics_table(recording: Recording | str | Path) -> "pandas.DataFrame":
+    """app.analysis.metrics for each side, one column per side (the source's name in the first row)."""
+    import pandas as pd
+
+    rec = _recording(recording)
+    return pd.DataFrame({side: {"source": _source(rec, side), **metrics(rec.frames.get(side, []))} for side in SIDES})
+
+
+def write_frames_csv(recording: Recording | str | Path, out: str | Path) -> Path:
+    """Writes frames_table as CSV (one header row, no index column) and returns where it went."""
+    out = Path(out)
+    frames_table(recording).to_csv(out, index=False)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """`python -m app stats`: prints the metrics table; --csv writes the per-frame table. Errors are one sentence."""
+    parser = command_parser("stats", "Print a recording's metrics per side and, with --csv, write its per-frame "
+                                     "figures as CSV.")
+    parser.add_argument("recording", help="a recording (.jsonl) saved by a race or `python -m app record`")
+    parser.add_argument("--csv", metavar="FILE", help="write the per-frame table here")
+    args = parser.parse_args(argv)
+    try:
+        rec = read_recording(args.recording)
+    except RecordingError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"Cannot read {args.recording}: {e.strerror or e}.", file=sys.stderr)
+        return 1
+    for warning in rec.warnings:
+        print(warning, file=sys.stderr)
+    print(metrics_table(rec).to_string())
+    if args.csv:
+        try:
+            print(f"wrote {write_frames_csv(rec, args.csv)}")
+        except OSError as e:
+            print(f"Cannot write {args.csv}: {e.strerror or e}.", file=sys.stderr)
+            return 1
+    return 0
