@@ -17,6 +17,7 @@ from app.cli_help import command_parser
 SECTIONS = {
     "pipeline": ("app.analysis", "bench_pipeline"),
     "engine": ("app.engine.bench", "run"),
+    "twins": ("app.engine.bench", "twins_section"),
     "race": ("app.race", "bench"),
     "sweeps": ("app.sweeps", "bench"),
     "lessons": ("app.lessons", "bench"),

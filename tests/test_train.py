@@ -135,5 +135,33 @@ def test_distilled_stories_come_from_the_teacher_and_train_the_diffusion_twin(tm
             break
     else:
         raise AssertionError("no opening length reproduces the distilled story greedily")
-    diff = main(small_args(corpus, out, "diffusion", "--init-from", str(out / "ar_fork.safetensors"), "--kd-data", str(kd)))
-    assert diff["data"]["distilled"]["stories"] == 16
+    main(small_args(corpus, out, "diffusion", "--init-from", str(out / "ar_fork.safetensors")))
+    before = json.loads((out / "diffusion.json").read_text())["training"]
+    diff = main(small_args(corpus, out, "diffusion", "--init-from", str(out / "diffusion.safetensors"),
+                           "--kd-data", str(kd), "--first-token", "0", "--tokens", str(8 * 49 * 10)))
+    assert diff["data"]["distilled"]["stories"] == 16 and diff["previous_run"] == before
+    headline, details = twins_note(out)  # the page says the AR twin taught the diffusion twin, and what that cost
+    assert "stories the AR twin wrote" in headline and "the AR twin is its teacher" in details
+    total = before["tokens_seen_total"] + diff["tokens_this_run"]
+    assert f"the diffusion twin {total:,}" in details and "writing its stories" in details
+
+
+def test_block_layout_masks_a_block_after_a_clean_prefix_and_everything_after_it() -> None:
+    import torch
+
+    from app.engine.train import TorchTransformer, diffusion_loss
+
+    model = TorchTransformer(64, 1, 2, 32, 40)
+    seen = []
+    forward = model.forward
+    model.forward = lambda ids, causal: seen.append(ids.clone()) or forward(ids, causal)  # type: ignore[method-assign]
+    x = torch.randint(3, 64, (16, 40))
+    loss, _ = diffusion_loss(model, x, 1, torch.Generator().manual_seed(0), t=torch.full((16,), 0.5),
+                             block_frac=1.0, blocks=(8,))
+    assert torch.isfinite(loss)
+    for row in (seen[0] == 1).tolist():
+        first = row.index(True)
+        assert first >= 1 and not any(row[:first])  # a clean prefix (never the leading end-of-text)
+        tail = row[first:]
+        block_end = next((i for i in range(len(tail)) if all(tail[i:])), len(tail))
+        assert block_end <= 8  # at most one block of 8 has clean positions among its masks; after it, all masked

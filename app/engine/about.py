@@ -46,13 +46,24 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     minutes = {t: sum(r.get("seconds") or 0 for r in c) / 60 for t, c in (("ar", ar), ("diffusion", dm))}
     fork = next((r for r in dm if str(r.get("init", "")).startswith("initialised from the AR twin's")), None)
     forked = fork["tokens_seen_total"] - fork["tokens_this_run"] if fork else 0
-    same = tokens["ar"] == tokens["diffusion"]
+    # distillation runs continue the twin on stories its AR twin wrote: their tokens come on top of the shared budget
+    taught = [r for r in dm if (r.get("data") or {}).get("distilled")]
+    shared = next((r["tokens_seen_total"] for r in dm if r not in taught), 0)
+    tokens["diffusion"] = shared + sum(r["tokens_this_run"] for r in taught)
+    same = tokens["ar"] == shared
     headline = (f"Built-in twins: {params / 1e6:.1f}M parameters each, "
                 + (f"{tokens['ar']:,} training tokens each" if same else "different training budgets")
-                + ("; the diffusion twin starts from the AR twin's checkpoint" if fork else ""))
+                + ("; the diffusion twin starts from the AR twin's checkpoint" if fork else "")
+                + ("; then it learns from stories the AR twin wrote (distillation)" if taught else ""))
     start = (f"starts from the AR twin's own checkpoint after {forked:,} tokens (those tokens were spent as an "
-             f"AR model), then trains on the next {tokens['diffusion'] - forked:,} with the masked-diffusion loss"
+             f"AR model), then trains on the next {shared - forked:,} with the masked-diffusion loss"
              if fork else "trained with the masked-diffusion loss")
+    for run in reversed(taught):  # oldest first
+        kd = run["data"]["distilled"]
+        start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of stories the AR twin "
+                  f"wrote (sequence-level distillation: the AR twin is its teacher; writing them took "
+                  f"{kd['seconds'] / 60:.0f} minutes on {kd.get('threads', 1)} CPU thread(s))")
+    teacher = sum(run["data"]["distilled"]["seconds"] for run in taught) / 60
     hardware = sorted({r["hardware"] for r in (*ar, *dm) if r.get("hardware")})
     details = "\n".join([
         f"Two {params:,}-parameter transformers with the same architecture, tokenizer and training stories "
@@ -62,7 +73,9 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
         f"- **AR twin** (`local-ar`): next-token loss, {minutes['ar']:.0f} minutes of training (wall clock). "
         f"Held-out: {_held_out(ar[0]['held_out'])}.",
         f"- **Diffusion twin** (`local-diffusion`): {start}; {minutes['diffusion']:.0f} minutes of training "
-        f"(wall clock{', including the AR part' if fork else ''}). Held-out: {_held_out(dm[0]['held_out'])}.",
+        f"(wall clock{', including the AR part' if fork else ''}"
+        f"{f', plus {teacher:.0f} minutes of the AR twin writing its stories' if taught else ''}). "
+        f"Held-out: {_held_out(dm[0]['held_out'])}.",
         f"- Hardware: {'; '.join(hardware) or 'not recorded'}.",
         "",
         f"Losses, samples, limitations and the exact commands: `{CARD}`.",

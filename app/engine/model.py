@@ -339,8 +339,9 @@ _LOADED: dict[tuple, tuple] = {}
 
 
 def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[MaskedDiffusionLM | ARLM, BPETokenizer]:
-    """Loads a shipped twin ("diffusion" or "ar") and the tokenizer; SourceError when files are missing or corrupt."""
-    if kind not in ("diffusion", "ar"):
+    """Loads a shipped twin ("diffusion" or "ar", or "referee": the AR model that only judges the twins' text)
+    and the tokenizer; SourceError when files are missing or corrupt."""
+    if kind not in ("diffusion", "ar", "referee"):
         raise SourceError(f"Unknown local model {kind!r}; choose 'diffusion' or 'ar'.")
     d = Path(models_dir)
     weights_path, config_path, tok_path = d / f"{kind}.safetensors", d / f"{kind}.json", d / "tokenizer.json"
@@ -363,6 +364,7 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
         ) from None
     if tok.vocab_size != config.vocab_size or tok.eos_id != config.eos_id or tok.mask_id != config.mask_id:
         raise SourceError(f"The tokenizer in {d} does not match the {kind} twin's weights; restore both from the same training run.")
-    _LOADED.clear()
+    for stale in [k for k in _LOADED if k[0] == kind]:  # one copy per kind: a retrained twin replaces the old one
+        del _LOADED[stale]
     _LOADED[key] = (adapter(net), tok)
     return _LOADED[key]

@@ -200,13 +200,20 @@ def ar_loss(model: TorchTransformer, x: torch.Tensor) -> torch.Tensor:
 def diffusion_loss(
     model: TorchTransformer, x: torch.Tensor, mask_id: int, gen: torch.Generator,
     t: torch.Tensor | None = None, max_weight: float = 10.0, prefix_frac: float = 0.0,
+    block_frac: float = 0.0, blocks: tuple[int, ...] = (16, 32),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Masked-diffusion loss (MDLM/LLaDA): mask each position 1..T-1 with probability t (one t per
     sequence, stratified across the batch unless given), cross-entropy on masked positions weighted
     by min(1/t, max_weight), averaged over all positions. Outputs are Dream-shifted: the output at
     i-1 predicts the token at i. With `prefix_frac`, that share of the sequences keeps a random-length
     prefix clean (LLaDA's prompt/answer split), the situation the samplers create: a clean prompt and
-    settled text on the left, masks on the right. Returns (weighted loss, mean unweighted CE on masked tokens)."""
+    settled text on the left, masks on the right.
+
+    With `block_frac`, that share of the sequences is laid out exactly as the block sampler sees them
+    (block diffusion, BD3-LM): a clean prefix of random length, one block (a length from `blocks`) masked
+    with probability t, and everything after it masked; their loss is on the block's masked positions
+    only, averaged over the block, since those are the only positions the sampler commits from.
+    Returns (weighted loss, mean unweighted CE on masked tokens)."""
     B, T = x.shape
     if t is None:
         u = torch.rand(1, generator=gen)
@@ -217,12 +224,26 @@ def diffusion_loss(
         keep = torch.rand(B, generator=gen) < prefix_frac
         cut = torch.randint(1, T - 1, (B,), generator=gen)
         masked &= ~(keep[:, None] & (torch.arange(T)[None, :] < cut[:, None]))
+    scored = masked.clone()
+    per_row = torch.full((B,), float(T - 1))
+    if block_frac > 0:
+        layout = torch.rand(B, generator=gen) < block_frac
+        size = torch.tensor(blocks)[torch.randint(0, len(blocks), (B,), generator=gen)]
+        lo = 1 + (torch.rand(B, generator=gen) * (T - size).clamp(min=1)).long()
+        pos = torch.arange(T)[None, :]
+        in_block = (pos >= lo[:, None]) & (pos < (lo + size)[:, None])
+        after = pos >= (lo + size)[:, None]
+        block_masked = (torch.rand(B, T, generator=gen) < t[:, None]) & in_block
+        rows = layout[:, None]
+        masked = torch.where(rows, block_masked | after, masked)
+        scored = torch.where(rows, block_masked, masked)
+        per_row = torch.where(layout, size.float(), per_row)
     noisy = torch.where(masked, torch.full_like(x, mask_id), x)
     logits = model(noisy, causal=False)[:, :-1]
     ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none").view(B, T - 1)
-    m = masked[:, 1:].float()
+    m = scored[:, 1:].float()
     weight = (1.0 / t).clamp(max=max_weight)[:, None]
-    loss = (ce * m * weight).sum() / (B * (T - 1))
+    loss = ((ce * m * weight).sum(dim=1) / per_row).mean()
     return loss, (ce * m).sum() / m.sum().clamp(min=1)
 
 
@@ -303,6 +324,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--eval-every", type=int, default=250, help="steps between held-out evaluations")
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--prefix-frac", type=float, default=0.5, help="diffusion: share of sequences with a clean prefix of random length")
+    ap.add_argument("--block-frac", type=float, default=0.0, help="diffusion: share of sequences laid out as the block "
+                    "sampler sees them (clean prefix, one block masked at rate t, everything after masked)")
     ap.add_argument("--pad-frac", type=float, default=0.0, help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     ap.add_argument("--val-windows", type=int, default=64)
@@ -360,7 +383,8 @@ def main(argv: list[str] | None = None) -> dict:
         previous = json.loads(init_json.read_text()).get("training") if init_json.is_file() else None
         was = json.loads(init_json.read_text())["config"].get("causal", True) if init_json.is_file() else True
         kind = "the AR twin's" if was else "the diffusion twin's"
-        init_note = f"initialised from {kind} checkpoint after {first_step * per_step} tokens ({Path(args.init_from).name})"
+        init_note = (f"initialised from {kind} weights ({Path(args.init_from).name})" if args.kd_data else
+                     f"initialised from {kind} checkpoint after {first_step * per_step} tokens ({Path(args.init_from).name})")
         if previous and previous.get("init"):
             init_note += f", which was {previous['init']}"
     steps = total_steps - first_step
@@ -398,7 +422,7 @@ def main(argv: list[str] | None = None) -> dict:
             if args.twin == "ar":
                 loss = ce = ar_loss(model, x)
             else:
-                loss, ce = diffusion_loss(model, x, mask_id, gen, prefix_frac=args.prefix_frac)
+                loss, ce = diffusion_loss(model, x, mask_id, gen, prefix_frac=args.prefix_frac, block_frac=args.block_frac)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -432,7 +456,9 @@ def main(argv: list[str] | None = None) -> dict:
         "twin": args.twin,
         "objective": "next-token cross-entropy" if args.twin == "ar" else
         f"masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift; "
-        f"{args.prefix_frac:.0%} of sequences keep a clean prefix of random length",
+        f"{args.prefix_frac:.0%} of sequences keep a clean prefix of random length"
+        + (f"; {args.block_frac:.0%} laid out as the block sampler sees them (clean prefix, a block of 16 or 32 "
+           "masked at rate t, the rest masked; loss on the block)" if args.block_frac else ""),
         "pad_frac": args.pad_frac,
         "init": init_note,
         "params": n_params,
