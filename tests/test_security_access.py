@@ -450,9 +450,9 @@ def test_two_browsers_each_see_only_their_own_runs(browser: Any, recordings: Pat
         a.locator("#right-arg input, #right-arg textarea").fill(f"{EXAMPLE}#right")
         a.locator("#prompt textarea").fill("Only A may read this prompt")
         a.click("#run")
-        a.wait_for_function("document.querySelector('#library-table').textContent.includes('Only A may read')")
+        a.wait_for_function("(document.querySelector('#library-table')?.textContent || '').includes('Only A may read')")
         a.reload()
-        a.wait_for_function("document.querySelector('#library-table').textContent.includes('Only A may read')")
+        a.wait_for_function("(document.querySelector('#library-table')?.textContent || '').includes('Only A may read')")
         b.reload()
         b.wait_for_selector(f"{root}[data-status='done']")
         assert "Only A may read" not in b.text_content("#library-table")
@@ -553,7 +553,9 @@ def test_a_key_echoed_into_the_answer_reaches_no_recording_page_or_export(browse
               return root.dataset.status === 'done' && state.done && state.mode === 'live' && state.recording !== before;
             }""", arg=before)
             shown = tab.evaluate("JSON.stringify(document.querySelector('#player .cv-player').convergePlayer.state)")
-            assert REDACTED in shown and sentinels.found_in(shown) == []
+            assert sentinels.found_in(shown) == []
+            for side in ("left", "right"):
+                assert REDACTED in tab.text_content(f"#player .cv-side[data-side={side}]")
             tally("security_attacks")
     runs = sorted(recordings.rglob("*.jsonl"))
     assert len(runs) == 2
@@ -563,6 +565,7 @@ def test_a_key_echoed_into_the_answer_reaches_no_recording_page_or_export(browse
         assert all(REDACTED in rec.frames[s][-1].text for s in ("left", "right"))
         assert sentinels.found_in(json.dumps([f.usage for f in rec.frames["right"]])) == []
         html = export_html(run, tmp_path / f"{run.stem}.html")
+        assert DEFAULT_KEY[:half].encode() not in run.read_bytes()  # not even the half sent before the rest came
         leaked = sentinels.found_in(run.read_bytes()) + sentinels.found_in(html.read_bytes())
         tally("security_breaches", len(leaked))
         assert leaked == []
