@@ -71,6 +71,8 @@ def inputs(demo: Any, index: int, owner: str | None = None, **by_elem_id: Any) -
         key = (component.elem_id or "").replace("_", "-")
         if name == "BrowserState":
             data.append(owner)
+        elif name == "State":
+            data.append(None)  # the server keeps a session's state; what a caller sends is ignored
         elif key in given:
             data.append(given[key])
         else:
@@ -85,9 +87,22 @@ def settings_id(side: str, prefix: str, name: str) -> str:
     return f"{side}-{prefix}-{name}".replace("-", "_")
 
 
-def call(url: str, index: int, data: list[Any]) -> dict[str, Any]:
+def load_index(demo: Any) -> int:
+    return next(i for i, fn in demo.fns.items() if any(name == "load" for _, name in fn.targets))
+
+
+def session(demo: Any, url: str, owner: str | None) -> str:
+    """A new queue session; with an owner id, opened the way a browser opens the page (sending the id it stored)."""
+    hash_ = uuid.uuid4().hex
+    if owner is not None:
+        done = call(url, load_index(demo), inputs(demo, load_index(demo), owner), hash_)
+        assert done["success"], done
+    return hash_
+
+
+def call(url: str, index: int, data: list[Any], session: str | None = None) -> dict[str, Any]:
     """Joins the queue for one handler, reads its event stream to the end; returns the process_completed message."""
-    session = uuid.uuid4().hex
+    session = session or uuid.uuid4().hex
     body = json.dumps({"data": data, "fn_index": index, "session_hash": session, "event_data": None,
                        "trigger_id": None}).encode()
     request = urllib.request.Request(url + "gradio_api/queue/join", data=body,
@@ -109,13 +124,14 @@ def race(demo: Any, url: str, owner: str | None = None, prompt: str = "Hello the
     """Runs /race through the queue API to its end; whether Gradio ran it (it refuses a value that is not one of a
     picker's choices). The outcome is read from the recording it saved."""
     index = fn_index(demo, api_name="race")
-    return bool(call(url, index, inputs(demo, index, owner, prompt=prompt, **by_elem_id))["success"])
+    done = call(url, index, inputs(demo, index, owner, prompt=prompt, **by_elem_id), session(demo, url, owner))
+    return bool(done["success"])
 
 
 def outputs(demo: Any, url: str, elem_id: str, event: str, owner: str | None = None, **by_elem_id: Any) -> Any:
     """A handler's outputs through the queue API, or Gradio's error when it refused the call."""
     index = fn_index(demo, elem_id=elem_id, event=event)
-    done = call(url, index, inputs(demo, index, owner, **by_elem_id))
+    done = call(url, index, inputs(demo, index, owner, **by_elem_id), session(demo, url, owner))
     return done["output"]["data"] if done["success"] else done["output"]
 
 
@@ -367,7 +383,7 @@ def test_replay_from_the_page_takes_library_names_and_tells_nothing_about_other_
             assert rec.frames["left"] == [] and rec.ends["right"]["status"] == "done"
             assert b"private prompt" not in runs[-1].read_bytes()
             tally("security_attacks")
-        table = json.dumps(opened(demo, url, OWNER_A)[1])
+        table = json.dumps(opened(demo, url, OWNER_A)[2])
     assert said[0] == said[1] == said[2], said  # an existing file, a missing one and a system file: the same words
     assert all(s for s in said)
     assert "private prompt" not in table and str(recordings) not in table and "/recordings/" not in table
@@ -393,16 +409,16 @@ def test_the_command_line_still_replays_a_file_path(tmp_path: Path) -> None:
 # --- owners ---------------------------------------------------------------------------------------------------------
 
 def opened(demo: Any, url: str, owner: str | None) -> list[Any]:
-    """What the page-load handler gives `owner`: the owner id, the library table, the picker, ..."""
-    index = next(i for i, fn in demo.fns.items() if any(name == "load" for _, name in fn.targets))
-    done = call(url, index, inputs(demo, index, owner))
+    """What the page-load handler gives a browser that stored `owner`: the ids (stored, session), the library table,
+    the picker, ..."""
+    done = call(url, load_index(demo), inputs(demo, load_index(demo), owner))
     assert done["success"], done
     return done["output"]["data"]
 
 
 def library_ids(demo: Any, url: str, owner: str | None) -> list[str]:
     """The recording ids `owner` is offered (the picker's choices when the page opens)."""
-    return [value for _, value in opened(demo, url, owner)[2]["choices"]]
+    return [value for _, value in opened(demo, url, owner)[3]["choices"]]
 
 
 def test_a_visitor_cannot_see_load_rename_delete_or_download_anothers_recordings(recordings: Path) -> None:
@@ -431,7 +447,8 @@ def test_a_visitor_cannot_see_load_rename_delete_or_download_anothers_recordings
         tally("security_attacks", len(said))
         assert all(m.startswith("There is no recording called") for m in said), said
         assert theirs in library_ids(demo, url, OWNER_A)  # still there, under its own name
-        assert load_entry(Visitor(served(), OWNER_A), theirs)[-1].startswith("Loaded")  # the owner still can
+        loaded = outputs(demo, url, "library-load", "click", owner=OWNER_A, library_pick=theirs)
+        assert loaded[-1].startswith("Loaded")  # the owner still can, through the same API
     files = list(recordings.rglob("*.jsonl"))
     assert len(files) == 1 and files[0].parent != recordings  # kept in A's own folder, not the shared one
 

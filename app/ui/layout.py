@@ -192,9 +192,10 @@ def visitor_of(policy: Policy, token: Any, request: gr.Request | None) -> Visito
 
 
 def as_visitor(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A Gradio handler for `fn(visitor, *values)` whose first input is the browser's owner id."""
-    def handler(request: gr.Request, token: Any, *values: Any) -> Any:
-        return fn(visitor_of(policy, token, request), *values)
+    """A Gradio handler for `fn(visitor, *values)` whose first input is the session's owner id (a gr.State, which
+    the queue API cannot set: only the page-load handler does, from the browser's stored id)."""
+    def handler(request: gr.Request, owner: Any, *values: Any) -> Any:
+        return fn(visitor_of(policy, owner, request), *values)
     return handler
 
 
@@ -214,8 +215,8 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
     cancelled; the run is saved in the visitor's own library."""
     n_left = len(left.inputs())
 
-    def run(request: gr.Request, token: Any, prompt: str, *values: Any) -> Iterator[tuple[Any, Any]]:
-        visitor = visitor_of(policy, token, request)
+    def run(request: gr.Request, owner: Any, prompt: str, *values: Any) -> Iterator[tuple[Any, Any]]:
+        visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
         prompt = prompt or ""
         if not prompt.strip():
@@ -283,8 +284,8 @@ def library_view(visitor: Visitor, selected: str | None = None) -> tuple[Any, An
 
 
 def open_page(policy: Policy) -> Callable[..., tuple[Any, ...]]:
-    """The page-load handler: gives a new browser its owner id, then shows the visitor's library and the first
-    bundled example in the player, at its start, ready to play."""
+    """The page-load handler: takes the owner id the browser stored (giving a new browser one) into the session,
+    then shows the visitor's library and the first bundled example in the player, at its start, ready to play."""
     def on_load(request: gr.Request, token: Any) -> tuple[Any, ...]:
         visitor = visitor_of(policy, token, request)
         if visitor.owner is not None and visitor.owner != token:
@@ -293,10 +294,11 @@ def open_page(policy: Policy) -> Callable[..., tuple[Any, ...]]:
         table, pick, ids = library_view(visitor)
         first = next((i for i in ids if i.startswith("example/")), None)
         if first is None:
-            return token, table, pick, ids, gr.skip(), gr.skip()
+            return token, visitor.owner, table, pick, ids, gr.skip(), gr.skip()
         pick["value"] = first
         path = library.locate(first)
-        return token, table, pick, ids, to_player(load_payload(path, name=path.name, cursor="start")), str(path)
+        return (token, visitor.owner, table, pick, ids, to_player(load_payload(path, name=path.name, cursor="start")),
+                str(path))
     return on_load
 
 
@@ -427,7 +429,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
             gr.Markdown(details)
         if policy.served:
             gr.Markdown(policy.page_note(), elem_id="trust-note")
-        owner = gr.BrowserState(None, storage_key=OWNER_KEY, secret=OWNER_SECRET)  # this browser's library
+        stored_owner = gr.BrowserState(None, storage_key=OWNER_KEY, secret=OWNER_SECRET)  # this browser's library
+        owner = gr.State(None)  # the session's owner id, set only by the page-load handler
         current = gr.State(None)  # the recording file shown in the player (what exports are made from)
         ids = gr.State([])  # the library table's row ids
         with gr.Column(elem_id="controls"):
@@ -496,7 +499,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         stop_btn.click(fn=None, cancels=race_events).then(after_stop, inputs=None, outputs=[player, current],
                                                           concurrency_limit=None, **quiet) \
             .then(refresh, inputs=[owner], outputs=view, **quiet)
-        demo.load(open_page(policy), inputs=[owner], outputs=[owner, *view, player, current], **quiet)
+        demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, player, current],
+                  **quiet)
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
         load_btn.click(as_visitor(policy, load_entry), inputs=[owner, pick], outputs=[player, current, status], **quiet)
         download_btn.click(as_visitor(policy, download_entry), inputs=[owner, pick], outputs=[download, status], **quiet)
