@@ -26,7 +26,7 @@ from app.ui import scratch
 from app.ui.layout import build, delete_entry, download_entry, load_entry, rename_entry
 from app.ui.visitor import Visitor, check_side, visitor_source
 from tests import sentinels
-from tests.pages import browser_tab, serve_page
+from tests.pages import browser_tab, serve_page, watch_errors
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, script, serve, sse
 
@@ -468,12 +468,17 @@ def test_two_browsers_each_see_only_their_own_runs(browser: Any, recordings: Pat
         a.locator("#prompt textarea").fill("Only A may read this prompt")
         a.click("#run")
         a.wait_for_function("(document.querySelector('#library-table')?.textContent || '').includes('Only A may read')")
-        a.reload()
+        again, errors = {}, []
+        for name, tab in (("a", a), ("b", b)):  # a new tab in each browser: the same stored owner id, a new session
+            again[name] = tab.context.new_page()
+            errors.append(watch_errors(again[name]))
+            again[name].goto(url)
+            again[name].wait_for_selector(f"{root}[data-status='done']")
+        a, b = again["a"], again["b"]
         a.wait_for_function("(document.querySelector('#library-table')?.textContent || '').includes('Only A may read')")
-        b.reload()
-        b.wait_for_selector(f"{root}[data-status='done']")
         assert "Only A may read" not in b.text_content("#library-table")
         assert "01-confidence-blocks" in b.text_content("#library-table")
+        assert errors == [[], []]
     tally("security_attacks")
 
 
