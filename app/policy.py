@@ -54,7 +54,8 @@ class Policy:
         return prefix not in HF_PREFIXES or self.can("hf-models") or bool(self.hf_models)
 
     def hf_model_allowed(self, model: str) -> bool:
-        return self.can("hf-models") or model.strip() in self.hf_models
+        """Whether visitors may load this Hugging Face id or folder: any when allowed, else exactly one the host named."""
+        return self.can("hf-models") or model in self.hf_models
 
     def base_url_allowed(self, url: str) -> bool:
         """Whether a visitor's base URL may be used: any on a local page, only the host's list when served."""
