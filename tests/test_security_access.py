@@ -20,7 +20,7 @@ import pytest
 from app.policy import CAPABILITIES, LOCAL, Policy, from_launch, is_loopback
 from app.scrub import REDACTED, scrub_frame, scrub_text
 from app.sources.base import SourceError, make_source
-from app.store import EXAMPLES_DIR
+from app.store import EXAMPLES_DIR, user_dir
 from app.trace import Frame, read_recording
 from app.ui import scratch
 from app.ui.layout import build, delete_entry, download_entry, load_entry, rename_entry
@@ -447,10 +447,14 @@ def test_a_visitor_cannot_see_load_rename_delete_or_download_anothers_recordings
         tally("security_attacks", len(said))
         assert all(m.startswith("There is no recording called") for m in said), said
         assert theirs in library_ids(demo, url, OWNER_A)  # still there, under its own name
+        race(demo, url, owner=OWNER_B, left_source="replay", left_arg=theirs, right_source="replay", right_arg=EXAMPLE)
+        replayed = only_run(user_dir(OWNER_B))  # B's replay: of A's name looks in B's own library
+        tally("security_attacks")
+        assert replayed.frames["left"] == [] and "There is no recording called" in side_message(replayed, "left")
         loaded = outputs(demo, url, "library-load", "click", owner=OWNER_A, library_pick=theirs)
         assert loaded[-1].startswith("Loaded")  # the owner still can, through the same API
-    files = list(recordings.rglob("*.jsonl"))
-    assert len(files) == 1 and files[0].parent != recordings  # kept in A's own folder, not the shared one
+    files = list(user_dir(OWNER_A).glob("*.jsonl"))
+    assert len(files) == 1 and not list(recordings.glob("*.jsonl"))  # kept in A's own folder, not the shared one
 
 
 @pytest.mark.browser
