@@ -54,9 +54,10 @@ class Race:
 
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
                  secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
-                 make: Callable[..., Source] = make_source) -> None:
+                 make: Callable[..., Source] = make_source, folder: str | Path | None = None) -> None:
         """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk;
-        `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy).
+        `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy);
+        the recording is `out`, or a new file in `folder` (default: recordings_dir()).
         Every key the race could hold is scrubbed from the prompt, the header, each frame and each message."""
         settings = settings or {}
         secrets = secrets or {}
@@ -66,9 +67,10 @@ class Race:
         self.cancel = threading.Event()
         self.sides: dict[str, Side] = {}
         self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
-        for side, spec in zip(SIDES, (left, right)):
+        for side, given in zip(SIDES, (left, right)):
+            spec = scrub_text(given, self._keys)  # what is shown and recorded; the source gets what was given
             try:
-                source = make(spec, **settings.get(side, {}), **secrets.get(side, {}))
+                source = make(given, **settings.get(side, {}), **secrets.get(side, {}))
                 self.sides[side] = Side(spec=spec, source=source)
             except SourceError as e:
                 self.sides[side] = Side(spec=spec, source=None, status="error", message=scrub_text(str(e), self._keys))
@@ -80,7 +82,8 @@ class Race:
             for side, s in self.sides.items()
         }, self._keys)
         self.labels = side_labels(header_sources)
-        self.path = Path(out) if out else recordings_dir() / recording_name(left, right)
+        named = recording_name(self.sides["left"].spec, self.sides["right"].spec)
+        self.path = Path(out) if out else Path(folder or recordings_dir()) / named
         self.writer = RecordingWriter(self.path, make_header(prompt, header_sources))
         for side, s in self.sides.items():
             if s.source is None:

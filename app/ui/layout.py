@@ -23,7 +23,7 @@ import gradio as gr  # noqa: E402
 
 from app.engine.about import twins_note  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
-from app.race import Race, recording_name  # noqa: E402
+from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
 from app.store import user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES  # noqa: E402
@@ -231,7 +231,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
         try:
             race = Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                         secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
-                        out=user_dir(visitor.owner) / recording_name(lspec, rspec))
+                        folder=user_dir(visitor.owner))
         except OSError as e:
             yield to_player(message_payload(f"Could not create the recording file: {e.strerror or e}.", run_id)), gr.skip()
             return
