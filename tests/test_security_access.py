@@ -595,3 +595,14 @@ def test_a_key_echoed_into_the_answer_reaches_no_recording_page_or_export(browse
         leaked = sentinels.found_in(run.read_bytes()) + sentinels.found_in(html.read_bytes())
         tally("security_breaches", len(leaked))
         assert leaked == []
+
+
+def test_a_key_typed_as_a_model_name_stays_out_of_the_file_name_header_and_messages(recordings: Path) -> None:
+    from app.race import Race
+
+    race = Race(f"say {sentinels.TYPED}", f"openai:{sentinels.TYPED}", f"replay:{EXAMPLE}",
+                secrets={"left": {"api_key": sentinels.TYPED}}, folder=recordings)
+    final = list(race.updates(interval=0.02))[-1]
+    tally("security_attacks")
+    assert sentinels.found_in(race.path.name) == [] and sentinels.found_in(race.path.read_bytes()) == []
+    assert sentinels.found_in(json.dumps(final)) == [] and final["sides"]["right"]["status"] == "done"
