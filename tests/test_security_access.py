@@ -516,10 +516,11 @@ def _upload(url: str, path: Path) -> str:
         return r.read().decode()
 
 
-def test_scratch_copies_are_removed_when_old_many_or_big(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scratch_copies_are_removed_when_old_many_or_big(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import os
     import time
 
+    monkeypatch.setattr(scratch, "root", lambda: tmp_path / "scratch")  # none of other tests' copies in the count
     monkeypatch.setattr(scratch, "MAX_FOLDERS", 3)
     made = []
     for i in range(5):
