@@ -16,20 +16,42 @@ def default_host() -> str:
 
 
 def launch_parser() -> argparse.ArgumentParser:
-    """The page's options: this machine only unless --host says otherwise, no public link unless --share."""
-    parser = command_parser("", "Launch the Converge page.", epilog=commands_help())
+    """The page's options: this machine only unless --host says otherwise, no public link unless --share, and what
+    visitors of a served page may do."""
+    from app.policy import CAPABILITIES, ENV_ALLOW, ENV_BASE_URLS, ENV_HF_MODELS
+
+    capabilities = "\n".join(f"  {name}: {what}" for name, what in CAPABILITIES.items())
+    trust = ("A page bound to a loopback address is Local: everything is on. With --host anything else, --share, or "
+             "on a Hugging Face Space (SPACE_ID set) it is Served: these capabilities are off for visitors until "
+             f"--allow turns one back on:\n{capabilities}\n"
+             f"Environment (comma-separated, for Spaces): {ENV_ALLOW}, {ENV_HF_MODELS}, {ENV_BASE_URLS}.")
+    parser = command_parser("", "Launch the Converge page.", epilog=f"{trust}\n\n{commands_help()}")
     parser.add_argument("--host", default=default_host(),
                         help="address to bind: this machine only, or 0.0.0.0 when running on a Hugging Face Space")
     parser.add_argument("--port", type=int, default=7860, help="port to serve the page on")
     parser.add_argument("--share", action="store_true", help="opt in to a public Gradio share link (prints a warning)")
+    parser.add_argument("--allow", action="append", default=[], choices=list(CAPABILITIES), metavar="CAPABILITY",
+                        help="turn a capability back on for visitors of a served page (repeatable; listed below)")
+    parser.add_argument("--hf-model", action="append", default=[], metavar="ID_OR_PATH",
+                        help="a Hugging Face model visitors of a served page may run (repeatable)")
+    parser.add_argument("--allow-base-url", action="append", default=[], metavar="URL",
+                        help="an OpenAI-compatible base URL visitors of a served page may use, with their own key "
+                             "(repeatable)")
     return parser
 
 
 def launch(argv: list[str]) -> int:
-    args = launch_parser().parse_args(argv)
+    parser = launch_parser()
+    args = parser.parse_args(argv)
+    from app.policy import from_launch
+
+    try:
+        policy = from_launch(args.host, args.share, args.allow, args.hf_model, args.allow_base_url)
+    except ValueError as e:
+        parser.error(str(e))
     from app.ui.layout import launch as launch_ui
 
-    launch_ui(host=args.host, port=args.port, share=args.share)
+    launch_ui(host=args.host, port=args.port, share=args.share, policy=policy)
     return 0
 
 

@@ -11,7 +11,7 @@ class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDesc
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text or action.default is None or action.required or action.nargs == 0:
+        if "default" in text or action.default in (None, []) or action.required or action.nargs == 0:
             return text
         return super()._get_help_string(action)
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "recordings" / "examples"
-MERCURY_EXAMPLE = EXAMPLES / "04-mercury-wire-format.jsonl"
+from app.store import EXAMPLES_DIR
+
+MERCURY_EXAMPLE = EXAMPLES_DIR / "04-mercury-wire-format.jsonl"
+MERCURY_EXAMPLE_ID = f"example/{MERCURY_EXAMPLE.name}"  # replay: takes library names on the page
 
 STORY = "Once upon a time, there was a little girl named Lily."
 SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0}  # one token per step, 4 blocks
@@ -195,7 +197,7 @@ LESSONS: list[Lesson] = [
         point=part("heatmap-left"), look="the left heatmap: changes that die out from left to right",
         try_it="Set the replay speed on the left to 0.5 and run again, then step through the frames.",
         try_side="left", try_settings={"speed": 0.5},
-        left=f"replay:{MERCURY_EXAMPLE}", right="local-diffusion",
+        left=f"replay:{MERCURY_EXAMPLE_ID}", right="local-diffusion",
         left_settings={}, right_settings={**SHORT, "block_length": 64},
         prompt="Explain what a diffusion language model is, in one paragraph.",
     ),

@@ -9,7 +9,6 @@ analysed, and always the final state.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import re
 import threading
@@ -18,21 +17,16 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
 from app.compute import COMPUTE
+from app.scrub import known_keys, scrub_frame, scrub_text, scrub_value
 from app.sources.base import Source, SourceError, make_source
+from app.store import recordings_dir
 from app.trace import SIDES, Frame, RecordingWriter, clean_text, make_header
 
 log = logging.getLogger("converge.race")
-
-RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
-
-
-def recordings_dir() -> Path:
-    """Where user runs are saved (CONVERGE_RECORDINGS overrides, for tests and deployments)."""
-    return Path(os.environ.get("CONVERGE_RECORDINGS", RECORDINGS_DIR))
 
 
 def recording_name(left: str, right: str) -> str:
@@ -40,20 +34,6 @@ def recording_name(left: str, right: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     clean = lambda s: re.sub(r"[^A-Za-z0-9._-]+", "_", s)[:40]  # noqa: E731
     return f"{stamp}-{clean(left)}-vs-{clean(right)}-{uuid.uuid4().hex[:6]}.jsonl"
-
-
-def known_keys(secrets: dict[str, dict[str, Any]]) -> list[str]:
-    """Every API key this race could hold: those typed into the page and those in *_API_KEY environment variables."""
-    typed = [str(v) for entry in secrets.values() for k, v in entry.items() if k == "api_key" and v]
-    env = [v for k, v in os.environ.items() if k.endswith("_API_KEY") and v]
-    return sorted({k.strip() for k in typed + env if len(k.strip()) >= 4}, key=len, reverse=True)
-
-
-def redact_keys(text: str, keys: list[str]) -> str:
-    """`text` with every key in `keys` replaced by [key], for logs that quote exception messages."""
-    for key in keys:
-        text = text.replace(key, "[key]")
-    return text
 
 
 @dataclass
@@ -73,31 +53,37 @@ class Race:
     """Runs two sources at once and records both; iterate `updates()` to watch it."""
 
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
-                 secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None) -> None:
-        """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk."""
+                 secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
+                 make: Callable[..., Source] = make_source, folder: str | Path | None = None) -> None:
+        """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk;
+        `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy);
+        the recording is `out`, or a new file in `folder` (default: recordings_dir()).
+        Every key the race could hold is scrubbed from the prompt, the header, each frame and each message."""
         settings = settings or {}
         secrets = secrets or {}
         self._keys = known_keys(secrets)
-        prompt = clean_text(prompt)
+        prompt = scrub_text(clean_text(prompt), self._keys)
         self.prompt = prompt
         self.cancel = threading.Event()
         self.sides: dict[str, Side] = {}
         self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
-        for side, spec in zip(SIDES, (left, right)):
+        for side, given in zip(SIDES, (left, right)):
+            spec = scrub_text(given, self._keys)  # what is shown and recorded; the source gets what was given
             try:
-                source = make_source(spec, **settings.get(side, {}), **secrets.get(side, {}))
+                source = make(given, **settings.get(side, {}), **secrets.get(side, {}))
                 self.sides[side] = Side(spec=spec, source=source)
             except SourceError as e:
-                self.sides[side] = Side(spec=spec, source=None, status="error", message=str(e))
+                self.sides[side] = Side(spec=spec, source=None, status="error", message=scrub_text(str(e), self._keys))
             except TypeError as e:
                 self.sides[side] = Side(spec=spec, source=None, status="error",
-                                        message=f"Bad settings for {spec}: {e}.")
-        header_sources = {
+                                        message=scrub_text(f"Bad settings for {spec}: {e}.", self._keys))
+        header_sources = scrub_value({
             side: {"name": s.spec, "settings": s.source.settings() if s.source else settings.get(side, {})}
             for side, s in self.sides.items()
-        }
+        }, self._keys)
         self.labels = side_labels(header_sources)
-        self.path = Path(out) if out else recordings_dir() / recording_name(left, right)
+        named = recording_name(self.sides["left"].spec, self.sides["right"].spec)
+        self.path = Path(out) if out else Path(folder or recordings_dir()) / named
         self.writer = RecordingWriter(self.path, make_header(prompt, header_sources))
         for side, s in self.sides.items():
             if s.source is None:
@@ -154,6 +140,7 @@ class Race:
         frames = source.stream(self.prompt, self.cancel)
         try:
             for frame in frames:
+                frame = scrub_frame(frame, self._keys)
                 self.writer.frame(side, frame)
                 self._queue.put((side, "frame", frame))
                 if self.cancel.is_set():
@@ -161,9 +148,9 @@ class Race:
             if self.cancel.is_set():
                 status = "stopped"
         except SourceError as e:
-            status, message = "error", str(e)
+            status, message = "error", scrub_text(str(e), self._keys)
         except Exception as e:  # a bug or an unforeseen library error: the other side keeps running
-            log.error("source %s failed:\n%s", source.name, redact_keys(traceback.format_exc(), self._keys))
+            log.error("source %s failed:\n%s", source.name, scrub_text(traceback.format_exc(), self._keys))
             status, message = "error", f"{source.name} failed unexpectedly ({type(e).__name__}); the frames so far are kept."
         finally:
             close = getattr(frames, "close", None)

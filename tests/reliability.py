@@ -25,6 +25,10 @@ ROWS = (
     ("other_side_finished", "races whose other side still finished (every race with a side left to finish)"),
     ("concurrent_sessions", "concurrent page sessions held"),
     ("stopped_under_load", "sessions stopped under load"),
+    ("security_attacks", "attacks on a served page replayed (remote code from an uploaded folder, the host's key sent to a "
+                         "listener, network probes, replay: of outside paths, another visitor's library, uploads when "
+                         "off, keys echoed into answers)"),
+    ("security_breaches", "attacks that got through"),
     ("sentinel_keys", "sentinel API keys planted"),
     ("secret_scans", "files, test outputs, logs and pages searched for them"),
     ("leaks", "keys leaked"),

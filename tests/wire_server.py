@@ -62,6 +62,7 @@ FAULTS = {
     "burst-N": "a normal stream written N events per socket write",
     "mixed": "diffusing frames (replace) for the first half of the answer, then plain deltas (append) for the rest",
     "echo-request": "answers with the JSON body of the request itself (never its headers)",
+    "echo-key": "answers with the key it was sent (from the Authorization header), and names it in the usage too",
     "script-ID": "replays a response registered in-process with script(): any status, headers and body bytes, "
                  "one socket write per piece",
 }
@@ -112,7 +113,7 @@ def parse_model(model: str) -> tuple[str, int]:
     m = re.fullmatch(r"burst-(\d+)", model)
     if m:
         return "burst", max(1, int(m.group(1)))
-    if model in ("stall-headers", "echo-request", "mixed"):
+    if model in ("stall-headers", "echo-request", "echo-key", "mixed"):
         return model, 0
     m = re.fullmatch(r"fail-(\d{3})(-retry)?", model)
     if m and m.group(1) in _ERRORS:
@@ -298,6 +299,8 @@ class Handler(BaseHTTPRequestHandler):
         if behaviour == "stall-headers":
             return self._stall()
         answer = answer_for(body)
+        if behaviour == "echo-key":
+            answer = f"The key you sent me is {self._sent_key()} and now it is in my answer."
         max_tokens = body.get("max_tokens")
         finish = "stop"
         if isinstance(max_tokens, int) and len(pieces(answer)) > max_tokens:
@@ -346,8 +349,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             events.append(sse(_chunk(str(body.get("model", "")), {}, finish=finish)))
             if (body.get("stream_options") or {}).get("include_usage"):
+                usage: dict[str, Any] = usage_for(body, answer)
+                if behaviour == "echo-key":
+                    usage["details"] = {self._sent_key(): 1}
                 events.append(sse({"id": "chatcmpl-wire", "object": "chat.completion.chunk", "created": 1700000000,
-                                   "model": body.get("model"), "choices": [], "usage": usage_for(body, answer)}))
+                                   "model": body.get("model"), "choices": [], "usage": usage}))
             events.append(sse(b"[DONE]"))
         burst = n if behaviour == "burst" else 1
         try:

@@ -36,12 +36,17 @@ def _causal(name: str, trust: bool, device: str, dtype: str) -> tuple[Any, Any]:
     return load_causal(name, trust, device, dtype)
 
 
+def flag(value: Any) -> bool:
+    """A loader switch as given by the page or the command line (True, "true", "1", "yes", "on")."""
+    return str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
 def _options(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Splits the loader options (chat template, logit shift, remote code, device, dtype) from the sampler settings."""
     opts = {k: settings.pop(k) for k in LOAD_OPTIONS if k in settings}
     for key in ("chat", "trust_remote_code"):
         if key in opts:
-            opts[key] = str(opts[key]).strip().lower() in ("true", "1", "yes", "on")
+            opts[key] = flag(opts[key])
     return opts, settings
 
 

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+from app.scrub import scrub_text
 from app.sources.base import SourceError, SourceKind, register
 from app.trace import Clock, Frame, clean_text, clean_usage
 
@@ -248,9 +249,7 @@ def _n_frames(n: int) -> str:
 
 def redact(message: Any, key: str, limit: int = 200) -> str:
     """A server's message made safe to show: the key removed, whitespace collapsed, length capped, no final period."""
-    text = " ".join(str(message or "").split())
-    if key:
-        text = text.replace(key, "[key]")
+    text = scrub_text(" ".join(str(message or "").split()), [key] if key else [])
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text.rstrip(". ")

@@ -1,27 +1,42 @@
-"""`replay:PATH` plays one side of a saved recording (`replay:PATH#right` for the right side) with its original timing."""
+"""`replay:NAME` plays one side of a saved recording (`replay:NAME#right` for the right side) with its original timing.
+
+NAME is a library id ("example/01-confidence-blocks.jsonl", "user/my-run.jsonl"); the command line may also give a
+file path. The page gives `paths=False` and the visitor's `owner`, so a visitor reaches only the bundled examples
+and their own recordings, and learns nothing about other files on the server.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterator
 
 from app.sources.base import SourceError, SourceKind, register
+from app.store import is_id, locate
 from app.trace import SIDES, Frame, RecordingError, read_recording
 
 
 class ReplaySource:
     """Yields a recorded side's frames at their recorded times, scaled by `speed`."""
 
-    def __init__(self, arg: str, speed: float = 1.0) -> None:
-        path, _, side = arg.partition("#")
+    def __init__(self, arg: str, speed: float = 1.0, *, paths: bool = True, owner: str | None = None) -> None:
+        """`paths`: whether a file path is accepted besides a library id; `owner`: whose "user/" recordings ids name."""
+        name, _, side = arg.partition("#")
         side = side or "left"
-        if not path:
-            raise SourceError("Name a recording: replay:PATH.")
+        if not name:
+            raise SourceError("Name a recording: replay:NAME, with NAME from the recordings list (like example/NAME.jsonl).")
         if side not in SIDES:
             raise SourceError(f"Side must be left or right, not {side!r}.")
         if not 0.1 <= float(speed) <= 4.0:
             raise SourceError("Replay speed must be between 0.1 and 4.")
+        if paths and not is_id(name):
+            path: str | Path = name
+        elif is_id(name):
+            path = locate(name, owner)
+        else:
+            raise SourceError("replay: takes a recording's name from the recordings list, like "
+                              "example/01-confidence-blocks.jsonl or user/NAME.jsonl, not a file path.")
         try:
             self.recording = read_recording(path)
         except RecordingError as e:

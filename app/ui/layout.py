@@ -9,25 +9,26 @@ with the first bundled example loaded and ready to play; `?presenter=1` opens it
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
 from app.engine.about import twins_note  # noqa: E402
+from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
-from app.sources.base import REGISTRY, SourceError, SourceKind, load_plugins  # noqa: E402
+from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
+from app.store import user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
-from app.ui import library  # noqa: E402
+from app.ui import library, scratch  # noqa: E402
+from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
@@ -38,6 +39,7 @@ RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides 
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
 MAX_PROMPT_CHARS = 20_000
+CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
 
 PLAYER_GLUE = """
 const mount = element.querySelector('.cv-mount');
@@ -80,14 +82,6 @@ def launch_options() -> dict[str, Any]:
     """Safe launch defaults: no monitoring endpoint, no run history in the browser, a file size cap."""
     return {"enable_monitoring": False, "max_file_size": MAX_RECORDING_BYTES, "run_history": False,
             "ssr_mode": False, "css": PAGE_CSS, "show_error": False}
-
-
-def needs_key(kind: SourceKind) -> bool:
-    """Whether a source kind accepts an API key (its factory takes `api_key`)."""
-    try:
-        return "api_key" in inspect.signature(kind.make).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def setting_component(spec: dict[str, Any], elem_id: str) -> gr.components.Component:
@@ -145,22 +139,34 @@ class SideControls:
         return spec, settings, secrets
 
 
-def side_controls(side: str, default: str) -> SideControls:
-    """The picker, argument box, key field and per-kind settings for one side."""
+def hidden_setting(policy: Policy, name: str) -> bool:
+    """Settings a served page does not render (the handlers refuse them as well): running a model's own code, and a
+    base URL when the host listed none."""
+    return (name == "trust_remote_code" and not policy.can("remote-code")) or (
+        name == "base_url" and policy.served and not policy.base_urls)
+
+
+def side_controls(side: str, default: str, policy: Policy = LOCAL) -> SideControls:
+    """The picker, argument box, key field and per-kind settings for one side, as far as `policy` offers them."""
     title = side.capitalize()
-    choices = [(f"{prefix} \u2014 {kind.label}", prefix) for prefix, kind in REGISTRY.items()]
+    choices = [(f"{prefix} \u2014 {kind.label}", prefix) for prefix, kind in REGISTRY.items() if policy.offers(prefix)]
     first = REGISTRY.get(default)
     kind = gr.Dropdown(choices=choices, value=default, label=f"{title} source", elem_id=f"{side}-source")
-    arg = gr.Textbox(label=f"{title} model or path (the part after ':')", elem_id=f"{side}-arg",
+    arg = gr.Textbox(label=f"{title} model or recording (the part after ':')", elem_id=f"{side}-arg",
                      visible=bool(first and first.takes_arg), max_lines=1,
-                     placeholder="e.g. a model name for openai:, a .jsonl path for replay:")
-    key = gr.Textbox(label=f"{title} API key (never saved; leave empty to use the environment variable)",
+                     placeholder="e.g. a model name for openai:, a recording like example/NAME.jsonl for replay:")
+    lend = "leave empty to use the environment variable" if policy.can("env-keys") else "required on this server"
+    key = gr.Textbox(label=f"{title} API key (never saved; {lend})",
                      type="password", elem_id=f"{side}-key", visible=bool(first and needs_key(first)), max_lines=1)
     controls = SideControls(side=side, kind=kind, arg=arg, key=key)
     with gr.Accordion(f"{title} settings", open=False, elem_id=f"{side}-settings"):
         for prefix, k in REGISTRY.items():
             with gr.Group(visible=prefix == default) as group:
                 for name, spec in k.settings.items():
+                    if hidden_setting(policy, name):
+                        continue
+                    if name == "base_url" and policy.served:
+                        spec = {**spec, "info": "Only these: " + ", ".join(policy.base_urls) + " (with your own key)."}
                     component = setting_component(spec, f"{side}-{prefix}-{name}")
                     controls.settings.append((prefix, name, spec, component))
             controls.groups[prefix] = group
@@ -180,6 +186,19 @@ def _session(request: gr.Request | None) -> str:
     return (request.session_hash if request is not None else None) or "no-session"
 
 
+def visitor_of(policy: Policy, token: Any, request: gr.Request | None) -> Visitor:
+    """The visitor behind a request: the page's policy and their owner id (from the browser, else the session)."""
+    return Visitor(policy, owner_of(policy, token, request.session_hash if request is not None else None))
+
+
+def as_visitor(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A Gradio handler for `fn(visitor, *values)` whose first input is the session's owner id (a gr.State, which
+    the queue API cannot set: only the page-load handler does, from the browser's stored id)."""
+    def handler(request: gr.Request, owner: Any, *values: Any) -> Any:
+        return fn(visitor_of(policy, owner, request), *values)
+    return handler
+
+
 def remember(session: str, entry: dict[str, Any]) -> None:
     """Keeps a session's latest race; of the sessions whose race has ended, only the latest MAX_SESSIONS stay
     (API clients never unload, so nothing else would ever drop them)."""
@@ -191,11 +210,13 @@ def remember(session: str, entry: dict[str, Any]) -> None:
             del _sessions[stale]
 
 
-def run_race(left: SideControls, right: SideControls) -> Any:
-    """The Run handler: starts a race and yields coalesced player payloads until it ends or is cancelled."""
+def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) -> Any:
+    """The Run handler: starts a race under `policy` and yields coalesced player payloads until it ends or is
+    cancelled; the run is saved in the visitor's own library."""
     n_left = len(left.inputs())
 
-    def run(request: gr.Request, prompt: str, *values: Any) -> Iterator[tuple[Any, Any]]:
+    def run(request: gr.Request, owner: Any, prompt: str, *values: Any) -> Iterator[tuple[Any, Any]]:
+        visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
         prompt = prompt or ""
         if not prompt.strip():
@@ -209,7 +230,8 @@ def run_race(left: SideControls, right: SideControls) -> Any:
         rspec, rset, rkey = right.read(list(values[n_left:]))
         try:
             race = Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
-                        secrets={"left": lkey, "right": rkey})
+                        secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
+                        folder=user_dir(visitor.owner))
         except OSError as e:
             yield to_player(message_payload(f"Could not create the recording file: {e.strerror or e}.", run_id)), gr.skip()
             return
@@ -249,9 +271,9 @@ def end_session(request: gr.Request) -> None:
         entry["race"].stop()
 
 
-def library_view(selected: str | None = None) -> tuple[Any, Any, list[str]]:
-    """The library table, the recording picker (keeping `selected` when it still exists) and the row ids."""
-    entries = library.list_recordings()
+def library_view(visitor: Visitor, selected: str | None = None) -> tuple[Any, Any, list[str]]:
+    """The visitor's library table, the recording picker (keeping `selected` when it still exists) and the row ids."""
+    entries = library.list_recordings(visitor.owner)
     rows = [[e["name"], "example" if e["kind"] == "example" else "yours", e["caption"] or e["prompt"], e["sources"],
              library.date_text(e["created"]), library.duration_text(e["duration"]), e["problem"] or ""]
             for e in entries]
@@ -261,15 +283,23 @@ def library_view(selected: str | None = None) -> tuple[Any, Any, list[str]]:
     return table, gr.update(choices=[(library.label(e), e["id"]) for e in entries], value=value), ids
 
 
-def open_page() -> tuple[Any, ...]:
-    """On page load: the library, and the first bundled example in the player, at its start, ready to play."""
-    table, pick, ids = library_view()
-    first = next((i for i in ids if i.startswith("example/")), None)
-    if first is None:
-        return table, pick, ids, gr.skip(), gr.skip()
-    pick["value"] = first
-    path = library.locate(first)
-    return table, pick, ids, to_player(load_payload(path, name=path.name, cursor="start")), str(path)
+def open_page(policy: Policy) -> Callable[..., tuple[Any, ...]]:
+    """The page-load handler: takes the owner id the browser stored (giving a new browser one) into the session,
+    then shows the visitor's library and the first bundled example in the player, at its start, ready to play."""
+    def on_load(request: gr.Request, token: Any) -> tuple[Any, ...]:
+        visitor = visitor_of(policy, token, request)
+        if visitor.owner is not None and visitor.owner != token:
+            token = new_owner()
+            visitor = Visitor(policy, token)
+        table, pick, ids = library_view(visitor)
+        first = next((i for i in ids if i.startswith("example/")), None)
+        if first is None:
+            return token, visitor.owner, table, pick, ids, gr.skip(), gr.skip()
+        pick["value"] = first
+        path = library.locate(first)
+        return (token, visitor.owner, table, pick, ids, to_player(load_payload(path, name=path.name, cursor="start")),
+                str(path))
+    return on_load
 
 
 def pick_row(ids: list[str], evt: gr.SelectData) -> tuple[Any, Any]:
@@ -287,10 +317,10 @@ def pick_row(ids: list[str], evt: gr.SelectData) -> tuple[Any, Any]:
     return gr.update(value=entry), entry.partition("/")[2]
 
 
-def load_entry(entry_id: str | None) -> tuple[Any, Any, str]:
+def load_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, str]:
     """Loads the picked recording into the player at its start."""
     try:
-        path = library.locate(entry_id or "")
+        path = library.locate(entry_id or "", visitor.owner)
     except SourceError as e:
         return gr.skip(), gr.skip(), str(e)
     payload = load_payload(path, name=path.name, cursor="start")
@@ -300,51 +330,53 @@ def load_entry(entry_id: str | None) -> tuple[Any, Any, str]:
     return to_player(payload), str(path), f"Loaded {path.name}." + (f" {note}" if note else "")
 
 
-def rename_entry(entry_id: str | None, new_name: str, current: str | None) -> tuple[Any, ...]:
-    """Renames one of the user's recordings; the player keeps pointing at it."""
+def rename_entry(visitor: Visitor, entry_id: str | None, new_name: str, current: str | None) -> tuple[Any, ...]:
+    """Renames one of the visitor's recordings; the player keeps pointing at it."""
     try:
-        old = library.locate(entry_id or "")
-        new_id = library.rename(entry_id or "", new_name)
+        old = library.locate(entry_id or "", visitor.owner)
+        new_id = library.rename(entry_id or "", new_name, visitor.owner)
     except (SourceError, OSError) as e:
         return (gr.skip(),) * 4 + (_error_text(e),)
-    new_path = library.locate(new_id)
-    table, pick, ids = library_view(new_id)
+    new_path = library.locate(new_id, visitor.owner)
+    table, pick, ids = library_view(visitor, new_id)
     moved = str(new_path) if current and Path(current) == old else gr.skip()
     return table, pick, ids, moved, f"Renamed {old.name} to {new_path.name}."
 
 
-def delete_entry(entry_id: str | None) -> tuple[Any, ...]:
-    """Deletes one of the user's recordings (the browser asked for confirmation; None means cancelled)."""
+def delete_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, ...]:
+    """Deletes one of the visitor's recordings (the browser asked for confirmation; None means cancelled)."""
     if entry_id is None:
         return (gr.skip(),) * 3 + ("Nothing deleted.",)
     try:
-        name = library.delete(entry_id)
+        name = library.delete(entry_id, visitor.owner)
     except (SourceError, OSError) as e:
         return (gr.skip(),) * 3 + (_error_text(e),)
-    return (*library_view(), f"Deleted {name}.")
+    return (*library_view(visitor), f"Deleted {name}.")
 
 
-def upload_entry(path: str | None) -> tuple[Any, ...]:
-    """Checks an uploaded recording, adds it to the user's recordings and loads it into the player; the upload
+def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
+    """Checks an uploaded recording, adds it to the visitor's recordings and loads it into the player; the upload
     box is emptied either way, ready for the next file."""
     if not path:
         return (gr.skip(),) * 7
+    if not visitor.policy.can("upload"):
+        return (gr.skip(),) * 5 + ("Uploading recordings is off on this server.", None)
     try:
-        new_id = library.save_upload(path, Path(path).name)
+        new_id = library.save_upload(path, Path(path).name, visitor.owner)
     except (SourceError, OSError) as e:
         return (gr.skip(),) * 5 + (_error_text(e), None)
-    saved = library.locate(new_id)
-    table, pick, ids = library_view(new_id)
+    saved = library.locate(new_id, visitor.owner)
+    table, pick, ids = library_view(visitor, new_id)
     payload = load_payload(saved, name=saved.name, cursor="start")
     note = " ".join(payload.get("warnings") or [])
     return table, pick, ids, to_player(payload), str(saved), f"Added {saved.name} to your recordings." + (
         f" {note}" if note else ""), None
 
 
-def download_entry(entry_id: str | None) -> tuple[Any, str]:
+def download_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, str]:
     """The picked recording as a file to download."""
     try:
-        copy = library.download_copy(entry_id or "")
+        copy = library.download_copy(entry_id or "", visitor.owner)
     except (SourceError, OSError) as e:
         return gr.skip(), _error_text(e)
     return str(copy), f"{copy.name} is ready: use the download link."
@@ -357,7 +389,7 @@ def export_current(fmt: str) -> Any:
         if not current or not Path(current).is_file():
             return gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
         source = Path(current)
-        out = Path(tempfile.mkdtemp(prefix="converge-export-")) / f"{source.stem}.{fmt}"
+        out = scratch.new_dir("export") / f"{source.stem}.{fmt}"
         try:
             if fmt == "html":
                 from app.export.html import export_html
@@ -393,17 +425,25 @@ def _error_text(e: Exception) -> str:
     return str(e)
 
 
-def build() -> gr.Blocks:
-    """The whole page as a gr.Blocks (launch it with `launch()` or `demo.launch(**launch_options())`)."""
+OWNER_KEY = "converge-owner"  # where a browser keeps its owner id (localStorage)
+OWNER_SECRET = "converge-owner-id"  # not a secret: Gradio sends it to the page; a fixed one keeps ids across restarts
+
+
+def build(policy: Policy = LOCAL) -> gr.Blocks:
+    """The whole page as a gr.Blocks under `policy` (launch it with `launch()` or `demo.launch(**launch_options())`)."""
     load_plugins()
     defaults = [p if p in REGISTRY else next(iter(REGISTRY)) for p in DEFAULT_PAIR]
     head = f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
-    with gr.Blocks(title="Converge", analytics_enabled=False) as demo:
+    with gr.Blocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
         headline, details = twins_note()
         with gr.Accordion(headline, open=False, elem_id="twins-about"):
             gr.Markdown(details)
+        if policy.served:
+            gr.Markdown(policy.page_note(), elem_id="trust-note")
+        stored_owner = gr.BrowserState(None, storage_key=OWNER_KEY, secret=OWNER_SECRET)  # this browser's library
+        owner = gr.State(None)  # the session's owner id, set only by the page-load handler
         current = gr.State(None)  # the recording file shown in the player (what exports are made from)
         ids = gr.State([])  # the library table's row ids
         with gr.Column(elem_id="controls"):
@@ -413,7 +453,7 @@ def build() -> gr.Blocks:
                 controls = {}
                 for side, default in zip(SIDES, defaults):
                     with gr.Column():
-                        controls[side] = side_controls(side, default)
+                        controls[side] = side_controls(side, default, policy)
             with gr.Row():
                 run_btn = gr.Button("Run", variant="primary", elem_id="run")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
@@ -435,7 +475,8 @@ def build() -> gr.Blocks:
                     rename_btn = gr.Button("Rename", elem_id="library-rename", scale=1)
                     delete_btn = gr.Button("Delete", variant="stop", elem_id="library-delete", scale=1)
                 upload = gr.File(label="Upload a recording (.jsonl): it is checked, then added to your recordings",
-                                 file_types=[".jsonl"], type="filepath", elem_id="load-file", height=140)
+                                 file_types=[".jsonl"], type="filepath", elem_id="load-file", height=140,
+                                 visible=policy.can("upload"))
             with gr.Accordion("Export the recording in the player", open=False, elem_id="export-box"):
                 with gr.Row():
                     export_btns = {fmt: gr.Button(f"Export {fmt.upper()}", elem_id=f"export-{fmt}")
@@ -456,30 +497,35 @@ def build() -> gr.Blocks:
         left, right = controls["left"], controls["right"]
         view = [table, pick, ids]
         quiet = {"show_progress": "hidden", "api_name": False}
-        race_inputs = [prompt, *left.inputs(), *right.inputs()]
+        race_inputs = [owner, prompt, *left.inputs(), *right.inputs()]
+        refresh = as_visitor(policy, library_view)
 
         def start_race(event: Any, api_name: str | bool = False) -> Any:
             """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends."""
-            race = event.then(run_race(left, right), inputs=race_inputs, outputs=[player, current],
+            race = event.then(run_race(left, right, policy), inputs=race_inputs, outputs=[player, current],
                               concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden",
                               api_name=api_name)
-            race.then(lambda: library_view(), outputs=view, **quiet)
+            race.then(refresh, inputs=[owner], outputs=view, **quiet)
             return race
 
         run_event = start_race(run_btn.click(fn=None, **quiet), api_name="race")
         race_events = [run_event, *wire_lessons(start_race)]
         stop_btn.click(fn=None, cancels=race_events).then(after_stop, inputs=None, outputs=[player, current],
                                                           concurrency_limit=None, **quiet) \
-            .then(lambda: library_view(), outputs=view, **quiet)
-        demo.load(open_page, outputs=[*view, player, current], **quiet)
+            .then(refresh, inputs=[owner], outputs=view, **quiet)
+        demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, player, current],
+                  **quiet)
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
-        load_btn.click(load_entry, inputs=[pick], outputs=[player, current, status], **quiet)
-        download_btn.click(download_entry, inputs=[pick], outputs=[download, status], **quiet)
-        rename_btn.click(rename_entry, inputs=[pick, new_name, current], outputs=[*view, current, status], **quiet)
-        new_name.submit(rename_entry, inputs=[pick, new_name, current], outputs=[*view, current, status], **quiet)
-        delete_btn.click(delete_entry, inputs=[pick], outputs=[*view, status], **quiet,
-                         js="(id) => (id && window.confirm('Delete ' + id.split('/').pop() + '? This cannot be undone.')) ? id : null")
-        upload.upload(upload_entry, inputs=[upload], outputs=[*view, player, current, status, upload], **quiet)
+        load_btn.click(as_visitor(policy, load_entry), inputs=[owner, pick], outputs=[player, current, status], **quiet)
+        download_btn.click(as_visitor(policy, download_entry), inputs=[owner, pick], outputs=[download, status], **quiet)
+        rename = as_visitor(policy, rename_entry)
+        rename_btn.click(rename, inputs=[owner, pick, new_name, current], outputs=[*view, current, status], **quiet)
+        new_name.submit(rename, inputs=[owner, pick, new_name, current], outputs=[*view, current, status], **quiet)
+        delete_btn.click(as_visitor(policy, delete_entry), inputs=[owner, pick], outputs=[*view, status], **quiet,
+                         js="(owner, id) => [owner, (id && window.confirm('Delete ' + id.split('/').pop() + "
+                            "'? This cannot be undone.')) ? id : null]")
+        upload.upload(as_visitor(policy, upload_entry), inputs=[owner, upload],
+                      outputs=[*view, player, current, status, upload], **quiet)
         for fmt, btn in export_btns.items():
             btn.click(export_current(fmt), inputs=[current], outputs=[download, status], concurrency_limit=1,
                       concurrency_id="export", api_name=False, show_progress="full")
@@ -488,12 +534,17 @@ def build() -> gr.Blocks:
     return demo
 
 
-def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, **kwargs: Any) -> gr.Blocks:
+def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, policy: Policy | None = None,
+           **kwargs: Any) -> gr.Blocks:
     """Builds and serves the page on host:port (this machine only by default) with a bounded queue; `share` opts in to a
-    public link, with a warning. Returns the running page (pass prevent_thread_lock=True to get it back at once)."""
+    public link, with a warning. `policy` defaults to the one the launch implies (app/policy.py); a served page says
+    on stderr what it turns off. Returns the running page (pass prevent_thread_lock=True to get it back at once)."""
+    policy = policy or from_launch(host, share)
     if share:
         print("Warning: --share makes this page public through Gradio's share servers; anyone with the link can "
               "run races on this machine, and keys typed into the page pass through that tunnel.", file=sys.stderr)
-    demo = build()
+    if policy.served:
+        print(policy.summary(), file=sys.stderr)
+    demo = build(policy)
     demo.launch(server_name=host, server_port=port, share=share, **{**launch_options(), **kwargs})
     return demo

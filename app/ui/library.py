@@ -1,90 +1,25 @@
 """The recording library: the user's runs and the bundled examples, listed, renamed, deleted and uploaded.
 
-A recording is named by an id, "user/NAME" (a file directly in `app.race.recordings_dir()`) or
-"example/NAME" (a file in recordings/examples/, read-only). A NAME is a bare file name: no path
-separator, no "..", not absolute, not hidden, and it must resolve inside its folder, so a symlink that
-points out of recordings/ is refused too. Only the user's recordings can be renamed or deleted.
+Ids, names and folders are app.store's: "user/NAME" lives in the user's folder (an owner's own folder when
+the page is served), "example/NAME" in recordings/examples/ (read-only); names that would lead out of their
+folder are refused there. Only the user's recordings can be renamed or deleted.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from app.race import recordings_dir
 from app.sources.base import SourceError
+from app.store import (EXAMPLES_DIR, KINDS, MAX_NAME, SUFFIX, check_name, examples_dir, folder, locate,  # noqa: F401
+                       parse_id, resolve, user_dir)
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
+from app.ui import scratch
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "recordings" / "examples"
-KINDS = ("user", "example")
-SUFFIX = ".jsonl"
-MAX_NAME = 120
-_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 _cache: dict[tuple[str, int, int], dict[str, Any]] = {}
-
-
-def examples_dir() -> Path:
-    """The bundled examples (CONVERGE_EXAMPLES overrides, for tests)."""
-    return Path(os.environ.get("CONVERGE_EXAMPLES", EXAMPLES_DIR))
-
-
-def folder(kind: str) -> Path:
-    """The folder a kind of recording lives in."""
-    if kind == "user":
-        return recordings_dir()
-    if kind == "example":
-        return examples_dir()
-    raise SourceError(f"Unknown recording kind {kind!r}: use user or example.")
-
-
-def check_name(name: str) -> str:
-    """A recording name as given, if it is a plain file name ending in .jsonl; raises SourceError otherwise."""
-    if not isinstance(name, str) or not name.strip():
-        raise SourceError("Give the recording a name.")
-    if name != name.strip():
-        raise SourceError("A recording name cannot start or end with a space.")
-    if os.path.isabs(name) or _BAD_CHARS.search(name) or name in (".", "..") or ".." in name:
-        raise SourceError("A recording name cannot contain a path: no /, \\, '..' or special characters.")
-    if name.startswith("."):
-        raise SourceError("A recording name cannot start with a dot.")
-    if len(name) > MAX_NAME:
-        raise SourceError(f"A recording name can have at most {MAX_NAME} characters.")
-    if not name.endswith(SUFFIX):
-        raise SourceError(f"A recording name must end in {SUFFIX}.")
-    return name
-
-
-def resolve(kind: str, name: str) -> Path:
-    """The path of a recording in its folder, refusing names and symlinks that would lead out of it."""
-    check_name(name)
-    base = folder(kind).resolve()
-    path = base / name
-    if not path.resolve().is_relative_to(base):
-        raise SourceError(f"{name} points outside the recordings folder; it cannot be used.")
-    return path
-
-
-def parse_id(entry_id: str) -> tuple[str, str]:
-    """("user" | "example", NAME) from an id such as "user/run.jsonl"; raises SourceError on anything else."""
-    kind, sep, name = (entry_id or "").partition("/")
-    if not sep or kind not in KINDS:
-        raise SourceError("Choose a recording from the list first.")
-    check_name(name)
-    return kind, name
-
-
-def locate(entry_id: str) -> Path:
-    """The file behind an id, which must exist."""
-    kind, name = parse_id(entry_id)
-    path = resolve(kind, name)
-    if not path.is_file():
-        raise SourceError(f"There is no recording called {name} any more; refresh the list.")
-    return path
 
 
 def describe(path: Path) -> dict[str, Any]:
@@ -114,11 +49,12 @@ def describe(path: Path) -> dict[str, Any]:
     return info
 
 
-def list_recordings() -> list[dict[str, Any]]:
-    """Every recording: the user's, newest first, then the bundled examples by name."""
+def list_recordings(owner: str | None = None) -> list[dict[str, Any]]:
+    """Every recording `owner` may see: theirs (all of the user's without an owner), newest first, then the
+    bundled examples by name."""
     out: list[dict[str, Any]] = []
     for kind in KINDS:
-        base = folder(kind)
+        base = folder(kind, owner)
         if not base.is_dir():
             continue
         entries = []
@@ -126,7 +62,7 @@ def list_recordings() -> list[dict[str, Any]]:
             try:
                 if path.name.startswith(".") or not path.name.endswith(SUFFIX) or not path.is_file():
                     continue
-                resolve(kind, path.name)
+                resolve(kind, path.name, owner)
                 entries.append({"id": f"{kind}/{path.name}", "kind": kind, "name": path.name,
                                 "mtime": path.stat().st_mtime, **describe(path)})
             except (SourceError, OSError):
@@ -158,7 +94,7 @@ def label(entry: dict[str, Any]) -> str:
     return f"{entry['name']} ({kind}) \u00b7 {entry['sources'] or '?'} \u00b7 {duration_text(entry['duration'])}{extra}"
 
 
-def rename(entry_id: str, new_name: str) -> str:
+def rename(entry_id: str, new_name: str, owner: str | None = None) -> str:
     """Renames one of the user's recordings (never an example, never over another file); returns the new id."""
     kind, name = parse_id(entry_id)
     if kind != "user":
@@ -166,7 +102,7 @@ def rename(entry_id: str, new_name: str) -> str:
     new_name = (new_name or "").strip()
     if new_name and not new_name.endswith(SUFFIX):
         new_name += SUFFIX
-    src, dst = locate(entry_id), resolve("user", new_name)
+    src, dst = locate(entry_id, owner), resolve("user", new_name, owner)
     if dst.exists() or dst.is_symlink():
         raise SourceError(f"There is already a recording called {new_name}; choose another name.")
     if src.is_symlink():
@@ -175,12 +111,12 @@ def rename(entry_id: str, new_name: str) -> str:
     return f"user/{new_name}"
 
 
-def delete(entry_id: str) -> str:
+def delete(entry_id: str, owner: str | None = None) -> str:
     """Deletes one of the user's recordings (never an example); returns its name."""
     kind, name = parse_id(entry_id)
     if kind != "user":
         raise SourceError("Bundled examples cannot be deleted.")
-    path = locate(entry_id)
+    path = locate(entry_id, owner)
     path.unlink()
     return name
 
@@ -193,7 +129,7 @@ def safe_upload_name(original: str) -> str:
     return stem + SUFFIX
 
 
-def save_upload(src: str | Path, original: str | None = None) -> str:
+def save_upload(src: str | Path, original: str | None = None, owner: str | None = None) -> str:
     """Checks an uploaded file is a readable recording under the size limit, then copies it into the user's
     recordings (never over another file); returns its id. A damaged file is kept: it loads to its last good frame."""
     src = Path(src)
@@ -204,12 +140,11 @@ def save_upload(src: str | Path, original: str | None = None) -> str:
         read_recording(src)
     except RecordingError as e:
         raise SourceError(str(e)) from None
-    base = recordings_dir()
-    base.mkdir(parents=True, exist_ok=True)
+    user_dir(owner).mkdir(parents=True, exist_ok=True)
     name = safe_upload_name(original or src.name)
     stem = name[: -len(SUFFIX)]
     for n in range(1, 1000):
-        target = resolve("user", name)
+        target = resolve("user", name, owner)
         try:
             out = open(target, "xb")  # exclusive: never overwrites a recording
         except FileExistsError:
@@ -225,9 +160,9 @@ def save_upload(src: str | Path, original: str | None = None) -> str:
     raise SourceError("Too many recordings with that name; rename some first.")
 
 
-def download_copy(entry_id: str) -> Path:
-    """A copy of a recording in a fresh temporary folder, to hand to the browser as a download."""
-    path = locate(entry_id)
-    out = Path(tempfile.mkdtemp(prefix="converge-dl-")) / path.name
+def download_copy(entry_id: str, owner: str | None = None) -> Path:
+    """A copy of a recording in a fresh scratch folder (app/ui/scratch.py bounds them), to hand to the browser."""
+    path = locate(entry_id, owner)
+    out = scratch.new_dir("dl") / path.name
     shutil.copyfile(path, out)
     return out

@@ -1,0 +1,122 @@
+"""Who is asking, and what they may race: a page visitor's owner id, and the source factory that applies the
+trust policy (app/policy.py) to each side of a visitor's race.
+
+Every page handler can also be called through Gradio's queue API, so the checks live here, where the race is
+built, not in what the page shows. Whatever the trust level, a visitor's `replay:` names a library entry, not a
+file, and a base URL the visitor typed never gets the host's key. On a served page a visitor also cannot run a
+model's own code, load a Hugging Face model the host did not name, use a base URL the host did not list, or (by
+default) race on the host's keys; failures at a visitor's own endpoint are told in one generic sentence, so the
+page cannot be used to map the host's network.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import secrets
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from app.policy import LOCAL, Policy
+from app.sources.base import REGISTRY, Source, SourceError, SourceKind, load_plugins, make_source
+from app.sources.openai_chat import host_of
+from app.trace import Frame
+
+OWNER_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """The page's policy and the id of the visitor's own library (None: the one shared library)."""
+
+    policy: Policy = LOCAL
+    owner: str | None = None
+
+
+def new_owner() -> str:
+    """A fresh owner id for a browser: random, so no visitor can guess another's."""
+    return secrets.token_urlsafe(24)
+
+
+def owner_of(policy: Policy, token: Any, session: str | None) -> str | None:
+    """The owner a request acts for: None when the library is shared; else the browser's id, or, for an API caller
+    that sends none, one tied to its session (a fresh one when it has no session, so it reaches nothing)."""
+    if not policy.owner_scoped:
+        return None
+    if isinstance(token, str) and OWNER_TOKEN.fullmatch(token):
+        return token
+    return f"session-{session}" if session else f"anonymous-{new_owner()}"
+
+
+def needs_key(kind: SourceKind) -> bool:
+    """Whether a source kind accepts an API key (its factory takes `api_key`)."""
+    try:
+        return "api_key" in inspect.signature(kind.make).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
+    """Raises SourceError (one sentence for the visitor) when the policy forbids this side; `settings` holds the
+    side's settings and its typed key, if any."""
+    load_plugins()
+    prefix, _, arg = spec.partition(":")
+    kind = REGISTRY.get(prefix)
+    if kind is None:
+        return  # make_source names the known sources
+    if prefix in ("hf-diffusion", "hf-ar"):
+        from app.sources.hf import flag
+
+        if not policy.hf_model_allowed(arg):
+            named = ", ".join(policy.hf_models)
+            raise SourceError("This server runs only the Hugging Face models its host named"
+                              + (f": {named}." if named else ", and it named none."))
+        if flag(settings.get("trust_remote_code", False)) and not policy.can("remote-code"):
+            raise SourceError("Running a model's own code (trust_remote_code) is off on this server.")
+    base_url = str(settings.get("base_url") or "").strip()
+    if base_url:
+        if not policy.base_url_allowed(base_url):
+            raise SourceError("That base URL is not one this server allows; leave it empty or use one the host listed.")
+        if not str(settings.get("api_key") or "").strip():
+            raise SourceError("Enter an API key for that base URL: the host's key goes only to the endpoint the host set.")
+    if needs_key(kind) and not policy.can("env-keys") and not str(settings.get("api_key") or "").strip():
+        raise SourceError("Enter your own API key: this server does not lend its keys to visitors.")
+
+
+class QuietSource:
+    """A visitor's endpoint on a served page: its frames pass through, and any failure becomes one generic sentence
+    that says nothing about what answered (no status, no error body, no connect-or-refuse difference)."""
+
+    def __init__(self, source: Source, host: str) -> None:
+        self.source = source
+        self.name = source.name
+        self.host = host
+
+    def settings(self) -> dict[str, Any]:
+        return self.source.settings()
+
+    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+        frames = 0
+        try:
+            for frame in self.source.stream(prompt, cancel):
+                frames += 1
+                yield frame
+        except SourceError:
+            after = f" after {frames} frame{'s' if frames != 1 else ''}" if frames else ""
+            raise SourceError(f"The request to {self.host} failed{after}: check the model name, your key and the "
+                              "base URL.") from None
+
+
+def visitor_source(visitor: Visitor) -> Callable[..., Source]:
+    """`make(spec, **settings_and_key)` for a visitor's race (Race's `make`): the policy's checks, then the source,
+    with `replay:` reading library names in the visitor's own library only."""
+    def make(spec: str, **settings: Any) -> Source:
+        check_side(visitor.policy, spec, settings)
+        extra = {"paths": False, "owner": visitor.owner} if spec.partition(":")[0] == "replay" else {}
+        source = make_source(spec, **settings, **extra)
+        base_url = str(settings.get("base_url") or "").strip()
+        if visitor.policy.served and base_url:
+            return QuietSource(source, host_of(base_url))
+        return source
+    return make
