@@ -17,7 +17,7 @@ from app.cli_help import command_parser
 SECTIONS = {
     "pipeline": ("app.analysis", "bench_pipeline"),
     "engine": ("app.engine.bench", "run"),
-    "race": ("app.race", "bench"),
+    "race": ("app.ui.race_bench", "bench"),
     "sweeps": ("app.sweeps", "bench"),
     "lessons": ("app.lessons", "bench"),
     "export": ("app.export.video", "bench"),

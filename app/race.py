@@ -298,34 +298,3 @@ def record(prompt: str, left: str, right: str, out: str | Path,
         final = update
     return final
 
-
-def bench(prompt: str = "Once upon a time, there was a little girl named Lily.", repeats: int = 3) -> dict[str, Any]:
-    """`python -m app bench --only race`: how much racing the twins side by side (two threads, one process) slows
-    each one's own clock, against the same twin beside a replay of the other (which costs no CPU). Median of runs."""
-    import statistics
-    import tempfile
-
-    def t_final(path: Path, side: str) -> float:
-        from app.trace import read_recording
-
-        return read_recording(path).frames[side][-1].t
-
-    runs: dict[str, list[float]] = {"diffusion_in_race": [], "ar_in_race": [], "diffusion_alone": [], "ar_alone": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        first = Path(tmp) / "race-0.jsonl"
-        record(prompt, "local-diffusion", "local-ar", first)  # warm-up, and the recording the replays play
-        for k in range(repeats):
-            race = Path(tmp) / f"race-{k + 1}.jsonl"
-            record(prompt, "local-diffusion", "local-ar", race)
-            runs["diffusion_in_race"].append(t_final(race, "left"))
-            runs["ar_in_race"].append(t_final(race, "right"))
-            alone = Path(tmp) / f"alone-{k}.jsonl"
-            record(prompt, "local-diffusion", f"replay:{first}#right", alone)
-            runs["diffusion_alone"].append(t_final(alone, "left"))
-            record(prompt, f"replay:{first}", "local-ar", alone)
-            runs["ar_alone"].append(t_final(alone, "right"))
-    med = {k: round(statistics.median(v), 3) for k, v in runs.items()}
-    return {"seconds_median": med, "runs": {k: [round(x, 3) for x in v] for k, v in runs.items()},
-            "diffusion_slowdown_in_race": round(med["diffusion_in_race"] / med["diffusion_alone"], 2),
-            "ar_slowdown_in_race": round(med["ar_in_race"] / med["ar_alone"], 2),
-            "settings": "both twins at their defaults, 128 tokens; 'alone' races the twin against a replay"}

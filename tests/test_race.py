@@ -90,15 +90,18 @@ def test_abandoning_the_update_stream_stops_the_race(tmp_path: Path) -> None:
     assert all(not t.is_alive() for t in race._threads)
 
 
-def test_the_race_bench_compares_each_twins_clock_in_a_race_with_the_twin_beside_a_replay() -> None:
-    from app.race import bench
+def test_the_race_bench_reads_each_race_like_the_page_and_compares_each_twin_with_itself_alone() -> None:
+    from app.ui.layout import UPDATE_INTERVAL
+    from app.ui.race_bench import bench
 
     out = bench(prompt="Once upon a time", repeats=1)
     assert set(out["runs"]) == {"diffusion_in_race", "ar_in_race", "diffusion_alone", "ar_alone"}
     assert all(len(v) == 1 and v[0] > 0 for v in out["runs"].values())
+    assert out["consumer"]["interval_s"] == UPDATE_INTERVAL
+    assert out["consumer"]["updates_per_race"][0] > 1 and out["consumer"]["payload_bytes_per_race"][0] > 0
     med = out["seconds_median"]
+    assert out["seconds_worst"] == med  # one run: the worst is the median
     assert out["ar_slowdown_in_race"] == round(med["ar_in_race"] / med["ar_alone"], 2)
-
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_twins = pytest.mark.skipif(
