@@ -175,7 +175,7 @@ class Race:
         for side, s in self.sides.items():
             if s.source is not None:
                 held = side in local[:granted]
-                self._queue.put((side, "status", ("running", None)))
+                self._queue.put((side, "status", ("running", getattr(s.source, "notice", None))))
                 thread = threading.Thread(target=self._run_side, args=(side, s.source, held), daemon=True,
                                           name=f"race-{side}")
                 threads.append(thread)
@@ -191,7 +191,7 @@ class Race:
                 COMPUTE.release(1)
 
     def _stream_side(self, side: str, source: Source) -> None:
-        status, message = "done", None
+        status, message = "done", getattr(source, "notice", None)  # a setting the source changed, said once more
         if getattr(source, "defers", False):
             frames = source.stream(self.prompt, self.cancel, defer=True)  # type: ignore[call-arg]
         else:
