@@ -6,9 +6,10 @@ arithmetic grows with the positions (compute-bound). The built-in diffusion twin
 sampler runs a DualCache step: `logits(ids, cache, start, stop)` recomputes the N positions start..stop-1
 (and the last prefix token, whose output scores position start) against a cache of the whole
 320-position sequence, output head included. A Hugging Face model is timed as its adapter runs a step:
-one forward over N positions on its own device, synchronised on a GPU. Each point is the median of its
-timed passes after one untimed pass; the worst is kept beside it. The page's chart and
-`python -m app bench --only sweeps` run `sweep()` with the same points.
+one forward over N positions on its own device, synchronised on a GPU. After one untimed pass of each, the
+points are timed round-robin, one pass of each per round, so a load that comes and goes on a shared machine
+hits every point alike; each point is the median of its rounds, with the worst beside it. The page's chart
+and `python -m app bench --only sweeps` time the same points the same way.
 """
 
 from __future__ import annotations
@@ -55,33 +56,34 @@ def hf_pass(model: Any, n: int, vocab_size: int, device: str) -> Pass:
     return run
 
 
-def time_pass(run: Pass, repeats: int = REPEATS) -> dict[str, float]:
-    """Median and worst milliseconds of `repeats` calls of `run`, after one untimed call."""
-    run()
-    ms = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def _rows(points: Sequence[int], samples: Sequence[list[float]]) -> list[dict[str, Any]]:
+    return [{"positions": n, "ms": round(statistics.median(ms), 3), "ms_worst": round(max(ms), 3)}
+            for n, ms in zip(points, samples) if ms]
+
+
+def iter_rounds(make: Callable[[int], Pass], points: Sequence[int], repeats: int = REPEATS
+                ) -> Iterator[tuple[list[dict[str, Any]], int]]:
+    """Yields (rows from the rounds so far, rounds done) after the untimed pass of every point and after each round;
+    a row is positions, ms (median) and ms_worst."""
+    runs = [make(n) for n in points]
+    for run in runs:
         run()
-        ms.append((time.perf_counter() - start) * 1000)
-    return {"ms": round(statistics.median(ms), 3), "ms_worst": round(max(ms), 3)}
+    samples: list[list[float]] = [[] for _ in points]
+    yield [], 0
+    for r in range(repeats):
+        for run, ms in zip(runs, samples):
+            start = time.perf_counter()
+            run()
+            ms.append((time.perf_counter() - start) * 1000)
+        yield _rows(points, samples), r + 1
 
 
 def run_points(make: Callable[[int], Pass], points: Sequence[int], repeats: int = REPEATS) -> list[dict[str, Any]]:
-    """Every point's row, measured in order."""
+    """Every point's row after all the rounds."""
     rows: list[dict[str, Any]] = []
-    for rows, _ in iter_points(make, points, repeats):
+    for rows, _ in iter_rounds(make, points, repeats):
         pass
     return rows
-
-
-def iter_points(make: Callable[[int], Pass], points: Sequence[int], repeats: int = REPEATS
-                ) -> Iterator[tuple[list[dict[str, Any]], int]]:
-    """Yields (rows so far, points done) before each point and once at the end; a row: positions, ms, ms_worst."""
-    rows: list[dict[str, Any]] = []
-    for i, n in enumerate(points):
-        yield list(rows), i
-        rows.append({"positions": n, **time_pass(make(n), repeats)})
-    yield list(rows), len(points)
 
 
 def twin_points(model: Any, points: Sequence[int] = POINTS) -> list[int]:

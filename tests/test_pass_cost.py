@@ -55,8 +55,9 @@ def test_a_twin_pass_is_one_call_of_the_network_over_the_positions_it_recomputes
 def test_the_twin_sweep_measures_every_point_it_can_take(twin_model: Any) -> None:
     assert pass_cost.twin_points(twin_model) == list(pass_cost.POINTS)
     assert pass_cost.twin_points(twin_model, [1, 400]) == [1]
-    seen = list(pass_cost.iter_points(lambda n: pass_cost.twin_pass(twin_model, n), [1, 8], repeats=2))
-    assert [done for _, done in seen] == [0, 1, 2] and [len(rows) for rows, _ in seen] == [0, 1, 2]
+    seen = list(pass_cost.iter_rounds(lambda n: pass_cost.twin_pass(twin_model, n), [1, 8], repeats=3))
+    assert [done for _, done in seen] == [0, 1, 2, 3] and [len(rows) for rows, _ in seen] == [0, 2, 2, 2]
+    assert seen[1][0][0]["ms"] == seen[1][0][0]["ms_worst"]  # one round: one sample per point
     rows = seen[-1][0]
     assert [r["positions"] for r in rows] == [1, 8] and all(0 < r["ms"] <= r["ms_worst"] for r in rows)
     with pytest.raises(ValueError, match="the twin can recompute 1 to"):

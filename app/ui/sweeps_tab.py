@@ -97,19 +97,19 @@ def pass_cost_handler(points: list[int]) -> Callable[[str, str], Iterator[tuple[
         try:
             model, _ = twin("diffusion")
             todo = pass_cost.twin_points(model, points)
-            for rows, done in pass_cost.iter_points(lambda n: pass_cost.twin_pass(model, n), todo):
+            for rows, done in pass_cost.iter_rounds(lambda n: pass_cost.twin_pass(model, n), todo):
                 series[pass_cost.TWIN] = rows
-                if done < len(todo):
-                    yield pass_cost.figure(series, colours), f"Timing the twin at {todo[done]} positions..."
+                if done < pass_cost.REPEATS:
+                    yield pass_cost.figure(series, colours), f"Timing the twin: round {done + 1} of {pass_cost.REPEATS}..."
             notes.append(pass_cost.note(series[pass_cost.TWIN]))
             if hf:
                 yield pass_cost.figure(series, colours), f"Loading {hf}..."
                 net, vocab, max_len, dev, label = pass_cost.load_hf(hf, device)
                 todo = pass_cost.hf_points(max_len, points)
-                for rows, done in pass_cost.iter_points(lambda n: pass_cost.hf_pass(net, n, vocab, dev), todo):
+                for rows, done in pass_cost.iter_rounds(lambda n: pass_cost.hf_pass(net, n, vocab, dev), todo):
                     series[label] = rows
-                    if done < len(todo):
-                        yield pass_cost.figure(series, colours), f"Timing {label} at {todo[done]} positions..."
+                    if done < pass_cost.REPEATS:
+                        yield pass_cost.figure(series, colours), f"Timing {label}: round {done + 1} of {pass_cost.REPEATS}..."
                 notes.append(pass_cost.note(series[label], label))
             yield pass_cost.figure(series, colours), "**What to notice:** " + " ".join(n for n in notes if n)
         except SourceError as e:
