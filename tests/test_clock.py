@@ -74,7 +74,7 @@ def test_the_forward_pass_clock_orders_frames_by_passes_with_the_ar_twin_at_one_
 
 @needs_twins
 @pytest.mark.browser
-def test_an_export_keeps_the_clock_and_an_api_side_without_passes_keeps_its_seconds(
+def test_an_export_keeps_the_clock_an_api_side_keeps_its_seconds_and_each_length_names_its_unit(
         browser: Any, twin_race: Path, tmp_path: Path) -> None:
     mixed = tmp_path / "mixed.jsonl"
     record("Explain", f"replay:{MERCURY_EXAMPLE}", "local-ar", mixed, settings={"left": {"speed": 4},
@@ -89,6 +89,10 @@ def test_an_export_keeps_the_clock_and_an_api_side_without_passes_keeps_its_seco
         right = page.text_content(f"{ROOT} .cv-side[data-side=right] .cv-fig[data-fig=elapsed]")
         assert left.endswith(" selapsed (reports no forward passes)") and right == "8 passesforward passes"
         assert "Not on this axis" in page.text_content(f"{ROOT} .cv-chart-note")
+        cell = f"{ROOT} tr[data-metric=answer_tokens] td[data-side={{}}]"
+        assert page.text_content(cell.format("left")) == "19 completion_tokens (provider's count)"
+        assert page.text_content(cell.format("right")) == "8 tokenizer pieces"
+        assert page.is_visible(f"{ROOT} tr[data-metric=time_per_token]")  # the lengths differ
     finally:
         context.close()
     assert errors == [], errors
