@@ -338,19 +338,28 @@ def _ratio(a: float, b: float | None) -> float | None:
     return q if math.isfinite(q) else None
 
 
+TOKEN_UNITS = {"model": "tokenizer pieces", "text": "completion_tokens (provider's count)",
+               "displayed": "words and symbols shown (no count from the source)"}
+
+
 def metrics(frames: list[Frame]) -> dict[str, Any]:
     """Per-side numbers, each from a timestamp or a count in the trace (None where the trace cannot say).
 
     ttft: first frame with a visible token (unmasked, not whitespace, not end-of-text; Mercury's
     first noisy draft counts, as that is what the viewer sees). tokens: visible tokens of the last
     frame before its end-of-text (display tokens for text sources: words and symbols).
-    tokens_per_s: tokens / t_final. nfe: the largest frame nfe. final_settled_at: the time from which
-    every frame shows the final content (up to and including end-of-text for token sources), None
-    when the last frame is not final (a stopped run). usage_tokens: the source's completion_tokens.
+    final_settled_at: the time from which every frame shows the final content (up to and including
+    end-of-text for token sources), None when the last frame is not final (a stopped run).
+    usage_tokens: the source's completion_tokens. answer_tokens: the answer's length in `token_unit`, the
+    one unit this side's rates use (tokens_per_s, tokens_per_nfe, time_per_token): the source's own count
+    where it gives one (the model's tokenizer pieces for local and Hugging Face models, the provider's
+    completion_tokens for API sources), else the visible display tokens. nfe: the largest frame nfe, every
+    call of the network; refreshes: of those, the block-start cache refreshes.
     """
     out: dict[str, Any] = {"ttft": None, "t_final": None, "frames": len(frames), "tokens": 0,
                            "tokens_per_s": None, "nfe": None, "tokens_per_nfe": None,
-                           "final_settled_at": None, "usage_tokens": None}
+                           "final_settled_at": None, "usage_tokens": None, "answer_tokens": None,
+                           "token_unit": None, "time_per_token": None, "refreshes": None}
     if not frames:
         return out
     for f in frames:
@@ -375,9 +384,16 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
                 break
             settled_at = f.t
     usage = next((f.usage for f in reversed(frames) if f.usage), None)
-    out.update(t_final=t_final, tokens=tokens, tokens_per_s=_ratio(tokens, t_final),
-               nfe=nfe, tokens_per_nfe=_ratio(tokens, nfe), final_settled_at=settled_at,
-               usage_tokens=usage.get("completion_tokens") if usage else None)
+    usage_tokens = usage.get("completion_tokens") if usage else None
+    counted = isinstance(usage_tokens, (int, float)) and usage_tokens >= 0
+    answer = usage_tokens if counted else tokens
+    unit = TOKEN_UNITS["displayed" if not counted else "text" if _is_text(final) else "model"]
+    refreshes = [f.refreshes for f in frames if f.refreshes is not None]
+    out.update(t_final=t_final, tokens=tokens, tokens_per_s=_ratio(answer, t_final),
+               nfe=nfe, tokens_per_nfe=_ratio(answer, nfe), final_settled_at=settled_at,
+               usage_tokens=usage_tokens, answer_tokens=answer, token_unit=unit,
+               time_per_token=_ratio(t_final, answer) if answer else None,
+               refreshes=max(refreshes) if refreshes else None)
     return out
 
 

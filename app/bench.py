@@ -18,7 +18,7 @@ SECTIONS = {
     "pipeline": ("app.analysis", "bench_pipeline"),
     "engine": ("app.engine.bench", "run"),
     "twins": ("app.engine.bench", "twins_section"),
-    "race": ("app.race", "bench"),
+    "race": ("app.ui.race_bench", "bench"),
     "sweeps": ("app.sweeps", "bench"),
     "lessons": ("app.lessons", "bench"),
     "export": ("app.export.video", "bench"),

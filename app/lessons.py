@@ -177,13 +177,16 @@ LESSONS: list[Lesson] = [
         right_settings={"gen_length": 256, "steps": 256, "block_length": 32, "threshold": 0.0, "stop_at_eos": False},
     ),
     Lesson(
-        title="Why diffusion time grows slowly with length",
-        text="At a fixed number of steps, diffusion makes the same number of forward passes however long the "
-             "answer is; each pass only gets a little dearer, because the extra positions are computed side by "
-             "side. The AR twin needs one pass per token, so its time grows with the length.",
-        point=part("metrics"), look="'Time to final' and 'Forward passes' in the metrics",
-        try_it="Set the left answer length to 64 and run again: four times shorter, yet the time drops by much "
-               "less than four times, while the AR twin's time depends on every token.",
+        title="Why diffusion wins on a GPU: what one forward pass costs",
+        text="At an answer length of 256 tokens the diffusion twin makes 32 forward passes and the AR twin 256, "
+             "so on the forward-pass clock (press F) diffusion is far ahead. Whether that makes it faster in seconds "
+             "depends on what a pass over many positions costs: on a GPU reading the weights takes longer than "
+             "the arithmetic (memory-bound), so a pass over 32 positions costs about as much as a pass over one. "
+             "On a CPU the arithmetic is the limit (compute-bound): run the pass-cost chart under Sweep charts "
+             "to see what each extra position costs on this machine, then press F again to compare in seconds.",
+        point=part("metrics"), look="'Forward passes' and 'Time to final' in the metrics, then the pass-cost chart",
+        try_it="Set the left answer length to 64 and run again: the same 32 passes, each over fewer positions, "
+               "so the time drops by less than the length does, while the AR twin's time depends on every token.",
         try_side="left", try_settings={"gen_length": 64},
         left_settings={"gen_length": 256, "steps": 32, "block_length": 256, "threshold": 0.0},
         right_settings={"gen_length": 256},

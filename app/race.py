@@ -1,9 +1,12 @@
 """Two sources, two threads, one stream of coalesced updates for the page.
 
 Each side runs in its own thread with its own clock, so neither side's work is counted in the
-other's time. Every frame is appended to the recording the moment it arrives; the consumer
-(the page or the CLI) gets at most one update per `interval` holding every new frame, already
-analysed, and always the final state.
+other's time. A side's thread only stamps each frame and hands it off: the recorder thread decodes
+its strings (`Frame.ready()`) and appends it to the recording, so that bookkeeping is not on the
+side's clock, and passes it on; a side's end goes the same way, after its frames, so the race reports
+a side finished only once all its frames are on disk. The consumer (the page or the CLI) gets at most
+one update per `interval` holding every new frame, already analysed, and always the final state;
+a finished side's metrics are computed once.
 """
 
 from __future__ import annotations
@@ -47,6 +50,13 @@ class Side:
     status: str = "waiting"
     message: str | None = None
     new_rows: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] | None = None  # metrics and settled series, computed once the side has ended
+
+
+def summary(frames: list[Frame]) -> dict[str, Any]:
+    """A side's metrics and settled series, as a snapshot carries them."""
+    return {"metrics": metrics(frames) if frames else None,
+            "settled": settled_fraction_series(frames) if frames else []}
 
 
 class Race:
@@ -67,6 +77,7 @@ class Race:
         self.cancel = threading.Event()
         self.sides: dict[str, Side] = {}
         self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self._handoff: queue.Queue[tuple[str, str, Any] | None] = queue.Queue()  # side threads -> recorder
         for side, given in zip(SIDES, (left, right)):
             spec = scrub_text(given, self._keys)  # what is shown and recorded; the source gets what was given
             try:
@@ -98,11 +109,43 @@ class Race:
             if s.source is not None:
                 s.status = "running"
         thread = threading.Thread(target=self._start_sides, args=(local,), daemon=True, name="race-start")
-        self._threads.append(thread)
+        recorder = threading.Thread(target=self._record, daemon=True, name="race-recorder")
+        self._threads += [thread, recorder]
+        recorder.start()
         thread.start()
         return self
 
+    def _record(self) -> None:
+        """The recorder thread: completes each handed-off frame, writes it, then passes it (or a side's end) on."""
+        failed: dict[str, str] = {}  # sides whose frames could not be completed: the rest of them is dropped
+        while (item := self._handoff.get()) is not None:
+            side, kind, payload = item
+            if kind == "frame":
+                if side in failed:
+                    continue
+                try:
+                    payload.ready()
+                    item = (side, kind, payload := scrub_frame(payload, self._keys))  # keys out before it is kept
+                except Exception as e:  # a decoding bug: this side ends in an error, the other keeps running
+                    log.error("frame of %s failed:\n%s", side, scrub_text(traceback.format_exc(), self._keys))
+                    failed[side] = (f"{self.sides[side].spec} failed unexpectedly ({type(e).__name__}); "
+                                    "the frames so far are kept.")
+                    continue
+                self.writer.frame(side, payload)
+            else:
+                if side in failed:
+                    item = (side, kind, payload := ("error", failed[side]))
+                self.writer.end(side, *payload)
+            self._queue.put(item)
+
     def _start_sides(self, local: list[str]) -> None:
+        """Runs the sides, then tells the recorder thread that nothing more comes."""
+        try:
+            self._run_sides(local)
+        finally:
+            self._handoff.put(None)
+
+    def _run_sides(self, local: list[str]) -> None:
         """Takes the CPU slots the local sides need, runs each side in its own thread, and waits for both."""
         if local and COMPUTE.busy(len(local)):
             note = "Waiting for a free CPU: other races are running the built-in models; this one starts after them."
@@ -113,14 +156,13 @@ class Race:
         if local and not granted:  # stopped while waiting
             for side, s in self.sides.items():
                 if s.source is not None:
-                    self.writer.end(side, "stopped", "Stopped before it started.")
-                    self._queue.put((side, "end", ("stopped", "Stopped before it started.")))
+                    self._handoff.put((side, "end", ("stopped", "Stopped before it started.")))
             return
         threads = []
         for side, s in self.sides.items():
             if s.source is not None:
                 held = side in local[:granted]
-                self._queue.put((side, "status", ("running", None)))
+                self._queue.put((side, "status", ("running", getattr(s.source, "notice", None))))
                 thread = threading.Thread(target=self._run_side, args=(side, s.source, held), daemon=True,
                                           name=f"race-{side}")
                 threads.append(thread)
@@ -136,13 +178,14 @@ class Race:
                 COMPUTE.release(1)
 
     def _stream_side(self, side: str, source: Source) -> None:
-        status, message = "done", None
-        frames = source.stream(self.prompt, self.cancel)
+        status, message = "done", getattr(source, "notice", None)  # a setting the source changed, said once more
+        if getattr(source, "defers", False):
+            frames = source.stream(self.prompt, self.cancel, defer=True)  # type: ignore[call-arg]
+        else:
+            frames = source.stream(self.prompt, self.cancel)
         try:
             for frame in frames:
-                frame = scrub_frame(frame, self._keys)
-                self.writer.frame(side, frame)
-                self._queue.put((side, "frame", frame))
+                self._handoff.put((side, "frame", frame))
                 if self.cancel.is_set():
                     break
             if self.cancel.is_set():
@@ -156,11 +199,10 @@ class Race:
             close = getattr(frames, "close", None)
             if close is not None:
                 close()
-        self.writer.end(side, status, message)
-        self._queue.put((side, "end", (status, message)))
+        self._handoff.put((side, "end", (status, message)))
 
     def stop(self) -> None:
-        """Ends both sides (and a wait for CPU slots); every frame received so far is already on disk."""
+        """Ends both sides (and a wait for CPU slots); every frame received so far is on disk once `close` returns."""
         self.cancel.set()
         COMPUTE.wake()
 
@@ -200,9 +242,11 @@ class Race:
                 "spec": s.spec, "label": self.labels.get(side, s.spec), "status": s.status, "message": s.message,
                 "start": len(s.frames) - len(rows), "rows": rows,
             }
-            if final or s.status not in ("waiting", "running"):
-                entry["metrics"] = metrics(s.frames) if s.frames else None
-                entry["settled"] = settled_fraction_series(s.frames) if s.frames else []
+            if s.status not in ("waiting", "running"):
+                s.summary = s.summary or summary(s.frames)
+                entry.update(s.summary)
+            elif final:
+                entry.update(summary(s.frames))
             sides[side] = entry
         return {"prompt": self.prompt, "recording": self.path.name, "done": final, "sides": sides}
 
@@ -241,34 +285,3 @@ def record(prompt: str, left: str, right: str, out: str | Path,
         final = update
     return final
 
-
-def bench(prompt: str = "Once upon a time, there was a little girl named Lily.", repeats: int = 3) -> dict[str, Any]:
-    """`python -m app bench --only race`: how much racing the twins side by side (two threads, one process) slows
-    each one's own clock, against the same twin beside a replay of the other (which costs no CPU). Median of runs."""
-    import statistics
-    import tempfile
-
-    def t_final(path: Path, side: str) -> float:
-        from app.trace import read_recording
-
-        return read_recording(path).frames[side][-1].t
-
-    runs: dict[str, list[float]] = {"diffusion_in_race": [], "ar_in_race": [], "diffusion_alone": [], "ar_alone": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        first = Path(tmp) / "race-0.jsonl"
-        record(prompt, "local-diffusion", "local-ar", first)  # warm-up, and the recording the replays play
-        for k in range(repeats):
-            race = Path(tmp) / f"race-{k + 1}.jsonl"
-            record(prompt, "local-diffusion", "local-ar", race)
-            runs["diffusion_in_race"].append(t_final(race, "left"))
-            runs["ar_in_race"].append(t_final(race, "right"))
-            alone = Path(tmp) / f"alone-{k}.jsonl"
-            record(prompt, "local-diffusion", f"replay:{first}#right", alone)
-            runs["diffusion_alone"].append(t_final(alone, "left"))
-            record(prompt, f"replay:{first}", "local-ar", alone)
-            runs["ar_alone"].append(t_final(alone, "right"))
-    med = {k: round(statistics.median(v), 3) for k, v in runs.items()}
-    return {"seconds_median": med, "runs": {k: [round(x, 3) for x in v] for k, v in runs.items()},
-            "diffusion_slowdown_in_race": round(med["diffusion_in_race"] / med["diffusion_alone"], 2),
-            "ar_slowdown_in_race": round(med["ar_in_race"] / med["ar_alone"], 2),
-            "settings": "both twins at their defaults, 128 tokens; 'alone' races the twin against a replay"}

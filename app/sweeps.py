@@ -5,6 +5,8 @@ The page's sweep charts and `python -m app bench --only sweeps` run the same pla
 Each point is one setting run once on every prompt; a row holds the swept value, the series, the mean
 wall seconds per answer, forward passes, tokens per forward pass, perplexity under the AR twin,
 distinct-2 and the texts. `CONVERGE_SWEEPS` (JSON, merged over DEFAULTS) changes the points for both.
+The pass-cost sweep (milliseconds of one forward pass against the positions it recomputes) lives in
+app/pass_cost.py; its options are DEFAULTS["pass_cost"] and the bench reports it beside these three.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from app.engine.autoregressive import ARSettings
+from app import pass_cost
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_ar, run_diffusion, samples
 from app.sources.base import SourceError
@@ -30,6 +33,8 @@ DEFAULTS: dict[str, Any] = {
     "steps": {"points": [8, 16, 32, 64], "length": 64},
     "length": {"points": [32, 64, 128], "steps": 32, "lookahead": 32},
     "threshold": {"points": [None, 0.9, 0.7, 0.5, 0.3], "length": 64},
+    # hf: a Hugging Face source (hf-ar:ID, hf-diffusion:ID) measured beside the twin, on `device`
+    "pass_cost": {"points": list(pass_cost.POINTS), "hf": None, "device": "auto"},
 }
 SWEEP_NOTES = {
     "steps": "From {lo} to {hi} steps for answers of {length} tokens, diffusion took {time_ratio}x the time "
@@ -330,7 +335,8 @@ def figure(axis: str, rows: Sequence[dict[str, Any]]) -> "go.Figure":
 
 
 def bench(models_dir: str | None = None) -> dict[str, Any]:
-    """The `sweeps` section of `python -m app bench`: exactly the page's default sweeps, rows and notes."""
+    """The `sweeps` section of `python -m app bench`: exactly the page's default sweeps, rows and notes, and the
+    pass-cost points (with a Hugging Face model when CONVERGE_SWEEPS names one under pass_cost.hf)."""
     try:
         cfg = defaults()
         models = load(models_dir)
@@ -340,4 +346,5 @@ def bench(models_dir: str | None = None) -> dict[str, Any]:
     for axis in SWEEPS:
         rows = run_sweep(axis, cfg[axis], cfg["prompts"], models=models)
         out[axis] = {"options": cfg[axis], "rows": rows, "note": note(axis, rows)}
+    out["pass_cost"] = pass_cost.bench(**cfg["pass_cost"])
     return out

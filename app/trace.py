@@ -12,9 +12,9 @@ import os
 import re
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from app import __version__
 
@@ -85,14 +85,27 @@ class Frame:
     text: str | None = None
     final: bool = False
     nfe: int | None = None
+    refreshes: int | None = None  # of nfe, the block-start passes that refreshed the cache
     committed: list[int] | None = None
     remasked: list[int] | None = None
     usage: dict[str, Any] | None = None
     candidates: list[list[Any]] | None = None  # [[position, [[token, probability], ...]], ...] best first
+    # builds the display fields later (a local source decoding off its clock); never recorded
+    pending: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+
+    def ready(self) -> "Frame":
+        """Fills in the fields a source deferred (token strings, text...) and returns the frame; idempotent."""
+        build, self.pending = self.pending, None
+        if build is not None:
+            for key, value in build().items():
+                setattr(self, key, value)
+        return self
 
     def to_json(self) -> dict[str, Any]:
         """A dict with the unset optional fields left out, so lines stay short."""
-        return {k: v for k, v in asdict(self).items() if v is not None and v != []}
+        self.ready()
+        return {f.name: v for f in fields(self) if f.name != "pending"
+                and (v := getattr(self, f.name)) is not None and v != []}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Frame":
@@ -113,16 +126,17 @@ class Frame:
         confidence = _opt_list(d, "confidence", (int, float), len(tokens))
         committed = _opt_list(d, "committed", int, None)
         remasked = _opt_list(d, "remasked", int, None)
-        nfe = d.get("nfe")
-        if nfe is not None and (not isinstance(nfe, int) or isinstance(nfe, bool)):
-            raise ValueError("'nfe' must be an integer")
+        nfe, refreshes = d.get("nfe"), d.get("refreshes")
+        for key, value in (("nfe", nfe), ("refreshes", refreshes)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ValueError(f"'{key}' must be an integer")
         usage = d.get("usage")
         if usage is not None and not isinstance(usage, dict):
             raise ValueError("'usage' must be an object")
         usage = clean_usage(usage)
         return cls(t=float(t), step=step, tokens=tokens, masked=masked,
                    confidence=[float(c) for c in confidence] if confidence is not None else None,
-                   text=text, final=bool(d.get("final", False)), nfe=nfe, committed=committed,
+                   text=text, final=bool(d.get("final", False)), nfe=nfe, refreshes=refreshes, committed=committed,
                    remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")))
 
 

@@ -17,8 +17,9 @@ ROWS = (
     ("hostile_paths", "paths each went through (prompt box, built-in models, wire-server output, recording, upload "
                       "and library, HTML export, GIF and MP4 export)"),
     ("hostile_inputs", "hostile inputs fed through a path"),
-    ("executed", "hostile strings that executed in Chromium"),
-    ("fuzz_stream_cases", "fuzzed streams read through the real openai SDK"),
+    ("browser_checks", "pages checked in Chromium for hostile text that ran"),
+    ("executed", "hostile text that executed in those checks (a sentinel set, an element injected or a handler attribute)"),
+    ("fuzz_stream_cases", "fuzzed streams requested through the real openai SDK and read by Converge's own parser"),
     ("fuzz_recording_cases", "fuzzed recording files read back"),
     ("lost_frames", "well-formed frames lost"),
     ("faults_injected", "faults injected against the loopback server (one kills the recording process itself)"),
@@ -40,12 +41,19 @@ def tally(kind: str, n: int = 1) -> None:
     COUNTS[kind] += n
 
 
-def table() -> str:
-    """The figures gathered so far as a Markdown table (only the rows this run touched, zeros included)."""
+NOT_RUN = "not run (no browser check ran: Chromium absent or its tests not selected)"
+
+
+def table(counts: Counter[str] | None = None) -> str:
+    """The figures gathered so far as a Markdown table (only the rows this run touched, zeros included). What ran in
+    Chromium is counted only by browser checks that happened, so a run with hostile text and no browser says 'not run'."""
+    counts = COUNTS if counts is None else counts
     lines = ["| what | count |", "| --- | ---: |"]
     for key, label in ROWS:
-        if key in COUNTS:
-            lines.append(f"| {label} | {COUNTS[key]:,} |")
+        if key in counts:
+            lines.append(f"| {label} | {counts[key]:,} |")
+        elif key == "executed" and "hostile_strings" in counts:
+            lines.append(f"| {label} | {NOT_RUN} |")
     return "\n".join(lines)
 
 

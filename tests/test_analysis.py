@@ -220,3 +220,25 @@ def test_bench_pipeline_reports_the_chosen_aligner_beside_its_alternatives():
     agreement = out["settled_agreement"]
     assert agreement[out["aligner"]] == max(agreement.values())
     json.dumps(out, allow_nan=False)
+
+
+def test_metrics_name_each_sides_token_unit_and_give_the_time_per_token():
+    local = hand_built_trace()
+    local[-1].usage = {"completion_tokens": 4}  # the sampler's own count: the newline piece counts too
+    m = metrics(local)
+    assert (m["answer_tokens"], m["token_unit"]) == (4, "tokenizer pieces")
+    assert m["time_per_token"] == 0.5 and m["tokens_per_s"] == 2.0 and m["tokens_per_nfe"] == 1.0
+    api = [text_frame(0.2, 0, "Hi"), text_frame(0.8, 1, "Hi, you", final=True, usage={"completion_tokens": 3})]
+    assert (metrics(api)["answer_tokens"], metrics(api)["token_unit"]) == (3, "completion_tokens (provider's count)")
+    plain = metrics([text_frame(0.5, 0, "Hi, you", final=True)])
+    assert plain["answer_tokens"] == 3 and plain["token_unit"].startswith("words and symbols")
+    assert plain["time_per_token"] == 0.5 / 3
+
+
+def test_metrics_count_the_cache_refreshes_among_the_passes():
+    frames = hand_built_trace()
+    for f in frames:
+        f.refreshes = min(f.nfe, 2)
+    m = metrics(frames)
+    assert (m["nfe"], m["refreshes"]) == (4, 2)
+    assert metrics([text_frame(0.5, 0, "Hi", final=True)])["refreshes"] is None

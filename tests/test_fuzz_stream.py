@@ -1,7 +1,8 @@
 """Property tests of the stream ingest: hypothesis builds chat streams (random text, hostile text included), then splits,
-bursts, duplicates, reorders, truncates and spoils them; the loopback server sends the bytes and the real openai SDK reads
-them. Whatever arrives, the source raises nothing but SourceError and yields every well-formed frame before the
-first fatal chunk, in order, with the right text (replaced or appended per chunk)."""
+bursts, duplicates, reorders, truncates and spoils them; the real openai SDK sends the request, the loopback server
+answers with those bytes, and Converge's own stream parser (app.sources.openai_chat.sse_data) reads them. Whatever
+arrives, the source raises nothing but SourceError and yields every well-formed frame before the first fatal chunk,
+in order, with the right text (replaced or appended per chunk)."""
 
 from __future__ import annotations
 

@@ -72,6 +72,15 @@ def hostile_recording(path: Path, prompt: str | None = None, extra: str = "") ->
     return path
 
 
+def nothing_ran(page: Any) -> dict[str, Any]:
+    """What hostile text did in this Chromium page (a sentinel global, injected elements, event-handler attributes);
+    counts the check and every trace of text that ran, for the reliability table."""
+    found = page.evaluate(NOTHING_RAN, [TEXT_AREAS, INJECTED])
+    tally("browser_checks")
+    tally("executed", (found["pwned"] != "undefined") + found["injected"] + found["handlers"])
+    return found
+
+
 def paste(page: Any, selector: str, text: str) -> None:
     """Puts `text` into a text field the way a paste does: one value change, one input event (playwright's fill makes
     Gradio's textarea lay a 100,000-character word out over and over, which takes seconds)."""
@@ -86,9 +95,8 @@ def env(fast_env: str) -> str:
 
 def test_the_catalogue_holds_every_kind_of_hostile_text_the_issue_names() -> None:
     names = set(HOSTILE) | set(BIG)
-    tally("hostile_strings", len(names))
+    tally("hostile_strings", len(names))  # what ran in Chromium is tallied by nothing_ran, per browser check
     tally("hostile_paths", len(PATHS))
-    tally("executed", 0)
     assert len(names) >= 50
     kinds = {"script-tag", "img-onerror", "javascript-url", "close-script", "dollar-brace", "double-brace",
              "markdown-html-mix", "rtl-override", "zero-width", "combining-zalgo", "nul", "invalid-utf8",
@@ -187,6 +195,19 @@ def test_a_100k_character_token_from_the_model_is_kept_whole(fast_env: str, tmp_
     tally("hostile_inputs", 3)
 
 
+def test_the_reliability_table_counts_browser_checks_that_ran_and_says_not_run_without_them() -> None:
+    from collections import Counter
+
+    from tests.reliability import NOT_RUN, table
+
+    without = table(Counter({"hostile_strings": 70, "hostile_inputs": 100}))
+    assert "| hostile text that executed in those checks" in without and f"| {NOT_RUN} |" in without
+    assert "pages checked in Chromium" not in without
+    ran = table(Counter({"hostile_strings": 70, "browser_checks": 4, "executed": 0}))
+    assert "| pages checked in Chromium for hostile text that ran | 4 |" in ran and NOT_RUN not in ran
+    assert ran.splitlines()[-1].endswith("| 0 |")
+
+
 @pytest.mark.browser
 def test_the_prompt_box_and_streamed_output_show_every_entry_as_text(page: Any, fast_env: str, recordings: Path) -> None:
     text = joined()
@@ -195,7 +216,7 @@ def test_the_prompt_box_and_streamed_output_show_every_entry_as_text(page: Any, 
     start(page, text + "\nECHO:" + text)
     typed = page.input_value("#prompt textarea")
     wait_status(page, "done")
-    assert page.evaluate(NOTHING_RAN, [TEXT_AREAS, INJECTED]) == NOTHING
+    assert nothing_ran(page) == NOTHING
     rec = read_recording(next(recordings.glob("*.jsonl")))
     assert rec.header["prompt"] == as_stored(typed)
     assert page.text_content("#player .cv-prompt-text") == as_stored(typed)
@@ -226,7 +247,7 @@ def test_prompts_over_the_limit_are_refused_clearly_and_a_huge_token_streams_as_
     wait_status(page, "done")
     assert side_text(page, "left", "cv-text") == token
     assert side_text(page, "right", "cv-text") == HOSTILE["script-tag"]
-    assert page.evaluate(NOTHING_RAN, [TEXT_AREAS, INJECTED]) == NOTHING
+    assert nothing_ran(page) == NOTHING
     tally("hostile_inputs")
 
 
@@ -248,7 +269,7 @@ def test_uploaded_recordings_and_their_html_export_show_every_entry_as_text(
             assert big_token() in side_text(page, "left", "cv-text") and big_token() in side_text(page, "right", "cv-text")
             tally("hostile_inputs", 2)
     rec = read_recording(rec_path)
-    assert page.evaluate(NOTHING_RAN, [TEXT_AREAS, INJECTED]) == NOTHING
+    assert nothing_ran(page) == NOTHING
     assert missing(side_text(page, "left", "cv-text"), HOSTILE, tokens=True) == []
     assert missing(side_text(page, "right", "cv-text"), HOSTILE) == []
     assert side_text(page, "right", "cv-message") == rec.ends["right"]["message"]
@@ -274,7 +295,7 @@ def test_uploaded_recordings_and_their_html_export_show_every_entry_as_text(
     tab.keyboard.press("End")
     tab.wait_for_function("() => document.getElementById('converge').dataset.step === "
                           "document.querySelector('#converge .cv-range').max")  # a function: the file's CSP forbids eval
-    assert tab.evaluate(NOTHING_RAN, [TEXT_AREAS, INJECTED]) == NOTHING
+    assert nothing_ran(tab) == NOTHING
     assert missing(tab.text_content("#converge .cv-side[data-side=left] .cv-text") or "", HOSTILE, tokens=True) == []
     assert missing(tab.text_content("#converge .cv-side[data-side=right] .cv-text") or "", HOSTILE) == []
     assert tab.text_content("#converge .cv-prompt-text") == rec.header["prompt"]

@@ -175,3 +175,31 @@ def test_the_shipped_twins_tell_a_story_with_their_default_settings() -> None:
         list(make_source("local-ar", gen_length=256).stream("word " * 400, threading.Event()))
     with pytest.raises(SourceError, match="empty"):
         list(make_source("local-diffusion").stream("   ", threading.Event()))
+
+
+def test_the_frames_report_every_call_of_the_network_as_a_pass_and_count_the_refreshes(tok) -> None:
+    model = tiny(tok, causal=False)
+    calls = 0
+    hidden = model.net.hidden
+
+    def counting(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        return hidden(*args, **kwargs)
+
+    model.net.hidden = counting  # type: ignore[method-assign]
+    s = DiffusionSettings(gen_length=32, steps=16, block_length=8, threshold=None, stop_at_eos=False)
+    frames = list(source(tok, model, s).stream("Once upon a time", threading.Event()))
+    assert frames[-1].nfe == calls == 16
+    assert frames[-1].refreshes == 4  # one per block, each also the block's first step
+    assert Frame.from_json(frames[-1].to_json()).refreshes == 4
+
+
+def test_deferred_frames_are_stamped_now_and_decoded_when_made_ready(tok) -> None:
+    model = tiny(tok, causal=True)
+    src = source(tok, model, ARSettings(gen_length=6, stop_at_eos=False))
+    deferred = list(src.stream("Once upon a time", threading.Event(), defer=True))
+    plain = list(src.stream("Once upon a time", threading.Event()))
+    assert all(f.tokens == [] and f.pending is not None for f in deferred)
+    assert [f.ready().to_json() | {"t": 0} for f in deferred] == [f.to_json() | {"t": 0} for f in plain]
+    assert all(f.pending is None for f in deferred)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+
+import pytest
 
 from app.race import Race, record
 from app.trace import Frame, RecordingWriter, make_header, read_recording
@@ -87,11 +90,68 @@ def test_abandoning_the_update_stream_stops_the_race(tmp_path: Path) -> None:
     assert all(not t.is_alive() for t in race._threads)
 
 
-def test_the_race_bench_compares_each_twins_clock_in_a_race_with_the_twin_beside_a_replay() -> None:
-    from app.race import bench
+def test_the_race_bench_reads_each_race_like_the_page_and_compares_each_twin_with_itself_alone() -> None:
+    from app.ui.layout import UPDATE_INTERVAL
+    from app.ui.race_bench import bench
 
     out = bench(prompt="Once upon a time", repeats=1)
     assert set(out["runs"]) == {"diffusion_in_race", "ar_in_race", "diffusion_alone", "ar_alone"}
     assert all(len(v) == 1 and v[0] > 0 for v in out["runs"].values())
+    assert out["consumer"]["interval_s"] == UPDATE_INTERVAL
+    assert out["consumer"]["updates_per_race"][0] > 1 and out["consumer"]["payload_bytes_per_race"][0] > 0
     med = out["seconds_median"]
+    assert out["seconds_worst"] == med  # one run: the worst is the median
     assert out["ar_slowdown_in_race"] == round(med["ar_in_race"] / med["ar_alone"], 2)
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_twins = pytest.mark.skipif(
+    not all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar")),
+    reason="assets/models/*.safetensors are absent (train the twins first)")
+
+
+@needs_twins
+def test_token_strings_are_decoded_off_the_sides_threads_and_every_frame_is_on_disk_before_a_side_ends(
+        tmp_path: Path) -> None:
+    from app.sources.local import twin
+
+    toks = {id(t): t for t in (twin("ar")[1], twin("diffusion")[1])}.values()
+    threads: set[str] = set()
+
+    def noting(decode):
+        def wrapped(ids):
+            threads.add(threading.current_thread().name)
+            return decode(ids)
+        return wrapped
+
+    for tok in toks:
+        tok.token_strings = noting(tok.token_strings)
+    out = tmp_path / "o.jsonl"
+    try:
+        race = Race("Once upon a time", "local-ar", "local-diffusion", out=out,
+                    settings={"left": {"gen_length": 16}, "right": {"gen_length": 16, "steps": 8}})
+        ended_with: dict[str, int] = {}
+        for update in race.updates(interval=0.01):
+            for side, entry in update["sides"].items():
+                if entry["status"] == "done" and side not in ended_with:
+                    ended_with[side] = len(read_recording(out).frames[side])
+    finally:
+        for tok in toks:
+            del tok.token_strings
+    assert threads == {"race-recorder"}
+    rec = read_recording(out)
+    assert ended_with == {s: len(rec.frames[s]) for s in ("left", "right")}
+    assert rec.frames["left"][-1].tokens and rec.frames["right"][-1].text
+
+
+def test_a_finished_sides_metrics_are_computed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.race as race_module
+
+    fast = make_recording(tmp_path / "fast.jsonl", [0.0, 0.001])
+    slow = make_recording(tmp_path / "slow.jsonl", [i * 0.01 for i in range(30)])
+    counted: list[int] = []
+    real = race_module.metrics
+    monkeypatch.setattr(race_module, "metrics", lambda frames: counted.append(len(frames)) or real(frames))
+    updates = list(Race("p", f"replay:{fast}", f"replay:{slow}", out=tmp_path / "o.jsonl").updates(interval=0.01))
+    assert len(updates) > 5
+    assert sorted(counted) == [2, 30]
+    assert updates[-1]["sides"]["left"]["metrics"]["frames"] == 2

@@ -582,6 +582,21 @@ def test_export_buttons_give_a_self_contained_page_a_csv_and_a_gif(open_tab: Any
 
 
 @pytest.mark.browser
+def test_an_html_export_from_the_page_opens_on_the_players_clock(open_tab: Any, examples: Path) -> None:
+    captioned(examples / "ex.jsonl", "Export me")
+    page = open_tab()
+    page.wait_for_selector(f"{ROOT}[data-mode=replay]")
+    page.click(f"{ROOT} .cv-clock-btn")
+    page.wait_for_selector(f"{ROOT}[data-view=passes]")
+    page.click("#export-box button.label-wrap")
+    page.click("#export-html")
+    wait_message(page, "ex.html is ready")
+    with page.expect_download() as download:
+        page.click("#download-file a[download]")
+    assert '"clock":"passes"' in Path(download.value.path()).read_text(encoding="utf-8")
+
+
+@pytest.mark.browser
 def test_a_video_export_shows_its_frames_on_gradios_progress_bar(open_tab: Any, examples: Path) -> None:
     header = make_header("Once", {"left": {"name": "local-diffusion", "settings": {}},
                                   "right": {"name": "local-ar", "settings": {}}})
@@ -606,7 +621,7 @@ def test_the_csv_export_is_the_recordings_frames_table(tmp_path: Path) -> None:
     from tests.test_tables import fixture_recording
 
     path = fixture_recording(tmp_path / "run.jsonl")
-    out, message = export_current("csv")(str(path))
+    out, message = export_current("csv")(str(path), "time")
     assert message == "run.csv is ready: use the download link."
     pd.testing.assert_frame_equal(pd.read_csv(out, dtype={"passes": "Int64"}), frames_table(path))
 

@@ -24,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--height", type=int, default=720, help="video height in pixels")
     parser.add_argument("--hold", type=float, default=0.0,
                         help="seconds to hold the final state at the end of a video")
+    parser.add_argument("--clock", choices=("time", "passes"), default="time",
+                        help="what the timeline counts: seconds, or forward passes (network calls; a side without "
+                             "them keeps its seconds)")
     return parser
 
 
@@ -38,14 +41,14 @@ def main(argv: list[str]) -> int:
     out = Path(args.out) if args.out else Path(args.recording).with_suffix(f".{fmt}")
     try:
         if fmt == "html":
-            return _html(args.recording, out)
+            return _html(args.recording, out, args.clock)
         try:
             from app.export.video import export_video
         except ImportError as e:
             print(f"Video export needs Pillow ({e.name} is not installed): pip install pillow==12.3.0.", file=sys.stderr)
             return 2
         export_video(args.recording, out, fmt=fmt, fps=args.fps, speed=args.speed, size=(args.width, args.height),
-                     hold=args.hold, progress=_terminal_progress() if sys.stderr.isatty() else None)
+                     hold=args.hold, progress=_terminal_progress() if sys.stderr.isatty() else None, clock=args.clock)
     except SourceError as e:
         print(str(e), file=sys.stderr)
         return 1
@@ -75,7 +78,7 @@ def _terminal_progress() -> Callable[[int, int], None]:
     return progress
 
 
-def _html(recording: str, out: Path) -> int:
+def _html(recording: str, out: Path, clock: str = "time") -> int:
     try:
         from app.export.html import export_html
     except ModuleNotFoundError as e:
@@ -84,6 +87,6 @@ def _html(recording: str, out: Path) -> int:
         print("HTML export is not part of this build yet (app/export/html.py is missing); use --format mp4 or gif.",
               file=sys.stderr)
         return 2
-    export_html(recording, out)
+    export_html(recording, out, clock=clock)
     print(f"wrote {out}")
     return 0

@@ -41,7 +41,9 @@ BOOT = """
   var root = document.getElementById("converge");
   var query = new URLSearchParams(location.search);
   var onPresenter = function (on) { document.documentElement.classList.toggle("cv-presenting", on); };
-  window.converge = ConvergePlayer.mount(root, data, {presenter: query.get("presenter") === "1", onPresenter: onPresenter});
+  var clock = query.get("clock") || data.clock || "time";
+  window.converge = ConvergePlayer.mount(root, data, {presenter: query.get("presenter") === "1", onPresenter: onPresenter,
+                                                      clock: clock});
   if (data.prompt) document.title = "Converge \\u2014 " + data.prompt.slice(0, 80);
 })();
 """
@@ -74,21 +76,25 @@ def render(payload: dict[str, Any]) -> str:
         f"<style>\n{css}\n{PAGE_CSS}</style>\n</head>\n<body>\n"
         "<main id=\"converge\" class=\"cv-auto-theme\" aria-label=\"Converge race replay\"></main>\n"
         "<p class=\"cv-export-note\">Exported from Converge: a self-contained replay of a recorded race. "
-        "Press ? for keyboard shortcuts; add ?presenter=1 to the address for presenter mode.</p>\n"
+        "Press ? for keyboard shortcuts; add ?presenter=1 to the address for presenter mode, "
+        "?clock=passes for the forward-pass clock.</p>\n"
         f"<script type=\"application/json\" id=\"converge-data\">{script_json(payload)}</script>\n"
         f"<script>\n{js}\n</script>\n<script>{BOOT}</script>\n</body>\n</html>\n"
     )
 
 
-def export_html(recording_path: str | Path, out: str | Path) -> Path:
-    """Writes the recording as a self-contained HTML replay at `out`; raises SourceError, leaving no file, when it cannot."""
+def export_html(recording_path: str | Path, out: str | Path, clock: str = "time") -> Path:
+    """Writes the recording as a self-contained HTML replay at `out`, opening on `clock` (time, or passes: the
+    forward-pass clock; ?clock= in the address overrides it); raises SourceError, leaving no file, when it cannot."""
+    if clock not in ("time", "passes"):
+        raise SourceError(f"The clock must be time or passes, not {clock!r}.")
     out = Path(out)
     if out.is_dir():
         raise SourceError(f"{out} is a folder; give --out a file name such as race.html.")
     if not out.parent.is_dir():
         raise SourceError(f"Cannot write {out}: the folder {out.parent} does not exist.")
     rec = read_for_export(recording_path)
-    page = render(recording_payload(rec, Path(recording_path).name, run="export", cursor="start"))
+    page = render({**recording_payload(rec, Path(recording_path).name, run="export", cursor="start"), "clock": clock})
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
     try:
         try:

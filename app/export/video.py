@@ -1,7 +1,9 @@
 """Video export (GIF, MP4) of a recorded race, drawn the way the page draws it.
 
 Timing: video frame k shows race time T = k / fps * speed and, for each side, the latest trace frame
-with t <= T; the last video frame shows the final state, then `hold` seconds of it (default 0). So the
+with t <= T (with `clock="passes"`, the forward-pass clock: frame k shows pass P = k / fps * speed * PASS_RATE
+and each side's latest frame with nfe <= P, its timer counting passes; a side that reports no passes keeps
+its seconds); the last video frame shows the final state, then `hold` seconds of it (default 0). So the
 video lasts ceil((end / speed + hold) * fps) frames, `end` being the last frame time of the slower side.
 Every number on screen comes from the trace: a side's timer is its shown frame's own `t`; beside it, the
 tokens of the final answer already in place at that frame (`analysis.settled_fraction_series`, the page's
@@ -54,6 +56,8 @@ GIF_MAX_FPS = 50  # GIF delays are whole hundredths; players slow down frames sh
 MAX_FRAMES = 200_000
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
 X264 = ["-preset", "veryfast", "-crf", "20"]
+CLOCKS = ("time", "passes")
+PASS_RATE = 10  # forward passes per second of video at speed 1, as in the player (app/ui/player.js)
 
 # The page's colours (app/ui/player.css, player.js).
 FG, MUTED, WHITE, PANEL, BORDER = (26, 26, 26), (89, 89, 89), (255, 255, 255), (250, 250, 250), (207, 207, 207)
@@ -291,7 +295,7 @@ class HeatStrip:
 class Track:
     """One side: its frames, their analysed rows, and what is on screen now."""
 
-    def __init__(self, key: str, rec: Recording) -> None:
+    def __init__(self, key: str, rec: Recording, clock: str = "time") -> None:
         self.key = key
         source = (rec.header.get("sources") or {}).get(key)
         source = source if isinstance(source, dict) else {}
@@ -299,7 +303,10 @@ class Track:
         self.frames = rec.frames.get(key, [])
         analyzer = SideAnalyzer()
         self.rows = [analyzer.add(f) for f in self.frames]
-        self.reach = list(accumulate((f.t for f in self.frames), max))
+        # on the forward-pass clock a side that reports passes is placed by them; any other keeps its seconds
+        self.on_passes = clock == "passes" and bool(self.frames) and self.frames[-1].nfe is not None
+        self.keys = [float(f.nfe or 0) if self.on_passes else f.t for f in self.frames]
+        self.reach = list(accumulate(self.keys, max))
         end = rec.ends.get(key)
         self.ended = end is not None
         self.end_status = end["status"] if end and end.get("status") in TERMINAL else "stopped"
@@ -320,6 +327,12 @@ class Track:
     def index_at(self, t: float) -> int:
         return bisect.bisect_right(self.reach, t) - 1
 
+    def timer(self, idx: int, cells: int) -> str:
+        """The timer of frame idx: passes and tokens per pass on the forward-pass clock, else seconds and tokens/s."""
+        if self.on_passes:
+            return pass_timer_text(int(self.keys[idx]), self.in_place[idx], cells)
+        return timer_text(self.frames[idx].t, self.in_place[idx], cells)
+
     def status(self, idx: int) -> str:
         if not self.frames:
             return self.end_status if self.ended else "idle"
@@ -339,15 +352,17 @@ def load(path: str | Path) -> Recording:
 class Scene:
     """The whole picture at one size: a static background drawn once, and each side redrawn when its frame changes."""
 
-    def __init__(self, rec: Recording, size: tuple[int, int], speed: float = 1.0) -> None:
+    def __init__(self, rec: Recording, size: tuple[int, int], speed: float = 1.0, clock: str = "time") -> None:
         self.W, self.H = size
         self.speed = speed
+        self.clock = clock
+        self.rate = PASS_RATE if clock == "passes" else 1  # timeline units per second of video at speed 1
         s = self.s = min(self.W / 1280, self.H / 720)
         self.px = lambda v: max(1, round(v * s))  # noqa: E731
         self.sans = {k: font(SANS, max(6, round(k * s))) for k in (12, 13, 15)}
         self.has_sans = coverage(SANS)
         self.rec = rec
-        self.tracks = [Track(key, rec) for key in SIDES]
+        self.tracks = [Track(key, rec, clock) for key in SIDES]
         self.end = max((tr.reach[-1] for tr in self.tracks if tr.reach), default=0.0)
         self.warning = " ".join(rec.warnings)
         self.glyphs = Glyphs(max(6, round(14 * s)), max(8, round(21 * s)), s)
@@ -360,7 +375,7 @@ class Scene:
             tr.heat = HeatStrip(tr.width, len(tr.frames), self.heat_w, self.heat_h)
         self.status_text: str | None = None
         most = (self.inner_w * 5 // 8) // self.glyphs.cw  # room for the timer; the name gets the rest
-        self.head_cells = {tr.key: max([1] + [len(timer_text(f.t, n, most)) for f, n in zip(tr.frames, tr.in_place)])
+        self.head_cells = {tr.key: max([1] + [len(tr.timer(i, most)) for i in range(len(tr.frames))])
                            for tr in self.tracks}
 
     # -- layout and the static background
@@ -370,7 +385,7 @@ class Scene:
         self.pad = px(14)
         self.prompt_y, self.row_h = self.pad, px(22)
         self.status_y = self.prompt_y + self.row_h
-        clock = f"t = {self.end:.3f} s" + (f" \u00b7 {self.speed:g}\u00d7 speed" if self.speed != 1 else "")
+        clock = self._clock_text(self.end) + (f" \u00b7 {self.speed:g}\u00d7 speed" if self.speed != 1 else "")
         self.clock_cells = len(clock) + 1
         self.clock_w = self.clock_cells * g.cw
         self.legend_y = self.status_y + px(20) + px(6)
@@ -504,9 +519,13 @@ class Scene:
             d.text(xy, line, font=face, fill=fill, anchor=anchor)
         return np.asarray(img)
 
+    def _clock_text(self, t: float) -> str:
+        """The top-right clock: race seconds, or on the forward-pass clock the pass count (no seconds)."""
+        return f"forward pass {int(t)}" if self.clock == "passes" else f"t = {t:.3f} s"
+
     def _clock(self, t: float) -> None:
         speed = f" \u00b7 {self.speed:g}\u00d7 speed" if self.speed != 1 else ""
-        pixels = self.glyphs.line([(f"t = {t:.3f} s", UI), (speed, UI_MUTED)], self.clock_cells)
+        pixels = self.glyphs.line([(self._clock_text(t), UI), (speed, UI_MUTED)], self.clock_cells)
         self.put(self.W - self.pad - pixels.shape[1], self.prompt_y, pixels)
 
     def _side(self, i: int, tr: Track, idx: int) -> None:
@@ -533,7 +552,7 @@ class Scene:
         """Counter and timer (mono, from the atlas) every time; key, name and badge only when the status changes."""
         g = self.glyphs
         cells = self.head_cells[tr.key]
-        timer = timer_text(tr.frames[idx].t, tr.in_place[idx], cells) if idx >= 0 else "\u2014"
+        timer = tr.timer(idx, cells) if idx >= 0 else "\u2014"
         right = g.line([(timer, UI)], cells)
         self.put(x0 + self.inner_x + self.inner_w - right.shape[1], y0 + self.head_y + (self.head_h - g.ch) // 2, right)
         if tr.drawn.get("status") != status:
@@ -691,6 +710,15 @@ def timer_text(t: float, tokens: int, cells: int) -> str:
     return fits[0] if fits else ""
 
 
+def pass_timer_text(passes: int, tokens: int, cells: int) -> str:
+    """A side's timer on the forward-pass clock: passes, final tokens in place and tokens per pass, to fit `cells`."""
+    rate = f"{tokens / passes:.2f} tok/pass" if passes > 0 else "\u2014 tok/pass"
+    unit = "pass" if passes == 1 else "passes"
+    fits = [x for x in (f"{passes} {unit} \u00b7 {tokens} tok final \u00b7 {rate}", f"{passes} {unit} \u00b7 {rate}",
+                        f"{passes} {unit}") if len(x) <= cells]
+    return fits[0] if fits else ""
+
+
 def frame_count(end: float, fps: float, speed: float, hold: float = 0.0) -> int:
     """Video frames for a race that ends at `end` seconds: ceil((end / speed + hold) * fps), at least one."""
     return max(1, math.ceil(round((end / speed + hold) * fps, 6)))
@@ -830,9 +858,12 @@ def _check(fmt: str, fps: float, speed: float, size: tuple[int, int], hold: floa
 
 
 def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, speed: float,
-            size: tuple[int, int], hold: float, progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+            size: tuple[int, int], hold: float, progress: Callable[[int, int], None] | None,
+            clock: str = "time") -> dict[str, Any]:
     size = (int(size[0]), int(size[1]))
     _check(fmt, fps, speed, size, hold)
+    if clock not in CLOCKS:
+        raise SourceError(f"The clock must be time or passes, not {clock!r}.")
     out = Path(out)
     if not out.parent.is_dir():
         raise SourceError(f"Cannot write {out}: the folder {out.parent} does not exist.")
@@ -840,8 +871,9 @@ def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, s
         raise SourceError(f"{out} is a folder; give --out a file name such as race.{fmt}.")
     rec = load(recording_path)
     started = time.perf_counter()
-    scene = Scene(rec, size, speed)
-    n = frame_count(scene.end, fps, speed, hold)
+    scene = Scene(rec, size, speed, clock)
+    span = scene.end / scene.rate  # seconds of video at speed 1
+    n = frame_count(span, fps, speed, hold)
     if n > MAX_FRAMES:
         raise SourceError(f"That would be {n} frames; raise --speed or lower --fps (at most {MAX_FRAMES}).")
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
@@ -852,7 +884,7 @@ def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, s
             writer = Mp4Writer(tmp, size, fps) if fmt == "mp4" else GifWriter(tmp, size, scene.palette_sample())
             for k in range(n):
                 t0 = time.perf_counter()
-                scene.draw(race_time(k, n, scene.end, fps, speed))
+                scene.draw(race_time(k, n, span, fps, speed) * scene.rate)
                 dirty = scene.take_dirty()
                 t1 = time.perf_counter()
                 writer.add(scene.canvas, dirty, round((k + 1) * 100 / fps) - round(k * 100 / fps))
@@ -877,14 +909,14 @@ def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, s
 
 def export_video(recording_path: str | Path, out: str | Path, fmt: str = "mp4", fps: float = 30, speed: float = 1.0,
                  size: tuple[int, int] = (1280, 720), hold: float = 0.0,
-                 progress: Callable[[int, int], None] | None = None) -> Path:
+                 progress: Callable[[int, int], None] | None = None, clock: str = "time") -> Path:
     """Writes the race in a recording as an MP4 or GIF that looks like the page; returns `out`.
 
     `speed` 2 plays twice as fast; `hold` adds seconds of the final state at the end; `progress(done, total)`
-    is called after each video frame. Raises SourceError with one clear sentence on bad input or a failed
+    is called after each video frame; `clock="passes"` runs it on forward passes. Raises SourceError with one clear sentence on bad input or a failed
     write, leaving no file at `out`.
     """
-    _export(recording_path, out, fmt, fps, speed, size, hold, progress)
+    _export(recording_path, out, fmt, fps, speed, size, hold, progress, clock)
     return Path(out)
 
 

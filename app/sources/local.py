@@ -100,44 +100,60 @@ def _named(tok: Any, cands: list[tuple[int, float]], eos_id: int) -> list[list[A
     return [[EOS_MARK if i == eos_id else name, round(p, 4)] for (i, p), name in zip(cands, names)]
 
 
+def _diffusion_fields(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int) -> dict[str, Any]:
+    """A diffusion Step's display fields: strings, masks, confidences, candidates (the last cut at end-of-text)."""
+    cands = [[pos, _named(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())] or None
+    if not st.done:
+        return {"tokens": _strings(tok, st.ids, ~st.masked, eos_id), "masked": st.masked.tolist(),
+                "confidence": np.round(st.confidence, 4).tolist(), "committed": st.committed or None,
+                "remasked": st.remasked or None, "candidates": cands}
+    n = diffusion.answer_length(st.ids, st.masked, eos_id)
+    return {"tokens": _strings(tok, st.ids[:n], ~st.masked[:n], eos_id), "masked": st.masked[:n].tolist(),
+            "confidence": np.round(st.confidence[:n], 4).tolist(), "text": tok.decode([int(i) for i in st.ids[:n]]),
+            "committed": [i for i in st.committed if i < n] or None,
+            "remasked": [i for i in st.remasked if i < n] or None,
+            "candidates": [c for c in cands or [] if c[0] < n] or None,
+            "usage": {"prompt_tokens": prompt_len, "completion_tokens": n}}
+
+
+def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
+    """An AR step's display fields: the token strings, confidences, candidates, and the text when it is done."""
+    return {"tokens": tok.token_strings(st.ids) if st.ids else [], "confidence": [round(c, 4) for c in st.confidence],
+            "committed": [st.step - 1] if len(st.ids) == st.step else None,
+            "candidates": [[st.step - 1, _named(tok, st.candidates, eos_id)]] if st.candidates else None,
+            "text": tok.decode(st.ids) if st.done else None,
+            "usage": {"prompt_tokens": prompt_len, "completion_tokens": len(st.ids)} if st.done else None}
+
+
+def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool) -> Frame:
+    """The frame of one sampler step stamped at `t`; its display fields are built now, or by whoever calls
+    `Frame.ready()` when `defer` (the race's recorder thread), so decoding stays off the model's clock."""
+    frame = Frame(t=t, step=st.step, final=st.done, nfe=st.nfe, refreshes=getattr(st, "refreshes", None))
+    frame.pending = build
+    return frame if defer else frame.ready()
+
+
 def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSettings,
-                     cancel: threading.Event, clock: Clock) -> Iterator[Frame]:
+                     cancel: threading.Event, clock: Clock, defer: bool = False) -> Iterator[Frame]:
     """Runs the diffusion sampler and turns each Step into a Frame (the last cut at end-of-text, with text)."""
     for st in diffusion.generate(model, prompt_ids, s, cancel):
-        cands = [[pos, _named(tok, c, model.eos_id)] for pos, c in sorted(st.candidates.items())] or None
-        if not st.done:
-            yield Frame(t=clock(), step=st.step, tokens=_strings(tok, st.ids, ~st.masked, model.eos_id),
-                        masked=st.masked.tolist(), confidence=np.round(st.confidence, 4).tolist(),
-                        committed=st.committed or None, remasked=st.remasked or None, nfe=st.nfe,
-                        candidates=cands)
-            continue
-        n = diffusion.answer_length(st.ids, st.masked, model.eos_id)
-        ids = [int(i) for i in st.ids[:n]]
-        yield Frame(t=clock(), step=st.step, tokens=_strings(tok, st.ids[:n], ~st.masked[:n], model.eos_id),
-                    masked=st.masked[:n].tolist(), confidence=np.round(st.confidence[:n], 4).tolist(),
-                    text=tok.decode(ids), final=True, nfe=st.nfe,
-                    committed=[i for i in st.committed if i < n] or None,
-                    remasked=[i for i in st.remasked if i < n] or None,
-                    candidates=[c for c in cands or [] if c[0] < n] or None,
-                    usage={"prompt_tokens": len(prompt_ids), "completion_tokens": n})
+        build = functools.partial(_diffusion_fields, tok, st, model.eos_id, len(prompt_ids))
+        yield _framed(clock(), st, build, defer)
 
 
 def ar_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings,
-              cancel: threading.Event, clock: Clock) -> Iterator[Frame]:
+              cancel: threading.Event, clock: Clock, defer: bool = False) -> Iterator[Frame]:
     """Runs the AR sampler: one Frame per token, the last final with the answer text."""
     for st in autoregressive.generate(model, prompt_ids, s, cancel):
-        yield Frame(t=clock(), step=st.step, tokens=tok.token_strings(st.ids) if st.ids else [],
-                    confidence=[round(c, 4) for c in st.confidence], nfe=st.nfe,
-                    committed=[st.step - 1] if len(st.ids) == st.step else None,
-                    candidates=[[st.step - 1, _named(tok, st.candidates, model.eos_id)]] if st.candidates else None,
-                    final=st.done, text=tok.decode(st.ids) if st.done else None,
-                    usage={"prompt_tokens": len(prompt_ids), "completion_tokens": len(st.ids)} if st.done else None)
+        build = functools.partial(_ar_fields, tok, st, model.eos_id, len(prompt_ids))
+        yield _framed(clock(), st, build, defer)
 
 
 class SamplerSource:
     """A model + tokenizer (loaded once per process) driven by the diffusion or the AR sampler."""
 
     cpu_bound = True  # a race gives this side one of the shared CPU slots (app/compute.py)
+    defers = True  # stream(defer=True) leaves decoding to Frame.ready(), off this source's clock
 
     def __init__(self, name: str, load: Callable[[], tuple[Any, Any]], settings: Any,
                  prompt_ids: Callable[[Any, str], list[int]], extra: dict[str, Any] | None = None) -> None:
@@ -150,13 +166,14 @@ class SamplerSource:
     def settings(self) -> dict[str, Any]:
         return {**self.opts.to_json(), **self.extra}
 
-    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""
         clock = Clock()
         if not prompt.strip():
             raise SourceError("The prompt is empty: type a prompt.")
         ids = self._prompt_ids(self.tok, clean_text(prompt))
         frames = diffusion_frames if isinstance(self.opts, DiffusionSettings) else ar_frames
-        yield from frames(self.model, self.tok, ids, self.opts, cancel, clock)
+        yield from frames(self.model, self.tok, ids, self.opts, cancel, clock, defer)
 
 
 @functools.lru_cache(maxsize=4)

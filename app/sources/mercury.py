@@ -41,7 +41,11 @@ def _flag(value: Any, name: str) -> bool:
 
 
 class MercurySource:
-    """Mercury through the official openai SDK, with Inception's `diffusing` and `reasoning_effort` extras."""
+    """Mercury with Inception's `diffusing` and `reasoning_effort` extras: the official openai SDK sends the request,
+    and Converge's own parser (app.sources.openai_chat.stream_chat) reads the stream.
+
+    `notice` is a sentence for the user when a setting was changed to one Mercury accepts (the temperature is
+    clamped to 0.5-1.0); the race shows it as the side's message and records it with how the side ended."""
 
     def __init__(self, model: str = "", *, base_url: str | None = None, api_key: str | None = None,
                  temperature: Any = DEFAULT_TEMPERATURE, reasoning_effort: Any = "instant",
@@ -52,6 +56,9 @@ class MercurySource:
         self.base_url = check_base_url(base_url or os.environ.get("INCEPTION_BASE_URL") or DEFAULT_BASE_URL)
         self._api_key = api_key or None
         self.temperature = number(temperature, "temperature", *TEMPERATURE_RANGE)
+        asked = float(temperature)
+        self.notice = (f"Mercury accepts a temperature from {TEMPERATURE_RANGE[0]:.1f} to {TEMPERATURE_RANGE[1]:.1f}, "
+                       f"so {asked:g} was sent as {self.temperature:g}." if asked != self.temperature else None)
         effort = str(reasoning_effort or "").strip().lower()
         if effort not in EFFORTS:
             raise SourceError(f"reasoning_effort must be one of {', '.join(EFFORTS)}, not {reasoning_effort!r}.")

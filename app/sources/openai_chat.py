@@ -1,7 +1,10 @@
-"""Any OpenAI-compatible chat endpoint as a source (`openai:MODEL`), streamed through the official `openai` SDK.
+"""Any OpenAI-compatible chat endpoint as a source (`openai:MODEL`).
 
-`stream_chat` is shared with the Mercury source: each parsed chunk becomes one Frame, its text
-replaced when the chunk says `diffusion_meta.diffusion_content` and appended otherwise.
+The official `openai` SDK sends the request (and reports HTTP errors, timeouts and dropped connections), but
+Converge's own parser reads the stream (`sse_data`, `parse_chunk`): the SDK's stream reader fails on SSE events
+that carry no data and on bytes that are not UTF-8, which real servers send. `stream_chat` is shared with the
+Mercury source: each parsed chunk becomes one Frame, its text replaced when the chunk says
+`diffusion_meta.diffusion_content` and appended otherwise.
 """
 
 from __future__ import annotations

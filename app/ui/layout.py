@@ -51,6 +51,10 @@ show();
 watch('payload', show);
 """
 
+# an export reads the player's clock (data-view) at the click, so the exported file opens on the same clock
+CLOCK_JS = ("(current, clock) => [current, document.querySelector('#player .cv-player')?.getAttribute('data-view') "
+            "=== 'passes' ? 'passes' : 'time']")
+
 PAGE_CSS = """
 #converge-title h1 { margin-bottom: 0; }
 #player { min-height: 200px; }
@@ -385,7 +389,8 @@ def download_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, str]:
 def export_current(fmt: str) -> Any:
     """An export handler: the recording in the player as a self-contained HTML page, a GIF, an MP4 or the CSV of its
     per-frame figures; a video reports its frames on Gradio's progress bar."""
-    def export(current: str | None, progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
+    def export(current: str | None, clock: str = "time", progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
+        clock = "passes" if clock == "passes" else "time"
         if not current or not Path(current).is_file():
             return gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
         source = Path(current)
@@ -394,7 +399,7 @@ def export_current(fmt: str) -> Any:
             if fmt == "html":
                 from app.export.html import export_html
 
-                export_html(source, out)
+                export_html(source, out, clock=clock)
             elif fmt == "csv":
                 from app.tables import write_frames_csv
 
@@ -402,7 +407,7 @@ def export_current(fmt: str) -> Any:
             else:
                 from app.export.video import export_video
 
-                export_video(source, out, fmt=fmt, progress=_frames_progress(progress))
+                export_video(source, out, fmt=fmt, progress=_frames_progress(progress), clock=clock)
         except ImportError as e:
             return gr.skip(), f"{fmt.upper()} export needs {e.name}, which is not installed (pip install -r requirements.txt)."
         except (SourceError, RecordingError, OSError) as e:
@@ -481,9 +486,10 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                 with gr.Row():
                     export_btns = {fmt: gr.Button(f"Export {fmt.upper()}", elem_id=f"export-{fmt}")
                                    for fmt in EXPORT_FORMATS}
+                clock = gr.Textbox(value="time", visible="hidden", elem_id="player-clock", label="Clock")
                 gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
                             "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
-                            "at its recorded pace. CSV: each frame's figures (time, passes, tokens, changes, "
+                            "at its recorded pace. All three keep the player's clock (seconds or forward passes). CSV: each frame's figures (time, passes, tokens, changes, "
                             "settled fraction), as `python -m app stats --csv` writes them.")
             with gr.Row():
                 status = gr.Textbox(label="Library and export messages", interactive=False, elem_id="library-status",
@@ -527,8 +533,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         upload.upload(as_visitor(policy, upload_entry), inputs=[owner, upload],
                       outputs=[*view, player, current, status, upload], **quiet)
         for fmt, btn in export_btns.items():
-            btn.click(export_current(fmt), inputs=[current], outputs=[download, status], concurrency_limit=1,
-                      concurrency_id="export", api_name=False, show_progress="full")
+            btn.click(export_current(fmt), inputs=[current, clock], outputs=[download, status], concurrency_limit=1,
+                      concurrency_id="export", api_name=False, show_progress="full", js=CLOCK_JS)
         demo.unload(end_session)
     demo.queue(max_size=QUEUE_SIZE)
     return demo

@@ -4,7 +4,8 @@
  *   var player = ConvergePlayer.create(rootElement, options);
  *   player.update(payload);                     // merge an update (live) or a whole run (replay)
  *   ConvergePlayer.mount(root, data, options);  // the same, in one call, for an exported HTML file
- * options: {presenter: bool, keyboard: bool (default true), onPresenter: fn(on), onPaint: fn(ms)}
+ * options: {presenter: bool, keyboard: bool (default true), clock: "time"|"passes", onPresenter: fn(on),
+ *           onClock: fn("time"|"passes"), onPaint: fn(ms)}
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
  * Payload (the shape of app.race.Race.snapshot() plus `run` and `seq`):
@@ -23,14 +24,17 @@
  * Rows are merged by index (`start` + k), so an update may repeat rows it already sent; a new `run`
  * starts over. The root and each side panel carry data-status, data-frames (frames received) and
  * data-step (the frame shown: a side's row index, the root's shared-timeline index); the root also
- * carries data-view (time|progress), data-speed, data-playing and data-presenter; each heatmap
+ * carries data-view (time|progress|passes), data-key (the timeline's value at the frame shown), data-speed,
+ * data-playing and data-presenter; each heatmap
  * canvas carries data-rows (one per frame); the inspector carries data-open, data-side and data-pos.
  * Parts the guided lessons point at carry data-part: panel-left, panel-right, legend, heatmap-left,
  * heatmap-right, chart, metrics, scrubber, inspector (player.css .cv-spotlight outlines one).
  *
  * Replay: both sides share one timeline, the sorted times of every frame of either side, so the race
  * plays as it happened (at 1x, the recorded pace). "Compare by progress" instead puts each frame at its
- * share of its own side's run (t / that side's last t): labelled on screen as not real time.
+ * share of its own side's run (t / that side's last t): labelled on screen as not real time. The forward-pass
+ * clock (button or key F) puts each frame at the network calls that produced it (the row's nfe), for the
+ * timeline, the chart and the presenter's figures; a side that reports no passes (an API) keeps its seconds.
  * Every string from a model, a prompt or a file is written with textContent, never as HTML.
  */
 (function (global) {
@@ -44,6 +48,7 @@
   var STATUS_TEXT = { idle: "idle", waiting: "waiting", running: "running", done: "finished",
                       stopped: "stopped", error: "error" };
   var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
+  var PASS_RATE = 10; /* forward passes per second of playback at 1x, on the forward-pass clock */
   var BLOCK = 16; /* token positions per block of a text panel (see paintTokens) */
   var HOVER_MS = 600; /* how long the pointer rests on a token before the inspector shows it */
   var MAX_EVENTS = 24; /* events the inspector lists for one position (a long Mercury draft can have more) */
@@ -59,7 +64,10 @@
     ["ttft", "Time to first visible token", seconds],
     ["t_final", "Time to final", seconds],
     ["frames", "Frames", count],
-    ["nfe", "Forward passes", count],
+    ["answer_tokens", "Answer length", count],
+    ["time_per_token", "Time per token", millis],
+    ["nfe", "Forward passes (every call of the network)", count],
+    ["refreshes", "of which cache refreshes (block starts)", count],
     ["tokens_per_s", "Tokens / s", fixed1],
     ["tokens_per_nfe", "Tokens per forward pass", fixed2]
   ];
@@ -70,6 +78,7 @@
     ["1 \u2026 8", "speed " + SPEEDS.map(speedText).join(", ")],
     ["\u2212  +", "slower / faster"],
     ["C", "compare by progress (not real time) on / off"],
+    ["F", "forward-pass clock on / off (time is the default)"],
     ["P", "presenter mode on / off"],
     ["?", "show / hide this help"],
     ["Tab, then \u2190 \u2192", "in a text panel: inspect the previous / next position (Shift: 10 at a time)"],
@@ -77,6 +86,7 @@
   ];
 
   function seconds(v) { return v == null ? "\u2014" : v.toFixed(v < 10 ? 3 : 2) + " s"; }
+  function millis(v) { return v == null ? "\u2014" : (v * 1000).toFixed(v < 0.01 ? 2 : 1) + " ms"; }
   function count(v) { return v == null ? "\u2014" : String(v); }
   function fixed1(v) { return v == null ? "\u2014" : v.toFixed(1); }
   function fixed2(v) { return v == null ? "\u2014" : v.toFixed(2); }
@@ -177,7 +187,7 @@
     options = options || {};
     var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "",
                   warnings: [], done: false, sides: {}, cursor: null, playing: false, speed: 1, playKey: 0,
-                  playLast: 0, view: "time", presenter: !!options.presenter, help: false,
+                  playLast: 0, view: options.clock === "passes" ? "passes" : "time", presenter: !!options.presenter, help: false,
                   inspect: null /* {side, pos, pinned}: the position the inspector shows */ };
     SIDES.forEach(function (s) { state.sides[s] = newSide(); });
     var timeline = null;
@@ -205,6 +215,8 @@
       "Compare by progress \u2014 NOT real time: each side is stretched to the length of its own run " +
       "(0\u2013100 %), so the faster side looks as slow as the slower one. Untick it to see the race as it happened.");
     progressBanner.hidden = true;
+    var passesBanner = el("p", "cv-passes-banner", "");
+    passesBanner.hidden = true;
 
     var legend = el("div", "cv-legend", null, { role: "list", "aria-label": "Legend", "data-part": "legend" });
     [["cv-m", MASK, "masked (not yet decided)"], ["cv-d", "abc", "draft (may still change)"],
@@ -245,7 +257,8 @@
       var elapsed = el("span", "cv-fig-num", "\u2014");
       var rate = el("span", "cv-fig-num", "\u2014");
       var rateLabel = el("span", "cv-fig-label", "tokens / s");
-      [[elapsed, el("span", "cv-fig-label", "elapsed"), "elapsed"], [rate, rateLabel, "rate"]].forEach(function (f) {
+      var elapsedLabel = el("span", "cv-fig-label", "elapsed");
+      [[elapsed, elapsedLabel, "elapsed"], [rate, rateLabel, "rate"]].forEach(function (f) {
         var box = el("span", "cv-fig", null, { "data-fig": f[2] });
         box.appendChild(f[0]);
         box.appendChild(f[1]);
@@ -277,6 +290,7 @@
       views[s] = { section: section, name: name, badge: badge, counter: counter, message: message, text: text,
                    inner: inner, heat: heat, heatSrc: document.createElement("canvas"), heatSize: null, heatGen: 0,
                    heatOut: "", marker: marker, elapsed: elapsed, rate: rate, rateLabel: rateLabel,
+                   elapsedLabel: elapsedLabel,
                    blocks: [], shown: [], shownText: [], lastLen: 0, atEnd: true, pin: false };
     });
 
@@ -381,10 +395,11 @@
     var viewBox = el("input", "cv-view", null, { type: "checkbox" });
     viewLabel.appendChild(viewBox);
     viewLabel.appendChild(el("span", null, " Compare by progress (not real time)"));
+    var clockBtn = button("cv-btn cv-clock-btn", "Clock: seconds", "Forward-pass clock", { "aria-pressed": "false" });
     var presenterBtn = button("cv-btn cv-presenter-btn", "Presenter", "Presenter mode", { "aria-pressed": "false" });
     var helpBtn = button("cv-btn cv-help-btn", "?", "Keyboard shortcuts", { "aria-expanded": "false" });
-    [startBtn, prevBtn, playBtn, nextBtn, endBtn, rangeLabel, range, speedSel, timeOut, viewLabel, presenterBtn,
-     helpBtn].forEach(function (n) { scrub.appendChild(n); });
+    [startBtn, prevBtn, playBtn, nextBtn, endBtn, rangeLabel, range, speedSel, timeOut, viewLabel, clockBtn,
+     presenterBtn, helpBtn].forEach(function (n) { scrub.appendChild(n); });
 
     var helpId = "cv-help-" + Math.random().toString(36).slice(2, 9);
     var help = el("div", "cv-help", null, { role: "dialog", "aria-modal": "false", "aria-labelledby": helpId + "-t",
@@ -405,6 +420,7 @@
 
     root.appendChild(top);
     root.appendChild(progressBanner);
+    root.appendChild(passesBanner);
     root.appendChild(legend);
     root.appendChild(sidesBox);
     root.appendChild(insp);
@@ -421,6 +437,7 @@
     playBtn.addEventListener("click", togglePlay);
     speedSel.addEventListener("change", function () { setSpeed(parseFloat(speedSel.value)); });
     viewBox.addEventListener("change", function () { setView(viewBox.checked ? "progress" : "time"); });
+    clockBtn.addEventListener("click", toggleClock);
     presenterBtn.addEventListener("click", function () { setPresenter(!state.presenter); });
     helpBtn.addEventListener("click", function () { setHelp(!state.help); });
     helpClose.addEventListener("click", function () { setHelp(false); helpBtn.focus(); });
@@ -496,6 +513,7 @@
       if ((tag === "BUTTON" || t === viewBox) && (k === " " || k === "Enter")) return; /* its own click */
       if (t === range && (k === "ArrowLeft" || k === "ArrowRight" || k === "Home" || k === "End")) return;
       if (k === "p" || k === "P") { setPresenter(!state.presenter); e.preventDefault(); return; }
+      if (k === "f" || k === "F") { toggleClock(); e.preventDefault(); return; }
       if (!enabled()) return;
       var digit = /^[1-9]$/.test(k) ? parseInt(k, 10) : 0;
       if (k === " ") togglePlay();
@@ -519,8 +537,11 @@
       schedule();
     }
 
+    function toggleClock() { setView(state.view === "passes" ? "time" : "passes"); }
+
     function setView(view) {
       if (view === state.view) return;
+      var clockWas = state.view === "passes";
       var i = state.cursor == null ? null : cursorIndex();
       var tl = getTimeline();
       /* keep the shown moment: find, in the new timeline, the position that shows the same left/right frames */
@@ -537,6 +558,7 @@
         state.cursor = best;
       }
       if (state.playing) state.playKey = getTimeline()[cursorIndex()] || 0;
+      if ((view === "passes") !== clockWas && options.onClock) options.onClock(view === "passes" ? "passes" : "time");
       schedule();
     }
 
@@ -693,7 +715,16 @@
 
     function enabled() { return finished() && getTimeline().length > 0; }
 
+    function hasPasses(side) {
+      /* whether the side reports forward passes (local and Hugging Face models do; API sources do not) */
+      var last = lastRow(side);
+      return last >= 0 && side.rows[last].nfe != null;
+    }
+
+    function onPasses(side) { return state.view === "passes" && hasPasses(side); }
+
     function keyOf(side, row) {
+      if (state.view === "passes") return row.nfe != null ? row.nfe : hasPasses(side) ? 0 : row.t;
       if (state.view !== "progress") return row.t;
       return side.end > 0 ? row.t / side.end : 1;
     }
@@ -753,6 +784,7 @@
     function keyRate() {
       /* timeline units per second of playback: seconds of race time, or (progress view) the share of the
          longer side's run, so 1x lasts as long as the slower side did */
+      if (state.view === "passes") return state.speed * PASS_RATE;
       if (state.view !== "progress") return state.speed;
       var longest = Math.max(state.sides.left.end, state.sides.right.end);
       return longest > 0 ? state.speed / longest : state.speed;
@@ -820,6 +852,7 @@
       setAttr(root, "data-run", str(state.run));
       setAttr(root, "data-mode", state.mode);
       setAttr(root, "data-view", state.view);
+      setAttr(root, "data-key", K == null ? "" : String(K));
       setAttr(root, "data-speed", String(state.speed));
       setAttr(root, "data-playing", state.playing ? "true" : "false");
       setAttr(root, "data-presenter", state.presenter ? "true" : "false");
@@ -828,6 +861,7 @@
       setText(captionLine, state.caption);
       captionLine.hidden = !state.caption;
       progressBanner.hidden = state.view !== "progress";
+      paintClock();
       var status = state.message;
       if (!status) {
         if (overall === "idle") status = "Choose two sources, type a prompt and press Run, or load a recording.";
@@ -888,13 +922,52 @@
          video export), or while live the visible tokens, over elapsed. */
       var last = lastRow(side);
       if (last < 0) { setText(v.elapsed, "\u2014"); setText(v.rate, "\u2014"); return; }
+      if (onPasses(side)) { paintPassFigures(v, side, row, idx, K, last); return; }
+      setText(v.elapsedLabel, state.view === "passes" ? "elapsed (reports no forward passes)" : "elapsed");
       var t = row ? row.t : 0;
       if (K != null && state.view === "time") t = Math.min(K, side.rows[last].t);
-      var settled = side.settled && side.metrics && side.settled.length === side.rows.length;
-      var tokens = !row ? 0 : settled ? Math.round(side.settled[idx][1] * side.metrics.tokens) : visibleCount(row);
+      var tok = tokensAt(side, row, idx);
       setText(v.elapsed, t.toFixed(2) + " s");
-      setText(v.rate, t > 0 ? (tokens / t).toFixed(1) : "\u2014");
-      setText(v.rateLabel, settled ? "tokens / s (final tokens in place)" : "tokens / s (visible, live)");
+      setText(v.rate, t > 0 ? (tok.n / t).toFixed(1) : "\u2014");
+      setText(v.rateLabel, tok.settled ? "tokens / s (final tokens in place)" : "tokens / s (visible, live)");
+    }
+
+    function tokensAt(side, row, idx) {
+      /* tokens of the final answer already in place at frame idx, or while live the visible tokens */
+      var settled = side.settled && side.metrics && side.settled.length === side.rows.length;
+      return { n: !row ? 0 : settled ? Math.round(side.settled[idx][1] * side.metrics.tokens) : visibleCount(row),
+               settled: settled };
+    }
+
+    function paintPassFigures(v, side, row, idx, K, last) {
+      /* on the forward-pass clock: passes so far (the timeline's count until this side's last frame, then its
+         own) and tokens per pass; counts, never seconds */
+      var n = row && row.nfe != null ? row.nfe : 0;
+      if (K != null) n = Math.min(K, side.rows[last].nfe);
+      var tok = tokensAt(side, row, idx);
+      setText(v.elapsed, String(n) + (n === 1 ? " pass" : " passes"));
+      setText(v.elapsedLabel, "forward passes");
+      setText(v.rate, n > 0 ? (tok.n / n).toFixed(2) : "\u2014");
+      setText(v.rateLabel, tok.settled ? "tokens / pass (final tokens in place)" : "tokens / pass (visible, live)");
+    }
+
+    function paintClock() {
+      /* the forward-pass clock's button and banner: what the axis counts, and which side keeps its seconds */
+      var on = state.view === "passes";
+      setText(clockBtn, on ? "Clock: forward passes" : "Clock: seconds");
+      setAttr(clockBtn, "aria-pressed", on ? "true" : "false");
+      passesBanner.hidden = !on;
+      if (!on) return;
+      var text = "Forward-pass clock: each frame is placed at the number of network calls that produced it " +
+        "(counts, not seconds); playback runs " + PASS_RATE + " passes a second at 1\u00D7.";
+      SIDES.forEach(function (s) {
+        var side = state.sides[s];
+        if (lastRow(side) >= 0 && !hasPasses(side)) {
+          text += " " + displayName(side, s) + " reports no forward passes (an API does not say how many it ran): " +
+            "it stays on its own clock, in seconds.";
+        }
+      });
+      setText(passesBanner, text);
     }
 
     function paintTokens(v, row, side, idx, done, sel) {
@@ -1069,7 +1142,7 @@
       var dpr = global.devicePixelRatio || 1;
       if (!chartSize) chartSize = [chart.clientWidth || 600, chart.clientHeight || 180];
       var cssW = chartSize[0], cssH = chartSize[1];
-      var sig = [cssW, cssH, dpr, dark(), state.run].concat(SIDES.map(function (s) {
+      var sig = [cssW, cssH, dpr, dark(), state.run, state.view === "passes"].concat(SIDES.map(function (s) {
         var side = state.sides[s];
         return side.rows.length + ":" + (side.settled ? side.settled.length : -1) + ":" + side.maxLen + ":" +
           displayName(side, s);
@@ -1078,7 +1151,7 @@
         drawChart(cssW, cssH, dpr);
         chartDrawn = sig;
       }
-      var show = K != null && state.view === "time" && chartScale;
+      var show = K != null && (state.view === "time" || state.view === "passes") && chartScale;
       if (chartMarker.hidden !== !show) chartMarker.hidden = !show;
       if (show) {
         var move = "translateX(" + Math.round(chartScale.x(K)) + "px)";
@@ -1097,11 +1170,15 @@
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.clearRect(0, 0, cssW, cssH);
       var denom = Math.max(1, state.sides.left.maxLen, state.sides.right.maxLen);
-      var series = {}, kinds = {}, tMax = 0;
+      var series = {}, kinds = {}, tMax = 0, passes = state.view === "passes", off = [];
       SIDES.forEach(function (s) {
         var side = state.sides[s];
         if (side.settled) { series[s] = side.settled; kinds[s] = "settled"; }
         else { series[s] = liveSeries(side, denom); kinds[s] = "live"; }
+        if (passes) {
+          if (hasPasses(side) && series[s].length === side.rows.length) series[s] = onPassAxis(side, series[s]);
+          else { if (lastRow(side) >= 0) off.push(displayName(side, s)); series[s] = []; kinds[s] = "none"; }
+        }
         series[s].forEach(function (p) { if (p[0] > tMax) tMax = p[0]; });
       });
       tMax = tMax > 0 ? tMax : 1;
@@ -1118,7 +1195,7 @@
       var step = niceStep(tMax);
       var digits = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
       for (var t = 0; t <= tMax + 1e-9; t += step) {
-        ctx.fillText(t.toFixed(digits) + " s", x(t) - 10, cssH - 8);
+        ctx.fillText(t.toFixed(digits) + (passes ? "" : " s"), x(t) - 10, cssH - 8);
       }
       SIDES.forEach(function (s) {
         var pts = series[s];
@@ -1139,28 +1216,46 @@
       chartScale = { x: x, top: padT, height: ph };
       setAttr(chart, "data-kind-left", kinds.left);
       setAttr(chart, "data-kind-right", kinds.right);
-      var words = SIDES.map(function (s) {
+      var words = SIDES.filter(function (s) { return kinds[s] !== "none"; }).map(function (s) {
         var name = displayName(state.sides[s], s);
         return (s === "left" ? "solid blue: " : "dashed orange: ") + name + " \u2014 " +
           (kinds[s] === "settled" ? "share of the final answer already in place" :
            "live estimate: committed positions unchanged since the previous frame, over the longest draft so far");
       });
-      setText(chartNote, words.join(" \u00B7 ") + " \u00B7 x axis: real time since each request was sent.");
+      var axis = passes ? "x axis: forward passes (network calls) since each request was sent, not seconds." +
+        (off.length ? " Not on this axis (no forward passes reported): " + off.join(", ") + "." : "")
+        : "x axis: real time since each request was sent.";
+      setText(chartNote, words.concat([axis]).join(" \u00B7 "));
+      setAttr(chart, "aria-label", passes ? "Convergence over forward passes for both sides"
+        : "Convergence over time for both sides");
+    }
+
+    function onPassAxis(side, pts) {
+      /* a side's series with each point moved from its frame's time to its frame's forward passes */
+      var out = [];
+      for (var i = 0; i < pts.length; i++) if (side.rows[i] && side.rows[i].nfe != null) out.push([side.rows[i].nfe, pts[i][1]]);
+      return out;
     }
 
     function niceStep(tMax) {
-      var raw = tMax / 6, pow = Math.pow(10, Math.floor(Math.log10(raw)));
+      var raw = Math.max(tMax / 6, state.view === "passes" ? 1 : 0), pow = Math.pow(10, Math.floor(Math.log10(raw)));
       var n = raw / pow;
       return (n < 1.5 ? 1 : n < 3.5 ? 2 : n < 7.5 ? 5 : 10) * pow;
     }
 
     function paintMetrics() {
+      /* time per token is shown beside time to final when the answers' lengths differ; each length names its unit */
+      var ml = state.sides.left.metrics, mr = state.sides.right.metrics;
+      var differ = !!(ml && mr && ml.answer_tokens !== mr.answer_tokens);
+      var perToken = cells.time_per_token.left.parentNode;
+      if (perToken.hidden === differ) perToken.hidden = !differ;
       SIDES.forEach(function (s) {
         var side = state.sides[s], m = side.metrics;
         METRICS.forEach(function (def) {
           var cell = cells[def[0]][s];
           var text;
-          if (m) text = def[2](m[def[0]]);
+          if (m && def[0] === "answer_tokens") text = m.answer_tokens == null ? "\u2014" : m.answer_tokens + " " + str(m.token_unit);
+          else if (m) text = def[2](m[def[0]]);
           else if (def[0] === "frames") text = side.rows.length ? String(side.rows.length) : "\u2014";
           else text = side.status === "running" ? "\u2026" : "\u2014";
           setText(cell, text);
@@ -1178,8 +1273,9 @@
       if (range.max !== max) range.max = max;
       var i = tl.length ? cursorIndex() : 0;
       if (range.value !== String(i)) range.value = String(i);
-      setText(rangeLabel, state.view === "progress" ? "Progress" : "Time");
+      setText(rangeLabel, state.view === "progress" ? "Progress" : state.view === "passes" ? "Passes" : "Time");
       var where = !tl.length ? "" : !on ? "live \u2014 the timeline opens when the run ends"
+        : state.view === "passes" ? "pass " + tl[i] + " (" + (i + 1) + " / " + tl.length + ")"
         : state.view === "progress" ? "progress " + (tl[i] * 100).toFixed(1) + " % (" + (i + 1) + " / " + tl.length + ") \u2014 not real time"
         : "t = " + tl[i].toFixed(3) + " s (" + (i + 1) + " / " + tl.length + ")";
       setText(timeOut, where);

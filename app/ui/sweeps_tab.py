@@ -3,7 +3,8 @@
 Each handler walks the sweep's plan and yields the chart after every point, so it fills in as points finish,
 with the point being measured named under it. Sweeps share the "race" queue with races and, like a race side
 on a built-in model, hold one CPU slot (app/compute.py) while they measure. The points are
-app.sweeps.defaults(), the same as `python -m app bench --only sweeps`.
+app.sweeps.defaults(), the same as `python -m app bench --only sweeps`. The pass-cost chart (app/pass_cost.py)
+times one forward pass of the twin, and of a Hugging Face model the user names, on this machine.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any, Callable, Iterator
 
 import gradio as gr
 
-from app import sweeps
+from app import pass_cost, sweeps
 from app.compute import COMPUTE
+from app.engine.hf import DEVICES
 from app.sources.base import SourceError
 
 TITLES = {"steps": "Steps vs quality and time", "length": "Generation length vs time",
@@ -70,6 +72,55 @@ def run_handler(axis: str, options: dict[str, Any], prompts: list[str]) -> Calla
     return run
 
 
+PASS_COST_INTRO = (
+    "### The cost of one forward pass\nMilliseconds of one pass against the positions it recomputes, measured "
+    "here: the built-in diffusion twin as its sampler runs a block step (a cache of 320 positions, the block "
+    "recomputed), and optionally a Hugging Face model you name, one forward on its own device. On a GPU a pass "
+    "over a few dozen positions costs about what a pass over one does (reading the weights is the bottleneck: "
+    "memory-bound), which is why diffusion's many tokens per pass win there; on a CPU the arithmetic is the "
+    "bottleneck (compute-bound) and the line climbs.")
+
+
+def pass_cost_handler(points: list[int]) -> Callable[[str, str], Iterator[tuple[Any, str]]]:
+    """The pass-cost button: the twin's points, then the named Hugging Face model's (if any), the chart after each."""
+    def run(hf: str, device: str) -> Iterator[tuple[Any, str]]:
+        from app.sources.local import twin
+
+        colours = [sweeps.OKABE_ITO["blue"], sweeps.OKABE_ITO["vermillion"]]
+        series: dict[str, list[dict[str, Any]]] = {}
+        notes: list[str] = []
+        hf = (hf or "").strip()
+        if COMPUTE.busy(1):
+            yield pass_cost.figure({}, colours), "Waiting for a free CPU: races with built-in models are running..."
+        if not COMPUTE.acquire(1, threading.Event()):
+            return
+        try:
+            model, _ = twin("diffusion")
+            todo = pass_cost.twin_points(model, points)
+            for rows, done in pass_cost.iter_rounds(lambda n: pass_cost.twin_pass(model, n), todo):
+                series[pass_cost.TWIN] = rows
+                if done < pass_cost.REPEATS:
+                    yield pass_cost.figure(series, colours), f"Timing the twin: round {done + 1} of {pass_cost.REPEATS}..."
+            notes.append(pass_cost.note(series[pass_cost.TWIN]))
+            if hf:
+                yield pass_cost.figure(series, colours), f"Loading {hf}..."
+                net, vocab, max_len, dev, label = pass_cost.load_hf(hf, device)
+                todo = pass_cost.hf_points(max_len, points)
+                for rows, done in pass_cost.iter_rounds(lambda n: pass_cost.hf_pass(net, n, vocab, dev), todo):
+                    series[label] = rows
+                    if done < pass_cost.REPEATS:
+                        yield pass_cost.figure(series, colours), f"Timing {label}: round {done + 1} of {pass_cost.REPEATS}..."
+                notes.append(pass_cost.note(series[label], label))
+            yield pass_cost.figure(series, colours), "**What to notice:** " + " ".join(n for n in notes if n)
+        except SourceError as e:
+            yield gr.skip(), " ".join([f"**What to notice:** {notes[0]}" if notes else "",
+                                       f"The pass-cost sweep could not run: {e}"]).strip()
+        finally:
+            COMPUTE.release(1)
+
+    return run
+
+
 def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
     """Builds the Sweeps area inside the open gr.Blocks; `settings` overrides app.sweeps.defaults() (for tests)."""
     from app.ui.layout import RACE_CONCURRENCY
@@ -91,3 +142,15 @@ def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
         button.click(run_handler(axis, cfg[axis], cfg["prompts"]), outputs=[plot, caption],
                      concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden",
                      api_name=False)
+    with gr.Column(elem_id="sweep-pass-cost-area"):
+        gr.Markdown(PASS_COST_INTRO)
+        with gr.Row():
+            hf = gr.Textbox(label="Also time a Hugging Face model (optional)", placeholder="hf-ar:gpt2",
+                            value=cfg["pass_cost"].get("hf") or "", elem_id="sweep-pass-cost-hf", scale=3)
+            device = gr.Dropdown(label="Its device", choices=list(DEVICES), value=cfg["pass_cost"].get("device", "auto"),
+                                 elem_id="sweep-pass-cost-device", scale=1)
+        button = gr.Button("Run pass-cost sweep", elem_id="sweep-pass-cost")
+        plot = gr.Plot(label="The cost of one forward pass", show_label=False, elem_id="sweep-pass-cost-plot")
+        caption = gr.Markdown("Not measured yet: press **Run pass-cost sweep**.", elem_id="sweep-pass-cost-note")
+    button.click(pass_cost_handler(list(cfg["pass_cost"]["points"])), inputs=[hf, device], outputs=[plot, caption],
+                 concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden", api_name=False)
