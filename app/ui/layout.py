@@ -22,6 +22,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from app.engine.about import twins_note  # noqa: E402
+from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
@@ -39,6 +40,9 @@ RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides 
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
 MAX_PROMPT_CHARS = 20_000
+EXAMPLE_PROMPTS = {"Lily's story": STORY, "A dog's story": "Once upon a time, there was a big dog who loved the rain.",
+                   "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
+# label -> prompt; the first fills the prompt box when the page opens
 CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
 
 PLAYER_GLUE = """
@@ -56,12 +60,19 @@ CLOCK_JS = ("(current, clock) => [current, document.querySelector('#player .cv-p
             "=== 'passes' ? 'passes' : 'time']")
 
 PAGE_CSS = """
-#converge-title h1 { margin-bottom: 0; }
+#converge-title h1 { display: inline; font-size: 1.5em; margin: 0 0.6em 0 0; }
+#converge-title p { display: inline; margin: 0; }
+#run-stop { justify-content: flex-start; }
 #player { min-height: 200px; }
+#player .cv-legend { position: static; }
+#player .cv-text { min-height: 4.5em; }
+#player .cv-heatmap { height: 120px; }
+#player .cv-caption-line { font-size: 1em; }
 #prompt textarea { overflow-wrap: anywhere; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
-body.cv-presenting #sweeps,
+body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about,
+body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; }
 """
@@ -442,29 +453,32 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
     with gr.Blocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
-        headline, details = twins_note()
-        with gr.Accordion(headline, open=False, elem_id="twins-about"):
-            gr.Markdown(details)
         if policy.served:
             gr.Markdown(policy.page_note(), elem_id="trust-note")
         stored_owner = gr.BrowserState(None, storage_key=OWNER_KEY, secret=OWNER_SECRET)  # this browser's library
         owner = gr.State(None)  # the session's owner id, set only by the page-load handler
         current = gr.State(None)  # the recording file shown in the player (what exports are made from)
         ids = gr.State([])  # the library table's row ids
-        with gr.Column(elem_id="controls"):
-            prompt = gr.Textbox(label="Prompt", lines=3, elem_id="prompt",
-                                placeholder="Ask something, then press Run.")
-            with gr.Row():
-                controls = {}
-                for side, default in zip(SIDES, defaults):
-                    with gr.Column():
-                        controls[side] = side_controls(side, default, policy)
-            with gr.Row():
+        with gr.Row(elem_id="controls", equal_height=False):
+            with gr.Column(scale=5, min_width=320):
+                prompt = gr.Textbox(label="Prompt", lines=2, max_lines=6, elem_id="prompt", value=STORY,
+                                    placeholder="Ask something, then press Run.")
+                gr.Examples([[p] for p in EXAMPLE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
+                            example_labels=list(EXAMPLE_PROMPTS), elem_id="prompt-examples",
+                            examples_per_page=len(EXAMPLE_PROMPTS))
+            controls = {}
+            for side, default in zip(SIDES, defaults):
+                with gr.Column(scale=3, min_width=220):
+                    controls[side] = side_controls(side, default, policy)
+            with gr.Column(scale=1, min_width=110, elem_id="run-stop"):
                 run_btn = gr.Button("Run", variant="primary", elem_id="run")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-        wire_lessons = lessons_box(prompt, controls)
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
+        wire_lessons = lessons_box(prompt, controls)
+        headline, details = twins_note()
+        with gr.Accordion(headline, open=False, elem_id="twins-about"):
+            gr.Markdown(details)
         with gr.Column(elem_id="library-area"):
             with gr.Accordion("Recordings", open=True, elem_id="library"):
                 table = gr.Dataframe(headers=LIBRARY_HEADERS, datatype="str", type="array", interactive=False,
