@@ -42,9 +42,10 @@ def serve_page(demo: Any = None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def browser_tab(browser: Any, url: str, timeout_ms: int = 60_000, height: int = 1100, **context: Any) -> Iterator[Any]:
+def browser_tab(browser: Any, url: str, timeout_ms: int = 60_000, height: int = 1100, width: int = 1280,
+                **context: Any) -> Iterator[Any]:
     """A fresh browser context and tab on `url`; on leaving, both close and the test fails on any console error."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": height}, **context)
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **context)
     tab = ctx.new_page()
     tab.set_default_timeout(timeout_ms)
     errors = watch_errors(tab)

@@ -65,16 +65,16 @@ PAGE_CSS = """
 #run-stop { justify-content: flex-start; }
 #player { min-height: 200px; }
 #player .cv-legend { position: static; }
-#player .cv-text { min-height: 4.5em; }
-#player .cv-heatmap { height: 120px; }
-#player .cv-caption-line { font-size: 1em; }
+#player .cv-player:not(.cv-presenter) .cv-text { min-height: 4.5em; }
+#player .cv-player:not(.cv-presenter) .cv-heatmap { height: 120px; }
+#player .cv-player:not(.cv-presenter) .cv-caption-line { font-size: 1em; }
 #prompt textarea { overflow-wrap: anywhere; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
 body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about,
 body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
-body.cv-presenting .gradio-container { max-width: 100% !important; }
+body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
 """
 
 LIBRARY_HEADERS = ["Name", "Kind", "Caption or prompt", "Sources", "Date", "Duration", "Note"]
