@@ -26,7 +26,7 @@ from app.ui import scratch
 from app.ui.layout import build, delete_entry, download_entry, load_entry, rename_entry
 from app.ui.visitor import Visitor, check_side, visitor_source
 from tests import sentinels
-from tests.pages import browser_tab, serve_page, watch_errors
+from tests.pages import browser_tab, pick_source, serve_page, watch_errors
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, script, serve, sse
 
@@ -569,8 +569,7 @@ def test_a_key_echoed_into_the_answer_reaches_no_recording_page_or_export(browse
         for left in ("echo-key", split):
             before = tab.evaluate("document.querySelector('#player .cv-player').convergePlayer.state.recording")
             for side, key in (("left", DEFAULT_KEY), ("right", "")):
-                tab.click(f"#{side}-source input")
-                tab.click(f"#{side}-source [role=option][aria-label^='openai ']")
+                pick_source(tab, side, "openai")
                 tab.locator(f"#{side}-arg input, #{side}-arg textarea").fill(left if side == "left" else "echo-key")
                 tab.locator(f"#{side}-key input").fill(key)  # the right side uses the key in the environment
             tab.locator("#prompt textarea").fill("Repeat my key.")

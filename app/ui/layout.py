@@ -26,10 +26,11 @@ from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
+from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
 from app.store import user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library, scratch  # noqa: E402
-from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_source  # noqa: E402
+from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
@@ -77,6 +78,8 @@ body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
 """
 
+ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appears when picked), "
+            "a recording like example/NAME.jsonl for replay:, a Hugging Face id or folder for hf-.")
 LIBRARY_HEADERS = ["Name", "Kind", "Caption or prompt", "Sources", "Date", "Duration", "Note"]
 EXPORT_FORMATS = ("html", "gif", "mp4", "csv")
 
@@ -167,9 +170,9 @@ def side_controls(side: str, default: str, policy: Policy = LOCAL) -> SideContro
     choices = [(f"{prefix} \u2014 {kind.label}", prefix) for prefix, kind in REGISTRY.items() if policy.offers(prefix)]
     first = REGISTRY.get(default)
     kind = gr.Dropdown(choices=choices, value=default, label=f"{title} source", elem_id=f"{side}-source")
-    arg = gr.Textbox(label=f"{title} model or recording (the part after ':')", elem_id=f"{side}-arg",
-                     visible=bool(first and first.takes_arg), max_lines=1,
-                     placeholder="e.g. a model name for openai:, a recording like example/NAME.jsonl for replay:")
+    arg = gr.Dropdown(choices=[], value=DEFAULT_MODELS.get(default, ""), allow_custom_value=True, info=ARG_INFO,
+                      label=f"{title} model or recording (the part after ':')", elem_id=f"{side}-arg",
+                      visible=bool(first and first.takes_arg))
     lend = "leave empty to use the environment variable" if policy.can("env-keys") else "required on this server"
     key = gr.Textbox(label=f"{title} API key (never saved; {lend})",
                      type="password", elem_id=f"{side}-key", visible=bool(first and needs_key(first)), max_lines=1)
@@ -195,6 +198,27 @@ def _pick(controls: SideControls) -> Any:
         return [gr.update(visible=bool(kind and kind.takes_arg)), gr.update(visible=bool(kind and needs_key(kind)))] + [
             gr.update(visible=p == prefix) for p in controls.groups]
     return on_pick
+
+
+def _models(policy: Policy, controls: SideControls) -> tuple[Callable[..., Any], list[Any]]:
+    """The handler that fills the model picker of a side whose source lists its models (app/sources/listing.py),
+    and its inputs: the kind, the model typed so far, the key, and the base URL settings. A listing that fails says
+    why in the picker's one-line note; a typed name always stays allowed."""
+    urls = [(prefix, c) for prefix, name, _, c in controls.settings if name == "base_url" and prefix in LISTED]
+
+    def on_pick(prefix: str, arg: str | None, key: str | None, *url_values: str | None) -> Any:
+        if prefix not in LISTED:
+            return gr.update(choices=[], info=ARG_INFO)
+        base_url = next((v for (p, _), v in zip(urls, url_values) if p == prefix), "") or ""
+        value = (arg or "").strip() or DEFAULT_MODELS.get(prefix, "")
+        try:
+            models = visitor_models(policy, prefix, base_url, key)
+        except SourceError as e:
+            return gr.update(choices=[value] if value else [], value=value, info=str(e))
+        note = (f"{len(models)} models listed by the endpoint: pick one, or {TYPE_A_NAME}." if models
+                else f"The endpoint lists no models: {TYPE_A_NAME}.")
+        return gr.update(choices=models, value=value, info=note)
+    return on_pick, [controls.kind, controls.arg, controls.key, *(c for _, c in urls)]
 
 
 def _session(request: gr.Request | None) -> str:
@@ -512,8 +536,12 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
             sweeps_tab()
         for side, c in controls.items():
+            list_models, list_inputs = _models(policy, c)
+            listing = {"fn": list_models, "inputs": list_inputs, "outputs": [c.arg], "concurrency_limit": 8,
+                       "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
             c.kind.change(_pick(c), inputs=[c.kind], outputs=[c.arg, c.key, *c.groups.values()],
-                          queue=False, show_progress="hidden", api_name=False)
+                          queue=False, show_progress="hidden", api_name=False).then(**listing)
+            c.key.submit(**listing)
         left, right = controls["left"], controls["right"]
         view = [table, pick, ids]
         quiet = {"show_progress": "hidden", "api_name": False}
