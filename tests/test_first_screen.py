@@ -74,6 +74,8 @@ def test_presenter_mode_fits_the_race_on_one_screen_with_nothing_else(
         tab.keyboard.press("End")
         tab.wait_for_selector(f"{ROOT}[data-status=done][data-playing=false]")
         assert outside_viewport(tab, PRESENTED) == {}
+        assert tab.evaluate(f"""() => document.querySelector('{ROOT} .cv-chart-box').getBoundingClientRect().bottom
+          <= document.querySelector('{ROOT} .cv-scrub').getBoundingClientRect().top""")  # the tucked controls cover none of it
         for hidden in ("#controls", "#lessons", "#twins-about", "#library-area", "#sweeps", "#converge-title"):
             assert not tab.is_visible(hidden), hidden
         assert float(tab.evaluate(f"getComputedStyle(document.querySelector('{ROOT} .cv-scrub')).opacity")) < 0.5
