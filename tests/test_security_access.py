@@ -606,3 +606,23 @@ def test_a_key_typed_as_a_model_name_stays_out_of_the_file_name_header_and_messa
     tally("security_attacks")
     assert sentinels.found_in(race.path.name) == [] and sentinels.found_in(race.path.read_bytes()) == []
     assert sentinels.found_in(json.dumps(final)) == [] and final["sides"]["right"]["status"] == "done"
+
+
+def test_the_model_list_handler_lends_no_host_key_and_asks_no_url_the_host_did_not_list(
+        api_env: str, wire_server: str) -> None:
+    with page(served(base_urls=[wire_server])) as (demo, url):
+        index = fn_index(demo, elem_id="left-key", event="submit")
+
+        def note(**given: Any) -> str:
+            done = call(url, index, inputs(demo, index, **given))
+            assert done["success"], done
+            return done["output"]["data"][0]["info"]
+
+        assert note(left_source="mercury").startswith("No API key to list models with (enter your own API key)")
+        assert "not one this server allows" in note(left_source="openai", left_key=sentinels.TYPED,
+                                                    **{settings_id("left", "openai", "base_url"): "http://10.9.8.7/v1"})
+        assert note(left_source="openai", **{settings_id("left", "openai", "base_url"): wire_server}).startswith(
+            "Enter an API key to list the models at that base URL")
+        assert note(left_source="openai", left_key=DEFAULT_KEY,
+                    **{settings_id("left", "openai", "base_url"): wire_server}).startswith("3 models listed")
+        tally("security_attacks", 3)
