@@ -3,8 +3,11 @@ recording library, the exports and the sweep charts.
 
 The server never builds HTML from model output, prompts or files: it sends data as the player's
 `payload` prop and app/ui/player.js writes every string with textContent. The source pickers and
-their settings are rendered from the registry, so a new source needs no change here. The page opens
-with the first bundled example loaded and ready to play; `?presenter=1` opens it in presenter mode.
+their settings are rendered from the registry, so a new source needs no change here. The first screen
+is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
+first bundled example loaded and ready to play; the lessons, the twins' note, the library, exports and sweeps
+come below it. `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and
+`openai` pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules).
 """
 
 from __future__ import annotations
