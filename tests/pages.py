@@ -42,9 +42,10 @@ def serve_page(demo: Any = None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def browser_tab(browser: Any, url: str, timeout_ms: int = 60_000, height: int = 1100, **context: Any) -> Iterator[Any]:
+def browser_tab(browser: Any, url: str, timeout_ms: int = 60_000, height: int = 1100, width: int = 1280,
+                **context: Any) -> Iterator[Any]:
     """A fresh browser context and tab on `url`; on leaving, both close and the test fails on any console error."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": height}, **context)
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **context)
     tab = ctx.new_page()
     tab.set_default_timeout(timeout_ms)
     errors = watch_errors(tab)
@@ -66,3 +67,16 @@ def watch_errors(tab: Any) -> list[str]:
     tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     tab.on("pageerror", lambda e: errors.append(str(e)))
     return errors
+
+
+def pick_source(tab: Any, side: str, prefix: str) -> None:
+    """Chooses a source kind in one side's picker; where the kind lists its endpoint's models, waits until the model
+    picker has them or says why not, so what a test types next is not replaced when the listing arrives."""
+    from app.sources.listing import LISTED, TYPE_A_NAME
+
+    already = tab.input_value(f"#{side}-source input").startswith(f"{prefix} ")
+    tab.click(f"#{side}-source input")
+    tab.click(f"#{side}-source [role=option][aria-label^='{prefix} ']")
+    if prefix in LISTED and not already:
+        tab.wait_for_function("([sel, words]) => (document.querySelector(sel)?.textContent || '').includes(words)",
+                              arg=[f"#{side}-arg", TYPE_A_NAME])

@@ -26,7 +26,7 @@ from app.ui import scratch
 from app.ui.layout import build, delete_entry, download_entry, load_entry, rename_entry
 from app.ui.visitor import Visitor, check_side, visitor_source
 from tests import sentinels
-from tests.pages import browser_tab, serve_page, watch_errors
+from tests.pages import browser_tab, pick_source, serve_page, watch_errors
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, script, serve, sse
 
@@ -569,8 +569,7 @@ def test_a_key_echoed_into_the_answer_reaches_no_recording_page_or_export(browse
         for left in ("echo-key", split):
             before = tab.evaluate("document.querySelector('#player .cv-player').convergePlayer.state.recording")
             for side, key in (("left", DEFAULT_KEY), ("right", "")):
-                tab.click(f"#{side}-source input")
-                tab.click(f"#{side}-source [role=option][aria-label^='openai ']")
+                pick_source(tab, side, "openai")
                 tab.locator(f"#{side}-arg input, #{side}-arg textarea").fill(left if side == "left" else "echo-key")
                 tab.locator(f"#{side}-key input").fill(key)  # the right side uses the key in the environment
             tab.locator("#prompt textarea").fill("Repeat my key.")
@@ -607,3 +606,23 @@ def test_a_key_typed_as_a_model_name_stays_out_of_the_file_name_header_and_messa
     tally("security_attacks")
     assert sentinels.found_in(race.path.name) == [] and sentinels.found_in(race.path.read_bytes()) == []
     assert sentinels.found_in(json.dumps(final)) == [] and final["sides"]["right"]["status"] == "done"
+
+
+def test_the_model_list_handler_lends_no_host_key_and_asks_no_url_the_host_did_not_list(
+        api_env: str, wire_server: str) -> None:
+    with page(served(base_urls=[wire_server])) as (demo, url):
+        index = fn_index(demo, elem_id="left-key", event="submit")
+
+        def note(**given: Any) -> str:
+            done = call(url, index, inputs(demo, index, **given))
+            assert done["success"], done
+            return done["output"]["data"][0]["info"]
+
+        assert note(left_source="mercury").startswith("No API key to list models with (enter your own API key)")
+        assert "not one this server allows" in note(left_source="openai", left_key=sentinels.TYPED,
+                                                    **{settings_id("left", "openai", "base_url"): "http://10.9.8.7/v1"})
+        assert note(left_source="openai", **{settings_id("left", "openai", "base_url"): wire_server}).startswith(
+            "Enter an API key to list the models at that base URL")
+        assert note(left_source="openai", left_key=DEFAULT_KEY,
+                    **{settings_id("left", "openai", "base_url"): wire_server}).startswith("3 models listed")
+        tally("security_attacks", 3)

@@ -19,7 +19,7 @@ from app.analysis import SideAnalyzer
 from app.race import Race
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.ui.payload import expand_rows, live_payload, load_payload, percent, recording_payload, wire_rows
-from tests.pages import browser_tab, serve_page, watch_errors
+from tests.pages import browser_tab, pick_source, serve_page, watch_errors
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
            "${window.__pwned=1}", "{{constructor.constructor('window.__pwned=1')()}}")
@@ -54,8 +54,7 @@ def page(browser: Any, server_url: str) -> Iterator[Any]:
 
 def choose(page: Any, side: str, prefix: str, arg: str = "", key: str | None = None) -> None:
     """Picks a source kind in one side's picker and fills its argument and key."""
-    page.click(f"#{side}-source input")
-    page.click(f"#{side}-source [role=option][aria-label^='{prefix} ']")
+    pick_source(page, side, prefix)
     if arg:
         page.locator(f"#{side}-arg input, #{side}-arg textarea").fill(arg)
     if key is not None:

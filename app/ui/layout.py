@@ -3,8 +3,11 @@ recording library, the exports and the sweep charts.
 
 The server never builds HTML from model output, prompts or files: it sends data as the player's
 `payload` prop and app/ui/player.js writes every string with textContent. The source pickers and
-their settings are rendered from the registry, so a new source needs no change here. The page opens
-with the first bundled example loaded and ready to play; `?presenter=1` opens it in presenter mode.
+their settings are rendered from the registry, so a new source needs no change here. The first screen
+is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
+first bundled example loaded and ready to play; the lessons, the twins' note, the library, exports and sweeps
+come below it. `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and
+`openai` pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules).
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from app.engine.about import twins_note  # noqa: E402
+from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
+from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
 from app.store import user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library, scratch  # noqa: E402
-from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_source  # noqa: E402
+from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
@@ -39,6 +44,9 @@ RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides 
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
 MAX_PROMPT_CHARS = 20_000
+EXAMPLE_PROMPTS = {"Lily's story": STORY, "A dog's story": "Once upon a time, there was a big dog who loved the rain.",
+                   "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
+# label -> prompt; the first fills the prompt box when the page opens
 CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
 
 PLAYER_GLUE = """
@@ -56,16 +64,25 @@ CLOCK_JS = ("(current, clock) => [current, document.querySelector('#player .cv-p
             "=== 'passes' ? 'passes' : 'time']")
 
 PAGE_CSS = """
-#converge-title h1 { margin-bottom: 0; }
+#converge-title h1 { display: inline; font-size: 1.5em; margin: 0 0.6em 0 0; }
+#converge-title p { display: inline; margin: 0; }
+#run-stop { justify-content: flex-start; }
 #player { min-height: 200px; }
+#player .cv-legend { position: static; }
+#player .cv-player:not(.cv-presenter) .cv-text { min-height: 4.5em; }
+#player .cv-player:not(.cv-presenter) .cv-heatmap { height: 120px; }
+#player .cv-player:not(.cv-presenter) .cv-caption-line { font-size: 1em; }
 #prompt textarea { overflow-wrap: anywhere; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
-body.cv-presenting #sweeps,
+body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about,
+body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
-body.cv-presenting .gradio-container { max-width: 100% !important; }
+body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
 """
 
+ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appears when picked), "
+            "a recording like example/NAME.jsonl for replay:, a Hugging Face id or folder for hf-.")
 LIBRARY_HEADERS = ["Name", "Kind", "Caption or prompt", "Sources", "Date", "Duration", "Note"]
 EXPORT_FORMATS = ("html", "gif", "mp4", "csv")
 
@@ -156,9 +173,9 @@ def side_controls(side: str, default: str, policy: Policy = LOCAL) -> SideContro
     choices = [(f"{prefix} \u2014 {kind.label}", prefix) for prefix, kind in REGISTRY.items() if policy.offers(prefix)]
     first = REGISTRY.get(default)
     kind = gr.Dropdown(choices=choices, value=default, label=f"{title} source", elem_id=f"{side}-source")
-    arg = gr.Textbox(label=f"{title} model or recording (the part after ':')", elem_id=f"{side}-arg",
-                     visible=bool(first and first.takes_arg), max_lines=1,
-                     placeholder="e.g. a model name for openai:, a recording like example/NAME.jsonl for replay:")
+    arg = gr.Dropdown(choices=[], value=DEFAULT_MODELS.get(default, ""), allow_custom_value=True, info=ARG_INFO,
+                      label=f"{title} model or recording (the part after ':')", elem_id=f"{side}-arg",
+                      visible=bool(first and first.takes_arg))
     lend = "leave empty to use the environment variable" if policy.can("env-keys") else "required on this server"
     key = gr.Textbox(label=f"{title} API key (never saved; {lend})",
                      type="password", elem_id=f"{side}-key", visible=bool(first and needs_key(first)), max_lines=1)
@@ -184,6 +201,27 @@ def _pick(controls: SideControls) -> Any:
         return [gr.update(visible=bool(kind and kind.takes_arg)), gr.update(visible=bool(kind and needs_key(kind)))] + [
             gr.update(visible=p == prefix) for p in controls.groups]
     return on_pick
+
+
+def _models(policy: Policy, controls: SideControls) -> tuple[Callable[..., Any], list[Any]]:
+    """The handler that fills the model picker of a side whose source lists its models (app/sources/listing.py),
+    and its inputs: the kind, the model typed so far, the key, and the base URL settings. A listing that fails says
+    why in the picker's one-line note; a typed name always stays allowed."""
+    urls = [(prefix, c) for prefix, name, _, c in controls.settings if name == "base_url" and prefix in LISTED]
+
+    def on_pick(prefix: str, arg: str | None, key: str | None, *url_values: str | None) -> Any:
+        if prefix not in LISTED:
+            return gr.update(choices=[], info=ARG_INFO)
+        base_url = next((v for (p, _), v in zip(urls, url_values) if p == prefix), "") or ""
+        value = (arg or "").strip() or DEFAULT_MODELS.get(prefix, "")
+        try:
+            models = visitor_models(policy, prefix, base_url, key)
+        except SourceError as e:
+            return gr.update(choices=[value] if value else [], value=value, info=str(e))
+        note = (f"{len(models)} models listed by the endpoint: pick one, or {TYPE_A_NAME}." if models
+                else f"The endpoint lists no models: {TYPE_A_NAME}.")
+        return gr.update(choices=models, value=value, info=note)
+    return on_pick, [controls.kind, controls.arg, controls.key, *(c for _, c in urls)]
 
 
 def _session(request: gr.Request | None) -> str:
@@ -442,29 +480,32 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
     with gr.Blocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
-        headline, details = twins_note()
-        with gr.Accordion(headline, open=False, elem_id="twins-about"):
-            gr.Markdown(details)
         if policy.served:
             gr.Markdown(policy.page_note(), elem_id="trust-note")
         stored_owner = gr.BrowserState(None, storage_key=OWNER_KEY, secret=OWNER_SECRET)  # this browser's library
         owner = gr.State(None)  # the session's owner id, set only by the page-load handler
         current = gr.State(None)  # the recording file shown in the player (what exports are made from)
         ids = gr.State([])  # the library table's row ids
-        with gr.Column(elem_id="controls"):
-            prompt = gr.Textbox(label="Prompt", lines=3, elem_id="prompt",
-                                placeholder="Ask something, then press Run.")
-            with gr.Row():
-                controls = {}
-                for side, default in zip(SIDES, defaults):
-                    with gr.Column():
-                        controls[side] = side_controls(side, default, policy)
-            with gr.Row():
+        with gr.Row(elem_id="controls", equal_height=False):
+            with gr.Column(scale=5, min_width=320):
+                prompt = gr.Textbox(label="Prompt", lines=2, max_lines=6, elem_id="prompt", value=STORY,
+                                    placeholder="Ask something, then press Run.")
+                gr.Examples([[p] for p in EXAMPLE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
+                            example_labels=list(EXAMPLE_PROMPTS), elem_id="prompt-examples",
+                            examples_per_page=len(EXAMPLE_PROMPTS))
+            controls = {}
+            for side, default in zip(SIDES, defaults):
+                with gr.Column(scale=3, min_width=220):
+                    controls[side] = side_controls(side, default, policy)
+            with gr.Column(scale=1, min_width=110, elem_id="run-stop"):
                 run_btn = gr.Button("Run", variant="primary", elem_id="run")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-        wire_lessons = lessons_box(prompt, controls)
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
+        wire_lessons = lessons_box(prompt, controls)
+        headline, details = twins_note()
+        with gr.Accordion(headline, open=False, elem_id="twins-about"):
+            gr.Markdown(details)
         with gr.Column(elem_id="library-area"):
             with gr.Accordion("Recordings", open=True, elem_id="library"):
                 table = gr.Dataframe(headers=LIBRARY_HEADERS, datatype="str", type="array", interactive=False,
@@ -498,8 +539,12 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
             sweeps_tab()
         for side, c in controls.items():
+            list_models, list_inputs = _models(policy, c)
+            listing = {"fn": list_models, "inputs": list_inputs, "outputs": [c.arg], "concurrency_limit": 8,
+                       "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
             c.kind.change(_pick(c), inputs=[c.kind], outputs=[c.arg, c.key, *c.groups.values()],
-                          queue=False, show_progress="hidden", api_name=False)
+                          queue=False, show_progress="hidden", api_name=False).then(**listing)
+            c.key.submit(**listing)
         left, right = controls["left"], controls["right"]
         view = [table, pick, ids]
         quiet = {"show_progress": "hidden", "api_name": False}

@@ -882,10 +882,8 @@
       setText(warningBox, warnings ? "Warning: " + warnings : "");
       warningBox.hidden = !warnings;
       paintScrub(done, tl);
-      if (!state.presenter) {
-        paintChart(K, done);
-        paintMetrics();
-      }
+      paintChart(K, done);
+      if (!state.presenter) paintMetrics();
       SIDES.forEach(function (s) { if (views[s].pin) views[s].text.scrollTop = views[s].text.scrollHeight; });
       paintInspector();
       var hook = options.onPaint || (api && api.onPaint);

@@ -12,6 +12,7 @@ page cannot be used to map the host's network.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import secrets
 import threading
@@ -20,7 +21,8 @@ from typing import Any, Callable, Iterator
 
 from app.policy import LOCAL, Policy
 from app.sources.base import REGISTRY, Source, SourceError, SourceKind, load_plugins, make_source
-from app.sources.openai_chat import host_of
+from app.sources.listing import LISTED, TYPE_A_NAME, list_models
+from app.sources.openai_chat import ENTERED_KEY, host_of
 from app.trace import Frame
 
 OWNER_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
@@ -120,3 +122,36 @@ def visitor_source(visitor: Visitor) -> Callable[..., Source]:
             return QuietSource(source, host_of(base_url))
         return source
     return make
+
+
+def listing_endpoint(policy: Policy, prefix: str, base_url: str | None, key: str | None) -> tuple[str, str, str]:
+    """(base URL, key, how to name the key) to list a source's models with, by the same rules as a race: a base URL
+    the visitor typed gets only the key the visitor typed (and, on a served page, must be one the host listed); the
+    host's own endpoint gets the typed key, else the host's key where the policy lends it. Raises SourceError."""
+    url_var, key_var, default_url = LISTED[prefix]
+    base_url, key = (base_url or "").strip(), (key or "").strip()
+    if base_url:
+        if not policy.base_url_allowed(base_url):
+            raise SourceError("That base URL is not one this server allows, so no models are listed.")
+        if not key:
+            raise SourceError(f"Enter an API key to list the models at that base URL: {TYPE_A_NAME}.")
+        return base_url, key, ENTERED_KEY
+    if key:
+        return os.environ.get(url_var) or default_url, key, ENTERED_KEY
+    if policy.can("env-keys") and os.environ.get(key_var):
+        return os.environ.get(url_var) or default_url, os.environ[key_var], key_var
+    lend = f"set {key_var} or enter a key" if policy.can("env-keys") else "enter your own API key"
+    raise SourceError(f"No API key to list models with ({lend}): {TYPE_A_NAME}.")
+
+
+def visitor_models(policy: Policy, prefix: str, base_url: str | None, key: str | None) -> list[str]:
+    """The models a source's endpoint lists for this visitor; raises SourceError with one sentence when it cannot.
+    On a served page a failure at a base URL the visitor typed says nothing about what answered (see QuietSource)."""
+    url, api_key, hint = listing_endpoint(policy, prefix, base_url, key)
+    try:
+        return list_models(url, api_key, hint)
+    except SourceError:
+        if policy.served and (base_url or "").strip():
+            raise SourceError(f"Could not list the models at {host_of(url)}: check the base URL and your key; "
+                              f"{TYPE_A_NAME}.") from None
+        raise
