@@ -13,11 +13,28 @@ def launch_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--share", action="store_true", help="opt in to a public Gradio share link (prints a warning)")
+    parser.add_argument("--race-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop every race after this many seconds (default: CONVERGE_RACE_LIMIT, else 900 on "
+                             "this machine and 180 when served with --host or --share)")
     return parser
 
 
+def served(host: str, share: bool) -> bool:
+    """Whether the page is served to other machines (any address but loopback, or a share link)."""
+    return share or host not in ("127.0.0.1", "localhost", "::1")
+
+
 def launch(argv: list[str]) -> int:
-    args = launch_parser().parse_args(argv)
+    parser = launch_parser()
+    args = parser.parse_args(argv)
+    from app import limits
+
+    try:
+        seconds = limits.configure(args.race_limit, served=served(args.host, args.share))
+    except ValueError as e:
+        parser.error(str(e))
+    print(f"Races stop after {limits.limit_text(seconds)} (--race-limit SECONDS or {limits.ENV} changes it).",
+          file=sys.stderr)
     from app.ui.layout import launch as launch_ui
 
     launch_ui(host=args.host, port=args.port, share=args.share)

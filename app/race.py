@@ -3,7 +3,9 @@
 Each side runs in its own thread with its own clock, so neither side's work is counted in the
 other's time. Every frame is appended to the recording the moment it arrives; the consumer
 (the page or the CLI) gets at most one update per `interval` holding every new frame, already
-analysed, and always the final state.
+analysed, and always the final state. Every race has a wall-clock limit (app/limits.py): when it is
+reached both sides stop, say why, and keep their frames; an update comes at least once a second
+even when nothing changed, so a page or API caller that went away is noticed and the race ends.
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ from typing import Any, Iterator
 
 from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
 from app.compute import COMPUTE
+from app.limits import race_limit, stopped_at_limit
 from app.sources.base import Source, SourceError, make_source
 from app.trace import SIDES, Frame, RecordingWriter, clean_text, make_header
 
 log = logging.getLogger("converge.race")
 
 RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
+HEARTBEAT = 1.0  # seconds: the longest a consumer waits for an update, so a departed client is noticed
+GRACE = 5.0  # seconds a side gets to end after its race reached the limit before the race ends it itself
 
 
 def recordings_dir() -> Path:
@@ -73,9 +78,14 @@ class Race:
     """Runs two sources at once and records both; iterate `updates()` to watch it."""
 
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
-                 secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None) -> None:
-        """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk."""
+                 secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
+                 limit: float | None = None) -> None:
+        """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk;
+        `limit` is the race's wall-clock limit in seconds (default: app.limits.race_limit())."""
         settings = settings or {}
+        self.limit = race_limit() if limit is None else float(limit)
+        self.stop_reason: str | None = None  # set when the race was ended for the user, e.g. at its time limit
+        self._ended_at: float | None = None
         secrets = secrets or {}
         self._keys = known_keys(secrets)
         prompt = clean_text(prompt)
@@ -103,6 +113,7 @@ class Race:
             if s.source is None:
                 self.writer.end(side, "error", s.message)
         self._threads: list[threading.Thread] = []
+        self._timer: threading.Timer | None = None
         self._changed = False
 
     def start(self) -> "Race":
@@ -113,8 +124,17 @@ class Race:
                 s.status = "running"
         thread = threading.Thread(target=self._start_sides, args=(local,), daemon=True, name="race-start")
         self._threads.append(thread)
+        self._timer = threading.Timer(self.limit, self.time_up)
+        self._timer.daemon = True
+        self._timer.start()
         thread.start()
         return self
+
+    def time_up(self) -> None:
+        """The race reached its wall-clock limit: both sides stop and say so; their frames are already on disk."""
+        if self.running() and not self.cancel.is_set():
+            self.stop_reason = stopped_at_limit(self.limit)
+        self.stop()
 
     def _start_sides(self, local: list[str]) -> None:
         """Takes the CPU slots the local sides need, runs each side in its own thread, and waits for both."""
@@ -125,10 +145,11 @@ class Race:
                     self._queue.put((side, "status", ("waiting", note)))
         granted = COMPUTE.acquire(len(local), self.cancel) if local else 0
         if local and not granted:  # stopped while waiting
+            message = self.stop_reason or "Stopped before it started."
             for side, s in self.sides.items():
                 if s.source is not None:
-                    self.writer.end(side, "stopped", "Stopped before it started.")
-                    self._queue.put((side, "end", ("stopped", "Stopped before it started.")))
+                    self.writer.end(side, "stopped", message)
+                    self._queue.put((side, "end", ("stopped", message)))
             return
         threads = []
         for side, s in self.sides.items():
@@ -159,7 +180,7 @@ class Race:
                 if self.cancel.is_set():
                     break
             if self.cancel.is_set():
-                status = "stopped"
+                status, message = "stopped", self.stop_reason
         except SourceError as e:
             status, message = "error", str(e)
         except Exception as e:  # a bug or an unforeseen library error: the other side keeps running
@@ -174,8 +195,22 @@ class Race:
 
     def stop(self) -> None:
         """Ends both sides (and a wait for CPU slots); every frame received so far is already on disk."""
+        if self._ended_at is None:
+            self._ended_at = time.monotonic()
         self.cancel.set()
         COMPUTE.wake()
+
+    def _end_overdue(self) -> None:
+        """A side still running GRACE seconds after the race was stopped (a source that does not heed cancel) is
+        marked stopped here, so the race, and the slot it holds, end anyway; a frame it sends later is dropped."""
+        if self._ended_at is None or time.monotonic() - self._ended_at < GRACE:
+            return
+        message = self.stop_reason or "Stopped: the frames so far are kept."
+        for side, s in self.sides.items():
+            if s.status in ("waiting", "running"):
+                log.warning("side %s (%s) did not end %.0f s after the race stopped", side, s.spec, GRACE)
+                self.writer.end(side, "stopped", message)
+                s.status, s.message = "stopped", message
 
     def running(self) -> bool:
         return any(s.status in ("waiting", "running") for s in self.sides.values())
@@ -227,8 +262,10 @@ class Race:
             last = 0.0
             while self.running():
                 self._drain(timeout=interval)
+                self._end_overdue()
                 now = time.monotonic()
-                if now - last >= interval and (self._changed or any(s.new_rows for s in self.sides.values())):
+                fresh = self._changed or any(s.new_rows for s in self.sides.values())
+                if now - last >= interval and (fresh or now - last >= HEARTBEAT):
                     last = now
                     self._changed = False
                     yield self.snapshot()
@@ -240,6 +277,8 @@ class Race:
 
     def close(self) -> None:
         """Waits briefly for the side threads to record how they ended, then closes the file."""
+        if self._timer is not None:
+            self._timer.cancel()
         deadline = time.monotonic() + 5.0
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -29,6 +29,7 @@ from app.sources.base import REGISTRY, SourceError, SourceKind, load_plugins  # 
 from app.trace import MAX_RECORDING_BYTES, SIDES  # noqa: E402
 from app.ui import library  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
+from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
 
@@ -37,6 +38,7 @@ UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second
 RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/compute.py)
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
+RECORDING_CONCURRENCY = 2  # handlers that read a whole recording (after Stop, Load, Upload, Download) at once
 MAX_PROMPT_CHARS = 20_000
 
 PLAYER_GLUE = """
@@ -351,26 +353,24 @@ def download_entry(entry_id: str | None) -> tuple[Any, str]:
 
 
 def export_current(fmt: str) -> Any:
-    """An export handler: the recording in the player as a self-contained HTML page, a GIF or an MP4."""
-    def export(current: str | None) -> tuple[Any, str]:
+    """An export handler: the recording in the player as a self-contained HTML page, a GIF or an MP4, with progress
+    about once a second; Cancel export (or a visitor who left) stops it and leaves no file."""
+    def export(current: str | None) -> Iterator[tuple[Any, str]]:
         if not current or not Path(current).is_file():
-            return gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
+            yield gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
+            return
         source = Path(current)
         out = Path(tempfile.mkdtemp(prefix="converge-export-")) / f"{source.stem}.{fmt}"
         try:
-            if fmt == "html":
-                from app.export.html import export_html
-
-                export_html(source, out)
-            else:
-                from app.export.video import export_video
-
-                export_video(source, out, fmt=fmt)
+            for note in run_export(source, out, fmt):
+                yield gr.skip(), note
         except ImportError as e:
-            return gr.skip(), f"{fmt.upper()} export needs {e.name}, which is not installed (pip install -r requirements.txt)."
+            yield gr.skip(), f"{fmt.upper()} export needs {e.name}, which is not installed (pip install -r requirements.txt)."
+            return
         except (SourceError, OSError) as e:
-            return gr.skip(), _error_text(e)
-        return str(out), f"{out.name} is ready: use the download link."
+            yield gr.skip(), _error_text(e)
+            return
+        yield str(out), f"{out.name} is ready: use the download link."
     return export
 
 
@@ -427,6 +427,7 @@ def build() -> gr.Blocks:
                 with gr.Row():
                     export_btns = {fmt: gr.Button(f"Export {fmt.upper()}", elem_id=f"export-{fmt}")
                                    for fmt in EXPORT_FORMATS}
+                    cancel_export_btn = gr.Button("Cancel export", variant="stop", elem_id="export-cancel")
                 gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
                             "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
                             "at its recorded pace.")
@@ -454,21 +455,23 @@ def build() -> gr.Blocks:
 
         run_event = start_race(run_btn.click(fn=None, **quiet), api_name="race")
         race_events = [run_event, *wire_lessons(start_race)]
+        reads = {"concurrency_limit": RECORDING_CONCURRENCY, "concurrency_id": "recording"}
         stop_btn.click(fn=None, cancels=race_events).then(after_stop, inputs=None, outputs=[player, current],
-                                                          concurrency_limit=None, **quiet) \
+                                                          **reads, **quiet) \
             .then(lambda: library_view(), outputs=view, **quiet)
         demo.load(open_page, outputs=[*view, player, current], **quiet)
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
-        load_btn.click(load_entry, inputs=[pick], outputs=[player, current, status], **quiet)
-        download_btn.click(download_entry, inputs=[pick], outputs=[download, status], **quiet)
+        load_btn.click(load_entry, inputs=[pick], outputs=[player, current, status], **reads, **quiet)
+        download_btn.click(download_entry, inputs=[pick], outputs=[download, status], **reads, **quiet)
         rename_btn.click(rename_entry, inputs=[pick, new_name, current], outputs=[*view, current, status], **quiet)
         new_name.submit(rename_entry, inputs=[pick, new_name, current], outputs=[*view, current, status], **quiet)
         delete_btn.click(delete_entry, inputs=[pick], outputs=[*view, status], **quiet,
                          js="(id) => (id && window.confirm('Delete ' + id.split('/').pop() + '? This cannot be undone.')) ? id : null")
-        upload.upload(upload_entry, inputs=[upload], outputs=[*view, player, current, status, upload], **quiet)
-        for fmt, btn in export_btns.items():
-            btn.click(export_current(fmt), inputs=[current], outputs=[download, status], concurrency_limit=1,
-                      concurrency_id="export", **quiet)
+        upload.upload(upload_entry, inputs=[upload], outputs=[*view, player, current, status, upload], **reads,
+                      **quiet)
+        exports = [btn.click(export_current(fmt), inputs=[current], outputs=[download, status], concurrency_limit=1,
+                             concurrency_id="export", **quiet) for fmt, btn in export_btns.items()]
+        cancel_export_btn.click(fn=None, cancels=exports).then(lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **quiet)
         demo.unload(end_session)
     demo.queue(max_size=QUEUE_SIZE)
     return demo

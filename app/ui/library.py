@@ -97,8 +97,12 @@ def describe(path: Path) -> dict[str, Any]:
                             "frames": 0, "problem": None, "bytes": st.st_size}
     try:
         rec = read_recording(path)
-    except (RecordingError, OSError) as e:
-        info["problem"] = str(e) if isinstance(e, RecordingError) else f"Could not read it: {e.strerror or e}."
+    except RecordingError as e:
+        info["problem"] = str(e)
+    except OSError as e:
+        info["problem"] = f"Could not read it: {e.strerror or e}."
+    except Exception as e:  # whatever one file does, the rest of the library still lists
+        info["problem"] = f"Damaged: it could not be read ({type(e).__name__})."
     else:
         sources = rec.header.get("sources") or {}
         names = [str(sources[s].get("name", "?")) for s in SIDES if isinstance(sources.get(s), dict)]
@@ -115,7 +119,8 @@ def describe(path: Path) -> dict[str, Any]:
 
 
 def list_recordings() -> list[dict[str, Any]]:
-    """Every recording: the user's, newest first, then the bundled examples by name."""
+    """Every recording: the user's, newest first, then the bundled examples by name. A file that cannot be
+    described is listed as damaged; one file never keeps the others from listing."""
     out: list[dict[str, Any]] = []
     for kind in KINDS:
         base = folder(kind)
@@ -127,10 +132,15 @@ def list_recordings() -> list[dict[str, Any]]:
                 if path.name.startswith(".") or not path.name.endswith(SUFFIX) or not path.is_file():
                     continue
                 resolve(kind, path.name)
-                entries.append({"id": f"{kind}/{path.name}", "kind": kind, "name": path.name,
-                                "mtime": path.stat().st_mtime, **describe(path)})
-            except (SourceError, OSError):
+                entry = {"id": f"{kind}/{path.name}", "kind": kind, "name": path.name, "mtime": path.stat().st_mtime}
+            except Exception:  # a name or link this library cannot use (a link out of the folder, a link loop)
                 continue
+            try:
+                entry.update(describe(path))
+            except Exception as e:  # any failure describing one file marks only that file
+                entry.update(prompt="", caption="", sources="", created="", duration=None, frames=0, bytes=0,
+                             problem=f"Damaged: it could not be read ({type(e).__name__}).")
+            entries.append(entry)
         if kind == "user":
             entries.sort(key=lambda e: (e["created"] or "", e["mtime"]), reverse=True)
         else:

@@ -1,9 +1,10 @@
 """The Sweeps area: one button, one chart and one what-to-notice sentence per sweep, measured live on the twins.
 
 Each handler walks the sweep's plan and yields the chart after every point, so it fills in as points finish,
-with the point being measured named under it. Sweeps share the "race" queue with races and, like a race side
-on a built-in model, hold one CPU slot (app/compute.py) while they measure. The points are
-app.sweeps.defaults(), the same as `python -m app bench --only sweeps`.
+with the point being measured named under it. Sweeps have their own queue ("sweep", SWEEP_CONCURRENCY at once), so
+races cannot starve sweeps nor sweeps races; like a race side on a built-in model, a sweep holds one CPU slot
+(app/compute.py, first come first served) while it measures. The points are app.sweeps.defaults(), the same as
+`python -m app bench --only sweeps`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from app import sweeps
 from app.compute import COMPUTE
 from app.sources.base import SourceError
 
+SWEEP_CONCURRENCY = 1  # sweeps at once across all users: each holds a CPU slot for minutes
 TITLES = {"steps": "Steps vs quality and time", "length": "Generation length vs time",
           "threshold": "Threshold vs tokens per forward pass and quality"}
 INTRO = ("Each chart is measured live on this machine with the built-in twins: every point runs once per prompt "
@@ -72,8 +74,6 @@ def run_handler(axis: str, options: dict[str, Any], prompts: list[str]) -> Calla
 
 def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
     """Builds the Sweeps area inside the open gr.Blocks; `settings` overrides app.sweeps.defaults() (for tests)."""
-    from app.ui.layout import RACE_CONCURRENCY
-
     warning = ""
     try:
         cfg = sweeps.defaults()
@@ -89,5 +89,5 @@ def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
             plot = gr.Plot(label=TITLES[axis], show_label=False, elem_id=f"sweep-{axis}-plot")
             caption = gr.Markdown(f"Not measured yet: press **Run {axis} sweep**.", elem_id=f"sweep-{axis}-note")
         button.click(run_handler(axis, cfg[axis], cfg["prompts"]), outputs=[plot, caption],
-                     concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden",
+                     concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep", show_progress="hidden",
                      api_name=False)
