@@ -21,8 +21,8 @@ from app import __version__
 SCHEMA = 1
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
 # What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, README):
-MAX_FRAMES = 100_000  # frames in one recording, both sides together
-MAX_TOKENS = 3_000_000  # display tokens summed over every frame (a text frame counts its words, spaces and symbols)
+MAX_FRAMES = 50_000  # frames in one recording, both sides together
+MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame counts its words, spaces and symbols)
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one line; a longer one is skipped unread (a real frame line is under 1 MB)
 SIDES = ("left", "right")
 MAX_NAMED_LINES = 5
@@ -30,7 +30,6 @@ MAX_NAMED_LINES = 5
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 DISPLAY_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")  # how analysis splits a text state into display tokens
-_NOT_FINITE = re.compile(rb"NaN|Infinity|\d[eE][+]?\d{3}")  # could parse as NaN or an infinity: checked closely
 
 
 def clean_text(text: str) -> str:
@@ -271,12 +270,14 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_DECODER = json.JSONDecoder(parse_constant=_not_a_number, parse_float=_finite_float)
+
+
 def _parse(line: str) -> Any:
-    """One line as JSON, lone surrogates cleaned; raises ValueError on NaN, infinities and numbers that overflow
-    (nesting too deep counts as invalid). Only a line that could hold one of those pays for the closer check."""
-    suspicious = _NOT_FINITE.search(line.encode("utf-8", "surrogatepass")) is not None
+    """One line as JSON, lone surrogates cleaned; raises ValueError on NaN, an infinity or a number too large for a
+    float anywhere in it (nesting too deep counts as invalid)."""
     try:
-        value = json.loads(line, parse_constant=_not_a_number, parse_float=_finite_float) if suspicious else json.loads(line)
+        value = _DECODER.decode(line)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     return clean_json(value) if _SURROGATE_ESCAPE.search(line) else value
