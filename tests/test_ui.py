@@ -585,7 +585,7 @@ def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
     from app.ui.layout import export_current
 
     for fmt in ("html", "gif", "mp4"):
-        _, message = export_current(fmt)(None)
+        [(_, message)] = list(export_current(fmt)(None))
         assert "Load a recording or run a race first" in message
 
 
