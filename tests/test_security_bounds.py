@@ -81,6 +81,25 @@ def test_a_race_stops_at_its_wall_clock_limit_says_why_and_keeps_every_frame(fas
     tally("bounded_races", 1)
 
 
+@pytest.mark.browser
+def test_the_page_says_the_race_stopped_at_the_limit(browser: Any, fast_env: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.pages import browser_tab, serve_page
+    from tests.test_ui import ROOT, choose, side_text, start, wait_status
+
+    monkeypatch.setenv(limits.ENV, str(LIMIT))
+    with serve_page() as url, browser_tab(browser, url) as page:
+        page.wait_for_selector(f"{ROOT}[data-mode=replay], {ROOT}[data-status=idle]")
+        choose(page, "left", "openai", "keepalive-after-2")
+        choose(page, "right", "mercury", "keepalive-after-1")
+        start(page, "ECHO: a race that would never end")
+        wait_status(page, "stopped")
+        for side in SIDES:
+            assert side_text(page, side, "cv-message") == limits.stopped_at_limit(LIMIT)
+            assert int(page.get_attribute(f"#player .cv-side[data-side={side}]", "data-frames")) >= 1
+    tally("bounded_races")
+
+
 def test_the_race_limit_comes_from_the_flag_then_the_environment_then_the_local_or_served_default(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from app.__main__ import launch_parser, served
@@ -176,12 +195,13 @@ def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str, 
 
 
 BOMB = """
-import json, sys
+import json, sys, time
 from app.ui.caps_bench import peak_mb
 from app.ui.payload import load_payload
+started = time.perf_counter()
 payload = load_payload(sys.argv[1])
 message = json.dumps(payload, ensure_ascii=False, allow_nan=False)
-print(json.dumps({"peak_mb": peak_mb(), "message": len(message), "mode": payload["mode"],
+print(json.dumps({"peak_mb": peak_mb(), "message": len(message), "seconds": round(time.perf_counter() - started, 2),
                   "text": payload.get("message") or " ".join(payload.get("warnings") or []),
                   "frames": sum(len(s["rows"]) for s in payload["sides"].values())}))
 """

@@ -52,7 +52,7 @@ FORMATS = ("mp4", "gif")
 MASK, MISSING, ELLIPSIS = "\u2591", "\ufffd", "\u2026"
 GIF_MAX_FPS = 50  # GIF delays are whole hundredths; players slow down frames shorter than 20 ms
 MAX_FRAMES = 200_000
-MAX_VIDEO_SECONDS = 300  # about 80 s of rendering at 1280x720 (README); HTML exports play any length
+MAX_VIDEO_SECONDS = 300  # about 2 minutes of work at 1280x720 on a 2-core machine (README); HTML plays any length
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
 X264 = ["-preset", "veryfast", "-crf", "20"]
 
