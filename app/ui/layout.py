@@ -471,7 +471,8 @@ def build() -> gr.Blocks:
                       **quiet)
         exports = [btn.click(export_current(fmt), inputs=[current], outputs=[download, status], concurrency_limit=1,
                              concurrency_id="export", **quiet) for fmt, btn in export_btns.items()]
-        cancel_export_btn.click(fn=None, cancels=exports).then(lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **quiet)
+        cancel_export_btn.click(fn=None, cancels=exports).then(
+            lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **quiet)
         demo.unload(end_session)
     demo.queue(max_size=QUEUE_SIZE)
     return demo
