@@ -22,7 +22,10 @@ SCHEMA = 1
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
 # What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, README):
 MAX_FRAMES = 50_000  # frames in one recording, both sides together
-MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame counts its words, spaces and symbols)
+MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame counts its words, spaces and symbols),
+# each position a frame lists as committed or remasked counting as one more and each candidate it names as
+# CANDIDATE_COST more: reading and holding one costs about as much as ten tokens (tests/test_security_bounds.py)
+CANDIDATE_COST = 10
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one line; a longer one is skipped unread (a real frame line is under 1 MB)
 SIDES = ("left", "right")
 MAX_NAMED_LINES = 5
@@ -283,11 +286,12 @@ def _parse(line: str) -> Any:
     return clean_json(value) if _SURROGATE_ESCAPE.search(line) else value
 
 
-def display_size(frame: Frame) -> int:
-    """How many display tokens a frame puts in the player: its tokens, or its text's words, spaces and symbols."""
-    if frame.tokens:
-        return len(frame.tokens)
-    return DISPLAY_TOKEN.subn("", frame.text)[1] if frame.text else 0
+def frame_size(frame: Frame) -> int:
+    """What a frame costs the player, counted against MAX_TOKENS: its display tokens (its tokens, or its text's words,
+    spaces and symbols), plus every position it lists as committed or remasked, and CANDIDATE_COST per candidate."""
+    shown = len(frame.tokens) if frame.tokens else DISPLAY_TOKEN.subn("", frame.text)[1] if frame.text else 0
+    listed = len(frame.committed or ()) + len(frame.remasked or ())
+    return shown + listed + CANDIDATE_COST * sum(len(names) for _, names in frame.candidates or ())
 
 
 def _reason(e: Exception) -> str:
@@ -381,7 +385,7 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
             kind = entry.get("type")
             if kind == "frame":
                 frame = Frame.from_json(entry)
-                count, tokens = count + 1, tokens + display_size(frame)
+                count, tokens = count + 1, tokens + frame_size(frame)
                 frames[side].append(frame)
             elif kind == "end":
                 message = entry.get("message")

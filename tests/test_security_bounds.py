@@ -213,11 +213,14 @@ def bombs(folder: Path) -> dict[str, Path]:
     """The issue's memory bombs, each under the 64 MB upload cap."""
     tiny = '{"type":"frame","side":"left","t":0,"step":0,"tokens":["a"]}\n'
     huge = json.dumps({"type": "frame", "side": "left", "t": 0, "step": 0, "tokens": ["a"] * 3_000_000}) + "\n"
+    candidates = json.dumps({"type": "frame", "side": "left", "t": 0, "step": 0, "tokens": ["a"],
+                             "committed": [0] * 50_000, "candidates": [[0, [["a", 0.5]]]] * 50_000}) + "\n"
     near_caps = json.dumps({"type": "frame", "side": "left", "t": 0, "step": 0, "tokens": ["a"] * 200_000}) + "\n"
     files = {"million_tiny_frames": HEADER + tiny * 1_000_000,
              "two_frames_six_million_tokens": HEADER + huge * 2,
              "one_60_mb_line": HEADER + '{"type":"frame","side":"left","t":0,"step":0,"text":"' + "x" * 60_000_000 + '"}\n',
-             "over_the_token_cap": HEADER + near_caps * (MAX_TOKENS // 200_000 + 1)}
+             "over_the_token_cap": HEADER + near_caps * (MAX_TOKENS // 200_000 + 1),
+             "candidates_beyond_the_cap": HEADER + candidates * (MAX_TOKENS // 100_000 + 1)}
     out = {}
     for name, text in files.items():
         out[name] = folder / f"{name}.jsonl"
@@ -230,7 +233,8 @@ def test_memory_bombs_are_refused_cheaply_with_one_sentence(tmp_path: Path) -> N
     expected = {"million_tiny_frames": f"recordings over {MAX_FRAMES:,} frames are refused",
                 "two_frames_six_million_tokens": "are not valid (line 2: over 4 MB)",
                 "one_60_mb_line": "Line 2 of one_60_mb_line.jsonl is not valid (over 4 MB)",
-                "over_the_token_cap": f"holds more than {MAX_TOKENS:,} tokens"}
+                "over_the_token_cap": f"holds more than {MAX_TOKENS:,} tokens",
+                "candidates_beyond_the_cap": f"holds more than {MAX_TOKENS:,} tokens"}
     for name, path in bombs(tmp_path).items():
         assert path.stat().st_size < 64 * 1024 * 1024
         done = subprocess.run([sys.executable, "-c", BOMB, str(path)], capture_output=True, text=True, cwd=ROOT,
