@@ -37,18 +37,25 @@ def launch_parser() -> argparse.ArgumentParser:
     parser.add_argument("--allow-base-url", action="append", default=[], metavar="URL",
                         help="an OpenAI-compatible base URL visitors of a served page may use, with their own key "
                              "(repeatable)")
+    parser.add_argument("--race-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop every race after this many seconds (default: CONVERGE_RACE_LIMIT, else 900 on "
+                             "this machine and 180 when served)")
     return parser
 
 
 def launch(argv: list[str]) -> int:
     parser = launch_parser()
     args = parser.parse_args(argv)
+    from app import limits
     from app.policy import from_launch
 
     try:
         policy = from_launch(args.host, args.share, args.allow, args.hf_model, args.allow_base_url)
+        seconds = limits.configure(args.race_limit, served=policy.served)
     except ValueError as e:
         parser.error(str(e))
+    print(f"Races stop after {limits.limit_text(seconds)} (--race-limit SECONDS or {limits.ENV} changes it).",
+          file=sys.stderr)
     from app.ui.layout import launch as launch_ui
 
     launch_ui(host=args.host, port=args.port, share=args.share, policy=policy)

@@ -23,6 +23,7 @@ SECTIONS = {
     "lessons": ("app.lessons", "bench"),
     "export": ("app.export.video", "bench"),
     "player": ("app.export.player_bench", "bench"),
+    "caps": ("app.ui.caps_bench", "bench"),
 }
 
 

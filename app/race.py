@@ -6,7 +6,9 @@ its strings (`Frame.ready()`) and appends it to the recording, so that bookkeepi
 side's clock, and passes it on; a side's end goes the same way, after its frames, so the race reports
 a side finished only once all its frames are on disk. The consumer (the page or the CLI) gets at most
 one update per `interval` holding every new frame, already analysed, and always the final state;
-a finished side's metrics are computed once.
+a finished side's metrics are computed once. Every race has a wall-clock limit (app/limits.py): when it
+is reached both sides stop, say why, and keep their frames; an update comes at least once a second
+even when nothing changed, so a page or API caller that went away is noticed and the race ends.
 """
 
 from __future__ import annotations
@@ -24,12 +26,16 @@ from typing import Any, Callable, Iterator
 
 from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
 from app.compute import COMPUTE
+from app.limits import race_limit, stopped_at_limit
 from app.scrub import known_keys, scrub_frame, scrub_text, scrub_value
 from app.sources.base import Source, SourceError, make_source
 from app.store import recordings_dir
 from app.trace import SIDES, Frame, RecordingWriter, clean_text, make_header
 
 log = logging.getLogger("converge.race")
+
+HEARTBEAT = 1.0  # seconds: the longest a consumer waits for an update, so a departed client is noticed
+GRACE = 5.0  # seconds a side gets to end after its race reached the limit before the race ends it itself
 
 
 def recording_name(left: str, right: str) -> str:
@@ -64,12 +70,17 @@ class Race:
 
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
                  secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
-                 make: Callable[..., Source] = make_source, folder: str | Path | None = None) -> None:
+                 make: Callable[..., Source] = make_source, folder: str | Path | None = None,
+                 limit: float | None = None) -> None:
         """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk;
         `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy);
-        the recording is `out`, or a new file in `folder` (default: recordings_dir()).
+        the recording is `out`, or a new file in `folder` (default: recordings_dir()); `limit` is the race's
+        wall-clock limit in seconds (default: app.limits.race_limit()).
         Every key the race could hold is scrubbed from the prompt, the header, each frame and each message."""
         settings = settings or {}
+        self.limit = race_limit() if limit is None else float(limit)
+        self.stop_reason: str | None = None  # set when the race was ended for the user, e.g. at its time limit
+        self._ended_at: float | None = None
         secrets = secrets or {}
         self._keys = known_keys(secrets)
         prompt = scrub_text(clean_text(prompt), self._keys)
@@ -100,6 +111,7 @@ class Race:
             if s.source is None:
                 self.writer.end(side, "error", s.message)
         self._threads: list[threading.Thread] = []
+        self._timer: threading.Timer | None = None
         self._changed = False
 
     def start(self) -> "Race":
@@ -111,9 +123,18 @@ class Race:
         thread = threading.Thread(target=self._start_sides, args=(local,), daemon=True, name="race-start")
         recorder = threading.Thread(target=self._record, daemon=True, name="race-recorder")
         self._threads += [thread, recorder]
+        self._timer = threading.Timer(self.limit, self.time_up)
+        self._timer.daemon = True
+        self._timer.start()
         recorder.start()
         thread.start()
         return self
+
+    def time_up(self) -> None:
+        """The race reached its wall-clock limit: both sides stop and say so; their frames are already on disk."""
+        if self.running() and not self.cancel.is_set():
+            self.stop_reason = stopped_at_limit(self.limit)
+        self.stop()
 
     def _record(self) -> None:
         """The recorder thread: completes each handed-off frame, writes it, then passes it (or a side's end) on."""
@@ -154,9 +175,10 @@ class Race:
                     self._queue.put((side, "status", ("waiting", note)))
         granted = COMPUTE.acquire(len(local), self.cancel) if local else 0
         if local and not granted:  # stopped while waiting
+            message = self.stop_reason or "Stopped before it started."
             for side, s in self.sides.items():
                 if s.source is not None:
-                    self._handoff.put((side, "end", ("stopped", "Stopped before it started.")))
+                    self._handoff.put((side, "end", ("stopped", message)))
             return
         threads = []
         for side, s in self.sides.items():
@@ -189,7 +211,7 @@ class Race:
                 if self.cancel.is_set():
                     break
             if self.cancel.is_set():
-                status = "stopped"
+                status, message = "stopped", self.stop_reason
         except SourceError as e:
             status, message = "error", scrub_text(str(e), self._keys)
         except Exception as e:  # a bug or an unforeseen library error: the other side keeps running
@@ -203,8 +225,22 @@ class Race:
 
     def stop(self) -> None:
         """Ends both sides (and a wait for CPU slots); every frame received so far is on disk once `close` returns."""
+        if self._ended_at is None:
+            self._ended_at = time.monotonic()
         self.cancel.set()
         COMPUTE.wake()
+
+    def _end_overdue(self) -> None:
+        """A side still running GRACE seconds after the race was stopped (a source that does not heed cancel) is
+        marked stopped here, so the race, and the slot it holds, end anyway; a frame it sends later is dropped."""
+        if self._ended_at is None or time.monotonic() - self._ended_at < GRACE:
+            return
+        message = self.stop_reason or "Stopped: the frames so far are kept."
+        for side, s in self.sides.items():
+            if s.status in ("waiting", "running"):
+                log.warning("side %s (%s) did not end %.0f s after the race stopped", side, s.spec, GRACE)
+                self.writer.end(side, "stopped", message)
+                s.status, s.message = "stopped", message
 
     def running(self) -> bool:
         return any(s.status in ("waiting", "running") for s in self.sides.values())
@@ -258,8 +294,10 @@ class Race:
             last = 0.0
             while self.running():
                 self._drain(timeout=interval)
+                self._end_overdue()
                 now = time.monotonic()
-                if now - last >= interval and (self._changed or any(s.new_rows for s in self.sides.values())):
+                fresh = self._changed or any(s.new_rows for s in self.sides.values())
+                if now - last >= interval and (fresh or now - last >= HEARTBEAT):
                     last = now
                     self._changed = False
                     yield self.snapshot()
@@ -271,6 +309,8 @@ class Race:
 
     def close(self) -> None:
         """Waits briefly for the side threads to record how they ended, then closes the file."""
+        if self._timer is not None:
+            self._timer.cancel()
         deadline = time.monotonic() + 5.0
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))

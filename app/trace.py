@@ -20,11 +20,19 @@ from app import __version__
 
 SCHEMA = 1
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
+# What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, README):
+MAX_FRAMES = 50_000  # frames in one recording, both sides together
+MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame counts its words, spaces and symbols),
+# each position a frame lists as committed or remasked counting as one more and each candidate it names as
+# CANDIDATE_COST more: reading and holding one costs about as much as ten tokens (tests/test_security_bounds.py)
+CANDIDATE_COST = 10
+MAX_LINE_BYTES = 4 * 1024 * 1024  # one line; a longer one is skipped unread (a real frame line is under 1 MB)
 SIDES = ("left", "right")
 MAX_NAMED_LINES = 5
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+DISPLAY_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")  # how analysis splits a text state into display tokens
 
 
 def clean_text(text: str) -> str:
@@ -238,23 +246,77 @@ class RecordingError(ValueError):
     """A file that cannot be read as a recording at all; the message says why, for the user."""
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str, bool]]:
-    """(line number, text, whether it was valid UTF-8) for each line; bytes that are not UTF-8 become U+FFFD."""
+def iter_lines(path: str | Path, max_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str | None, bool]]:
+    """(line number, text, whether it was valid UTF-8) for each line; bytes that are not UTF-8 become U+FFFD.
+
+    A line over `max_bytes` comes as None, read past in pieces and never held whole, so a 60 MB line costs nothing.
+    """
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
+        number = 0
+        while raw := f.readline(max_bytes + 1):
+            number += 1
+            if len(raw) > max_bytes:
+                while raw and not raw.endswith(b"\n"):
+                    raw = f.readline(1 << 20)
+                yield number, None, True
+                continue
             try:
                 yield number, raw.decode("utf-8"), True
             except UnicodeDecodeError:
                 yield number, raw.decode("utf-8", "replace"), False
 
 
+def count_lines(path: str | Path) -> int:
+    """How many lines a file has (a last line without a newline counts), read in 1 MB pieces."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while piece := f.read(1 << 20):
+            count += piece.count(b"\n")
+            last = piece[-1:]
+    return count + (last != b"\n")
+
+
+def _not_a_number(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a recording can hold")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is too large a number")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_not_a_number, parse_float=_finite_float)
+
+
 def _parse(line: str) -> Any:
-    """One line as JSON, lone surrogates cleaned; raises ValueError (nesting too deep counts as invalid)."""
+    """One line as JSON, lone surrogates cleaned; raises ValueError on NaN, an infinity or a number too large for a
+    float anywhere in it (nesting too deep counts as invalid)."""
     try:
-        value = json.loads(line)
+        value = _DECODER.decode(line)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     return clean_json(value) if _SURROGATE_ESCAPE.search(line) else value
+
+
+def frame_size(frame: Frame) -> int:
+    """What a frame costs the player, counted against MAX_TOKENS: its display tokens (its tokens, or its text's words,
+    spaces and symbols), plus every position it lists as committed or remasked, and CANDIDATE_COST per candidate."""
+    shown = len(frame.tokens) if frame.tokens else DISPLAY_TOKEN.subn("", frame.text)[1] if frame.text else 0
+    listed = len(frame.committed or ()) + len(frame.remasked or ())
+    return shown + listed + CANDIDATE_COST * sum(len(names) for _, names in frame.candidates or ())
+
+
+def _reason(e: Exception) -> str:
+    """Why a line was skipped, in a few words: a ValueError's own message, else the kind of failure."""
+    if isinstance(e, ValueError):
+        return str(e)[:200]
+    if isinstance(e, RecursionError):
+        return "nested too deeply"
+    if isinstance(e, OverflowError):
+        return "a number too large to use"
+    return f"it could not be read ({type(e).__name__})"
 
 
 def _header_sources(sources: dict[str, Any]) -> dict[str, Any]:
@@ -294,13 +356,19 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
     size = p.stat().st_size
     if size > max_bytes:
         raise RecordingError(f"{p.name} is {size / 1e6:.1f} MB; recordings over {max_bytes / 1e6:.0f} MB are refused.")
+    lines_in_file = count_lines(p)
+    if lines_in_file > MAX_FRAMES + 16:
+        raise RecordingError(f"{p.name} has {lines_in_file:,} lines; recordings over {MAX_FRAMES:,} frames are refused, "
+                             "as the player and the exports cannot show them.")
     lines = iter_lines(p)
     try:
         number, first, _ = next(lines)
+        if first is None:
+            raise ValueError("too long")
         header = _parse(first)
     except StopIteration:
         raise RecordingError(f"{p.name} is empty: it is not a Converge recording.") from None
-    except ValueError:
+    except Exception:  # any failure to read line 1, of any type
         raise RecordingError(f"{p.name} is not a Converge recording (line 1 is not a JSON header).") from None
     if not isinstance(header, dict) or header.get("type") != "header":
         raise RecordingError(f"{p.name} is not a Converge recording (line 1 is not a header).")
@@ -314,7 +382,11 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
     ends: dict[str, dict[str, Any]] = {}
     bad: list[tuple[int, str]] = []
     repaired: list[int] = []
+    count = tokens = 0
     for number, line, utf8 in lines:
+        if line is None:
+            bad.append((number, f"over {MAX_LINE_BYTES / 1e6:.0f} MB"))
+            continue
         if not line.strip():
             continue
         try:
@@ -326,17 +398,23 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
                 raise ValueError("'side' must be left or right")
             kind = entry.get("type")
             if kind == "frame":
-                frames[side].append(Frame.from_json(entry))
+                frame = Frame.from_json(entry)
+                count, tokens = count + 1, tokens + frame_size(frame)
+                frames[side].append(frame)
             elif kind == "end":
                 message = entry.get("message")
                 ends[side] = {"status": str(entry.get("status", "")), "message": "" if message is None else str(message)}
             else:
                 raise ValueError(f"unknown entry type {repr(kind)[:40]}")
-        except ValueError as e:
-            bad.append((number, str(e)[:200]))
+        except Exception as e:  # any failure of any type skips the line and names it
+            bad.append((number, _reason(e)))
             continue
         if not utf8:
             repaired.append(number)
+        if count > MAX_FRAMES or tokens > MAX_TOKENS:
+            what = f"{MAX_FRAMES:,} frames" if count > MAX_FRAMES else f"{MAX_TOKENS:,} tokens"
+            raise RecordingError(f"{p.name} holds more than {what} (line {number}); longer recordings are refused, "
+                                 "as the player and the exports cannot show them.")
     warnings: list[str] = []
     total = sum(map(len, frames.values()))
     if bad:

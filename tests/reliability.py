@@ -30,6 +30,14 @@ ROWS = (
                          "listener, network probes, replay: of outside paths, another visitor's library, uploads when "
                          "off, keys echoed into answers)"),
     ("security_breaches", "attacks that got through"),
+    ("bounded_races", "never-ending races (keep-alive-forever SSE, replay with a frame at t = 1e9) stopped at the limit"),
+    ("slot_recoveries", "times every race slot was filled by them and another session's race still completed"),
+    ("disconnects_ended", "races ended because their API client went away"),
+    ("memory_bombs", "memory bombs refused (10^6 frames, 6 million tokens, a 60 MB line, over the token cap, "
+                     "a million listed candidates)"),
+    ("parser_crashes", "lines that break a JSON reader, skipped and named"),
+    ("capped_exports", "video exports of a 6600 s recording refused at once"),
+    ("cancelled_exports", "exports cancelled mid-way, leaving no file"),
     ("sentinel_keys", "sentinel API keys planted"),
     ("secret_scans", "files, test outputs, logs and pages searched for them"),
     ("leaks", "keys leaked"),

@@ -58,6 +58,8 @@ FAULTS = {
     "badshape-after-N": "N content chunks, then valid JSON of the wrong shape (choices is a string)",
     "error-after-N": "N content chunks, then an SSE error event {error: {...}} whose message echoes the key",
     "stall-after-N": "N content chunks, then silence until the client hangs up (for read timeouts)",
+    "keepalive-after-N": "N content chunks, then an SSE keep-alive comment twice a second until the client hangs up "
+                         "(bytes keep coming, so no read timeout ever fires)",
     "stall-headers": "never sends the response headers (for timeouts before the first byte)",
     "burst-N": "a normal stream written N events per socket write",
     "mixed": "diffusing frames (replace) for the first half of the answer, then plain deltas (append) for the rest",
@@ -107,7 +109,7 @@ def script(pieces: list[bytes | threading.Event], status: int = 200, headers: di
 
 def parse_model(model: str) -> tuple[str, int]:
     """Split a model name into (behaviour, N): ("cut", 3) for "cut-after-3", ("burst", 4), ("ok", 0)."""
-    m = re.fullmatch(r"(cut|eof|malformed|badshape|error|stall)-after-(\d+)", model)
+    m = re.fullmatch(r"(cut|eof|malformed|badshape|error|stall|keepalive)-after-(\d+)", model)
     if m:
         return m.group(1), int(m.group(2))
     m = re.fullmatch(r"burst-(\d+)", model)
@@ -344,7 +346,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         write = self._write_raw if close_delimited else self._write_chunk
         events = [sse(e) for e in content_events(body, answer)]
-        if behaviour in ("cut", "eof", "malformed", "badshape", "error", "stall"):
+        if behaviour in ("cut", "eof", "malformed", "badshape", "error", "stall", "keepalive"):
             events = events[:n]
         else:
             events.append(sse(_chunk(str(body.get("model", "")), {}, finish=finish)))
@@ -384,6 +386,8 @@ class Handler(BaseHTTPRequestHandler):
             self._write_chunk(b"")
         elif behaviour == "stall":
             self._stall()
+        elif behaviour == "keepalive":
+            self._keep_alive(write)
         else:
             self._write_chunk(b"")
 
@@ -417,6 +421,13 @@ class Handler(BaseHTTPRequestHandler):
     def _write_raw(self, data: bytes) -> None:
         self.wfile.write(data)
         self.wfile.flush()
+
+    def _keep_alive(self, write: Any) -> None:
+        """Sends an SSE comment every half second until the client hangs up or the server stops."""
+        self.close_connection = True
+        with contextlib.suppress(OSError, ValueError):
+            while not select.select([self.connection, self.server._wake_r], [], [], 0.5)[0]:
+                write(b": keep-alive\n\n")
 
     def _stall(self) -> None:
         """Sends nothing until the client hangs up or the server stops (no timer: select on both)."""

@@ -54,6 +54,7 @@ FORMATS = ("mp4", "gif")
 MASK, MISSING, ELLIPSIS = "\u2591", "\ufffd", "\u2026"
 GIF_MAX_FPS = 50  # GIF delays are whole hundredths; players slow down frames shorter than 20 ms
 MAX_FRAMES = 200_000
+MAX_VIDEO_SECONDS = 300  # about 2 minutes of work at 1280x720 on a 2-core machine (README); HTML plays any length
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
 X264 = ["-preset", "veryfast", "-crf", "20"]
 CLOCKS = ("time", "passes")
@@ -876,6 +877,10 @@ def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, s
     n = frame_count(span, fps, speed, hold)
     if n > MAX_FRAMES:
         raise SourceError(f"That would be {n} frames; raise --speed or lower --fps (at most {MAX_FRAMES}).")
+    if n / fps > MAX_VIDEO_SECONDS:
+        raise SourceError(f"That video would last {n / fps:,.0f} s and videos are capped at {MAX_VIDEO_SECONDS} s: "
+                          f"export HTML, which plays any length, or use python -m app export with --speed "
+                          f"{math.ceil(scene.end / max(1.0, MAX_VIDEO_SECONDS - hold))} or more.")
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
     render = write = 0.0
     writer: Mp4Writer | GifWriter | None = None

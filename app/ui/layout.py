@@ -35,6 +35,7 @@ from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library, scratch  # noqa: E402
 from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
+from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
 
@@ -43,6 +44,7 @@ UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second
 RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/compute.py)
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
+RECORDING_CONCURRENCY = 2  # handlers that read a whole recording (after Stop, Load, Upload, Download) at once
 MAX_PROMPT_CHARS = 20_000
 EXAMPLE_PROMPTS = {"Lily's story": STORY, "A dog's story": "Once upon a time, there was a big dog who loved the rain.",
                    "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
@@ -238,7 +240,8 @@ def as_visitor(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:
     the queue API cannot set: only the page-load handler does, from the browser's stored id)."""
     def handler(request: gr.Request, owner: Any, *values: Any) -> Any:
         return fn(visitor_of(policy, owner, request), *values)
-    return handler
+    handler.__name__ = handler.__qualname__ = fn.__name__  # named for what it runs (not functools.wraps: Gradio
+    return handler                                          # must see this signature, not fn's)
 
 
 def remember(session: str, entry: dict[str, Any]) -> None:
@@ -426,40 +429,27 @@ def download_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, str]:
 
 def export_current(fmt: str) -> Any:
     """An export handler: the recording in the player as a self-contained HTML page, a GIF, an MP4 or the CSV of its
-    per-frame figures; a video reports its frames on Gradio's progress bar."""
-    def export(current: str | None, clock: str = "time", progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
+    per-frame figures, on the player's clock; a video reports its frames in the status about once a second (each
+    report also lets Gradio notice a visitor who left); Cancel export stops it and leaves no file."""
+    def export(current: str | None, clock: str = "time") -> Iterator[tuple[Any, str]]:
         clock = "passes" if clock == "passes" else "time"
         if not current or not Path(current).is_file():
-            return gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
+            yield gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
+            return
         source = Path(current)
         out = scratch.new_dir("export") / f"{source.stem}.{fmt}"
         try:
-            if fmt == "html":
-                from app.export.html import export_html
-
-                export_html(source, out, clock=clock)
-            elif fmt == "csv":
-                from app.tables import write_frames_csv
-
-                write_frames_csv(source, out)
-            else:
-                from app.export.video import export_video
-
-                export_video(source, out, fmt=fmt, progress=_frames_progress(progress), clock=clock)
+            for done, total in run_export(source, out, fmt, clock):
+                yield gr.skip(), (f"Making {out.name}: frame {done:,} of {total:,}..." if total
+                                  else f"Making {out.name}...") + " Cancel export stops it."
         except ImportError as e:
-            return gr.skip(), f"{fmt.upper()} export needs {e.name}, which is not installed (pip install -r requirements.txt)."
+            yield gr.skip(), f"{fmt.upper()} export needs {e.name}, which is not installed (pip install -r requirements.txt)."
+            return
         except (SourceError, RecordingError, OSError) as e:
-            return gr.skip(), _error_text(e)
-        return str(out), f"{out.name} is ready: use the download link."
+            yield gr.skip(), _error_text(e)
+            return
+        yield str(out), f"{out.name} is ready: use the download link."
     return export
-
-
-def _frames_progress(progress: gr.Progress) -> Any:
-    """A video export's progress(done, total) shown on Gradio's bar, about once per 2% so the queue is not flooded."""
-    def report(done: int, total: int) -> None:
-        if done == total or done % max(1, total // 50) == 0:
-            progress((done, total), desc="Rendering frames", unit="frames")
-    return report
 
 
 def _error_text(e: Exception) -> str:
@@ -528,6 +518,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                     export_btns = {fmt: gr.Button(f"Export {fmt.upper()}", elem_id=f"export-{fmt}")
                                    for fmt in EXPORT_FORMATS}
                 clock = gr.Textbox(value="time", visible="hidden", elem_id="player-clock", label="Clock")
+                cancel_export_btn = gr.Button("Cancel export", variant="stop", elem_id="export-cancel")
                 gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
                             "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
                             "at its recorded pace. All three keep the player's clock (seconds or forward passes). CSV: each frame's figures (time, passes, tokens, changes, "
@@ -561,14 +552,17 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
 
         run_event = start_race(run_btn.click(fn=None, **quiet), api_name="race")
         race_events = [run_event, *wire_lessons(start_race)]
+        reads = {"concurrency_limit": RECORDING_CONCURRENCY, "concurrency_id": "recording"}
         stop_btn.click(fn=None, cancels=race_events).then(after_stop, inputs=None, outputs=[player, current],
-                                                          concurrency_limit=None, **quiet) \
+                                                          **reads, **quiet) \
             .then(refresh, inputs=[owner], outputs=view, **quiet)
         demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, player, current],
                   **quiet)
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
-        load_btn.click(as_visitor(policy, load_entry), inputs=[owner, pick], outputs=[player, current, status], **quiet)
-        download_btn.click(as_visitor(policy, download_entry), inputs=[owner, pick], outputs=[download, status], **quiet)
+        load_btn.click(as_visitor(policy, load_entry), inputs=[owner, pick], outputs=[player, current, status],
+                       **reads, **quiet)
+        download_btn.click(as_visitor(policy, download_entry), inputs=[owner, pick], outputs=[download, status],
+                           **reads, **quiet)
         rename = as_visitor(policy, rename_entry)
         rename_btn.click(rename, inputs=[owner, pick, new_name, current], outputs=[*view, current, status], **quiet)
         new_name.submit(rename, inputs=[owner, pick, new_name, current], outputs=[*view, current, status], **quiet)
@@ -576,10 +570,12 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                          js="(owner, id) => [owner, (id && window.confirm('Delete ' + id.split('/').pop() + "
                             "'? This cannot be undone.')) ? id : null]")
         upload.upload(as_visitor(policy, upload_entry), inputs=[owner, upload],
-                      outputs=[*view, player, current, status, upload], **quiet)
-        for fmt, btn in export_btns.items():
-            btn.click(export_current(fmt), inputs=[current, clock], outputs=[download, status], concurrency_limit=1,
-                      concurrency_id="export", api_name=False, show_progress="full", js=CLOCK_JS)
+                      outputs=[*view, player, current, status, upload], **reads, **quiet)
+        exports = [btn.click(export_current(fmt), inputs=[current, clock], outputs=[download, status],
+                             concurrency_limit=1, concurrency_id="export", api_name=False, show_progress="hidden",
+                             js=CLOCK_JS) for fmt, btn in export_btns.items()]
+        cancel_export_btn.click(fn=None, cancels=exports).then(
+            lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **quiet)
         demo.unload(end_session)
     demo.queue(max_size=QUEUE_SIZE)
     return demo

@@ -32,8 +32,12 @@ def describe(path: Path) -> dict[str, Any]:
                             "frames": 0, "problem": None, "bytes": st.st_size}
     try:
         rec = read_recording(path)
-    except (RecordingError, OSError) as e:
-        info["problem"] = str(e) if isinstance(e, RecordingError) else f"Could not read it: {e.strerror or e}."
+    except RecordingError as e:
+        info["problem"] = str(e)
+    except OSError as e:
+        info["problem"] = f"Could not read it: {e.strerror or e}."
+    except Exception as e:  # whatever one file does, the rest of the library still lists
+        info["problem"] = f"Damaged: it could not be read ({type(e).__name__})."
     else:
         sources = rec.header.get("sources") or {}
         names = [str(sources[s].get("name", "?")) for s in SIDES if isinstance(sources.get(s), dict)]
@@ -51,7 +55,8 @@ def describe(path: Path) -> dict[str, Any]:
 
 def list_recordings(owner: str | None = None) -> list[dict[str, Any]]:
     """Every recording `owner` may see: theirs (all of the user's without an owner), newest first, then the
-    bundled examples by name."""
+    bundled examples by name. A file that cannot be described is listed as damaged; one file never keeps the
+    others from listing."""
     out: list[dict[str, Any]] = []
     for kind in KINDS:
         base = folder(kind, owner)
@@ -63,10 +68,15 @@ def list_recordings(owner: str | None = None) -> list[dict[str, Any]]:
                 if path.name.startswith(".") or not path.name.endswith(SUFFIX) or not path.is_file():
                     continue
                 resolve(kind, path.name, owner)
-                entries.append({"id": f"{kind}/{path.name}", "kind": kind, "name": path.name,
-                                "mtime": path.stat().st_mtime, **describe(path)})
-            except (SourceError, OSError):
+                entry = {"id": f"{kind}/{path.name}", "kind": kind, "name": path.name, "mtime": path.stat().st_mtime}
+            except Exception:  # a name or link this library cannot use (a link out of the folder, a link loop)
                 continue
+            try:
+                entry.update(describe(path))
+            except Exception as e:  # any failure describing one file marks only that file
+                entry.update(prompt="", caption="", sources="", created="", duration=None, frames=0, bytes=0,
+                             problem=f"Damaged: it could not be read ({type(e).__name__}).")
+            entries.append(entry)
         if kind == "user":
             entries.sort(key=lambda e: (e["created"] or "", e["mtime"]), reverse=True)
         else:

@@ -1,10 +1,11 @@
 """The Sweeps area: one button, one chart and one what-to-notice sentence per sweep, measured live on the twins.
 
 Each handler walks the sweep's plan and yields the chart after every point, so it fills in as points finish,
-with the point being measured named under it. Sweeps share the "race" queue with races and, like a race side
-on a built-in model, hold one CPU slot (app/compute.py) while they measure. The points are
-app.sweeps.defaults(), the same as `python -m app bench --only sweeps`. The pass-cost chart (app/pass_cost.py)
-times one forward pass of the twin, and of a Hugging Face model the user names, on this machine.
+with the point being measured named under it. Sweeps have their own queue ("sweep", SWEEP_CONCURRENCY at once), so
+races cannot starve sweeps nor sweeps races; like a race side on a built-in model, a sweep holds one CPU slot
+(app/compute.py, first come first served) while it measures. The points are app.sweeps.defaults(), the same as
+`python -m app bench --only sweeps`. The pass-cost chart (app/pass_cost.py) times one forward pass of the twin,
+and of a Hugging Face model the user names, on this machine.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from app.compute import COMPUTE
 from app.engine.hf import DEVICES
 from app.sources.base import SourceError
 
+SWEEP_CONCURRENCY = 1  # sweeps at once across all users: each holds a CPU slot for minutes
 TITLES = {"steps": "Steps vs quality and time", "length": "Generation length vs time",
           "threshold": "Threshold vs tokens per forward pass and quality"}
 INTRO = ("Each chart is measured live on this machine with the built-in twins: every point runs once per prompt "
@@ -123,8 +125,6 @@ def pass_cost_handler(points: list[int]) -> Callable[[str, str], Iterator[tuple[
 
 def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
     """Builds the Sweeps area inside the open gr.Blocks; `settings` overrides app.sweeps.defaults() (for tests)."""
-    from app.ui.layout import RACE_CONCURRENCY
-
     warning = ""
     try:
         cfg = sweeps.defaults()
@@ -140,7 +140,7 @@ def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
             plot = gr.Plot(label=TITLES[axis], show_label=False, elem_id=f"sweep-{axis}-plot")
             caption = gr.Markdown(f"Not measured yet: press **Run {axis} sweep**.", elem_id=f"sweep-{axis}-note")
         button.click(run_handler(axis, cfg[axis], cfg["prompts"]), outputs=[plot, caption],
-                     concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden",
+                     concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep", show_progress="hidden",
                      api_name=False)
     with gr.Column(elem_id="sweep-pass-cost-area"):
         gr.Markdown(PASS_COST_INTRO)
@@ -153,4 +153,4 @@ def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
         plot = gr.Plot(label="The cost of one forward pass", show_label=False, elem_id="sweep-pass-cost-plot")
         caption = gr.Markdown("Not measured yet: press **Run pass-cost sweep**.", elem_id="sweep-pass-cost-note")
     button.click(pass_cost_handler(list(cfg["pass_cost"]["points"])), inputs=[hf, device], outputs=[plot, caption],
-                 concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden", api_name=False)
+                 concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep", show_progress="hidden", api_name=False)
