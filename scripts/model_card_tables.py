@@ -1,6 +1,6 @@
 """Prints the model card's loss-curve and held-out tables from the twins' training logs (`<twin>.json`).
 
-    python scripts/model_card_tables.py [assets/models] [--every 10]
+    python -m scripts.model_card_tables [assets/models] [--every 10]
 
 Every `--every`-th logged training point is printed (and always the last), so the card's figures are
 read from the logs rather than copied by hand.
@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from app.engine import about
+
 
 def held_out_text(h: dict[str, Any]) -> str:
     """One held-out cell: the AR next-token CE, or the diffusion twin's CE at each masking rate and its nELBO."""
@@ -23,15 +25,19 @@ def held_out_text(h: dict[str, Any]) -> str:
 
 
 def tables(folder: Path, every: int) -> str:
-    """The two markdown tables for both twins."""
+    """The two markdown tables for both twins, each run of a twin that was trained in several runs on its own rows."""
     curve = ["| twin | step | tokens seen | training loss | masked-token CE | wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
     held = ["| twin | step | tokens seen | held-out (nats/token) |", "| --- | ---: | ---: | --- |"]
+    runs = []  # each twin's runs, oldest first: a run that continued another keeps it under previous_run
     for twin in ("ar", "diffusion"):
-        t = json.loads((folder / f"{twin}.json").read_text())["training"]
+        chain = [r for r in reversed(about.chain(json.loads((folder / f"{twin}.json").read_text())["training"]))
+                 if "loss_curve" in r]  # a fork checkpoint logs no run of its own
+        runs += [(twin if len(chain) == 1 else f"{twin} run {i + 1}", t) for i, t in enumerate(chain)]
+    for twin, t in runs:
         points = t["loss_curve"]
         for i, p in enumerate(points):
             if i % every == 0 or i == len(points) - 1:
-                ce = "" if twin == "ar" else f"{p['masked_ce']:.3f}"
+                ce = "" if twin.startswith("ar") else f"{p['masked_ce']:.3f}"
                 curve.append(f"| {twin} | {p['step']} | {p['tokens']:,} | {p['loss']:.3f} | {ce} | {p['seconds']:.0f} |")
         fork = t.get("fork_checkpoint")
         rows = [*t["held_out_curve"], *([{"step": fork["tokens"] // (t["batch"] * t["seq"]), "tokens": fork["tokens"],

@@ -196,8 +196,9 @@ def _plain_prompt(tok: Any, prompt: str) -> list[int]:
 
 
 # The built-in diffusion twin's defaults: LLaDA's (the class defaults, kept for Hugging Face models) with the
-# order, temperature and block length that read best on the twin, chosen on prompts the bench does not use
-# (assets/models/MODEL_CARD.md, "Sampler defaults"): greedy confidence order loops on this small model.
+# order, temperature and block length that read best on the twin (assets/models/MODEL_CARD.md, "Sampler
+# defaults"). Fewer steps would commit 2-3 tokens a pass, but `python -m scripts.choose_twin_defaults` found no such
+# setting whose text the referee rates as well as the previous twin's at these defaults, so they stay.
 TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.5)
 
 
