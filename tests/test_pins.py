@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,8 +16,10 @@ from app.engine.model import random_model
 from app.engine.pins import AR_REFUSAL, resolve_pins
 from app.sources.base import SourceError, make_source
 from tests.hostile import HOSTILE, as_stored
+from app.trace import read_recording
 from tests.test_hf import tiny  # noqa: F401 (the tiny Hugging Face models fixture)
 from tests.test_samplers import PROMPT, config
+from tests.test_ui import ROOT, examples, only_recording, page, server_url, side_text, start, wait_status  # noqa: F401
 
 PINS = {3: 11, 4: 12, 20: 13, 31: 14}
 
@@ -98,3 +101,22 @@ def test_hostile_text_through_the_pin_path_comes_back_as_the_same_text() -> None
         ran += 1
         assert frames[-1].text.startswith(as_stored(text)), name
     assert ran >= len(HOSTILE) // 2
+
+
+@pytest.mark.browser
+def test_a_pinned_ending_stays_in_every_diffusion_frame_of_a_twin_race(page: Any, recordings: Path) -> None:
+    page.locator("#pins textarea").fill("100: The end.")
+    start(page, "Once upon a time")
+    wait_status(page, "done")
+    rec = read_recording(only_recording(recordings))
+    assert list(rec.header["sources"]["left"]["settings"]["pins"]) == ["100: The end."]
+    assert "pins" not in rec.header["sources"]["right"]["settings"]
+    tok = make_source("local-diffusion").tok
+    where = sorted(resolve_pins(tok, ["100: The end."], 128))
+    want = tok.token_strings(tok.encode(" The end."))
+    held = page.evaluate(f"document.querySelector('{ROOT}').convergePlayer.state.sides.left.rows.map(r => r.tok)")
+    assert len(held) == len(rec.frames["left"]) > 2
+    for row, frame in zip(held, rec.frames["left"]):
+        assert [row[p] for p in where] == want == [frame.tokens[p] for p in where]
+    assert " The end." in rec.frames["left"][-1].text
+    assert " The end." in side_text(page, "left", "cv-text")

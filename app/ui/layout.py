@@ -22,6 +22,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from app.engine.about import twins_note  # noqa: E402
+from app.engine.pins import AR_REFUSAL  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
@@ -219,7 +220,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
     cancelled; the run is saved in the visitor's own library."""
     n_left = len(left.inputs())
 
-    def run(request: gr.Request, owner: Any, prompt: str, *values: Any) -> Iterator[tuple[Any, Any]]:
+    def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Iterator[tuple[Any, Any]]:
         visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
         prompt = prompt or ""
@@ -232,6 +233,13 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             return
         lspec, lset, lkey = left.read(list(values[:n_left]))
         rspec, rset, rkey = right.read(list(values[n_left:]))
+        if (pins or "").strip():
+            takers = [st for spec, st in ((lspec, lset), (rspec, rset)) if spec.split(":")[0].endswith("diffusion")]
+            if not takers:
+                yield to_player(message_payload(AR_REFUSAL, run_id)), gr.skip()
+                return
+            for st in takers:
+                st["pins"] = pins
         try:
             race = Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                         secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
@@ -454,6 +462,10 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         with gr.Column(elem_id="controls"):
             prompt = gr.Textbox(label="Prompt", lines=3, elem_id="prompt",
                                 placeholder="Ask something, then press Run.")
+            pins = gr.Textbox(label="Pinned text for the diffusion side: one POSITION:TEXT a line (optional)",
+                              lines=2, elem_id="pins", placeholder="48:The end.",
+                              info="An autoregressive model cannot see text that comes after what it writes, "
+                                   "so it ignores pins and continues the prompt.")
             with gr.Row():
                 controls = {}
                 for side, default in zip(SIDES, defaults):
@@ -503,7 +515,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         left, right = controls["left"], controls["right"]
         view = [table, pick, ids]
         quiet = {"show_progress": "hidden", "api_name": False}
-        race_inputs = [owner, prompt, *left.inputs(), *right.inputs()]
+        race_inputs = [owner, prompt, pins, *left.inputs(), *right.inputs()]
         refresh = as_visitor(policy, library_view)
 
         def start_race(event: Any, api_name: str | bool = False) -> Any:
