@@ -120,3 +120,13 @@ def test_a_pinned_ending_stays_in_every_diffusion_frame_of_a_twin_race(page: Any
         assert [row[p] for p in where] == want == [frame.tokens[p] for p in where]
     assert " The end." in rec.frames["left"][-1].text
     assert " The end." in side_text(page, "left", "cv-text")
+
+
+def test_the_write_the_ending_first_lesson_pins_an_ending_the_diffusion_twin_keeps() -> None:
+    from app.lessons import LESSONS
+
+    lesson = next(x for x in LESSONS if x.title == "Write the ending first")
+    spec, settings = lesson.sources()["left"]
+    src = make_source(spec, **settings, pins=lesson.pins)
+    text = list(src.stream(lesson.prompt, threading.Event()))[-1].text
+    assert lesson.pins.partition(":")[2] in text

@@ -474,7 +474,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
             with gr.Row():
                 run_btn = gr.Button("Run", variant="primary", elem_id="run")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-        wire_lessons = lessons_box(prompt, controls)
+        wire_lessons = lessons_box(prompt, pins, controls)
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
         with gr.Column(elem_id="library-area"):
