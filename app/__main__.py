@@ -70,6 +70,8 @@ def record(argv: list[str]) -> int:
     parser.add_argument("--out", required=True, help="recording file to write (.jsonl)")
     parser.add_argument("--left-settings", default="{}", help="JSON object of settings for the left source")
     parser.add_argument("--right-settings", default="{}", help="JSON object of settings for the right source")
+    parser.add_argument("--pin", action="append", default=[], metavar="POSITION:TEXT",
+                        help="fix TEXT at answer position POSITION of the left (diffusion) side (repeatable)")
     args = parser.parse_args(argv)
     from app.race import record as run_record
 
@@ -78,6 +80,8 @@ def record(argv: list[str]) -> int:
     except ValueError as e:
         print(f"Settings must be JSON objects: {e}.", file=sys.stderr)
         return 2
+    if args.pin:
+        settings["left"]["pins"] = args.pin
     final = run_record(args.prompt, args.left, args.right, args.out, settings=settings)
     failed = False
     for side, entry in final["sides"].items():

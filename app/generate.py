@@ -47,6 +47,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", required=True)
     for flag, (_, text) in OPTIONS.items():
         p.add_argument("--" + flag.replace("_", "-"), dest=flag, default=None, help=text)
+    p.add_argument("--pin", action="append", default=[], metavar="POSITION:TEXT",
+                   help="diffusion: fix TEXT at answer position POSITION before the run (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
     p.add_argument("--trace", action="store_true", help="with --json, include every frame")
     return p
@@ -72,6 +74,8 @@ def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     settings = {OPTIONS[k][0]: v for k, v in vars(args).items() if k in OPTIONS and v is not None}
+    if args.pin:
+        settings["pins"] = args.pin
     try:
         result = run(args.source, args.prompt, settings, keep_frames=args.trace)
     except SourceError as e:

@@ -39,6 +39,7 @@ class Lesson:
     left_settings: dict[str, Any] = field(default_factory=lambda: dict(SHORT))
     right_settings: dict[str, Any] = field(default_factory=lambda: dict(AR64))
     prompt: str = STORY
+    pins: str = ""  # the page's pins box (one POSITION:TEXT a line); only the diffusion side uses it
 
     def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings before the change."""
@@ -204,6 +205,18 @@ LESSONS: list[Lesson] = [
         left=f"replay:{MERCURY_EXAMPLE_ID}", right="local-diffusion",
         left_settings={}, right_settings={**SHORT, "block_length": 64},
         prompt="Explain what a diffusion language model is, in one paragraph.",
+    ),
+    Lesson(
+        title="Write the ending first",
+        text="The last words of the left answer are pinned before the run: the diffusion twin sees them from the "
+             "first step and writes the story towards them, because it conditions on both sides of every masked "
+             "position. The AR twin cannot: it only sees what comes before the token it writes, so it just "
+             "continues the prompt.",
+        point=part("panel-left"), look="the end of the left panel, where the pinned words sit from the first frame",
+        try_it="Make the left side one block of 64 and run again: the whole canvas is open at once, so the "
+               "model can fill in from the ending backwards as easily as from the prompt forwards.",
+        try_side="left", try_settings={"block_length": 64},
+        pins="56: The end.",
     ),
 ]
 

@@ -51,17 +51,17 @@ def app_url() -> Iterator[str]:
 
 
 def race_args(api: dict[str, Any], prompt: str, sides: dict[str, tuple[str, str, dict[str, Any]]]) -> list[Any]:
-    """The /race endpoint's arguments: the prompt, then per side its kind, argument, key and every kind's settings
-    (defaults, except those given), in the order the page builds them."""
+    """The /race endpoint's arguments: the prompt, the pins (none), then per side its kind, argument, key and every
+    kind's settings (defaults, except those given), in the order the page builds them."""
     load_plugins()
     args = [p["parameter_default"] if p.get("parameter_has_default") else "" for p in api["parameters"]]
-    args[0] = prompt
+    args[0], args[1] = prompt, ""
     order = [(prefix, name) for prefix, kind in REGISTRY.items() for name in kind.settings]
     width = 3 + len(order)
-    assert len(args) == 1 + 2 * width, "the race endpoint's inputs changed shape"
+    assert len(args) == 2 + 2 * width, "the race endpoint's inputs changed shape"
     for n, side in enumerate(SIDES):
         kind, arg, settings = sides[side]
-        at = 1 + n * width
+        at = 2 + n * width
         args[at:at + 3] = [kind, arg, ""]
         for name, value in settings.items():
             args[at + 3 + order.index((kind, name))] = value

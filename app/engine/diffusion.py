@@ -37,7 +37,8 @@ class DiffusionSettings:
     takes the keys/values right of the block from the block-start refresh, so a step recomputes only the
     block (Fast-dLLM's DualCache: exact at each block's first step, approximate after). lookahead > 0 feeds the model only
     that many masked positions right of the current block (0: the whole answer, so the model knows its length);
-    a short lookahead makes a step's cost independent of the answer length.
+    a short lookahead makes a step's cost independent of the answer length. pins are text fixed at answer
+    positions before the run; the source turns them into token ids with its tokenizer.
     """
 
     gen_length: int = 128
@@ -54,6 +55,7 @@ class DiffusionSettings:
     dual_cache: bool = True
     lookahead: int = 0
     seed: int = 0
+    pins: tuple[str, ...] = ()  # "POSITION:TEXT" fixed before the run (app/engine/pins.py)
 
     def validate(self) -> "DiffusionSettings":
         """Checks the ranges; raises SourceError naming the fix. Returns self for chaining."""
@@ -171,8 +173,11 @@ def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
 
 
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
-             cancel: threading.Event | None = None) -> Iterator[Step]:
+             cancel: threading.Event | None = None, pins: dict[int, int] | None = None) -> Iterator[Step]:
     """Yields the all-masked start, then one Step per forward pass; the last has done=True.
+
+    `pins` ({answer position: token id}, app/engine/pins.py) are given from the start: never masked,
+    committed or remasked, so the model writes around them (infilling).
 
     nfe counts every call of the network. With the prefix cache and a model that offers `refresh`, each
     block starts with one pass over the whole sequence that both refreshes the cache and gives the block's
@@ -185,6 +190,10 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     x = np.concatenate([prompt, np.full(L, model.mask_id, dtype=np.int64)])
     masked = np.ones(L, dtype=bool)
     conf = np.zeros(L, dtype=np.float64)
+    pinned = np.zeros(L, dtype=bool)
+    for pos, token in (pins or {}).items():
+        x[P + pos], masked[pos], conf[pos], pinned[pos] = token, False, 1.0, True
+    last_pin = int(np.flatnonzero(pinned)[-1]) if pinned.any() else 0
     n_blocks = L // B
     nfe = step = refreshes = 0
     dual = s.prefix_cache and s.dual_cache and "stop" in inspect.signature(model.logits).parameters
@@ -217,6 +226,7 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
             logits = np.asarray(logits)[:, : model.vocab_size]
             z = logits[: hi - lo].astype(np.float64)  # the block's rows: the only ones that can commit
             z[:, model.mask_id] = -np.inf
+            z[: max(0, min(hi, last_pin) - lo), model.eos_id] = -np.inf  # the answer cannot end before its pins
             probs = np.exp(z - z.max(axis=-1, keepdims=True))
             probs /= probs.sum(axis=-1, keepdims=True)
             if s.temperature > 0:  # Gumbel-max in float64 (LLaDA: low precision noise hurts quality)
@@ -252,7 +262,7 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
 
             reopened = np.array([], dtype=np.int64)
             if s.remask > 0 and budget - j > 1:
-                earlier = np.setdiff1d(np.flatnonzero(~masked[lo:hi]) + lo, commit)
+                earlier = np.setdiff1d(np.flatnonzero(~masked[lo:hi] & ~pinned[lo:hi]) + lo, commit)
                 chance = s.remask * (1.0 - conf[earlier])
                 reopened = earlier[rng.random(len(earlier)) < chance]
                 x[P + reopened] = model.mask_id

@@ -17,6 +17,7 @@ import numpy as np
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import SCORINGS, DiffusionSettings
+from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
 from app.sources.base import SourceError, SourceKind, register
 from app.trace import Clock, Frame, clean_text
 
@@ -37,11 +38,17 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None) -> A
     defaults = base if base is not None else cls()
     out: dict[str, Any] = {}
     for key, value in given.items():
+        if key == "pins" and key not in fields:  # an AR source: no pins is fine, any pin is refused
+            if as_pins(value):
+                raise SourceError(AR_REFUSAL)
+            continue
         if key not in fields:
             raise SourceError(f"{source} has no setting {key!r}; its settings are: {', '.join(fields)}.")
         default = getattr(defaults, key)
         try:
-            if key in OPTIONAL:  # threshold, factor: 0 or "off" turns them off
+            if key == "pins":
+                out[key] = as_pins(value)
+            elif key in OPTIONAL:  # threshold, factor: 0 or "off" turns them off
                 out[key] = None if value in OFF or float(value) == 0 else float(value)
             elif isinstance(default, bool):
                 text = str(value).strip().lower()
@@ -70,6 +77,15 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None) -> A
             blocks = s.gen_length // s.block_length if s.gen_length % s.block_length == 0 else 1
             s.steps = max(blocks, min(s.gen_length, round(s.gen_length * defaults.steps / defaults.gen_length)))
     return s.validate()
+
+
+def as_pins(value: Any) -> tuple[str, ...]:
+    """Pins from the CLI (a list) or the page (one "POSITION:TEXT" a line), each checked for its form."""
+    items = value.splitlines() if isinstance(value, str) else list(value or ())
+    pins = tuple(clean_text(str(v)) for v in items if str(v).strip())
+    for spec in pins:
+        parse_pin(spec)
+    return pins
 
 
 def _strings(tok: Any, ids: np.ndarray, show: np.ndarray, eos_id: int) -> list[str]:
@@ -136,7 +152,8 @@ def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool)
 def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSettings,
                      cancel: threading.Event, clock: Clock, defer: bool = False) -> Iterator[Frame]:
     """Runs the diffusion sampler and turns each Step into a Frame (the last cut at end-of-text, with text)."""
-    for st in diffusion.generate(model, prompt_ids, s, cancel):
+    pins = resolve_pins(tok, s.pins, s.gen_length)
+    for st in diffusion.generate(model, prompt_ids, s, cancel, pins):
         build = functools.partial(_diffusion_fields, tok, st, model.eos_id, len(prompt_ids))
         yield _framed(clock(), st, build, defer)
 

@@ -25,6 +25,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from app.engine.about import twins_note  # noqa: E402
+from app.engine.pins import AR_REFUSAL  # noqa: E402
 from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
@@ -260,7 +261,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
     cancelled; the run is saved in the visitor's own library."""
     n_left = len(left.inputs())
 
-    def run(request: gr.Request, owner: Any, prompt: str, *values: Any) -> Iterator[tuple[Any, Any]]:
+    def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Iterator[tuple[Any, Any]]:
         visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
         prompt = prompt or ""
@@ -273,6 +274,13 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             return
         lspec, lset, lkey = left.read(list(values[:n_left]))
         rspec, rset, rkey = right.read(list(values[n_left:]))
+        if (pins or "").strip():
+            takers = [st for spec, st in ((lspec, lset), (rspec, rset)) if spec.split(":")[0].endswith("diffusion")]
+            if not takers:
+                yield to_player(message_payload(AR_REFUSAL, run_id)), gr.skip()
+                return
+            for st in takers:
+                st["pins"] = pins
         try:
             race = Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                         secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
@@ -483,6 +491,11 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                 gr.Examples([[p] for p in EXAMPLE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
                             example_labels=list(EXAMPLE_PROMPTS), elem_id="prompt-examples",
                             examples_per_page=len(EXAMPLE_PROMPTS))
+                with gr.Accordion("Pinned text (diffusion side)", open=False, elem_id="pins-box"):
+                    pins = gr.Textbox(label="One POSITION:TEXT a line (optional)", lines=2, elem_id="pins",
+                                      placeholder="48:The end.",
+                                      info="An autoregressive model cannot see text that comes after what it "
+                                           "writes, so it ignores pins and continues the prompt.")
             controls = {}
             for side, default in zip(SIDES, defaults):
                 with gr.Column(scale=3, min_width=220):
@@ -492,7 +505,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
-        wire_lessons = lessons_box(prompt, controls)
+        wire_lessons = lessons_box(prompt, pins, controls)
         headline, details = twins_note()
         with gr.Accordion(headline, open=False, elem_id="twins-about"):
             gr.Markdown(details)
@@ -539,7 +552,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         left, right = controls["left"], controls["right"]
         view = [table, pick, ids]
         quiet = {"show_progress": "hidden", "api_name": False}
-        race_inputs = [owner, prompt, *left.inputs(), *right.inputs()]
+        race_inputs = [owner, prompt, pins, *left.inputs(), *right.inputs()]
         refresh = as_visitor(policy, library_view)
 
         def start_race(event: Any, api_name: str | bool = False) -> Any:

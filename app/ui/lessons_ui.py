@@ -70,7 +70,7 @@ def control_outputs(controls: dict[str, Any]) -> list[Any]:
     return out
 
 
-def lessons_box(prompt: Any, controls: dict[str, Any]) -> Callable[[Callable[[Any], Any]], list[Any]]:
+def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]) -> Callable[[Callable[[Any], Any]], list[Any]]:
     """Builds the lessons accordion where it is called, inside the open Blocks. Returns `wire(start_race)`,
     to call once the player exists: `start_race(event)` chains a race after an event and returns the race
     event; `wire` returns the race events it started, for Stop to cancel."""
@@ -90,7 +90,8 @@ def lessons_box(prompt: Any, controls: dict[str, Any]) -> Callable[[Callable[[An
 
     def setup(i: int) -> list[Any]:
         lesson = LESSONS[int(i)]
-        return [gr.update(value=lesson.prompt), *control_values(lesson.sources(), controls)]
+        return [gr.update(value=lesson.prompt), gr.update(value=lesson.pins),
+                *control_values(lesson.sources(), controls)]
 
     def change(i: int) -> list[Any]:
         return change_values(LESSONS[int(i)], controls)
@@ -100,7 +101,7 @@ def lessons_box(prompt: Any, controls: dict[str, Any]) -> Callable[[Callable[[An
             .then(fn=None, js=spotlight, inputs=[pick], **quiet)
         prev_btn.click(lambda i: max(0, int(i) - 1), inputs=[pick], outputs=[pick], **quiet)
         next_btn.click(lambda i: min(len(LESSONS) - 1, int(i) + 1), inputs=[pick], outputs=[pick], **quiet)
-        ran = start_race(run_btn.click(setup, inputs=[pick], outputs=[prompt, *outputs], **quiet)
+        ran = start_race(run_btn.click(setup, inputs=[pick], outputs=[prompt, pins, *outputs], **quiet)
                          .then(fn=None, js=spotlight, inputs=[pick], **quiet))
         tried = start_race(try_btn.click(change, inputs=[pick], outputs=outputs, **quiet)
                            .then(fn=None, js=spotlight, inputs=[pick], **quiet))
