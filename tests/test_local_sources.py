@@ -178,19 +178,13 @@ def test_the_shipped_twins_tell_a_story_with_their_default_settings() -> None:
 
 
 def test_the_frames_report_every_call_of_the_network_as_a_pass_and_count_the_refreshes(tok) -> None:
+    from tests.test_samplers import network_calls
+
     model = tiny(tok, causal=False)
-    calls = 0
-    hidden = model.net.hidden
-
-    def counting(*args, **kwargs):
-        nonlocal calls
-        calls += 1
-        return hidden(*args, **kwargs)
-
-    model.net.hidden = counting  # type: ignore[method-assign]
     s = DiffusionSettings(gen_length=32, steps=16, block_length=8, threshold=None, stop_at_eos=False)
-    frames = list(source(tok, model, s).stream("Once upon a time", threading.Event()))
-    assert frames[-1].nfe == calls == 16
+    with network_calls(model) as calls:
+        frames = list(source(tok, model, s).stream("Once upon a time", threading.Event()))
+    assert frames[-1].nfe == calls[0] == 16
     assert frames[-1].refreshes == 4  # one per block, each also the block's first step
     assert Frame.from_json(frames[-1].to_json()).refreshes == 4
 

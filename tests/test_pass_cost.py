@@ -17,7 +17,7 @@ import pytest
 
 from app import pass_cost
 from app.sources.base import SourceError
-from tests.pages import browser_tab, serve_page
+from tests.pages import browser_tab
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_TWINS = all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
@@ -119,13 +119,10 @@ def test_the_bench_sweeps_section_reports_the_pass_cost_points_and_their_note(tm
 
 @pytest.fixture
 def sweeps_url() -> Iterator[str]:
-    import gradio as gr
+    """The Sweeps area, timing passes of 1, 4 and 16 positions."""
+    from tests.test_sweeps import serve_sweeps
 
-    from app.ui.sweeps_tab import sweeps_tab
-
-    with gr.Blocks(analytics_enabled=False) as demo:
-        sweeps_tab({"pass_cost": {"points": [1, 4, 16]}})
-    with serve_page(demo) as url:
+    with serve_sweeps({"pass_cost": {"points": [1, 4, 16]}}) as url:
         yield url
 
 

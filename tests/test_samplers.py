@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from typing import Iterator
+
 import numpy as np
 import pytest
 
@@ -136,22 +139,28 @@ def test_dual_cache_recomputes_only_the_block_and_is_exact_at_each_blocks_first_
     assert seen == [8] * 12 and not steps[-1].masked.any()
 
 
-@pytest.mark.parametrize("cache", [dict(prefix_cache=False), dict(dual_cache=False), dict(dual_cache=True)])
-def test_forward_passes_count_every_call_of_the_network(mlm, cache) -> None:
-    calls = 0
-    hidden = mlm.net.hidden
+@contextlib.contextmanager
+def network_calls(model) -> Iterator[list[int]]:
+    """Counts every call of a numpy twin's network (`net.hidden`) while the block runs: [count]."""
+    calls = [0]
+    hidden = model.net.hidden
 
     def counting(*args, **kwargs):
-        nonlocal calls
-        calls += 1
+        calls[0] += 1
         return hidden(*args, **kwargs)
 
-    mlm.net.hidden = counting  # type: ignore[method-assign]
+    model.net.hidden = counting
     try:
-        steps = run(mlm, gen_length=32, steps=16, block_length=8, **cache)
+        yield calls
     finally:
-        del mlm.net.hidden
-    assert calls == steps[-1].nfe == len(steps) - 1
+        del model.net.hidden
+
+
+@pytest.mark.parametrize("cache", [dict(prefix_cache=False), dict(dual_cache=False), dict(dual_cache=True)])
+def test_forward_passes_count_every_call_of_the_network(mlm, cache) -> None:
+    with network_calls(mlm) as calls:
+        steps = run(mlm, gen_length=32, steps=16, block_length=8, **cache)
+    assert calls[0] == steps[-1].nfe == len(steps) - 1
     assert steps[-1].refreshes == (0 if cache.get("prefix_cache") is False else 4)
 
 

@@ -6,6 +6,7 @@ Every run here is tiny (one short prompt, lengths of 8 to 16 tokens); no test as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -157,16 +158,23 @@ def test_bench_sweeps_section_measures_the_same_rows_as_the_sweep_functions() ->
         assert out[axis]["note"] == sweeps.note(axis, there) != ""
 
 
-@pytest.fixture
-def sweeps_url() -> Iterator[str]:
-    """A small page holding only the Sweeps area, with tiny points, served in this process."""
+@contextlib.contextmanager
+def serve_sweeps(config: dict[str, Any]) -> Iterator[str]:
+    """A small page holding only the Sweeps area, with `config`'s points, served in this process."""
     import gradio as gr
 
     from app.ui.sweeps_tab import sweeps_tab
 
     with gr.Blocks(analytics_enabled=False) as demo:
-        sweeps_tab(TINY)
+        sweeps_tab(config)
     with serve_page(demo) as url:
+        yield url
+
+
+@pytest.fixture
+def sweeps_url() -> Iterator[str]:
+    """The Sweeps area with tiny points."""
+    with serve_sweeps(TINY) as url:
         yield url
 
 

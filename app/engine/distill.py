@@ -43,7 +43,7 @@ def write_batch(model: TorchTransformer, openings: list[list[int]], max_len: int
     """Continues each opening (which starts with end-of-text, the engine's beginning token) to end-of-text
     or `max_len` positions, sampling at `temperature` (0: greedy). Returns the new tokens of each row,
     the end-of-text included when written. Openings of one batch must have equal length."""
-    B, P = len(openings), len(openings[0])
+    B = len(openings)
     x = torch.tensor(openings, dtype=torch.long)
     H = model.h[0].n_head
     C = model.wte.weight.shape[1]
