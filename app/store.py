@@ -22,6 +22,11 @@ OWNERS = "visitors"  # the subfolder of recordings_dir() that holds each owner's
 KINDS = ("user", "example")
 SUFFIX = ".jsonl"
 MAX_NAME = 120
+# disk bounds for visitors of a served page: each owner keeps their newest runs within these, and all owners
+# together stay within the last; the oldest files go first (a finished recording is never needed to run a race)
+OWNER_MAX_FILES = 100
+OWNER_MAX_BYTES = 256 * 2**20
+VISITORS_MAX_BYTES = 2 * 2**30
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 
 
@@ -103,3 +108,35 @@ def locate(entry_id: str, owner: str | None = None) -> Path:
     if not path.is_file():
         raise SourceError(f"There is no recording called {name} any more; refresh the list.")
     return path
+
+
+def _oldest_first(files: list[Path]) -> list[tuple[Path, int]]:
+    """(file, size) of those still there, oldest modification first."""
+    found = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        found.append((st.st_mtime, f, st.st_size))
+    return [(f, size) for _, f, size in sorted(found)]
+
+
+def _drop_oldest(files: list[Path], max_files: int, max_bytes: int, room: int = 1) -> None:
+    """Deletes the oldest of `files` until `room` more files fit within max_files and max_bytes."""
+    kept = _oldest_first(files)
+    total = sum(size for _, size in kept)
+    while kept and (len(kept) + room > max_files or total > max_bytes):
+        f, size = kept.pop(0)
+        f.unlink(missing_ok=True)
+        total -= size
+
+
+def make_room(owner: str | None) -> None:
+    """Before a visitor's new recording: their folder keeps its newest OWNER_MAX_FILES - 1 files within
+    OWNER_MAX_BYTES, and all visitors' folders stay within VISITORS_MAX_BYTES. Nothing for the shared library,
+    which belongs to whoever runs the page on their own machine."""
+    if owner is None:
+        return
+    _drop_oldest(list(user_dir(owner).glob(f"*{SUFFIX}")), OWNER_MAX_FILES, OWNER_MAX_BYTES)
+    _drop_oldest(list((recordings_dir() / OWNERS).glob(f"*/*{SUFFIX}")), 10**9, VISITORS_MAX_BYTES, room=0)

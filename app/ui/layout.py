@@ -31,7 +31,7 @@ from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
-from app.store import user_dir  # noqa: E402
+from app.store import make_room, user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library, scratch  # noqa: E402
 from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
@@ -282,6 +282,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             for st in takers:
                 st["pins"] = pins
         try:
+            make_room(visitor.owner)
             race = Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                         secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
                         folder=user_dir(visitor.owner))
@@ -415,6 +416,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
     if not visitor.policy.can("upload"):
         return (gr.skip(),) * 5 + ("Uploading recordings is off on this server.", None)
     try:
+        make_room(visitor.owner)
         new_id = library.save_upload(path, Path(path).name, visitor.owner)
     except (SourceError, OSError) as e:
         return (gr.skip(),) * 5 + (_error_text(e), None)
