@@ -244,7 +244,8 @@ def test_clicking_a_token_shows_its_commits_confidence_and_candidates(tab: Any, 
     assert "masked" in tab.text_content(f"{ROOT} .cv-insp-now")
     tab.keyboard.press("Escape")
     tab.wait_for_selector(f"{ROOT} .cv-inspector[data-open=false]")
-    assert tab.query_selector(f"{ROOT} .cv-text .cv-sel") is None
+    # the selection's mark goes with the next paint, which may come after the inspector closed
+    tab.wait_for_function(f"() => document.querySelector('{ROOT} .cv-text .cv-sel') === null")
 
 
 @pytest.mark.browser
