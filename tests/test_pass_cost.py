@@ -129,18 +129,15 @@ def sweeps_url() -> Iterator[str]:
 @pytest.mark.browser
 @needs_twins
 def test_the_pass_cost_button_fills_its_chart_and_a_sentence_from_the_points(browser: Any, sweeps_url: str) -> None:
+    from tests.test_sweeps import press_sweep
+
     with browser_tab(browser, sweeps_url, height=1000) as tab:
-        note = "#sweep-pass-cost-note"
-        tab.wait_for_selector(f"{note} >> text=Not measured yet")
-        tab.click("#sweep-pass-cost")
-        tab.wait_for_function(f"document.querySelector('{note}').textContent.includes('What to notice')")
-        graph = "#sweep-pass-cost-plot .js-plotly-plot"
-        tab.wait_for_function(f"document.querySelector('{graph}')?.data?.[0]?.x?.length === 3")
-        traces = tab.evaluate(f"() => document.querySelector('{graph}').data.map(t => [t.name, t.x, t.y])")
+        traces, text = press_sweep(tab, "pass-cost", "d[0]?.x?.length === 3")
         assert [t[:2] for t in traces] == [[pass_cost.TWIN, [1, 4, 16]]]
         ms = dict(zip(traces[0][1], traces[0][2]))
-        assert f"a 16-token pass costs {ms[16] / ms[1]:.1f}x a 1-token pass" in tab.inner_text(note)
+        assert f"a 16-token pass costs {ms[16] / ms[1]:.1f}x a 1-token pass" in text
         tab.fill("#sweep-pass-cost-hf textarea, #sweep-pass-cost-hf input", "gpt2")
         tab.click("#sweep-pass-cost")
+        note = "#sweep-pass-cost-note"
         tab.wait_for_function(f"document.querySelector('{note}').textContent.includes('could not run')")
         assert "Name a Hugging Face source such as hf-ar:MODEL" in tab.inner_text(note)

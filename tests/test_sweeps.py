@@ -178,19 +178,24 @@ def sweeps_url() -> Iterator[str]:
         yield url
 
 
+def press_sweep(tab: Any, axis: str, drawn: str) -> tuple[list[list[Any]], str]:
+    """Presses a sweep's button on a fresh Sweeps area and waits until its note says what to notice and the chart
+    meets `drawn` (a JS condition on the Plotly data `d`); returns each trace's [name, x, y] and the note."""
+    note, graph = f"#sweep-{axis}-note", f"#sweep-{axis}-plot .js-plotly-plot"
+    tab.wait_for_selector(f"{note} >> text=Not measured yet")
+    tab.click(f"#sweep-{axis}")
+    tab.wait_for_function(f"document.querySelector('{note}').textContent.includes('What to notice')")
+    tab.wait_for_function(f"(d => !!d && ({drawn}))(document.querySelector('{graph}')?.data)")
+    tab.wait_for_selector(f"{graph} svg.main-svg")
+    traces = tab.evaluate(f"() => document.querySelector('{graph}').data.map(t => [t.name, t.x, t.y])")
+    return traces, tab.inner_text(note)
+
+
 @pytest.mark.browser
 @needs_twins
 def test_a_sweep_button_fills_its_chart_and_note_in_the_browser(browser: Any, sweeps_url: str) -> None:
     with browser_tab(browser, sweeps_url, height=1000) as tab:
-        note = "#sweep-steps-note"
-        tab.wait_for_selector(f"{note} >> text=Not measured yet")
-        tab.click("#sweep-steps")
-        tab.wait_for_function(f"document.querySelector('{note}').textContent.includes('What to notice')")
-        graph = "#sweep-steps-plot .js-plotly-plot"
-        tab.wait_for_function(f"document.querySelector('{graph}')?.data?.length === 4")
-        tab.wait_for_selector(f"{graph} svg.main-svg")
-        traces = tab.evaluate(f"() => document.querySelector('{graph}').data.map(t => [t.name, t.x])")
-        assert traces[0] == ["diffusion twin", [2, 4]] and traces[1][0] == "AR twin (KV cache), same length"
-        text = tab.inner_text(note)
+        traces, text = press_sweep(tab, "steps", "d.length === 4")
+        assert traces[0][:2] == ["diffusion twin", [2, 4]] and traces[1][0] == "AR twin (KV cache), same length"
         assert "From 2 to 4 steps for answers of 8 tokens" in text
         assert tab.inner_text("#sweep-length-note").startswith("Not measured yet")
