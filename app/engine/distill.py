@@ -6,7 +6,8 @@ Kim and Rush (2016) and Mask-Predict (Ghazvininejad et al. 2019) made parallel d
 non-autoregressive model on a teacher's outputs instead of the original text: the teacher's text has lower
 entropy, so many positions become predictable at once. Openings are the first few tokens of training
 stories (the held-out stories are never used); each story is written at a low temperature in batches with a
-key/value cache, and ends at the teacher's end-of-text or at the length limit.
+key/value cache, and ends at the teacher's end-of-text or at the length limit. The file is rewritten every ten
+batches, so a run stopped early keeps what it wrote.
 """
 
 from __future__ import annotations
@@ -125,15 +126,23 @@ def main(argv: list[str] | None = None) -> dict:
                 stream.append(eos_id)
         if b % 10 == 0 or b == n_batches - 1:
             print(json.dumps({"batch": b + 1, "of": n_batches, "tokens": len(stream), "seconds": round(time.time() - t0, 1)}), flush=True)
+            if b < n_batches - 1:  # every tenth batch: a stopped run keeps the stories written so far
+                save(args, argv, stream, story_starts, time.time() - t0)
+    return save(args, argv, stream, story_starts, time.time() - t0)
+
+
+def save(args: argparse.Namespace, argv: list[str] | None, stream: list[int], story_starts: list[int],
+         seconds: float) -> dict:
+    """Writes the stories so far, with how they were made, to args.out; returns those stats."""
     stats = {
         "teacher": Path(args.teacher).name, "stories": len(story_starts), "tokens": len(stream),
-        "temperatures": args.temperatures, "opening_tokens": args.opening, "seconds": round(time.time() - t0, 1),
+        "temperatures": args.temperatures, "opening_tokens": args.opening, "seconds": round(seconds, 1),
         "threads": args.threads,
         "command": "python -m app.engine.distill " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
     }
-    np.savez(args.out, tokens=np.array(stream, dtype=np.int64), starts=np.array(story_starts, dtype=np.int64),
-             stats=json.dumps(stats))
-    print("done", json.dumps(stats), flush=True)
+    with open(args.out, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
+        np.savez(f, tokens=np.array(stream, dtype=np.int64), starts=np.array(story_starts, dtype=np.int64),
+                 stats=json.dumps(stats))
     return stats
 
 
