@@ -208,7 +208,7 @@ def twins_section(models_dir: str | Path | None = None, prompts: tuple[str, ...]
     the referee (an AR model trained with another seed that taught neither twin); the most parallel setting the
     defaults were chosen from beside them; and both twins alone on the first prompt a new user tries."""
     from app.engine.parallel import decode_order, summarise
-    from app.engine.measure import distinct2, nll, timed
+    from app.engine.measure import distinct2, mean, nll, timed
     from app.engine import autoregressive, diffusion
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
     from app.sources.local import twin
@@ -222,35 +222,33 @@ def twins_section(models_dir: str | Path | None = None, prompts: tuple[str, ...]
         return {"skipped": str(e)}
     ids = [tok.encode(p) for p in prompts]
 
+    def judged(answers: list[list[int]], secs: list[float]) -> dict[str, Any]:
+        """Referee perplexity pooled over the answers' tokens, distinct-2, seconds and the first six texts."""
+        texts = [tok.decode(a) for a in answers]
+        tokens = sum(len(a) for a in answers)
+        nlls = sum(nll(referee, p, a) for p, a in zip(ids, answers))
+        return {"answer_tokens": tokens, "referee_ppl": round(float(np.exp(nlls / tokens)), 2),
+                "distinct2": mean([distinct2(t) for t in texts]), "seconds_mean": round(float(np.mean(secs)), 3),
+                "seconds_worst": round(max(secs), 3), "samples": texts[:6]}
+
     def diffusion_runs(s: DiffusionSettings) -> dict[str, Any]:
-        runs, nlls, d2, secs, texts = [], 0.0, [], [], []
+        runs, answers, secs = [], [], []
         for p in ids:
             steps, sec = timed(lambda: list(diffusion.generate(dm, p, s)))
-            r = decode_order(steps, s.block_length, dm.eos_id)
-            answer = [int(i) for i in steps[-1].ids[: r["answer_tokens"]]]
-            runs.append(r)
-            nlls += nll(referee, p, answer)
-            texts.append(tok.decode(answer))
-            d2.append(distinct2(texts[-1]))
+            runs.append(decode_order(steps, s.block_length, dm.eos_id))
+            answers.append([int(i) for i in steps[-1].ids[: runs[-1]["answer_tokens"]]])
             secs.append(sec)
-        tokens = sum(r["answer_tokens"] for r in runs)
-        return {"settings": s.to_json(), **summarise(runs), "answer_tokens": tokens,
-                "referee_ppl": round(float(np.exp(nlls / tokens)), 2), "distinct2": round(float(np.mean([d for d in d2 if d is not None])), 3),
-                "seconds_mean": round(float(np.mean(secs)), 3), "seconds_worst": round(max(secs), 3), "samples": texts[:6]}
+        return {"settings": s.to_json(), **summarise(runs), **judged(answers, secs)}
 
     def ar_runs(s: ARSettings) -> dict[str, Any]:
-        nlls, tokens, d2, secs, texts, passes = 0.0, 0, [], [], [], 0
+        lasts, secs = [], []
         for p in ids:
             last, sec = timed(lambda: list(autoregressive.generate(am, p, s))[-1])
-            nlls += nll(referee, p, last.ids)
-            tokens += len(last.ids)
-            passes += last.nfe
-            texts.append(tok.decode(last.ids))
-            d2.append(distinct2(texts[-1]))
+            lasts.append(last)
             secs.append(sec)
-        return {"settings": s.to_json(), "answer_tokens_per_pass": round(tokens / passes, 2), "answer_tokens": tokens,
-                "referee_ppl": round(float(np.exp(nlls / tokens)), 2), "distinct2": round(float(np.mean([d for d in d2 if d is not None])), 3),
-                "seconds_mean": round(float(np.mean(secs)), 3), "seconds_worst": round(max(secs), 3), "samples": texts[:6]}
+        tokens, passes = sum(len(x.ids) for x in lasts), sum(x.nfe for x in lasts)
+        return {"settings": s.to_json(), "answer_tokens_per_pass": round(tokens / passes, 2),
+                **judged([x.ids for x in lasts], secs)}
 
     race_ids = tok.encode(RACE_PROMPT)
     race: dict[str, Any] = {"prompt": RACE_PROMPT}
