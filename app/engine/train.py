@@ -200,7 +200,7 @@ def ar_loss(model: TorchTransformer, x: torch.Tensor) -> torch.Tensor:
 def diffusion_loss(
     model: TorchTransformer, x: torch.Tensor, mask_id: int, gen: torch.Generator,
     t: torch.Tensor | None = None, max_weight: float = 10.0, prefix_frac: float = 0.0,
-    block_frac: float = 0.0, blocks: tuple[int, ...] = (16, 32),
+    block_frac: float = 0.0, blocks: tuple[int, ...] = (16, 32), certainty: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Masked-diffusion loss (MDLM/LLaDA): mask each position 1..T-1 with probability t (one t per
     sequence, stratified across the batch unless given), cross-entropy on masked positions weighted
@@ -213,6 +213,9 @@ def diffusion_loss(
     (block diffusion, BD3-LM): a clean prefix of random length, one block (a length from `blocks`) masked
     with probability t, and everything after it masked; their loss is on the block's masked positions
     only, averaged over the block, since those are the only positions the sampler commits from.
+    With `certainty` (dParallel's certainty forcing), the loss adds that weight times the mean entropy of the
+    sharpened prediction (softmax of logits / 0.5) at the scored positions the model already gets right, so it
+    becomes sure of them sooner, several at a time, and a confidence threshold commits them together.
     Returns (weighted loss, mean unweighted CE on masked tokens)."""
     B, T = x.shape
     if t is None:
@@ -244,6 +247,11 @@ def diffusion_loss(
     m = scored[:, 1:].float()
     weight = (1.0 / t).clamp(max=max_weight)[:, None]
     loss = ((ce * m * weight).sum(dim=1) / per_row).mean()
+    if certainty > 0:
+        right = (logits.argmax(dim=-1) == x[:, 1:]).float() * m
+        logp = F.log_softmax(logits.float() / 0.5, dim=-1)
+        entropy = -(logp.exp() * logp).sum(dim=-1)
+        loss = loss + certainty * (entropy * right).sum() / right.sum().clamp(min=1)
     return loss, (ce * m).sum() / m.sum().clamp(min=1)
 
 
@@ -326,6 +334,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--prefix-frac", type=float, default=0.5, help="diffusion: share of sequences with a clean prefix of random length")
     ap.add_argument("--block-frac", type=float, default=0.0, help="diffusion: share of sequences laid out as the block "
                     "sampler sees them (clean prefix, one block masked at rate t, everything after masked)")
+    ap.add_argument("--certainty", type=float, default=0.0, help="diffusion: weight of dParallel's certainty forcing "
+                    "(entropy of the sharpened prediction at masked positions the model gets right)")
     ap.add_argument("--pad-frac", type=float, default=0.0, help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     ap.add_argument("--val-windows", type=int, default=64)
@@ -422,7 +432,8 @@ def main(argv: list[str] | None = None) -> dict:
             if args.twin == "ar":
                 loss = ce = ar_loss(model, x)
             else:
-                loss, ce = diffusion_loss(model, x, mask_id, gen, prefix_frac=args.prefix_frac, block_frac=args.block_frac)
+                loss, ce = diffusion_loss(model, x, mask_id, gen, prefix_frac=args.prefix_frac,
+                                          block_frac=args.block_frac, certainty=args.certainty)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -458,7 +469,9 @@ def main(argv: list[str] | None = None) -> dict:
         f"masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift; "
         f"{args.prefix_frac:.0%} of sequences keep a clean prefix of random length"
         + (f"; {args.block_frac:.0%} laid out as the block sampler sees them (clean prefix, a block of 16 or 32 "
-           "masked at rate t, the rest masked; loss on the block)" if args.block_frac else ""),
+           "masked at rate t, the rest masked; loss on the block)" if args.block_frac else "")
+        + (f"; certainty forcing (dParallel) weight {args.certainty}: entropy of softmax(logits / 0.5) at masked "
+           "positions predicted right" if args.certainty else ""),
         "pad_frac": args.pad_frac,
         "init": init_note,
         "params": n_params,
