@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine.base import MaskedLM
+from app.engine.commit_filter import features
 from app.sources.base import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
@@ -30,6 +31,8 @@ class DiffusionSettings:
     threshold / factor (Fast-dLLM): besides the scheduled minimum, also commit every masked position in the
     block whose confidence is at least `threshold` (or the largest n whose n-th best confidence is >= 1 - factor/(n+1)),
     whichever `scoring` orders the scheduled commits.
+    filter (Learn2PD): also commit every masked position of the block that the model's learned commit filter
+    scores at least this sure (app/engine/commit_filter.py; the built-in diffusion twin ships one).
     remask (ReMDM): each step, a token committed earlier in the current block is reopened with probability
     remask x (1 - its confidence when committed). eos_discount multiplies the score and confidence of end-of-text candidates,
     so a value below 1 writes the story before settling where it ends. stop_at_eos ends generation as soon
@@ -48,6 +51,7 @@ class DiffusionSettings:
     temperature: float = 0.0
     threshold: float | None = 0.9
     factor: float | None = None
+    filter: float | None = None
     remask: float = 0.0
     eos_discount: float = 1.0
     stop_at_eos: bool = True
@@ -84,6 +88,8 @@ class DiffusionSettings:
             raise SourceError(f"Threshold must be above 0 and at most 1 (or off), not {self.threshold!r}.")
         if self.factor is not None and not 0.0 < self.factor <= 10.0:
             raise SourceError(f"Factor must be above 0 and at most 10 (or off), not {self.factor!r}.")
+        if self.filter is not None and not 0.0 < self.filter <= 1.0:
+            raise SourceError(f"Filter must be above 0 and at most 1 (or off), not {self.filter!r}.")
         if not 0.0 <= self.remask <= 1.0:
             raise SourceError(f"Remask probability must be between 0 and 1, not {self.remask!r}.")
         if not isinstance(self.lookahead, int) or self.lookahead < 0:
@@ -173,11 +179,16 @@ def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
 
 
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
-             cancel: threading.Event | None = None, pins: dict[int, int] | None = None) -> Iterator[Step]:
+             cancel: threading.Event | None = None, pins: dict[int, int] | None = None,
+             commit_filter: Any = None) -> Iterator[Step]:
     """Yields the all-masked start, then one Step per forward pass; the last has done=True.
 
     `pins` ({answer position: token id}, app/engine/pins.py) are given from the start: never masked,
     committed or remasked, so the model writes around them (infilling).
+
+    With `settings.filter`, the model's own commit filter (or `commit_filter`: anything with the
+    `observe(feature rows, positions, guesses) -> scores` of app/engine/commit_filter.py) adds the positions it
+    scores at least that sure.
 
     nfe counts every call of the network. With the prefix cache and a model that offers `refresh`, each
     block starts with one pass over the whole sequence that both refreshes the cache and gives the block's
@@ -185,6 +196,10 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     block-start passes. A model without `refresh` (Hugging Face) runs each step over the whole sequence."""
     s = settings.validate()
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
+    judge = commit_filter or (getattr(model, "commit_filter", None) if s.filter is not None else None)
+    if s.filter is not None and judge is None:
+        raise SourceError("This model has no learned commit filter (only the built-in diffusion twin ships one): "
+                          "turn the filter off, or use a threshold.")
     rng = np.random.default_rng(s.seed)
     P, L, B = len(prompt), s.gen_length, s.block_length
     x = np.concatenate([prompt, np.full(L, model.mask_id, dtype=np.int64)])
@@ -194,6 +209,7 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     for pos, token in (pins or {}).items():
         x[P + pos], masked[pos], conf[pos], pinned[pos] = token, False, 1.0, True
     last_pin = int(np.flatnonzero(pinned)[-1]) if pinned.any() else 0
+    guess, held = np.full(L, -1, dtype=np.int64), np.zeros(L, dtype=np.int64)  # for the commit filter
     n_blocks = L // B
     nfe = step = refreshes = 0
     dual = s.prefix_cache and s.dual_cache and "stop" in inspect.signature(model.logits).parameters
@@ -255,6 +271,13 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
             # every position sure enough
             confident = np.argsort(-sure, kind="stable")[:_parallel(sure, s)]
             pick = cand[np.union1d(np.argsort(-scores, kind="stable")[:minimum], confident)]
+            if judge is not None:
+                held[lo:hi] = np.where(chosen == guess[lo:hi], held[lo:hi] + 1, 0)
+                guess[lo:hi] = chosen
+                rows = features(probs, chosen, x[P + lo:P + hi], masked[lo:hi], model.eos_id, held[lo:hi])[cand]
+                safe = np.asarray(judge.observe(rows, lo + cand, chosen[cand]))
+                if s.filter is not None:
+                    pick = np.union1d(pick, cand[safe >= s.filter])
             commit = lo + pick
             x[P + commit] = chosen[pick]
             masked[commit] = False

@@ -210,10 +210,12 @@ def _with_bos(ids: np.ndarray, bos: int) -> np.ndarray:
 
 
 class MaskedDiffusionLM:
-    """The diffusion twin as a `MaskedLM`: bidirectional, shift undone, prefix cache."""
+    """The diffusion twin as a `MaskedLM`: bidirectional, shift undone, prefix cache, and the learned commit
+    filter fitted to it when its folder has one (app/engine/commit_filter.py)."""
 
-    def __init__(self, net: NumpyTransformer):
+    def __init__(self, net: NumpyTransformer, commit_filter: Any = None):
         self.net = net
+        self.commit_filter = commit_filter
         c = net.config
         self.vocab_size, self.mask_id, self.eos_id = c.vocab_size, c.mask_id, c.eos_id
         self.max_len = c.max_len - 1
@@ -366,5 +368,15 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
         raise SourceError(f"The tokenizer in {d} does not match the {kind} twin's weights; restore both from the same training run.")
     for stale in [k for k in _LOADED if k[0] == kind]:  # one copy per kind: a retrained twin replaces the old one
         del _LOADED[stale]
-    _LOADED[key] = (adapter(net), tok)
+    model = adapter(net)
+    filter_path = d / f"{kind}.filter.safetensors"
+    if isinstance(model, MaskedDiffusionLM) and filter_path.is_file():
+        from app.engine.commit_filter import load
+
+        try:
+            model.commit_filter = load(filter_path)
+        except Exception as e:  # a damaged filter is as unusable as damaged weights
+            raise SourceError(f"The {kind} twin's commit filter {filter_path} is corrupt ({type(e).__name__}); "
+                              "restore it or refit it with `python -m app.engine.commit_filter`.") from None
+    _LOADED[key] = (model, tok)
     return _LOADED[key]

@@ -345,6 +345,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--pause-after", type=int, default=None, help="save a checkpoint after this many steps of the run "
                     "and stop without writing the twin (continue later with --resume)")
     ap.add_argument("--resume", action="store_true", help="continue from <twin>.ckpt.pt in --out, as if never stopped")
+    ap.add_argument("--finish", action="store_true", help="with --resume: write the twin from the checkpoint as it is "
+                    "(a run stopped early: its steps, tokens and seconds are the checkpoint's)")
     args = ap.parse_args(argv)
     command = "python -m app.engine.train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
 
@@ -422,6 +424,8 @@ def main(argv: list[str] | None = None) -> dict:
         curve, val_curve, checkpoint_stats = ckpt["curve"], ckpt["val_curve"], ckpt["checkpoint_stats"]
         done_steps, earlier_seconds = ckpt["done_steps"], ckpt["seconds"]
         print(f"resumed at step {first_step + done_steps} after {earlier_seconds:.0f} s", flush=True)
+        if args.finish:  # the run ends here: the twin says what was actually trained
+            steps, total_steps = done_steps, first_step + done_steps
     train_start = time.time() - earlier_seconds
     for i in range(done_steps, steps):
         step = first_step + i

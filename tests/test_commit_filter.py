@@ -1,0 +1,77 @@
+"""The learned commit rule (Learn2PD): fitting, saving, and the sampler committing what the filter calls safe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.engine import commit_filter, diffusion
+from app.engine.diffusion import DiffusionSettings
+from app.engine.model import ModelConfig, load_twin, random_model
+from app.sources.base import SourceError
+
+
+def masked_lm():
+    """A small random bidirectional model (eos 63, so random text rarely ends early)."""
+    return random_model(ModelConfig(vocab_size=64, n_layer=1, n_head=2, n_embd=32, max_len=97, causal=False,
+                                    mask_id=1, eos_id=63, pad_id=2), seed=0)
+
+
+class Always:
+    """A filter that calls every masked position safe (or none), recording what it was shown."""
+
+    def __init__(self, score: float):
+        self.value, self.seen = score, 0
+
+    def observe(self, rows: np.ndarray, positions: np.ndarray, guesses: np.ndarray) -> np.ndarray:
+        assert rows.shape == (len(positions), len(commit_filter.FEATURES))
+        self.seen += len(rows)
+        return np.full(len(rows), self.value)
+
+
+def test_fit_learns_a_rule_the_features_carry() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.random((4000, len(commit_filter.FEATURES))).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, -2] > 0.8).astype(np.float64)  # sure and long-held guesses are final
+    f = commit_filter.fit(X, y)
+    assert ((f.score(X) > 0.5) == (y > 0.5)).mean() > 0.95
+
+
+def test_a_saved_filter_scores_the_same_after_loading(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    X = rng.random((500, len(commit_filter.FEATURES))).astype(np.float32)
+    f = commit_filter.fit(X, (X[:, 1] > 0.5).astype(np.float64), epochs=20)
+    f.about = {"rows": 500}
+    f.save(tmp_path / "diffusion.filter.safetensors")
+    g = commit_filter.load(tmp_path / "diffusion.filter.safetensors")
+    assert np.allclose(f.score(X), g.score(X)) and g.about == {"rows": 500}
+
+
+def test_the_sampler_commits_every_position_the_filter_calls_safe() -> None:
+    model = masked_lm()
+    s = DiffusionSettings(gen_length=32, steps=32, block_length=16, threshold=None, filter=0.9, stop_at_eos=False)
+    sure = Always(1.0)
+    steps = list(diffusion.generate(model, [5, 6, 7], s, commit_filter=sure))
+    assert steps[-1].nfe == 2 and [len(st.committed) for st in steps[1:]] == [16, 16]  # a whole block per pass
+    unsure = Always(0.0)
+    steps = list(diffusion.generate(model, [5, 6, 7], s, commit_filter=unsure))
+    assert steps[-1].nfe == 32 and unsure.seen > 0  # nothing safe: the schedule's one token per pass
+
+
+def test_a_filter_on_a_model_without_one_is_refused_with_the_fix() -> None:
+    with pytest.raises(SourceError, match="no learned commit filter.*turn the filter off"):
+        list(diffusion.generate(masked_lm(), [5, 6], DiffusionSettings(gen_length=16, steps=16, block_length=16, filter=0.8)))
+    with pytest.raises(SourceError, match="Filter must be above 0"):
+        DiffusionSettings(filter=1.5).validate()
+
+
+def test_the_built_in_twin_loads_with_its_filter_and_uses_it() -> None:
+    model, tok = load_twin("diffusion")
+    assert model.commit_filter is not None and model.commit_filter.about["rows"] > 1000
+    prompt = tok.encode("Once upon a time")
+    plain = list(diffusion.generate(model, prompt, DiffusionSettings(gen_length=32, steps=32, block_length=16, threshold=None)))
+    filtered = list(diffusion.generate(model, prompt, DiffusionSettings(gen_length=32, steps=32, block_length=16, threshold=None,
+                                                                        filter=0.5)))
+    assert filtered[-1].nfe < plain[-1].nfe  # the filter commits some positions together
