@@ -94,7 +94,8 @@ def twin_points(model: Any, points: Sequence[int] = POINTS) -> list[int]:
 def load_hf(spec: str, device: str = "auto") -> tuple[Any, int, int, str, str]:
     """(torch model, vocabulary size, positions it takes, device, label) of a Hugging Face source such as
     `hf-ar:gpt2`, loaded as a race loads it; raises SourceError with the sentence to show."""
-    from app.sources.base import SourceError, make_source
+    from app.errors import SourceError
+    from app.sources.base import make_source
 
     if not spec.startswith(("hf-ar:", "hf-diffusion:")):
         raise SourceError(f"Name a Hugging Face source such as hf-ar:MODEL or hf-diffusion:MODEL, not {spec!r}.")
@@ -147,7 +148,7 @@ def bench(points: Sequence[int] = POINTS, hf: str | None = None, device: str = "
           repeats: int = REPEATS) -> dict[str, Any]:
     """The pass-cost part of `python -m app bench --only sweeps`: the twin's points and, when `hf` names a
     Hugging Face source, that model's points on its device, each with its note."""
-    from app.sources.base import SourceError
+    from app.errors import SourceError
     from app.sources.local import twin
 
     out: dict[str, Any] = {"points": list(points), "repeats": repeats}

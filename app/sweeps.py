@@ -22,7 +22,7 @@ from app.engine.autoregressive import ARSettings
 from app import pass_cost
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_ar, run_diffusion, samples
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

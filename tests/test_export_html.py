@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header, read_recording
 from app.ui.payload import recording_payload
 from tests.pages import watch_errors

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 from app.trace import MAX_RECORDING_BYTES, Frame, RecordingWriter, make_header, read_recording
 from app.ui import library
 from app.ui.payload import load_payload

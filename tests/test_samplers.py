@@ -13,7 +13,7 @@ from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 PROMPT = [5, 6, 7, 8, 9, 10]
 

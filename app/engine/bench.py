@@ -21,7 +21,7 @@ from app import sweeps
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_diffusion, samples
-from app.sources.base import SourceError
+from app.errors import SourceError
 from app.sources.local import TWIN_DIFFUSION
 
 SWEEP_LENGTHS = (64, 128, 256)

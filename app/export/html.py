@@ -16,8 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from app.errors import SourceError
 from app.export import read_for_export
-from app.sources.base import SourceError
 from app.ui.payload import asset, recording_payload
 
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"

@@ -42,8 +42,8 @@ import numpy as np
 from PIL import GifImagePlugin, Image, ImageDraw, ImageFont
 
 from app.analysis import SideAnalyzer, metrics, settled_fraction_series
+from app.errors import SourceError
 from app.export import read_for_export
-from app.sources.base import SourceError
 from app.trace import SIDES, Frame, Recording, RecordingWriter, make_header
 
 log = logging.getLogger("converge.export")

@@ -26,10 +26,11 @@ import gradio as gr  # noqa: E402
 
 from app.engine.about import twins_note  # noqa: E402
 from app.engine.pins import AR_REFUSAL  # noqa: E402
+from app.errors import SourceError  # noqa: E402
 from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
-from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
+from app.sources.base import REGISTRY, load_plugins  # noqa: E402
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
 from app.store import make_room, user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402

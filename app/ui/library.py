@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 from app.store import (EXAMPLES_DIR, KINDS, MAX_NAME, SUFFIX, check_name, examples_dir, folder, locate,  # noqa: F401
                        parse_id, resolve, user_dir)
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
