@@ -142,29 +142,3 @@ def figure(series: dict[str, list[dict[str, Any]]], colours: Sequence[str]) -> "
                       legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0},
                       font={"family": "DejaVu Sans, Arial, sans-serif", "size": 13})
     return fig
-
-
-def bench(points: Sequence[int] = POINTS, hf: str | None = None, device: str = "auto",
-          repeats: int = REPEATS) -> dict[str, Any]:
-    """The pass-cost part of `python -m app bench --only sweeps`: the twin's points and, when `hf` names a
-    Hugging Face source, that model's points on its device, each with its note."""
-    from app.errors import SourceError
-    from app.sources.local import twin
-
-    out: dict[str, Any] = {"points": list(points), "repeats": repeats}
-    try:
-        model, _ = twin("diffusion")
-    except SourceError as e:
-        return {**out, "skipped": str(e)}
-    rows = run_points(lambda n: twin_pass(model, n), twin_points(model, points), repeats)
-    out["twin"] = {"label": TWIN, "rows": rows, "note": note(rows)}
-    if hf:
-        try:
-            net, vocab, max_len, dev, label = load_hf(hf, device)
-        except SourceError as e:
-            out["hf"] = {"skipped": str(e)}
-            return out
-        rows = run_points(lambda n: hf_pass(net, n, vocab, dev), hf_points(max_len, points), repeats)
-        out["hf"] = {"label": label, "rows": rows, "note": note(rows, label)}
-    return out
-

@@ -315,7 +315,7 @@ def test_bench_quality_figures_agree_with_the_cached_decoder() -> None:
 
 
 def test_threshold_bench_picks_the_fastest_setting_within_the_quality_bound() -> None:
-    from app.engine.bench import best_within
+    from app.bench.engine import best_within
 
     rows = {"one_per_step": {"tokens_per_forward": 1.0, "ppl_vs_one_per_step": 1.0, "distinct2": 0.5},
             "threshold_0.3": {"tokens_per_forward": 1.4, "ppl_vs_one_per_step": 1.08, "distinct2": 0.4},

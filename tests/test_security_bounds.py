@@ -201,7 +201,7 @@ def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str, 
 
 BOMB = """
 import json, sys, time
-from app.ui.caps_bench import peak_mb
+from app.bench.caps import peak_mb
 from app.ui.payload import load_payload
 started = time.perf_counter()
 payload = load_payload(sys.argv[1])

@@ -18,7 +18,7 @@ from app.trace import MAX_FRAMES, MAX_TOKENS
 
 MEASURE = """
 import json, sys, time
-from app.ui.caps_bench import peak_mb
+from app.bench.caps import peak_mb
 from app.trace import read_recording
 from app.ui.payload import recording_payload
 base = peak_mb()
