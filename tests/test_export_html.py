@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header, read_recording
-from app.ui.payload import recording_payload
+from app.view.payload import recording_payload
 from tests.pages import watch_errors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def data_of(page_text: str) -> Any:
 
 
 def test_the_file_is_self_contained_and_names_no_external_url(exported: tuple[Path, Path]) -> None:
-    from app.ui.payload import asset
+    from app.view.payload import asset
 
     _, out = exported
     page = out.read_text(encoding="utf-8")

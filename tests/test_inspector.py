@@ -12,7 +12,7 @@ import pytest
 
 from app.analysis import side_labels
 from app.trace import Frame, RecordingWriter, make_header, read_recording
-from app.ui.payload import UI_DIR, expand_rows, load_payload
+from app.view.payload import UI_DIR, expand_rows, load_payload
 from tests.pages import browser_tab, serve_page, watch_errors
 
 ROOT = "#converge"

@@ -11,7 +11,7 @@ import pytest
 from app.errors import SourceError
 from app.trace import MAX_RECORDING_BYTES, Frame, RecordingWriter, make_header, read_recording
 from app.ui import library
-from app.ui.payload import load_payload
+from app.view.payload import load_payload
 
 ESCAPES = ["../x.jsonl", "..", "/etc/passwd", "a/b.jsonl", "a\\b.jsonl", ".hidden.jsonl", "x\x00.jsonl",
            "..\\x.jsonl", "sub/../x.jsonl", "C:\\x.jsonl", " x.jsonl", "x.txt", ""]

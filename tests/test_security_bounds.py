@@ -202,7 +202,7 @@ def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str, 
 BOMB = """
 import json, sys, time
 from app.bench.caps import peak_mb
-from app.ui.payload import load_payload
+from app.view.payload import load_payload
 started = time.perf_counter()
 payload = load_payload(sys.argv[1])
 message = json.dumps(payload, ensure_ascii=False, allow_nan=False)

@@ -12,7 +12,6 @@ come below it. `?presenter=1` opens the page in presenter mode, which shows only
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -39,10 +38,10 @@ from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_mode
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
-from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
+from app.view.payload import (UPDATE_INTERVAL, asset, live_payload, load_payload, message_payload,  # noqa: E402
+                              new_run_id, player_json)
 
 DEFAULT_PAIR = ("local-diffusion", "local-ar")
-UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
 RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/compute.py)
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
@@ -100,7 +99,7 @@ def to_player(payload: dict[str, Any]) -> dict[str, Any]:
     A string is replaced whole from one update to the next; Gradio 6.31's per-element diff of nested
     lists renumbers deletions once per enclosing list (gradio.utils.diff) and corrupts rows that shrink.
     """
-    return gr.update(payload=json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+    return gr.update(payload=player_json(payload))
 
 
 def launch_options() -> dict[str, Any]:
