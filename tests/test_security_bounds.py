@@ -286,7 +286,7 @@ def test_a_bad_header_of_any_kind_is_one_sentence(tmp_path: Path) -> None:
 
 
 def test_one_damaged_file_is_listed_as_damaged_and_the_rest_of_the_library_loads(recordings: Path) -> None:
-    from app.ui import library
+    from app import library
     from app.ui.layout import library_view, upload_entry
     from app.ui.visitor import Visitor
 
