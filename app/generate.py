@@ -13,7 +13,8 @@ import threading
 from typing import Any
 
 from app.cli_help import command_parser
-from app.sources.base import SourceError, make_source
+from app.errors import SourceError
+from app.sources.base import make_source
 
 # flag -> setting name; only the flags given are passed, so each source keeps its own defaults
 OPTIONS = {

@@ -94,7 +94,8 @@ def twin_points(model: Any, points: Sequence[int] = POINTS) -> list[int]:
 def load_hf(spec: str, device: str = "auto") -> tuple[Any, int, int, str, str]:
     """(torch model, vocabulary size, positions it takes, device, label) of a Hugging Face source such as
     `hf-ar:gpt2`, loaded as a race loads it; raises SourceError with the sentence to show."""
-    from app.sources.base import SourceError, make_source
+    from app.errors import SourceError
+    from app.sources.base import make_source
 
     if not spec.startswith(("hf-ar:", "hf-diffusion:")):
         raise SourceError(f"Name a Hugging Face source such as hf-ar:MODEL or hf-diffusion:MODEL, not {spec!r}.")
@@ -141,29 +142,3 @@ def figure(series: dict[str, list[dict[str, Any]]], colours: Sequence[str]) -> "
                       legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0},
                       font={"family": "DejaVu Sans, Arial, sans-serif", "size": 13})
     return fig
-
-
-def bench(points: Sequence[int] = POINTS, hf: str | None = None, device: str = "auto",
-          repeats: int = REPEATS) -> dict[str, Any]:
-    """The pass-cost part of `python -m app bench --only sweeps`: the twin's points and, when `hf` names a
-    Hugging Face source, that model's points on its device, each with its note."""
-    from app.sources.base import SourceError
-    from app.sources.local import twin
-
-    out: dict[str, Any] = {"points": list(points), "repeats": repeats}
-    try:
-        model, _ = twin("diffusion")
-    except SourceError as e:
-        return {**out, "skipped": str(e)}
-    rows = run_points(lambda n: twin_pass(model, n), twin_points(model, points), repeats)
-    out["twin"] = {"label": TWIN, "rows": rows, "note": note(rows)}
-    if hf:
-        try:
-            net, vocab, max_len, dev, label = load_hf(hf, device)
-        except SourceError as e:
-            out["hf"] = {"skipped": str(e)}
-            return out
-        rows = run_points(lambda n: hf_pass(net, n, vocab, dev), hf_points(max_len, points), repeats)
-        out["hf"] = {"label": label, "rows": rows, "note": note(rows, label)}
-    return out
-

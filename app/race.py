@@ -26,9 +26,10 @@ from typing import Any, Callable, Iterator
 
 from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
 from app.compute import COMPUTE
+from app.errors import SourceError
 from app.limits import race_limit, stopped_at_limit
 from app.scrub import known_keys, scrub_frame, scrub_text, scrub_value
-from app.sources.base import Source, SourceError, make_source
+from app.sources.base import Source, make_source
 from app.store import recordings_dir
 from app.trace import SIDES, Frame, RecordingWriter, clean_text, make_header
 

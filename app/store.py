@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
 EXAMPLES_DIR = RECORDINGS_DIR / "examples"

@@ -22,7 +22,7 @@ from app.engine.autoregressive import ARSettings
 from app import pass_cost
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_ar, run_diffusion, samples
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -332,19 +332,3 @@ def figure(axis: str, rows: Sequence[dict[str, Any]]) -> "go.Figure":
                       legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0},
                       font={"family": "DejaVu Sans, Arial, sans-serif", "size": 13})
     return fig
-
-
-def bench(models_dir: str | None = None) -> dict[str, Any]:
-    """The `sweeps` section of `python -m app bench`: exactly the page's default sweeps, rows and notes, and the
-    pass-cost points (with a Hugging Face model when CONVERGE_SWEEPS names one under pass_cost.hf)."""
-    try:
-        cfg = defaults()
-        models = load(models_dir)
-    except SourceError as e:
-        return {"skipped": str(e)}
-    out: dict[str, Any] = {"prompts": cfg["prompts"]}
-    for axis in SWEEPS:
-        rows = run_sweep(axis, cfg[axis], cfg["prompts"], models=models)
-        out[axis] = {"options": cfg[axis], "rows": rows, "note": note(axis, rows)}
-    out["pass_cost"] = pass_cost.bench(**cfg["pass_cost"])
-    return out

@@ -12,7 +12,7 @@ PREVIOUS_MODELS_DIR; the same twin when not given) and whose distinct-2 is at le
 The referee (an AR model trained with another seed, `referee.safetensors`) judges, not the AR twin: the AR twin
 taught the diffusion twin, so its perplexity favours text like its own (it rated 48 steps at 19.9 against the
 previous twin's 20.7, where the referee on the bench's prompts found 50.7 against 22.5). These six prompts are
-not the bench's: the bench's held-out prompts (app.engine.bench.EVAL_PROMPTS) are never tuned on.
+not the bench's: the bench's held-out prompts (app.bench.twins.EVAL_PROMPTS) are never tuned on.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from app.engine.bench import PREVIOUS_DEFAULTS
+from app.bench.twins import PREVIOUS_DEFAULTS
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import samples
 from app.sources.local import twin

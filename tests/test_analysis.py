@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.analysis import (
-    CHANGED, NEW, REMASKED, UNCHANGED, SideAnalyzer, _truth, bench_pipeline, change_matrix,
-    display_tokens, mercury_like_stream, metrics, settled_against_final, settled_fraction_series,
+    CHANGED, NEW, REMASKED, UNCHANGED, SideAnalyzer, change_matrix, display_tokens, metrics, settled_against_final,
+    settled_fraction_series,
 )
+from app.bench.pipeline import _truth, mercury_like_stream
+from app.bench.pipeline import bench as bench_pipeline
 from app.trace import Frame
 
 M = ""  # a masked position's display string

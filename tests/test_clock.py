@@ -117,7 +117,7 @@ def test_the_export_command_takes_the_clock(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from app.export.video import demo_recording
+    from app.bench.video import demo_recording
 
     rec = demo_recording(tmp_path / "demo.jsonl", seconds=1.0)
     out = tmp_path / "demo.html"

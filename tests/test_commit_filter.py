@@ -10,7 +10,7 @@ import pytest
 from app.engine import commit_filter, diffusion
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, load_twin, random_model
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 
 def masked_lm():

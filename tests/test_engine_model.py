@@ -12,7 +12,7 @@ from app.engine.model import (
     ARLM, DEFAULT_MODELS_DIR, MaskedDiffusionLM, ModelConfig, NumpyTransformer, load_twin, random_model, random_weights,
 )
 from app.engine.tokenizer import BPETokenizer
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 SMALL = dict(vocab_size=97, n_layer=2, n_head=4, n_embd=32, max_len=48)
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header, read_recording
-from app.ui.payload import recording_payload
+from app.view.payload import recording_payload
 from tests.pages import watch_errors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def data_of(page_text: str) -> Any:
 
 
 def test_the_file_is_self_contained_and_names_no_external_url(exported: tuple[Path, Path]) -> None:
-    from app.ui.payload import asset
+    from app.view.payload import asset
 
     _, out = exported
     page = out.read_text(encoding="utf-8")
@@ -202,7 +202,7 @@ def test_record_then_export_from_the_command_line(tmp_path: Path) -> None:
 
 
 def test_the_bench_race_has_two_1000_token_panels(tmp_path: Path) -> None:
-    from app.export.player_bench import bench_recording
+    from app.bench.player import bench_recording
 
     rec = read_recording(bench_recording(tmp_path / "bench.jsonl"))
     left, right = rec.frames["left"], rec.frames["right"]
@@ -216,7 +216,7 @@ def test_the_bench_race_has_two_1000_token_panels(tmp_path: Path) -> None:
 def test_the_player_bench_plays_the_exported_file_to_its_end() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from app.export.player_bench import bench
+    from app.bench.player import bench
 
     with ThreadPoolExecutor(1) as pool:  # its own thread: this module's browser fixture holds playwright in this one
         result = pool.submit(bench, seconds=1.0, n_tokens=200).result()

@@ -14,7 +14,7 @@ from app.export.cli import main as cli_main
 from app.analysis import metrics
 from app.export.video import (BORDER, CHANGED, FG, HEAT, LINE, MIN_SIZE, MUTED, NEW, PANEL, Glyphs, Scene, clean,
                               export_video, load, render_still, timer_text)
-from app.sources.base import SourceError
+from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header
 
 

@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.analysis import SideAnalyzer
-from app.sources.base import SourceError, make_source
-from app.ui.payload import wire_rows
+from app.errors import SourceError
+from app.sources.base import make_source
+from app.view.payload import wire_rows
 from tests.hostile import HOSTILE, as_stored
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, SCRIPTS, script

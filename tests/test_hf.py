@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.sources.base import SourceError, make_source
+from app.errors import SourceError
+from app.sources.base import make_source
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")

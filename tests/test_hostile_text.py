@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from app import library
 from app.analysis import SideAnalyzer, display_tokens, text_tokens
+from app.errors import SourceError
 from app.export.html import export_html, render
 from app.race import Race
-from app.sources.base import SourceError, make_source
+from app.sources.base import make_source
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
-from app.ui import library
-from app.ui.payload import load_payload, wire_rows
+from app.view.payload import load_payload, wire_rows
 from tests.hostile import BIG, HOSTILE, SENTINEL, as_stored, big_prompt, big_token, joined
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, examples, page, server_url, side_text, start, wait_status  # noqa: F401 (page fixtures)

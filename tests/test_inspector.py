@@ -12,7 +12,7 @@ import pytest
 
 from app.analysis import side_labels
 from app.trace import Frame, RecordingWriter, make_header, read_recording
-from app.ui.payload import UI_DIR, expand_rows, load_payload
+from app.view.payload import UI_DIR, expand_rows, load_payload
 from tests.pages import browser_tab, serve_page, watch_errors
 
 ROOT = "#converge"
@@ -178,7 +178,7 @@ def test_the_panels_show_every_frame_exactly(tab: Any) -> None:
 @pytest.mark.browser
 def test_a_1000_token_panel_is_far_fewer_than_1000_nodes(browser: Any, tmp_path: Path) -> None:
     from app.export.html import export_html
-    from app.export.player_bench import bench_recording
+    from app.bench.player import bench_recording
 
     html = export_html(bench_recording(tmp_path / "bench.jsonl"), tmp_path / "bench.html")
     ctx, page, errors = open_file(browser, html)

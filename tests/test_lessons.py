@@ -8,8 +8,9 @@ from typing import Any, Iterator
 
 import pytest
 
+from app.errors import SourceError
 from app.lessons import LESSONS, MERCURY_EXAMPLE
-from app.sources.base import REGISTRY, SourceError, make_source
+from app.sources.base import REGISTRY, make_source
 from app.trace import read_recording
 from app.ui.lessons_ui import lesson_markdown
 from tests.pages import browser_tab, serve_page

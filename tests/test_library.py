@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app.sources.base import SourceError
+from app import library, store
+from app.errors import SourceError
 from app.trace import MAX_RECORDING_BYTES, Frame, RecordingWriter, make_header, read_recording
-from app.ui import library
-from app.ui.payload import load_payload
+from app.ui import library_ui
+from app.view.payload import load_payload
 
 ESCAPES = ["../x.jsonl", "..", "/etc/passwd", "a/b.jsonl", "a\\b.jsonl", ".hidden.jsonl", "x\x00.jsonl",
            "..\\x.jsonl", "sub/../x.jsonl", "C:\\x.jsonl", " x.jsonl", "x.txt", ""]
@@ -45,17 +46,17 @@ def make(path: Path, prompt: str = "Once upon a time", caption: str | None = Non
 @pytest.mark.parametrize("name", ESCAPES)
 def test_names_that_could_escape_the_folder_are_refused(name: str, recordings: Path) -> None:
     with pytest.raises(SourceError):
-        library.check_name(name)
+        store.check_name(name)
     with pytest.raises(SourceError):
-        library.locate(f"user/{name}")
+        store.locate(f"user/{name}")
 
 
 def test_ids_name_a_kind_and_a_plain_name(recordings: Path) -> None:
     make(recordings / "race 1.jsonl")
-    assert library.locate("user/race 1.jsonl") == recordings / "race 1.jsonl"
+    assert store.locate("user/race 1.jsonl") == recordings / "race 1.jsonl"
     for bad in ("race 1.jsonl", "other/race 1.jsonl", "user/", "/user/race 1.jsonl", "user//race 1.jsonl", None):
         with pytest.raises(SourceError):
-            library.locate(bad)  # type: ignore[arg-type]
+            store.locate(bad)  # type: ignore[arg-type]
 
 
 def test_a_symlink_out_of_the_folder_is_not_listed_loaded_renamed_or_deleted(recordings: Path, tmp_path: Path,
@@ -64,8 +65,8 @@ def test_a_symlink_out_of_the_folder_is_not_listed_loaded_renamed_or_deleted(rec
     (recordings / "link.jsonl").symlink_to(outside)
     make(recordings / "inside.jsonl")
     assert [e["name"] for e in library.list_recordings()] == ["inside.jsonl"]
-    for action in (lambda: library.locate("user/link.jsonl"), lambda: library.delete("user/link.jsonl"),
-                   lambda: library.rename("user/link.jsonl", "moved"), lambda: library.download_copy("user/link.jsonl"),
+    for action in (lambda: store.locate("user/link.jsonl"), lambda: library.delete("user/link.jsonl"),
+                   lambda: library.rename("user/link.jsonl", "moved"), lambda: library_ui.download_copy("user/link.jsonl"),
                    lambda: library.rename("user/inside.jsonl", "link.jsonl")):
         with pytest.raises(SourceError):
             action()
@@ -90,8 +91,8 @@ def test_the_list_shows_user_runs_then_examples_with_prompt_sources_date_and_dur
     assert next(e for e in entries if e["name"] == "a.jsonl")["caption"] == "Confidence order"
     junk = next(e for e in entries if e["name"] == "junk.jsonl")
     assert "not a Converge recording" in junk["problem"] and junk["frames"] == 0
-    assert "not a Converge recording" in library.label(junk)
-    assert library.duration_text(2.0) == "2.0 s" and library.date_text("2026-01-02T03:04:05Z") == "2026-01-02 03:04 UTC"
+    assert "not a Converge recording" in library_ui.label(junk)
+    assert library_ui.duration_text(2.0) == "2.0 s" and library_ui.date_text("2026-01-02T03:04:05Z") == "2026-01-02 03:04 UTC"
 
 
 def test_rename_moves_only_user_recordings_and_never_overwrites(recordings: Path, examples: Path) -> None:
@@ -166,7 +167,7 @@ def test_a_truncated_upload_is_kept_and_loads_to_its_last_good_frame_naming_the_
     lines = src.read_text().splitlines(keepends=True)
     src.write_text("".join(lines[:4]) + lines[4][: len(lines[4]) // 2])  # line 5 cut in half
     entry = library.save_upload(src, "cut.jsonl")
-    payload = load_payload(library.locate(entry))
+    payload = load_payload(store.locate(entry))
     assert payload["mode"] == "replay"
     assert len(payload["sides"]["left"]["rows"]) == 3
     assert payload["warnings"] and "Line 5" in payload["warnings"][0]
@@ -176,14 +177,14 @@ def test_a_truncated_upload_is_kept_and_loads_to_its_last_good_frame_naming_the_
 
 def test_a_download_is_a_copy_outside_the_recordings_folder(recordings: Path) -> None:
     make(recordings / "keep.jsonl")
-    copy = library.download_copy("user/keep.jsonl")
+    copy = library_ui.download_copy("user/keep.jsonl")
     assert copy.name == "keep.jsonl" and copy.read_bytes() == (recordings / "keep.jsonl").read_bytes()
     assert not copy.resolve().is_relative_to(recordings.resolve())
     copy.unlink()
     assert (recordings / "keep.jsonl").is_file()
 
 
-EXAMPLES = sorted(library.EXAMPLES_DIR.glob("*.jsonl"))
+EXAMPLES = sorted(store.EXAMPLES_DIR.glob("*.jsonl"))
 
 
 @pytest.mark.skipif(not EXAMPLES, reason="recordings/examples/ is empty (run scripts/make_examples.py once the twins exist)")

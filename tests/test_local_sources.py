@@ -10,8 +10,9 @@ import pytest
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
+from app.errors import SourceError
 from app.sources import local
-from app.sources.base import REGISTRY, SourceError, load_plugins, make_source
+from app.sources.base import REGISTRY, load_plugins, make_source
 from app.trace import Frame
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"

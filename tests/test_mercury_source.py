@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from app.sources.base import REGISTRY, SourceError, load_plugins, make_source
+from app.errors import SourceError
+from app.sources.base import REGISTRY, load_plugins, make_source
 from app.sources.mercury import DEFAULT_MODEL, EFFORTS, MercurySource, display_text
 from tests.wire_server import (ANSWERS, MERCURY_BLOCK, answer_for, collect, content_events, requests_seen, serve,
                                usage_for)

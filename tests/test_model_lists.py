@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from app.errors import SourceError
 from app.policy import LOCAL, Policy
-from app.sources.base import SourceError
 from app.sources.listing import list_models
 from app.trace import read_recording
 from app.ui.visitor import listing_endpoint, visitor_models

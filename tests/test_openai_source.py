@@ -7,7 +7,8 @@ import json
 import openai
 import pytest
 
-from app.sources.base import REGISTRY, SourceError, load_plugins, make_source
+from app.errors import SourceError
+from app.sources.base import REGISTRY, load_plugins, make_source
 from app.sources.openai_chat import OpenAIChatSource, public_url, redact
 from tests.wire_server import MERCURY_BLOCK, answer_for, collect, pieces, requests_seen, serve, usage_for
 

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from app import pass_cost
-from app.sources.base import SourceError
+from app.errors import SourceError
 from tests.pages import browser_tab
 
 ROOT = Path(__file__).resolve().parent.parent

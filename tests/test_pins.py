@@ -14,7 +14,8 @@ from app.engine import diffusion
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import random_model
 from app.engine.pins import AR_REFUSAL, resolve_pins
-from app.sources.base import SourceError, make_source
+from app.errors import SourceError
+from app.sources.base import make_source
 from tests.hostile import HOSTILE, as_stored
 from app.trace import read_recording
 from tests.test_hf import tiny  # noqa: F401 (the tiny Hugging Face models fixture)

@@ -91,8 +91,8 @@ def test_abandoning_the_update_stream_stops_the_race(tmp_path: Path) -> None:
 
 
 def test_the_race_bench_reads_each_race_like_the_page_and_compares_each_twin_with_itself_alone() -> None:
-    from app.ui.layout import UPDATE_INTERVAL
-    from app.ui.race_bench import bench
+    from app.bench.race import bench
+    from app.view.payload import UPDATE_INTERVAL
 
     out = bench(prompt="Once upon a time", repeats=1)
     assert set(out["runs"]) == {"diffusion_in_race", "ar_in_race", "diffusion_alone", "ar_alone"}

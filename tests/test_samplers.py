@@ -13,7 +13,7 @@ from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 PROMPT = [5, 6, 7, 8, 9, 10]
 
@@ -315,7 +315,7 @@ def test_bench_quality_figures_agree_with_the_cached_decoder() -> None:
 
 
 def test_threshold_bench_picks_the_fastest_setting_within_the_quality_bound() -> None:
-    from app.engine.bench import best_within
+    from app.bench.engine import best_within
 
     rows = {"one_per_step": {"tokens_per_forward": 1.0, "ppl_vs_one_per_step": 1.0, "distinct2": 0.5},
             "threshold_0.3": {"tokens_per_forward": 1.4, "ppl_vs_one_per_step": 1.08, "distinct2": 0.4},

@@ -17,9 +17,10 @@ from typing import Any, Iterator
 
 import pytest
 
+from app.errors import SourceError
 from app.policy import CAPABILITIES, LOCAL, Policy, from_launch, is_loopback
 from app.scrub import REDACTED, scrub_frame, scrub_text
-from app.sources.base import SourceError, make_source
+from app.sources.base import make_source
 from app.store import EXAMPLES_DIR, user_dir
 from app.trace import Frame, read_recording
 from app.ui import scratch

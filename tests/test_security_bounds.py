@@ -201,8 +201,8 @@ def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str, 
 
 BOMB = """
 import json, sys, time
-from app.ui.caps_bench import peak_mb
-from app.ui.payload import load_payload
+from app.bench.caps import peak_mb
+from app.view.payload import load_payload
 started = time.perf_counter()
 payload = load_payload(sys.argv[1])
 message = json.dumps(payload, ensure_ascii=False, allow_nan=False)
@@ -286,7 +286,7 @@ def test_a_bad_header_of_any_kind_is_one_sentence(tmp_path: Path) -> None:
 
 
 def test_one_damaged_file_is_listed_as_damaged_and_the_rest_of_the_library_loads(recordings: Path) -> None:
-    from app.ui import library
+    from app import library
     from app.ui.layout import library_view, upload_entry
     from app.ui.visitor import Visitor
 

@@ -18,6 +18,7 @@ import pytest
 
 from app import sweeps
 from app.engine.measure import PROMPTS
+from app.errors import SourceError
 from tests.pages import browser_tab, serve_page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +74,7 @@ def test_each_sweep_measures_every_point_on_the_real_twins_and_reports_progress(
 
 
 def test_a_bad_point_is_refused_before_anything_runs() -> None:
-    with pytest.raises(sweeps.SourceError, match="Steps must be between 1 and the generation length"):
+    with pytest.raises(SourceError, match="Steps must be between 1 and the generation length"):
         sweeps.plan("steps", [128], length=64)
 
 
@@ -132,7 +133,7 @@ def test_a_bad_environment_setting_is_named_and_the_page_still_builds(monkeypatc
     from app.ui.sweeps_tab import sweeps_tab
 
     monkeypatch.setenv("CONVERGE_SWEEPS", "{steps")
-    with pytest.raises(sweeps.SourceError, match="CONVERGE_SWEEPS is not valid JSON"):
+    with pytest.raises(SourceError, match="CONVERGE_SWEEPS is not valid JSON"):
         sweeps.defaults()
     with gr.Blocks(analytics_enabled=False) as demo:
         sweeps_tab()

@@ -18,7 +18,7 @@ import pytest
 from app.analysis import SideAnalyzer
 from app.race import Race
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
-from app.ui.payload import expand_rows, live_payload, load_payload, percent, recording_payload, wire_rows
+from app.view.payload import expand_rows, live_payload, load_payload, percent, recording_payload, wire_rows
 from tests.pages import browser_tab, pick_source, serve_page, watch_errors
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
@@ -302,7 +302,7 @@ def test_a_loaded_recording_plays_in_the_same_player(page: Any, tmp_path: Path, 
 
 @pytest.mark.browser
 def test_the_player_runs_standalone_without_gradio(browser: Any, tmp_path: Path) -> None:
-    from app.ui.payload import asset
+    from app.view.payload import asset
 
     payload = load_payload(write_recording(tmp_path / "r.jsonl"))
     tab = browser.new_page()

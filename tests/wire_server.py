@@ -451,7 +451,7 @@ def serve(fps: float = DEFAULT_FPS, key: str = DEFAULT_KEY, port: int = 0) -> It
 
 def collect(source: Any, prompt: str = "hello", cancel: threading.Event | None = None) -> tuple[list, Exception | None]:
     """Every frame a source yields against this server, and the SourceError that ended it (or None)."""
-    from app.sources.base import SourceError  # here, so the server also runs as a plain script
+    from app.errors import SourceError  # here, so the server also runs as a plain script
 
     frames = []
     try:

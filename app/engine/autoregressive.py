@@ -10,7 +10,7 @@ import numpy as np
 
 from app.engine.base import CausalLM
 from app.engine.diffusion import check_prompt, top_candidates
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 
 @dataclass

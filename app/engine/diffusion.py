@@ -18,7 +18,7 @@ import numpy as np
 
 from app.engine.base import MaskedLM
 from app.engine.commit_filter import features
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
 TOP_CANDIDATES = 3  # candidates kept per committed or remasked position, for the token inspector

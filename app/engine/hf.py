@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 LLADA_MASK_ID = 126336  # LLaDA's tokenizer has no mask token; its reserved id is this one
 SHIFTS = ("auto", "shifted", "aligned")

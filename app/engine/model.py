@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.tokenizer import BPETokenizer
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 DEFAULT_MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 TRAIN_HINT = "python -m app.engine.train --twin {kind} --corpus STORIES.txt"

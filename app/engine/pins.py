@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 AR_REFUSAL = ("Pins need a diffusion source, because an autoregressive model cannot see text that comes after "
               "what it writes: remove the pins or pin on the diffusion side.")

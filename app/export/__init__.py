@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 from app.trace import Recording, RecordingError, read_recording
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from app.cli_help import command_parser
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 FORMATS = ("mp4", "gif", "html")
 

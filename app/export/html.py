@@ -16,9 +16,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from app.errors import SourceError
 from app.export import read_for_export
-from app.sources.base import SourceError
-from app.ui.payload import asset, recording_payload
+from app.view.payload import asset, recording_payload
 
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "/": "\\/", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -10,11 +10,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
+from app.errors import SourceError
 from app.trace import Frame
-
-
-class SourceError(Exception):
-    """A failure to show the user as one clear sentence (bad key, rate limit, corrupt weights...)."""
 
 
 class Source(Protocol):

@@ -14,7 +14,8 @@ from typing import Any
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.hf import DEVICES, DTYPES
-from app.sources.base import SourceError, SourceKind, register
+from app.errors import SourceError
+from app.sources.base import SourceKind, register
 from app.sources.local import SamplerSource, ar_spec, coerce, diffusion_spec
 
 HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32)

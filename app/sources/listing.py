@@ -7,8 +7,8 @@ sentence that never quotes the server's error body or the key.
 
 from __future__ import annotations
 
+from app.errors import SourceError
 from app.sources import mercury, openai_chat
-from app.sources.base import SourceError
 from app.sources.openai_chat import check_base_url, check_key, host_of
 
 LIST_TIMEOUT = 10.0  # seconds: a picker waits for this at most before saying the listing failed

@@ -18,7 +18,8 @@ from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import SCORINGS, DiffusionSettings
 from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
-from app.sources.base import SourceError, SourceKind, register
+from app.errors import SourceError
+from app.sources.base import SourceKind, register
 from app.trace import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"

@@ -12,7 +12,8 @@ import re
 import threading
 from typing import Any, Iterator
 
-from app.sources.base import SourceError, SourceKind, register
+from app.errors import SourceError
+from app.sources.base import SourceKind, register
 from app.sources.openai_chat import (DEFAULT_TIMEOUT, ENTERED_KEY, check_base_url, number, public_url,
                                      stream_chat)
 from app.trace import Frame

@@ -20,8 +20,9 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+from app.errors import SourceError
 from app.scrub import scrub_text
-from app.sources.base import SourceError, SourceKind, register
+from app.sources.base import SourceKind, register
 from app.trace import Clock, Frame, clean_text, clean_usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

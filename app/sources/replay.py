@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from app.sources.base import SourceError, SourceKind, register
+from app.errors import SourceError
+from app.sources.base import SourceKind, register
 from app.store import is_id, locate
 from app.trace import SIDES, Frame, RecordingError, read_recording
 

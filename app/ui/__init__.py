@@ -1,1 +1,1 @@
-"""The page (layout.py), the client-side player (player.js, player.css) and the data it draws (payload.py)."""
+"""The page (layout.py) and the client-side player (player.js, player.css), which draws what app/view builds."""

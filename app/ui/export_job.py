@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 PROGRESS_EVERY = 1.0  # seconds between progress sentences (and chances for Gradio to notice a departed client)
 

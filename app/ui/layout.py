@@ -12,7 +12,6 @@ come below it. `?presenter=1` opens the page in presenter mode, which shows only
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -24,24 +23,26 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from app import library  # noqa: E402
 from app.engine.about import twins_note  # noqa: E402
 from app.engine.pins import AR_REFUSAL  # noqa: E402
+from app.errors import SourceError  # noqa: E402
 from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
-from app.sources.base import REGISTRY, SourceError, load_plugins  # noqa: E402
+from app.sources.base import REGISTRY, load_plugins  # noqa: E402
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
-from app.store import make_room, user_dir  # noqa: E402
+from app.store import locate, make_room, user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
-from app.ui import library, scratch  # noqa: E402
+from app.ui import library_ui, scratch  # noqa: E402
 from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
-from app.ui.payload import asset, live_payload, load_payload, message_payload, new_run_id  # noqa: E402
+from app.view.payload import (UPDATE_INTERVAL, asset, live_payload, load_payload, message_payload,  # noqa: E402
+                              new_run_id, player_json)
 
 DEFAULT_PAIR = ("local-diffusion", "local-ar")
-UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
 RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/compute.py)
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
@@ -99,7 +100,7 @@ def to_player(payload: dict[str, Any]) -> dict[str, Any]:
     A string is replaced whole from one update to the next; Gradio 6.31's per-element diff of nested
     lists renumbers deletions once per enclosing list (gradio.utils.diff) and corrupts rows that shrink.
     """
-    return gr.update(payload=json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+    return gr.update(payload=player_json(payload))
 
 
 def launch_options() -> dict[str, Any]:
@@ -329,12 +330,12 @@ def library_view(visitor: Visitor, selected: str | None = None) -> tuple[Any, An
     """The visitor's library table, the recording picker (keeping `selected` when it still exists) and the row ids."""
     entries = library.list_recordings(visitor.owner)
     rows = [[e["name"], "example" if e["kind"] == "example" else "yours", e["caption"] or e["prompt"], e["sources"],
-             library.date_text(e["created"]), library.duration_text(e["duration"]), e["problem"] or ""]
+             library_ui.date_text(e["created"]), library_ui.duration_text(e["duration"]), e["problem"] or ""]
             for e in entries]
     ids = [e["id"] for e in entries]
     value = selected if selected in ids else (ids[0] if ids else None)
     table = gr.update(value=rows or [[""] * len(LIBRARY_HEADERS)], headers=LIBRARY_HEADERS)
-    return table, gr.update(choices=[(library.label(e), e["id"]) for e in entries], value=value), ids
+    return table, gr.update(choices=[(library_ui.label(e), e["id"]) for e in entries], value=value), ids
 
 
 def open_page(policy: Policy) -> Callable[..., tuple[Any, ...]]:
@@ -350,7 +351,7 @@ def open_page(policy: Policy) -> Callable[..., tuple[Any, ...]]:
         if first is None:
             return token, visitor.owner, table, pick, ids, gr.skip(), gr.skip()
         pick["value"] = first
-        path = library.locate(first)
+        path = locate(first)
         return (token, visitor.owner, table, pick, ids, to_player(load_payload(path, name=path.name, cursor="start")),
                 str(path))
     return on_load
@@ -374,7 +375,7 @@ def pick_row(ids: list[str], evt: gr.SelectData) -> tuple[Any, Any]:
 def load_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, str]:
     """Loads the picked recording into the player at its start."""
     try:
-        path = library.locate(entry_id or "", visitor.owner)
+        path = locate(entry_id or "", visitor.owner)
     except SourceError as e:
         return gr.skip(), gr.skip(), str(e)
     payload = load_payload(path, name=path.name, cursor="start")
@@ -387,11 +388,11 @@ def load_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, str]:
 def rename_entry(visitor: Visitor, entry_id: str | None, new_name: str, current: str | None) -> tuple[Any, ...]:
     """Renames one of the visitor's recordings; the player keeps pointing at it."""
     try:
-        old = library.locate(entry_id or "", visitor.owner)
+        old = locate(entry_id or "", visitor.owner)
         new_id = library.rename(entry_id or "", new_name, visitor.owner)
     except (SourceError, OSError) as e:
         return (gr.skip(),) * 4 + (_error_text(e),)
-    new_path = library.locate(new_id, visitor.owner)
+    new_path = locate(new_id, visitor.owner)
     table, pick, ids = library_view(visitor, new_id)
     moved = str(new_path) if current and Path(current) == old else gr.skip()
     return table, pick, ids, moved, f"Renamed {old.name} to {new_path.name}."
@@ -420,7 +421,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
         new_id = library.save_upload(path, Path(path).name, visitor.owner)
     except (SourceError, OSError) as e:
         return (gr.skip(),) * 5 + (_error_text(e), None)
-    saved = library.locate(new_id, visitor.owner)
+    saved = locate(new_id, visitor.owner)
     table, pick, ids = library_view(visitor, new_id)
     payload = load_payload(saved, name=saved.name, cursor="start")
     note = " ".join(payload.get("warnings") or [])
@@ -431,7 +432,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
 def download_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, str]:
     """The picked recording as a file to download."""
     try:
-        copy = library.download_copy(entry_id or "", visitor.owner)
+        copy = library_ui.download_copy(entry_id or "", visitor.owner)
     except (SourceError, OSError) as e:
         return gr.skip(), _error_text(e)
     return str(copy), f"{copy.name} is ready: use the download link."

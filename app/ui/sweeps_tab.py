@@ -19,7 +19,7 @@ import gradio as gr
 from app import pass_cost, sweeps
 from app.compute import COMPUTE
 from app.engine.hf import DEVICES
-from app.sources.base import SourceError
+from app.errors import SourceError
 
 SWEEP_CONCURRENCY = 1  # sweeps at once across all users: each holds a CPU slot for minutes
 TITLES = {"steps": "Steps vs quality and time", "length": "Generation length vs time",

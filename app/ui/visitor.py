@@ -19,8 +19,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from app.errors import SourceError
 from app.policy import LOCAL, Policy
-from app.sources.base import REGISTRY, Source, SourceError, SourceKind, load_plugins, make_source
+from app.sources.base import REGISTRY, Source, SourceKind, load_plugins, make_source
 from app.sources.listing import LISTED, TYPE_A_NAME, list_models
 from app.sources.openai_chat import ENTERED_KEY, host_of
 from app.trace import Frame

@@ -1,23 +1,21 @@
-"""The recording library: the user's runs and the bundled examples, listed, renamed, deleted and uploaded.
+"""The recording library on disk: the user's runs and the bundled examples, listed, renamed, deleted and uploaded.
 
 Ids, names and folders are app.store's: "user/NAME" lives in the user's folder (an owner's own folder when
 the page is served), "example/NAME" in recordings/examples/ (read-only); names that would lead out of their
-folder are refused there. Only the user's recordings can be renamed or deleted.
+folder are refused there. Only the user's recordings can be renamed or deleted. The page's picker text and the
+copies it hands to the browser are app/ui/library_ui.py's.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
-from app.sources.base import SourceError
-from app.store import (EXAMPLES_DIR, KINDS, MAX_NAME, SUFFIX, check_name, examples_dir, folder, locate,  # noqa: F401
-                       parse_id, resolve, user_dir)
+from app.errors import SourceError
+from app.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
-from app.ui import scratch
 
 _cache: dict[tuple[str, int, int], dict[str, Any]] = {}
 
@@ -85,25 +83,6 @@ def list_recordings(owner: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def duration_text(seconds: float | None) -> str:
-    return "\u2014" if seconds is None else f"{seconds:.1f} s"
-
-
-def date_text(created: str) -> str:
-    """'2026-11-21 15:23 UTC' from the header's ISO time ('' when absent)."""
-    try:
-        return time.strftime("%Y-%m-%d %H:%M UTC", time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))
-    except (TypeError, ValueError):
-        return created
-
-
-def label(entry: dict[str, Any]) -> str:
-    """One line for a picker: name, kind, sources and duration."""
-    kind = "example" if entry["kind"] == "example" else "yours"
-    extra = f" \u2014 {entry['problem']}" if entry["problem"] and not entry["frames"] else ""
-    return f"{entry['name']} ({kind}) \u00b7 {entry['sources'] or '?'} \u00b7 {duration_text(entry['duration'])}{extra}"
-
-
 def rename(entry_id: str, new_name: str, owner: str | None = None) -> str:
     """Renames one of the user's recordings (never an example, never over another file); returns the new id."""
     kind, name = parse_id(entry_id)
@@ -168,11 +147,3 @@ def save_upload(src: str | Path, original: str | None = None, owner: str | None 
             raise
         return f"user/{name}"
     raise SourceError("Too many recordings with that name; rename some first.")
-
-
-def download_copy(entry_id: str, owner: str | None = None) -> Path:
-    """A copy of a recording in a fresh scratch folder (app/ui/scratch.py bounds them), to hand to the browser."""
-    path = locate(entry_id, owner)
-    out = scratch.new_dir("dl") / path.name
-    shutil.copyfile(path, out)
-    return out

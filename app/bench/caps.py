@@ -18,9 +18,9 @@ from app.trace import MAX_FRAMES, MAX_TOKENS
 
 MEASURE = """
 import json, sys, time
-from app.ui.caps_bench import peak_mb
+from app.bench.caps import peak_mb
 from app.trace import read_recording
-from app.ui.payload import recording_payload
+from app.view.payload import recording_payload
 base = peak_mb()
 t0 = time.perf_counter()
 rec = read_recording(sys.argv[1])

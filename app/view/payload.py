@@ -2,11 +2,14 @@
 
 The player (app/ui/player.js) merges payloads shaped like `Race.snapshot()` plus `run` (a new value
 starts a fresh run) and `seq`. A recording becomes the same payload, its rows made by the same
-`SideAnalyzer`, so a loaded recording plays in the same player as a live race.
+`SideAnalyzer`, so a loaded recording plays in the same player as a live race. It sits below the page (app/ui) and
+the exports (app/export), which both draw with it; the player's own files stay beside the page, and `asset` reads
+them as text for both.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,7 +17,8 @@ from typing import Any
 from app.analysis import SideAnalyzer, metrics, prefix_len, settled_fraction_series, side_labels
 from app.trace import SIDES, Recording, RecordingError, read_recording
 
-UI_DIR = Path(__file__).resolve().parent
+UI_DIR = Path(__file__).resolve().parent.parent / "ui"  # where player.js and player.css live
+UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
 
 
 def new_run_id(prefix: str = "run") -> str:
@@ -84,6 +88,11 @@ def _wire_sides(sides: dict[str, Any]) -> dict[str, Any]:
 def live_payload(snapshot: dict[str, Any], run: str, seq: int) -> dict[str, Any]:
     """One `Race.snapshot()` with compact rows, tagged with its run id and sequence number, for the player to merge."""
     return {**snapshot, "sides": _wire_sides(snapshot.get("sides", {})), "run": run, "seq": seq, "mode": "live"}
+
+
+def player_json(payload: dict[str, Any]) -> str:
+    """A payload as the one JSON string the player's `payload` prop receives (compact, no NaN, UTF-8 kept)."""
+    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def message_payload(message: str, run: str | None = None) -> dict[str, Any]:

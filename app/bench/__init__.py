@@ -1,4 +1,8 @@
-"""`python -m app bench`: every speed and quality figure the README quotes, measured in one run."""
+"""`python -m app bench`: every speed and quality figure the README quotes, measured in one run.
+
+The bench room: one module per section, each importing the domain it measures (analysis, engine, race, sweeps,
+lessons, exports, the player), never imported by it, so measuring code stays out of the code it measures.
+"""
 
 from __future__ import annotations
 
@@ -13,26 +17,27 @@ from typing import Any, Callable
 from app.cli_help import command_parser
 
 
-# each section: the module and function that measure it, imported only when that section runs
+# each section: the module of this room whose `bench()` measures it, imported only when that section runs
 SECTIONS = {
-    "pipeline": ("app.analysis", "bench_pipeline"),
-    "engine": ("app.engine.bench", "run"),
-    "twins": ("app.engine.bench", "twins_section"),
-    "race": ("app.ui.race_bench", "bench"),
-    "sweeps": ("app.sweeps", "bench"),
-    "lessons": ("app.lessons", "bench"),
-    "export": ("app.export.video", "bench"),
-    "player": ("app.export.player_bench", "bench"),
-    "caps": ("app.ui.caps_bench", "bench"),
+    "pipeline": "app.bench.pipeline",
+    "engine": "app.bench.engine",
+    "twins": "app.bench.twins",
+    "race": "app.bench.race",
+    "sweeps": "app.bench.sweeps",
+    "lessons": "app.bench.lessons",
+    "export": "app.bench.video",
+    "player": "app.bench.player",
+    "caps": "app.bench.caps",
 }
 
 
 def _section(name: str) -> Callable[[], dict[str, Any]]:
-    module, function = SECTIONS[name]
-    return getattr(importlib.import_module(module), function)
+    """The `bench` function of the named section's module."""
+    return importlib.import_module(SECTIONS[name]).bench
 
 
 def main(argv: list[str]) -> int:
+    """Runs the sections asked for (all by default) and prints each, or one JSON object with --json."""
     parser = command_parser("bench", "Measure Converge's figures.")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--only", choices=SECTIONS, action="append", help="run only this section (repeatable; default: all of them)")

@@ -1,0 +1,1 @@
+"""The view room: what the player draws, built from the trace and its analysis, below both the page and the exports."""

@@ -1,0 +1,141 @@
+"""The rooms of app/ point one way: its import graph, read with ast (no module is imported), has no cycles,
+nothing outside the bench room imports the benchmarks, the engine imports only itself and app.errors, and only
+the page and the command line import the page.
+
+Every import counts, including one inside a function: a lazy import is an arrow too, only a later one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent.parent / "app"
+ENTRY = "app.__main__"  # the command line dispatches to the page and to the bench, so it may import both
+
+
+def module_names(app_dir: Path = APP) -> dict[str, Path]:
+    """Every module under `app_dir` by dotted name; a package goes by its own name, for its __init__.py."""
+    modules = {}
+    for path in sorted(app_dir.rglob("*.py")):
+        parts = list(path.relative_to(app_dir.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _known(name: str, modules: dict[str, Path]) -> str | None:
+    """The deepest module of ours that `name` names or lies in (`app.trace.Frame` -> `app.trace`); None outside."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The modules of ours that one module imports, anywhere in its body (`from app import x` names module x when
+    there is one, else the package)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets += [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+    found = {_known(target, modules) for target in targets}
+    return {module for module in found if module is not None and module != name}
+
+
+def import_graph(app_dir: Path = APP) -> dict[str, set[str]]:
+    """module -> the modules of ours it imports, for every module under `app_dir`."""
+    modules = module_names(app_dir)
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path that ends where it starts, or None when the graph has none (depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def in_room(module: str, room: str) -> bool:
+    """Whether `module` is the room itself or lies under it (app.bench.race is in app.bench; app.benchmark is not)."""
+    return module == room or module.startswith(room + ".")
+
+
+def arrows(graph: dict[str, set[str]], source: str, target: str, allowed: tuple[str, ...] = ()) -> list[str]:
+    """Every 'a -> b' with a in room `source` and b in room `target`, leaving out the modules `allowed` to import."""
+    return sorted(f"{a} -> {b}" for a, out in graph.items() if in_room(a, source) and a not in allowed
+                  for b in out if in_room(b, target))
+
+
+def test_the_reader_sees_package_lazy_and_from_package_imports() -> None:
+    graph = import_graph()
+    assert "app.sources.base" in graph["app.race"]  # a plain from-import
+    assert "app.sources.local" in graph["app.bench.pass_cost"]  # a module of a package
+    assert "app.library" in graph["app.ui.layout"]  # `from app import library` names the module
+    assert "app.export.html" in graph["app.ui.export_job"]  # an import inside a function
+    assert "app.bench" in graph[ENTRY] and "app.ui.layout" in graph[ENTRY]
+
+
+def test_the_reader_finds_a_cycle_made_by_a_lazy_import(tmp_path: Path) -> None:
+    room = tmp_path / "app"
+    (room / "rooms").mkdir(parents=True)
+    (room / "__init__.py").write_text("")
+    (room / "rooms" / "__init__.py").write_text("")
+    (room / "rooms" / "a.py").write_text("from app.rooms.b import thing\n")
+    (room / "rooms" / "b.py").write_text("def thing():\n    from . import c\n")
+    (room / "rooms" / "c.py").write_text("import app.rooms.a\n")
+    assert find_cycle(import_graph(room)) == ["app.rooms.a", "app.rooms.b", "app.rooms.c", "app.rooms.a"]
+    (room / "rooms" / "c.py").write_text("import json\n")
+    assert find_cycle(import_graph(room)) is None
+
+
+def test_no_module_of_app_imports_itself_back_through_others() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_only_the_bench_room_and_the_command_line_import_the_benchmarks() -> None:
+    graph = import_graph()
+    bench = tuple(name for name in graph if in_room(name, "app.bench")) + (ENTRY,)
+    assert arrows(graph, "app", "app.bench", allowed=bench) == []
+
+
+def test_the_engine_imports_nothing_from_app_but_itself_and_the_error_type() -> None:
+    graph = import_graph()
+    found = [f"{a} -> {b}" for a, out in graph.items() if in_room(a, "app.engine")
+             for b in sorted(out) if not (in_room(b, "app.engine") or in_room(b, "app.errors"))]
+    assert found == []
+
+
+def test_only_the_page_and_the_command_line_import_the_page() -> None:
+    graph = import_graph()
+    page = tuple(name for name in graph if in_room(name, "app.ui")) + (ENTRY,)
+    assert arrows(graph, "app", "app.ui", allowed=page) == []
+
+
+def test_the_view_imports_neither_the_page_nor_the_exports_that_draw_with_it() -> None:
+    graph = import_graph()
+    assert arrows(graph, "app.view", "app.ui") + arrows(graph, "app.view", "app.export") == []
