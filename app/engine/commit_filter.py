@@ -6,14 +6,12 @@ position of the block (its confidence, margin and entropy, its neighbours, how m
 and scores how likely the current guess is the token that one-token-per-pass decoding would end with. The
 sampler commits every position scoring at least `DiffusionSettings.filter` together; the text stays close to
 one token per pass, in far fewer passes. It is fitted to one model, from that model's own decoding
-(`python -m app.engine.commit_filter`), in a few minutes of CPU, and runs in numpy.
+(`python -m app.engine.fit_filter`), in a few minutes of CPU, and runs in numpy.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -148,38 +146,3 @@ def collect(model: Any, prompts: Sequence[Sequence[int]], settings: Any,
                 X.append(rows)
                 y.append(guess == final[pos])
     return np.concatenate(X), np.concatenate(y).astype(np.float64)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Fits the built-in diffusion twin's filter from its own decoding of training-story openings."""
-    from dataclasses import replace
-
-    from app.engine import diffusion
-    from app.engine.model import DEFAULT_MODELS_DIR, load_twin
-    from app.engine.train import read_stories, split_stories
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default=str(DEFAULT_MODELS_DIR), help="folder with diffusion.safetensors and tokenizer.json")
-    ap.add_argument("--corpus", nargs="+", required=True, help="the twins' training stories (openings are drawn from them)")
-    ap.add_argument("--prompts", type=int, default=200, help="openings to decode")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    start = time.time()
-    model, tok = load_twin("diffusion", args.models)
-    train, _ = split_stories(read_stories(args.corpus), 1337)  # the training side only: held-out stories stay unseen
-    rng = np.random.default_rng(args.seed)
-    prompts = [tok.encode(train[int(i)])[: int(rng.integers(3, 13))] for i in rng.integers(0, len(train), args.prompts)]
-    settings = replace(diffusion.DiffusionSettings(), block_length=16, scoring="confidence", temperature=0.0,
-                       steps=128, threshold=None, filter=0.5)
-    X, y = collect(model, prompts, settings, diffusion.generate)
-    f = fit(X, y)
-    f.about = {"rows": int(len(y)), "positive": round(float(y.mean()), 3), "prompts": args.prompts,
-               "reference": "one token per pass, confidence order, temperature 0, blocks of 16, 128 tokens",
-               "seconds": round(time.time() - start, 1), "features": list(FEATURES),
-               "train_accuracy": round(float(((f.score(X) > 0.5) == (y > 0.5)).mean()), 3)}
-    f.save(Path(args.models) / "diffusion.filter.safetensors")
-    print(json.dumps(f.about))
-
-
-if __name__ == "__main__":
-    main()

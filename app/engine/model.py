@@ -377,6 +377,6 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
             model.commit_filter = load(filter_path)
         except Exception as e:  # a damaged filter is as unusable as damaged weights
             raise SourceError(f"The {kind} twin's commit filter {filter_path} is corrupt ({type(e).__name__}); "
-                              "restore it or refit it with `python -m app.engine.commit_filter`.") from None
+                              "restore it or refit it with `python -m app.engine.fit_filter`.") from None
     _LOADED[key] = (model, tok)
     return _LOADED[key]
