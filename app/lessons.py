@@ -18,7 +18,7 @@ MERCURY_EXAMPLE = EXAMPLES_DIR / "04-mercury-wire-format.jsonl"
 MERCURY_EXAMPLE_ID = f"example/{MERCURY_EXAMPLE.name}"  # replay: takes library names on the page
 
 STORY = "Once upon a time, there was a little girl named Lily."
-SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0}  # one token per step, 4 blocks
+SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0, "filter": 0.0}  # one token per step, 4 blocks
 AR64 = {"gen_length": 64}
 
 
@@ -142,13 +142,28 @@ LESSONS: list[Lesson] = [
              "confidence is above it (and at least one per step), so the model decides how many tokens each "
              "pass yields. The threshold trades speed for quality: lower means more tokens per pass and more "
              "mistakes. Even after learning from its AR twin's stories, this small twin is rarely sure of more "
-             "than the next word or two, so the threshold alone gains little here; the twin's defaults get several "
-             "tokens per pass from fewer steps instead (the 'Steps against quality' lesson).",
+             "than the next word or two, so the threshold alone gains little here; its learned commit filter "
+             "gains more (the next lesson).",
         point=part("metrics"), look="'Tokens per forward pass' in the metrics",
         try_it="Set the left threshold to 0.5 and run again: more tokens per pass; read what it does to the text.",
         try_side="left", try_settings={"threshold": 0.5},
         right="local-diffusion",
         left_settings={**SHORT, "threshold": 0.9},
+        right_settings=dict(SHORT),
+    ),
+    Lesson(
+        title="A learned commit rule: which guesses are already final",
+        text="The twin often guesses a position's final word several passes before it is sure of it. A tiny "
+             "network fitted to the twin's own decoding (Learn2PD) reads what the model shows at each masked "
+             "position (its confidence, its neighbours, how long its guess has held) and commits every position "
+             "it judges final, wherever it is in the block. The page's defaults use it; here it races the same "
+             "twin committing one token per pass. It commits more per pass where the story is predictable and "
+             "falls back to one where it is not.",
+        point=part("metrics"), look="'Tokens per forward pass' in both metrics, and the left heatmap's wider steps",
+        try_it="Set the left learned commit filter to 0.5 and run again: bolder, more tokens per pass.",
+        try_side="left", try_settings={"filter": 0.5},
+        right="local-diffusion",
+        left_settings={**SHORT, "filter": 0.6},
         right_settings=dict(SHORT),
     ),
     Lesson(

@@ -52,10 +52,16 @@ def main() -> None:
                     print(f"{scoring:10s} t={temperature:<4} blocks {block:3d} steps {steps:3d} threshold {threshold}: "
                           f"{r['tokens_per_forward']} tokens/pass, perplexity {r['ppl']:8.2f}, distinct-2 {r['distinct2']}",
                           flush=True)
+    for level in (0.7, 0.6, 0.5):  # the previous defaults plus the twin's learned commit filter
+        s = replace(PREVIOUS_DEFAULTS, filter=level)
+        r = samples("diffusion", dm, judge, tok, prompts, s)
+        rows.append((s, r["tokens_per_forward"], r["ppl"], r["distinct2"]))
+        print(f"entropy t=0.5 blocks 16 threshold 0.9 filter {level}: {r['tokens_per_forward']} tokens/pass, "
+              f"perplexity {r['ppl']:8.2f}, distinct-2 {r['distinct2']}", flush=True)
     ok = [r for r in rows if r[3] is not None and r[3] >= MIN_DISTINCT2 and r[2] <= base["ppl"]]
     best = max(ok, key=lambda r: r[1]) if ok else None
     print("chosen:", f"scoring={best[0].scoring} temperature={best[0].temperature} block_length={best[0].block_length} "
-          f"steps={best[0].steps} threshold={best[0].threshold}" if best else "none within the bounds")
+          f"steps={best[0].steps} threshold={best[0].threshold} filter={best[0].filter}" if best else "none within the bounds")
 
 
 if __name__ == "__main__":

@@ -75,3 +75,21 @@ def test_the_built_in_twin_loads_with_its_filter_and_uses_it() -> None:
     filtered = list(diffusion.generate(model, prompt, DiffusionSettings(gen_length=32, steps=32, block_length=16, threshold=None,
                                                                         filter=0.5)))
     assert filtered[-1].nfe < plain[-1].nfe  # the filter commits some positions together
+
+
+def test_the_twins_bench_reports_the_filtered_defaults_beside_the_plain_ones() -> None:
+    from app.bench.twins import EVAL_PROMPTS, bench
+
+    out = bench(prompts=EVAL_PROMPTS[:2])
+    assert out["diffusion_default"]["settings"]["filter"] == 0.6
+    assert out["diffusion_without_filter"]["settings"]["filter"] is None
+    for row in ("diffusion_default", "diffusion_without_filter", "diffusion_filter_0.5", "diffusion_48_steps"):
+        assert out[row]["passes"] >= out[row]["refreshes"] > 0 and out[row]["referee_ppl"] > 1
+
+
+def test_the_page_counts_the_teachers_stories_once_when_two_runs_read_them() -> None:
+    from app.engine.about import twins_note
+
+    _, details = twins_note()
+    assert details.count("stories the AR twin wrote") == 1 and "with certainty forcing (dParallel)" in details
+    assert "plus 33 minutes of the AR twin writing its stories" in details

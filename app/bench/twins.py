@@ -7,6 +7,7 @@ twins alone on the first prompt a new user tries.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,8 @@ RACE_PROMPT = "Once upon a time, there was a little dog named Max."  # the promp
 PREVIOUS_DEFAULTS = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.5)
 # the most parallel setting `scripts.choose_twin_defaults` weighed: 48 steps for 128 tokens, at least 2-3 a pass
 PARALLEL = DiffusionSettings(block_length=16, scoring="confidence", temperature=0.3, steps=48)
+# the page's defaults with a bolder learned commit filter (app/engine/commit_filter.py)
+BOLDER = replace(TWIN_DIFFUSION, filter=0.5)
 
 
 def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_PROMPTS) -> dict[str, Any]:
@@ -115,6 +118,8 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     return {"prompts": len(prompts), "gen_length": TWIN_DIFFUSION.gen_length,
             "diffusion_default": diffusion_runs(TWIN_DIFFUSION),
             "diffusion_48_steps": diffusion_runs(PARALLEL),
+            "diffusion_without_filter": diffusion_runs(PREVIOUS_DEFAULTS),
+            "diffusion_filter_0.5": diffusion_runs(BOLDER),
             "ar_default": ar_runs(ARSettings(gen_length=TWIN_DIFFUSION.gen_length)),
             "race_prompt_alone": race,
             "targets": ">= 3 answer tokens per pass; several commits per step, not only the leftmost masked; "

@@ -58,12 +58,18 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     start = (f"starts from the AR twin's own checkpoint after {forked:,} tokens (those tokens were spent as an "
              f"AR model), then trains on the next {shared - forked:,} with the masked-diffusion loss"
              if fork else "trained with the masked-diffusion loss")
+    written: list[dict[str, Any]] = []  # the teacher's story sets, each counted once however many runs read it
     for run in reversed(taught):  # oldest first
         kd = run["data"]["distilled"]
+        forcing = " with certainty forcing (dParallel)" if "certainty forcing" in str(run.get("objective")) else ""
+        if kd in written:
+            start += f"; then {run['tokens_this_run']:,} more tokens on the same stories{forcing}"
+            continue
+        written.append(kd)
         start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of stories the AR twin "
-                  f"wrote (sequence-level distillation: the AR twin is its teacher; writing them took "
+                  f"wrote{forcing} (sequence-level distillation: the AR twin is its teacher; writing them took "
                   f"{kd['seconds'] / 60:.0f} minutes on {kd.get('threads', 1)} CPU thread(s))")
-    teacher = sum(run["data"]["distilled"]["seconds"] for run in taught) / 60
+    teacher = sum(kd["seconds"] for kd in written) / 60
     hardware = sorted({r["hardware"] for r in (*ar, *dm) if r.get("hardware")})
     details = "\n".join([
         f"Two {params:,}-parameter transformers with the same architecture, tokenizer and training stories "

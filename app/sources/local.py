@@ -26,7 +26,7 @@ EOS_MARK = "<eos>"
 LENGTHS = [32, 64, 128, 256]
 BLOCKS = [8, 16, 32, 64, 128, 256]
 OFF = (None, "", "off", "none", "None")
-OPTIONAL = ("threshold", "factor")
+OPTIONAL = ("threshold", "factor", "filter")
 
 
 def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None) -> Any:
@@ -217,7 +217,7 @@ def _plain_prompt(tok: Any, prompt: str) -> list[int]:
 # order, temperature and block length that read best on the twin (assets/models/MODEL_CARD.md, "Sampler
 # defaults"). Fewer steps would commit 2-3 tokens a pass, but `python -m scripts.choose_twin_defaults` found no such
 # setting whose text the referee rates as well as the previous twin's at these defaults, so they stay.
-TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.5)
+TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.5, filter=0.6)
 
 
 def make_local_diffusion(**settings: Any) -> SamplerSource:
@@ -245,6 +245,10 @@ def diffusion_spec(d: DiffusionSettings) -> dict[str, dict[str, Any]]:
                       "step": 0.05, "info": "Also commit every position at least this confident (Fast-dLLM)."},
         "factor": {"default": d.factor or 0.0, "label": "Parallel factor (0 = off)", "min": 0.0, "max": 4.0,
                    "step": 0.25, "info": "Commit the largest n whose n-th score is at least 1 - f/(n+1)."},
+        **({"filter": {"default": d.filter, "label": "Learned commit filter (0 = off)", "min": 0.0, "max": 1.0,
+                       "step": 0.05, "info": "Also commit every position the twin's learned filter scores at least this "
+                       "sure its guess is final (Learn2PD); lower is more parallel."}}
+           if d.filter is not None else {}),  # only a model that ships a filter (the built-in twin) offers it
         "remask": {"default": d.remask, "label": "Remasking", "min": 0.0, "max": 1.0, "step": 0.05,
                    "info": "Chance to reopen an earlier token of the block, scaled by its doubt (ReMDM)."},
         "eos_discount": {"default": d.eos_discount, "label": "End-of-text score factor", "min": 0.0, "max": 1.0,
