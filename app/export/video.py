@@ -10,8 +10,8 @@ tokens of the final answer already in place at that frame (`analysis.settled_fra
 convergence measure, so a noisy draft's noise is not counted) and those tokens / t, which at the last
 frame are `analysis.metrics`' tokens and tokens/s; change codes and the settled prefix come from
 `analysis.SideAnalyzer`, the same rows the browser player draws. The colours are the page's
-(app/ui/player.css and player.js, Okabe-Ito), whose change codes differ in lightness as well as hue,
-so the video also reads in greyscale.
+(app/view/theme.json, which the page's player.css and player.js read too), whose change codes differ in lightness
+as well as hue, so the video also reads in greyscale.
 
 Speed comes from redrawing little: a side is drawn only when its shown frame changes, only text rows
 whose cells changed are redrawn (each character is rasterised once, and each character in each style
@@ -43,13 +43,14 @@ from app.analysis import SideAnalyzer, metrics, settled_fraction_series
 from app.errors import SourceError
 from app.export import read_for_export
 from app.trace import SIDES, Recording
+from app.view.theme import MASK, STATUS_TEXT, TERMINAL, THEME, hex_rgb, rgb
 
 log = logging.getLogger("converge.export")
 
 FONTS = Path(__file__).resolve().parents[2] / "assets" / "fonts"
 MONO, SANS = FONTS / "DejaVuSansMono.ttf", FONTS / "DejaVuSans.ttf"
 FORMATS = ("mp4", "gif")
-MASK, MISSING, ELLIPSIS = "\u2591", "\ufffd", "\u2026"
+MISSING, ELLIPSIS = "\ufffd", "\u2026"
 GIF_MAX_FPS = 50  # GIF delays are whole hundredths; players slow down frames shorter than 20 ms
 MAX_FRAMES = 200_000
 MAX_VIDEO_SECONDS = 300  # about 2 minutes of work at 1280x720 on a 2-core machine (README); HTML plays any length
@@ -58,31 +59,28 @@ X264 = ["-preset", "veryfast", "-crf", "20"]
 CLOCKS = ("time", "passes")
 PASS_RATE = 10  # forward passes per second of video at speed 1, as in the player (app/ui/player.js)
 
-# The page's colours (app/ui/player.css, player.js).
-FG, MUTED, WHITE, PANEL, BORDER = (26, 26, 26), (89, 89, 89), (255, 255, 255), (250, 250, 250), (207, 207, 207)
-MASK_FG, SWATCH_EDGE = (138, 138, 138), (119, 119, 119)
-NEW, CHANGED, BLACK = (86, 180, 233), (213, 94, 0), (0, 0, 0)
-LINE = {"left": (0, 114, 178), "right": (230, 159, 0)}
-# Heatmap cells, the page's colours (player.js HEAT), in priority order (a cell covering several positions
-# or frames shows the highest): empty, unchanged, masked, new, changed, remasked. Each has its own
-# lightness (CIE L* 100, 79, 94, 70, 54, 0), so the heatmap also reads in greyscale.
-HEAT = np.array([WHITE, (196, 196, 196), (236, 236, 236), NEW, CHANGED, BLACK], np.uint8)
-BADGE = {"waiting": ((232, 243, 251), LINE["left"]), "running": ((232, 243, 251), LINE["left"]),
-         "done": ((230, 244, 239), (0, 158, 115)), "stopped": ((253, 243, 225), LINE["right"]),
-         "error": ((251, 233, 223), CHANGED), "idle": (WHITE, BORDER)}
-STATUS_TEXT = {"idle": "idle", "waiting": "waiting", "running": "running", "done": "finished",
-               "stopped": "stopped", "error": "error"}
-TERMINAL = ("done", "stopped", "error")
+# The page's colours, light theme (app/view/theme.json).
+FG, MUTED, WHITE, PANEL, BORDER = rgb("fg"), rgb("muted"), rgb("bg"), rgb("panel"), rgb("border")
+MASK_FG, SWATCH_EDGE, NEW, CHANGED = rgb("mask"), rgb("swatch-edge"), rgb("new"), rgb("changed")
+LINE = {"left": rgb("left"), "right": rgb("right")}
+# Heatmap cells in priority order (a cell covering several positions or frames shows the highest): the order
+# of theme.json's heat, empty, unchanged, masked, new, changed, remasked, which HeatStrip's codes 0-5 follow.
+HEAT_NAMES = list(THEME["heat"])
+HEAT = np.array([hex_rgb(THEME["heat"][name]) for name in HEAT_NAMES], np.uint8)
+BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].items()}
 
-# Cell styles: the page's token classes (unchanged, cv-m, cv-d, cv-n, cv-c, cv-r), then mono UI text on white.
+# Cell styles: the page's token styles (theme.json styles), then mono UI text on white.
 NORMAL, MASKED, DRAFT, FRESH, CHANGE, REMASK, UI, UI_MUTED = range(8)
-STYLE_FG = np.array([FG, MASK_FG, MUTED, BLACK, WHITE, BLACK, FG, MUTED], np.uint16)
-STYLE_BG = np.array([PANEL, PANEL, PANEL, NEW, CHANGED, PANEL, WHITE, WHITE], np.uint16)
+_CELLS = [THEME["styles"][name] for name in ("unchanged", "masked", "draft", "new", "changed", "remasked")]
+STYLE_FG = np.array([rgb(st["ink"]) for st in _CELLS] + [FG, MUTED], np.uint16)
+STYLE_BG = np.array([rgb(st["paper"]) for st in _CELLS] + [WHITE, WHITE], np.uint16)
 STYLE_AREA = np.array([PANEL] * 6 + [WHITE] * 2, np.uint16)  # outside the glyph band: the surface under the text
-LEGEND = [(MASKED, MASK, "masked (not yet decided)"), (DRAFT, "abc", "draft (may still change)"),
-          (FRESH, "abc", "new this frame"), (CHANGE, "abc", "changed this frame"),
-          (REMASK, MASK, "remasked this frame"), (NORMAL, "abc", "unchanged")]
-HEAT_KEY = [(3, "new"), (4, "changed"), (5, "remasked"), (1, "unchanged"), (2, "masked")]
+FRESH_MARK, DRAFT_MARK, REMASK_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("new", "draft", "remasked"))
+TICK = rgb("remasked")  # the heatmap's frame marks, in the darkest ink
+_STYLE_CODE = {"unchanged": NORMAL, "masked": MASKED, "draft": DRAFT, "new": FRESH, "changed": CHANGE, "remasked": REMASK}
+LEGEND = [(_STYLE_CODE[name], MASK if THEME["styles"][name].get("glyph") == "mask" else THEME["sample"],
+           THEME["styles"][name]["label"]) for name in THEME["legend"] if name in _STYLE_CODE]
+HEAT_KEY = [(HEAT_NAMES.index(name), label) for name, label in THEME["heat_key"]]
 NEWLINE, TAB = -1, -2
 
 
@@ -232,15 +230,15 @@ class Glyphs:
                ).astype(np.uint8)
         fresh, draft, remask = sty == FRESH, sty == DRAFT, sty == REMASK
         if fresh.any():
-            out[fresh, self.under] = BLACK
+            out[fresh, self.under] = FRESH_MARK
         if draft.any():
-            out[draft, self.under, ::2] = MASK_FG
+            out[draft, self.under, ::2] = DRAFT_MARK
         if remask.any():
             t, b, w = self.top, self.bottom, self.stroke
-            out[remask, t:t + w] = BLACK
-            out[remask, b - w:b] = BLACK
-            out[remask, t:b, :w] = BLACK
-            out[remask, t:b, -w:] = BLACK
+            out[remask, t:t + w] = REMASK_MARK
+            out[remask, b - w:b] = REMASK_MARK
+            out[remask, t:b, :w] = REMASK_MARK
+            out[remask, t:b, -w:] = REMASK_MARK
         return out
 
     def line(self, parts: list[tuple[str, int]], cells: int) -> np.ndarray:
@@ -687,7 +685,7 @@ class Scene:
         if idx >= 0:
             r0, r1 = heat.span(idx)
             mid = (r0 + r1 - 1) // 2
-            ticks[max(0, mid - self.px(1)):mid + self.px(1)] = BLACK
+            ticks[max(0, mid - self.px(1)):mid + self.px(1)] = TICK
         self.put(x0 + self.inner_x, y0 + self.heat_y, ticks)
         self.put(x0 + self.heat_x + self.heat_w + 1, y0 + self.heat_y, ticks)
 
@@ -784,7 +782,7 @@ class GifWriter:
     identical frames merged into one longer delay; memory stays one frame however long the race."""
 
     def __init__(self, path: Path, size: tuple[int, int], sample: Image.Image) -> None:
-        keys = list(dict.fromkeys([WHITE, FG, MUTED, PANEL, BORDER, MASK_FG, SWATCH_EDGE, NEW, CHANGED, BLACK,
+        keys = list(dict.fromkeys([WHITE, FG, MUTED, PANEL, BORDER, MASK_FG, SWATCH_EDGE, NEW, CHANGED, TICK,
                                    LINE["left"], LINE["right"], *map(tuple, HEAT.tolist()),
                                    *(c for pair in BADGE.values() for c in pair)]))
         adaptive = sample.quantize(256 - len(keys), method=Image.Quantize.MEDIANCUT).getpalette() or []

@@ -41,25 +41,24 @@
   "use strict";
 
   var SIDES = ["left", "right"];
-  var MASK = "\u2591";
-  var TERMINAL = { done: 1, stopped: 1, error: 1 };
+  /* colours, legend, status words, the mask glyph and token styles: app/view/theme.json, set before this script */
+  var THEME = global.ConvergeTheme;
+  var MASK = THEME.mask;
+  var TERMINAL = {};
+  THEME.terminal.forEach(function (s) { TERMINAL[s] = 1; });
   var EOS = { "<|endoftext|>": 1, "<|eos|>": 1, "<|eot_id|>": 1, "<|im_end|>": 1, "<|end|>": 1, "</s>": 1,
               "<eos>": 1, "[EOS]": 1 };
-  var STATUS_TEXT = { idle: "idle", waiting: "waiting", running: "running", done: "finished",
-                      stopped: "stopped", error: "error" };
+  var STATUS_TEXT = THEME.status;
   var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
   var PASS_RATE = 10; /* forward passes per second of playback at 1x, on the forward-pass clock */
   var BLOCK = 16; /* token positions per block of a text panel (see paintTokens) */
   var HOVER_MS = 600; /* how long the pointer rests on a token before the inspector shows it */
   var MAX_EVENTS = 24; /* events the inspector lists for one position (a long Mercury draft can have more) */
   var SPARK = [360, 64], SPARK_PAD = [30, 6]; /* the inspector's sparkline, CSS pixels: size, left/right padding */
-  /* Okabe-Ito colours; their lightness steps also read in greyscale:
-     empty > masked > unchanged > new > changed > remasked. */
-  var HEAT = {
-    empty: [255, 255, 255], masked: [236, 236, 236], unchanged: [196, 196, 196],
-    fresh: [86, 180, 233], changed: [213, 94, 0], remasked: [0, 0, 0]
-  };
-  var LINE = { left: { color: "#0072B2", dark: "#56B4E9", dash: [] }, right: { color: "#E69F00", dark: "#E69F00", dash: [7, 4] } };
+  var HEAT = {}; /* heatmap cells as [r, g, b] */
+  for (var name in THEME.heat) HEAT[name] = hexRgb(THEME.heat[name]);
+  var LINE = { left: { color: themeColour("left", false), dark: themeColour("left", true), dash: [] },
+               right: { color: themeColour("right", false), dark: themeColour("right", true), dash: [7, 4] } };
   var METRICS = [
     ["ttft", "Time to first visible token", seconds],
     ["t_final", "Time to final", seconds],
@@ -85,6 +84,16 @@
     ["Esc", "close this help, or the token inspector"]
   ];
 
+  function hexRgb(hex) {
+    return [parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16)];
+  }
+
+  /* a theme colour for canvas drawing, which cannot read the CSS custom properties' light-dark() pairs */
+  function themeColour(name, dark) {
+    var v = THEME.colors[name];
+    return typeof v === "string" ? v : v[dark ? 1 : 0];
+  }
+
   function seconds(v) { return v == null ? "\u2014" : v.toFixed(v < 10 ? 3 : 2) + " s"; }
   function millis(v) { return v == null ? "\u2014" : (v * 1000).toFixed(v < 0.01 ? 2 : 1) + " ms"; }
   function count(v) { return v == null ? "\u2014" : String(v); }
@@ -103,8 +112,8 @@
   function gridStyle(ctx, px, dark) {
     /* the chart's and the sparkline's axis lines and labels; the caller adds the lines, then strokes */
     ctx.font = px + "px system-ui, sans-serif";
-    ctx.fillStyle = dark ? "#e6e6e6" : "#444";
-    ctx.strokeStyle = dark ? "#666" : "#bbb";
+    ctx.fillStyle = themeColour("axis-text", dark);
+    ctx.strokeStyle = themeColour("axis-line", dark);
     ctx.lineWidth = 1;
     ctx.setLineDash([]);
     ctx.beginPath();
@@ -135,15 +144,14 @@
   for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
 
   /* a token's class by style = masked | change code << 1 | draft << 3 | inspected << 4 */
+  var STYLES = THEME.styles, CODE_STYLE = [null, "new", "changed", "remasked"];
   var TOKEN_CLASS = [];
   for (var style = 0; style < 32; style++) {
     var c = style >> 1 & 3, cls = "cv-tok";
-    if (style & 1) cls += " cv-m";
-    if (c === 1) cls += " cv-n";
-    else if (c === 2) cls += " cv-c";
-    else if (c === 3) cls += " cv-r";
-    else if (style & 8) cls += " cv-d";
-    if (style & 16) cls += " cv-sel";
+    if (style & 1) cls += " " + STYLES.masked["class"];
+    if (c) cls += " " + STYLES[CODE_STYLE[c]]["class"];
+    else if (style & 8) cls += " " + STYLES.draft["class"];
+    if (style & 16) cls += " " + STYLES.inspected["class"];
     TOKEN_CLASS.push(cls);
   }
 
@@ -219,18 +227,16 @@
     passesBanner.hidden = true;
 
     var legend = el("div", "cv-legend", null, { role: "list", "aria-label": "Legend", "data-part": "legend" });
-    [["cv-m", MASK, "masked (not yet decided)"], ["cv-d", "abc", "draft (may still change)"],
-     ["cv-n", "abc", "new this frame"], ["cv-c", "abc", "changed this frame"],
-     ["cv-r cv-m", MASK, "remasked this frame"], ["", "abc", "unchanged"],
-     ["cv-sel", "abc", "inspected (click a token)"]].forEach(function (x) {
-      var item = legendItem(x[0], x[1], x[2]);
+    THEME.legend.forEach(function (name) {
+      var st = STYLES[name], masked = st.glyph === "mask";
+      var cls = st["class"] + (masked && name !== "masked" ? " " + STYLES.masked["class"] : "");
+      var item = legendItem(cls, masked ? MASK : THEME.sample, st.label);
       item.setAttribute("role", "listitem");
       legend.appendChild(item);
     });
     var heatKey = el("span", "cv-legend-item cv-heat-key");
     heatKey.appendChild(el("span", "cv-label", "Heatmap:"));
-    [["fresh", "new"], ["changed", "changed"], ["remasked", "remasked"], ["unchanged", "unchanged"],
-     ["masked", "masked"]].forEach(function (x) {
+    THEME.heat_key.forEach(function (x) {
       var sw = el("span", "cv-swatch", null, { "aria-hidden": "true" });
       sw.style.background = "rgb(" + HEAT[x[0]].join(",") + ")";
       heatKey.appendChild(sw);
@@ -1457,7 +1463,7 @@
       if (n === 1 && h.conf[0] >= 0) ctx.fillRect(sparkX(0, n) - 1, sparkY(h.conf[0]) - 1, 3, 3);
       ctx.setLineDash([]);
       ctx.lineWidth = 1;
-      ctx.strokeStyle = isDark ? "#ffffff" : "#000000";
+      ctx.strokeStyle = themeColour("dot-edge", isDark);
       h.events.forEach(function (e) {
         var colour = HEAT[e.code === 1 ? "fresh" : e.code === 2 ? "changed" : e.code === 3 ? "remasked" : "unchanged"];
         var v = h.conf[e.r] >= 0 ? h.conf[e.r] : 0;

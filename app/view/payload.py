@@ -16,6 +16,7 @@ from typing import Any
 
 from app.analysis import SideAnalyzer, metrics, prefix_len, settled_fraction_series, side_labels
 from app.trace import SIDES, Recording, RecordingError, read_recording
+from app.view.theme import css_rules, js_prelude
 
 UI_DIR = Path(__file__).resolve().parent.parent / "ui"  # where player.js and player.css live
 UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
@@ -151,5 +152,11 @@ def load_payload(path: str | Path, name: str | None = None, run: str | None = No
 
 
 def asset(name: str) -> str:
-    """The text of a player asset (player.js, player.css) for the page and for self-contained exports."""
-    return (UI_DIR / name).read_text(encoding="utf-8")
+    """The text of a player asset (player.js, player.css) for the page and for self-contained exports, each
+    preceded by the theme it reads (app/view/theme.json as a JSON object, or as CSS custom properties)."""
+    text = (UI_DIR / name).read_text(encoding="utf-8")
+    if name == "player.js":
+        return js_prelude() + text
+    if name == "player.css":
+        return css_rules() + text
+    return text
