@@ -12,8 +12,9 @@ import pytest
 
 from app.analysis import side_labels
 from app.trace import Frame, RecordingWriter, make_header, read_recording
-from app.view.payload import UI_DIR, expand_rows, load_payload
+from app.view.payload import UI_DIR, load_payload
 from tests.pages import browser_tab, serve_page, watch_errors
+from tests.wire import expand_rows
 
 ROOT = "#converge"
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"

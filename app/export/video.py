@@ -39,10 +39,10 @@ from typing import Any, Callable
 import numpy as np
 from PIL import GifImagePlugin, Image, ImageDraw, ImageFont
 
-from app.analysis import SideAnalyzer, metrics, settled_fraction_series
 from app.errors import SourceError
 from app.export import read_for_export
 from app.trace import SIDES, Recording
+from app.view.side import CELLS, cell_styles, recorded_side, status_sentence
 from app.view.theme import MASK, STATUS_TEXT, TERMINAL, THEME, hex_rgb, rgb
 
 log = logging.getLogger("converge.export")
@@ -69,17 +69,18 @@ HEAT_NAMES = list(THEME["heat"])
 HEAT = np.array([hex_rgb(THEME["heat"][name]) for name in HEAT_NAMES], np.uint8)
 BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].items()}
 
-# Cell styles: the page's token styles (theme.json styles), then mono UI text on white.
-NORMAL, MASKED, DRAFT, FRESH, CHANGE, REMASK, UI, UI_MUTED = range(8)
-_CELLS = [THEME["styles"][name] for name in ("unchanged", "masked", "draft", "new", "changed", "remasked")]
+# Cell styles: the page's token styles (app/view/side.py CELLS, coloured as theme.json says), then mono UI text on white.
+NORMAL, MASKED, DRAFT, FRESH, CHANGE, REMASK = (CELLS.index(name) for name in
+                                                 ("unchanged", "masked", "draft", "new", "changed", "remasked"))
+UI, UI_MUTED = len(CELLS), len(CELLS) + 1
+_CELLS = [THEME["styles"][name] for name in CELLS]
 STYLE_FG = np.array([rgb(st["ink"]) for st in _CELLS] + [FG, MUTED], np.uint16)
 STYLE_BG = np.array([rgb(st["paper"]) for st in _CELLS] + [WHITE, WHITE], np.uint16)
 STYLE_AREA = np.array([PANEL] * 6 + [WHITE] * 2, np.uint16)  # outside the glyph band: the surface under the text
 FRESH_MARK, DRAFT_MARK, REMASK_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("new", "draft", "remasked"))
 TICK = rgb("remasked")  # the heatmap's frame marks, in the darkest ink
-_STYLE_CODE = {"unchanged": NORMAL, "masked": MASKED, "draft": DRAFT, "new": FRESH, "changed": CHANGE, "remasked": REMASK}
-LEGEND = [(_STYLE_CODE[name], MASK if THEME["styles"][name].get("glyph") == "mask" else THEME["sample"],
-           THEME["styles"][name]["label"]) for name in THEME["legend"] if name in _STYLE_CODE]
+LEGEND = [(CELLS.index(name), MASK if THEME["styles"][name].get("glyph") == "mask" else THEME["sample"],
+           THEME["styles"][name]["label"]) for name in THEME["legend"] if name in CELLS]
 HEAT_KEY = [(HEAT_NAMES.index(name), label) for name, label in THEME["heat_key"]]
 NEWLINE, TAB = -1, -2
 
@@ -294,27 +295,16 @@ class Track:
 
     def __init__(self, key: str, rec: Recording, clock: str = "time") -> None:
         self.key = key
-        source = (rec.header.get("sources") or {}).get(key)
-        source = source if isinstance(source, dict) else {}
-        self.name = str(source.get("name") or key.capitalize())
-        self.frames = rec.frames.get(key, [])
-        analyzer = SideAnalyzer()
-        self.rows = [analyzer.add(f) for f in self.frames]
+        side = recorded_side(rec, key)
+        self.name = str(side.source.get("name") or key.capitalize())
+        self.frames, self.rows = side.frames, side.rows
         # on the forward-pass clock a side that reports passes is placed by them; any other keeps its seconds
         self.on_passes = clock == "passes" and bool(self.frames) and self.frames[-1].nfe is not None
         self.keys = [float(f.nfe or 0) if self.on_passes else f.t for f in self.frames]
         self.reach = list(accumulate(self.keys, max))
-        end = rec.ends.get(key)
-        self.ended = end is not None
-        self.end_status = end["status"] if end and end.get("status") in TERMINAL else "stopped"
-        self.message = (end or {}).get("message") or ""
-        if end is None and self.frames:
-            self.message = "This recording ends without saying how this side ended; it shows the frames saved."
+        self.ended, self.end_status, self.message = side.ended, side.status, side.message or ""
         self.width = max((len(r["tok"]) for r in self.rows), default=0)
-        # Per frame: how many of the final answer's tokens are already in place (the page's convergence
-        # measure); noise in a draft is not counted, and at the last frame it is metrics' `tokens`.
-        total = metrics(self.frames)["tokens"] if self.frames else 0
-        self.in_place = [round(share * total) for _, share in settled_fraction_series(self.frames)]
+        self.in_place = side.in_place()
         self.shown: int | None = None
         self.top = 0
         self.grid: tuple[np.ndarray, np.ndarray] | None = None
@@ -494,9 +484,7 @@ class Scene:
             if idx != tr.shown:
                 self._side(i, tr, idx)
         self._clock(t)
-        statuses = [tr.status(tr.shown if tr.shown is not None else -1) for tr in self.tracks]
-        status = ("Stopped: the frames so far are kept." if "stopped" in statuses else "Finished."
-                  ) if all(st in TERMINAL or st == "idle" for st in statuses) else "Racing\u2026"
+        status = status_sentence([tr.status(tr.shown if tr.shown is not None else -1) for tr in self.tracks])
         if self.warning:
             status += " " + self.warning
         if status != self.status_text:
@@ -606,14 +594,10 @@ class Scene:
         focus = -1
         if row is None:
             return lin, col, gid, sty, 1, -1
-        masks, codes, sp = row["m"], row["ch"], row["sp"]
-        text_source = masks is None
-        for i, tok in enumerate(row["tok"]):
-            masked = bool(masks and masks[i])
+        masks, codes = row["m"], row["ch"]
+        for i, (tok, style) in enumerate(zip(row["tok"], cell_styles(row, settled_all))):
             code = codes[i]
-            style = (FRESH if code == 1 else CHANGE if code == 2 else REMASK if code == 3 else MASKED if masked
-                     else DRAFT if text_source and not settled_all and i >= sp else NORMAL)
-            ids = self.mask_ids if masked else g.token(tok)
+            ids = self.mask_ids if masks and masks[i] else g.token(tok)
             n = len(ids)
             simple = NEWLINE not in ids and TAB not in ids
             if simple and 0 < c and c + n > cols and n <= cols and any(ids):

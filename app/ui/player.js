@@ -15,7 +15,7 @@
  * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
  * A row is one frame analysed by app.analysis.SideAnalyzer:
  *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp}
- * or the same row compacted by app/ui/payload.py wire_rows: tok holds only the tokens after the first
+ * or the same row compacted by app/view/payload.py wire_rows: tok holds only the tokens after the first
  * `keep` (shared with the row before), `n` is the length and `cs` the non-zero change codes as
  * [position, code, ...] pairs; confidences come as `cf` (whole percent per position) and the top
  * candidates of the positions committed or reopened at that frame as `cd`: [[position, [[token, percent]...]]...].
@@ -601,7 +601,7 @@
     }
 
     function expand(w, prev) {
-      /* A row of our own from a compact row (app/ui/payload.py wire_rows) or a plain analyzer row.
+      /* A row of our own from a compact row (app/view/payload.py wire_rows) or a plain analyzer row.
          Nothing from the payload is kept by reference: the host may reuse its objects for later updates. */
       var tok, ch;
       if ("keep" in w) {
@@ -870,11 +870,13 @@
       paintClock();
       var status = state.message;
       if (!status) {
-        if (overall === "idle") status = "Choose two sources, type a prompt and press Run, or load a recording.";
-        else if (overall === "running") status = anyRunning ? "Racing\u2026" : "Finishing\u2026";
-        else if (overall === "stopped") status = "Stopped: the frames so far are kept.";
-        else if (overall === "error") status = "Both sides failed; see each side's message.";
-        else status = state.mode === "replay" ? "Recording loaded." : "Finished.";
+        /* the words are theme.json's sentences; the video export's line is app/view/side.py status_sentence */
+        var say = THEME.sentences;
+        if (overall === "idle") status = say.idle;
+        else if (overall === "running") status = anyRunning ? say.racing : say.finishing;
+        else if (overall === "stopped") status = say.stopped;
+        else if (overall === "error") status = say.failed;
+        else status = state.mode === "replay" ? say.loaded : say.finished;
         if (state.recording && overall !== "idle") {
           status += (overall === "running" ? " Recording to " : state.mode === "replay" ? " \u2014 " : " Saved as ") +
             state.recording + ".";
@@ -995,6 +997,8 @@
       for (var i = 0; i < n; i++) {
         var masked = m && m[i] ? 1 : 0;
         var code = ch ? ch[i] : 0;
+        /* app/view/side.py cell_style's rule as bits (TOKEN_CLASS): computed here, as it hangs on what only the
+           browser knows, the inspected position and whether the row shown is a finished side's last */
         var style = masked | code << 1 | (code === 0 && i >= draftFrom ? 8 : 0) | (i === sel ? 16 : 0);
         var text = masked ? MASK : tok[i];
         if (shown[i] !== style || shownText[i] !== text) {
