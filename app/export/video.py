@@ -10,7 +10,7 @@ tokens of the final answer already in place at that frame (`analysis.settled_fra
 convergence measure, so a noisy draft's noise is not counted) and those tokens / t, which at the last
 frame are `analysis.metrics`' tokens and tokens/s; change codes and the settled prefix come from
 `analysis.SideAnalyzer`, the same rows the browser player draws. The colours are the page's
-(app/view/theme.json, which the page's player.css and player.js read too), whose change codes differ in lightness
+(app/view/theme.json, which the page's player.css and player script read too), whose change codes differ in lightness
 as well as hue, so the video also reads in greyscale.
 
 Speed comes from redrawing little: a side is drawn only when its shown frame changes, only text rows
@@ -57,7 +57,7 @@ MAX_VIDEO_SECONDS = 300  # about 2 minutes of work at 1280x720 on a 2-core machi
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
 X264 = ["-preset", "veryfast", "-crf", "20"]
 CLOCKS = ("time", "passes")
-PASS_RATE = 10  # forward passes per second of video at speed 1, as in the player (app/ui/player.js)
+PASS_RATE = THEME["pass_rate"]  # forward passes per second of video at speed 1, as the player plays them
 
 # The page's colours, light theme (app/view/theme.json).
 FG, MUTED, WHITE, PANEL, BORDER = rgb("fg"), rgb("muted"), rgb("bg"), rgb("panel"), rgb("border")

@@ -1,6 +1,6 @@
 """The data the browser player draws: live race updates and saved recordings, in one shape.
 
-The player (app/ui/player.js) merges payloads shaped like `Race.snapshot()` plus `run` (a new value
+The player (app/ui/player/, served as one player.js) merges payloads shaped like `Race.snapshot()` plus `run` (a new value
 starts a fresh run) and `seq`. A recording becomes the same payload, its sides built by the same
 app/view/side.py, so a loaded recording plays in the same player as a live race. It sits below the page (app/ui) and
 the exports (app/export), which both draw with it; the player's own files stay beside the page, and `asset` reads
@@ -17,9 +17,9 @@ from typing import Any
 from app.analysis import prefix_len
 from app.trace import Recording, RecordingError, read_recording
 from app.view.side import caption, recorded_sides
-from app.view.theme import css_rules, js_prelude
+from app.view.theme import css_rules, theme_json
 
-UI_DIR = Path(__file__).resolve().parent.parent / "ui"  # where player.js and player.css live
+UI_DIR = Path(__file__).resolve().parent.parent / "ui"  # where player/*.js and player.css live
 UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
 
 
@@ -111,12 +111,20 @@ def load_payload(path: str | Path, name: str | None = None, run: str | None = No
     return recording_payload(rec, name if name is not None else Path(path).name, run, cursor)
 
 
+PLAYER_PARTS = ("common", "dom", "timeline", "panels", "chart", "inspector", "player")  # app/ui/player/*.js, in order
+
+
+def player_script() -> str:
+    """The player's JavaScript: its parts (app/ui/player/) joined in order inside one function, after the theme."""
+    parts = [(UI_DIR / "player" / f"{name}.js").read_text(encoding="utf-8") for name in PLAYER_PARTS]
+    return ("(function (global) {\n\"use strict\";\n/* app/view/theme.json */\nvar THEME = " + theme_json() + ";\n\n"
+            + "\n".join(parts) + "})(typeof window !== \"undefined\" ? window : this);\n")
+
+
 def asset(name: str) -> str:
-    """The text of a player asset (player.js, player.css) for the page and for self-contained exports, each
-    preceded by the theme it reads (app/view/theme.json as a JSON object, or as CSS custom properties)."""
-    text = (UI_DIR / name).read_text(encoding="utf-8")
+    """The text of a player asset for the page and for self-contained exports: player.js (its parts and the theme
+    in one script) or player.css (after the theme's custom properties)."""
     if name == "player.js":
-        return js_prelude() + text
-    if name == "player.css":
-        return css_rules() + text
-    return text
+        return player_script()
+    text = (UI_DIR / name).read_text(encoding="utf-8")
+    return css_rules() + text if name == "player.css" else text

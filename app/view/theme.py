@@ -1,7 +1,7 @@
 """The theme (app/view/theme.json): colours, legend, status words, the mask glyph and the token styles, in one file.
 
-The page's player gets it as a JSON object before player.js (`js_prelude`) and as CSS custom properties before
-player.css (`css_rules`); the video export reads the same values through `rgb`. So a colour or a label is
+The page's player gets it as a JSON object (`theme_json`, the `THEME` its parts read) and as CSS custom properties
+before player.css (`css_rules`); the video export reads the same values through `rgb`. So a colour or a label is
 changed in theme.json alone.
 """
 
@@ -52,9 +52,9 @@ def css_rules() -> str:
             f".cv-player.cv-presenter {{\n{_declarations(THEME['presenter'])}}}\n{badges}")
 
 
-def js_prelude() -> str:
-    """The theme as the global `ConvergeTheme`, which player.js reads (ASCII JSON: no '<' or '/' in it)."""
+def theme_json() -> str:
+    """The theme as a JavaScript object literal for the player (ASCII JSON with no '<' in it, safe in a <script>)."""
     text = json.dumps(THEME, ensure_ascii=True, separators=(",", ":"))
     if "<" in text:
         raise ValueError("app/view/theme.json must not contain '<': it is inlined in a <script> element")
-    return f"var ConvergeTheme = {text};\n"
+    return text
