@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
+from app.analysis import SideAnalyzer, side_labels
 from app.compute import COMPUTE
 from app.errors import SourceError
 from app.limits import race_limit, stopped_at_limit
@@ -32,6 +32,7 @@ from app.scrub import known_keys, scrub_frame, scrub_text, scrub_value
 from app.sources.base import Source, make_source
 from app.store import recordings_dir
 from app.trace import SIDES, Frame, RecordingWriter, clean_text, make_header
+from app.view.side import STOPPED, entry, summary
 
 log = logging.getLogger("converge.race")
 
@@ -58,12 +59,6 @@ class Side:
     message: str | None = None
     new_rows: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] | None = None  # metrics and settled series, computed once the side has ended
-
-
-def summary(frames: list[Frame]) -> dict[str, Any]:
-    """A side's metrics and settled series, as a snapshot carries them."""
-    return {"metrics": metrics(frames) if frames else None,
-            "settled": settled_fraction_series(frames) if frames else []}
 
 
 class Race:
@@ -236,7 +231,7 @@ class Race:
         marked stopped here, so the race, and the slot it holds, end anyway; a frame it sends later is dropped."""
         if self._ended_at is None or time.monotonic() - self._ended_at < GRACE:
             return
-        message = self.stop_reason or "Stopped: the frames so far are kept."
+        message = self.stop_reason or STOPPED
         for side, s in self.sides.items():
             if s.status in ("waiting", "running"):
                 log.warning("side %s (%s) did not end %.0f s after the race stopped", side, s.spec, GRACE)
@@ -264,7 +259,7 @@ class Race:
             else:
                 s.status, s.message = payload
                 if s.status == "stopped" and not s.message:
-                    s.message = "Stopped: the frames so far are kept."
+                    s.message = STOPPED
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
@@ -275,16 +270,13 @@ class Race:
         sides: dict[str, Any] = {}
         for side, s in self.sides.items():
             rows, s.new_rows = s.new_rows, []
-            entry: dict[str, Any] = {
-                "spec": s.spec, "label": self.labels.get(side, s.spec), "status": s.status, "message": s.message,
-                "start": len(s.frames) - len(rows), "rows": rows,
-            }
+            done = None
             if s.status not in ("waiting", "running"):
-                s.summary = s.summary or summary(s.frames)
-                entry.update(s.summary)
+                done = s.summary = s.summary or summary(s.frames)
             elif final:
-                entry.update(summary(s.frames))
-            sides[side] = entry
+                done = summary(s.frames)
+            sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, len(s.frames) - len(rows),
+                                rows, done)
         return {"prompt": self.prompt, "recording": self.path.name, "done": final, "sides": sides}
 
     def updates(self, interval: float = 0.05) -> Iterator[dict[str, Any]]:

@@ -12,8 +12,9 @@ import pytest
 
 from app.analysis import side_labels
 from app.trace import Frame, RecordingWriter, make_header, read_recording
-from app.view.payload import UI_DIR, expand_rows, load_payload
+from app.view.payload import asset, load_payload
 from tests.pages import browser_tab, serve_page, watch_errors
+from tests.wire import expand_rows
 
 ROOT = "#converge"
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
@@ -163,7 +164,7 @@ def reopened_position(rec: Any) -> int:
 
 
 def test_the_player_writes_no_markup() -> None:
-    js = (UI_DIR / "player.js").read_text(encoding="utf-8")
+    js = asset("player.js")  # every part of app/ui/player/, joined as served
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", js)
 
 

@@ -144,13 +144,13 @@ def test_token_strings_are_decoded_off_the_sides_threads_and_every_frame_is_on_d
 
 
 def test_a_finished_sides_metrics_are_computed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import app.race as race_module
+    import app.view.side as view_module  # the race's summaries are built there
 
     fast = make_recording(tmp_path / "fast.jsonl", [0.0, 0.001])
     slow = make_recording(tmp_path / "slow.jsonl", [i * 0.01 for i in range(30)])
     counted: list[int] = []
-    real = race_module.metrics
-    monkeypatch.setattr(race_module, "metrics", lambda frames: counted.append(len(frames)) or real(frames))
+    real = view_module.metrics
+    monkeypatch.setattr(view_module, "metrics", lambda frames: counted.append(len(frames)) or real(frames))
     updates = list(Race("p", f"replay:{fast}", f"replay:{slow}", out=tmp_path / "o.jsonl").updates(interval=0.01))
     assert len(updates) > 5
     assert sorted(counted) == [2, 30]

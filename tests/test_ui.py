@@ -18,8 +18,9 @@ import pytest
 from app.analysis import SideAnalyzer
 from app.race import Race
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
-from app.view.payload import expand_rows, live_payload, load_payload, percent, recording_payload, wire_rows
+from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
 from tests.pages import browser_tab, pick_source, serve_page, watch_errors
+from tests.wire import expand_rows
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
            "${window.__pwned=1}", "{{constructor.constructor('window.__pwned=1')()}}")

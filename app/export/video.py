@@ -10,8 +10,8 @@ tokens of the final answer already in place at that frame (`analysis.settled_fra
 convergence measure, so a noisy draft's noise is not counted) and those tokens / t, which at the last
 frame are `analysis.metrics`' tokens and tokens/s; change codes and the settled prefix come from
 `analysis.SideAnalyzer`, the same rows the browser player draws. The colours are the page's
-(app/ui/player.css and player.js, Okabe-Ito), whose change codes differ in lightness as well as hue,
-so the video also reads in greyscale.
+(app/view/theme.json, which the page's player.css and player script read too), whose change codes differ in lightness
+as well as hue, so the video also reads in greyscale.
 
 Speed comes from redrawing little: a side is drawn only when its shown frame changes, only text rows
 whose cells changed are redrawn (each character is rasterised once, and each character in each style
@@ -39,50 +39,49 @@ from typing import Any, Callable
 import numpy as np
 from PIL import GifImagePlugin, Image, ImageDraw, ImageFont
 
-from app.analysis import SideAnalyzer, metrics, settled_fraction_series
 from app.errors import SourceError
 from app.export import read_for_export
 from app.trace import SIDES, Recording
+from app.view.side import CELLS, cell_styles, recorded_side, status_sentence
+from app.view.theme import MASK, STATUS_TEXT, TERMINAL, THEME, hex_rgb, rgb
 
 log = logging.getLogger("converge.export")
 
 FONTS = Path(__file__).resolve().parents[2] / "assets" / "fonts"
 MONO, SANS = FONTS / "DejaVuSansMono.ttf", FONTS / "DejaVuSans.ttf"
 FORMATS = ("mp4", "gif")
-MASK, MISSING, ELLIPSIS = "\u2591", "\ufffd", "\u2026"
+MISSING, ELLIPSIS = "\ufffd", "\u2026"
 GIF_MAX_FPS = 50  # GIF delays are whole hundredths; players slow down frames shorter than 20 ms
 MAX_FRAMES = 200_000
 MAX_VIDEO_SECONDS = 300  # about 2 minutes of work at 1280x720 on a 2-core machine (README); HTML plays any length
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
 X264 = ["-preset", "veryfast", "-crf", "20"]
 CLOCKS = ("time", "passes")
-PASS_RATE = 10  # forward passes per second of video at speed 1, as in the player (app/ui/player.js)
+PASS_RATE = THEME["pass_rate"]  # forward passes per second of video at speed 1, as the player plays them
 
-# The page's colours (app/ui/player.css, player.js).
-FG, MUTED, WHITE, PANEL, BORDER = (26, 26, 26), (89, 89, 89), (255, 255, 255), (250, 250, 250), (207, 207, 207)
-MASK_FG, SWATCH_EDGE = (138, 138, 138), (119, 119, 119)
-NEW, CHANGED, BLACK = (86, 180, 233), (213, 94, 0), (0, 0, 0)
-LINE = {"left": (0, 114, 178), "right": (230, 159, 0)}
-# Heatmap cells, the page's colours (player.js HEAT), in priority order (a cell covering several positions
-# or frames shows the highest): empty, unchanged, masked, new, changed, remasked. Each has its own
-# lightness (CIE L* 100, 79, 94, 70, 54, 0), so the heatmap also reads in greyscale.
-HEAT = np.array([WHITE, (196, 196, 196), (236, 236, 236), NEW, CHANGED, BLACK], np.uint8)
-BADGE = {"waiting": ((232, 243, 251), LINE["left"]), "running": ((232, 243, 251), LINE["left"]),
-         "done": ((230, 244, 239), (0, 158, 115)), "stopped": ((253, 243, 225), LINE["right"]),
-         "error": ((251, 233, 223), CHANGED), "idle": (WHITE, BORDER)}
-STATUS_TEXT = {"idle": "idle", "waiting": "waiting", "running": "running", "done": "finished",
-               "stopped": "stopped", "error": "error"}
-TERMINAL = ("done", "stopped", "error")
+# The page's colours, light theme (app/view/theme.json).
+FG, MUTED, WHITE, PANEL, BORDER = rgb("fg"), rgb("muted"), rgb("bg"), rgb("panel"), rgb("border")
+MASK_FG, SWATCH_EDGE, NEW, CHANGED = rgb("mask"), rgb("swatch-edge"), rgb("new"), rgb("changed")
+LINE = {"left": rgb("left"), "right": rgb("right")}
+# Heatmap cells in priority order (a cell covering several positions or frames shows the highest): the order
+# of theme.json's heat, empty, unchanged, masked, new, changed, remasked, which HeatStrip's codes 0-5 follow.
+HEAT_NAMES = list(THEME["heat"])
+HEAT = np.array([hex_rgb(THEME["heat"][name]) for name in HEAT_NAMES], np.uint8)
+BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].items()}
 
-# Cell styles: the page's token classes (unchanged, cv-m, cv-d, cv-n, cv-c, cv-r), then mono UI text on white.
-NORMAL, MASKED, DRAFT, FRESH, CHANGE, REMASK, UI, UI_MUTED = range(8)
-STYLE_FG = np.array([FG, MASK_FG, MUTED, BLACK, WHITE, BLACK, FG, MUTED], np.uint16)
-STYLE_BG = np.array([PANEL, PANEL, PANEL, NEW, CHANGED, PANEL, WHITE, WHITE], np.uint16)
+# Cell styles: the page's token styles (app/view/side.py CELLS, coloured as theme.json says), then mono UI text on white.
+NORMAL, MASKED, DRAFT, FRESH, CHANGE, REMASK = (CELLS.index(name) for name in
+                                                 ("unchanged", "masked", "draft", "new", "changed", "remasked"))
+UI, UI_MUTED = len(CELLS), len(CELLS) + 1
+_CELLS = [THEME["styles"][name] for name in CELLS]
+STYLE_FG = np.array([rgb(st["ink"]) for st in _CELLS] + [FG, MUTED], np.uint16)
+STYLE_BG = np.array([rgb(st["paper"]) for st in _CELLS] + [WHITE, WHITE], np.uint16)
 STYLE_AREA = np.array([PANEL] * 6 + [WHITE] * 2, np.uint16)  # outside the glyph band: the surface under the text
-LEGEND = [(MASKED, MASK, "masked (not yet decided)"), (DRAFT, "abc", "draft (may still change)"),
-          (FRESH, "abc", "new this frame"), (CHANGE, "abc", "changed this frame"),
-          (REMASK, MASK, "remasked this frame"), (NORMAL, "abc", "unchanged")]
-HEAT_KEY = [(3, "new"), (4, "changed"), (5, "remasked"), (1, "unchanged"), (2, "masked")]
+FRESH_MARK, DRAFT_MARK, REMASK_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("new", "draft", "remasked"))
+TICK = rgb("remasked")  # the heatmap's frame marks, in the darkest ink
+LEGEND = [(CELLS.index(name), MASK if THEME["styles"][name].get("glyph") == "mask" else THEME["sample"],
+           THEME["styles"][name]["label"]) for name in THEME["legend"] if name in CELLS]
+HEAT_KEY = [(HEAT_NAMES.index(name), label) for name, label in THEME["heat_key"]]
 NEWLINE, TAB = -1, -2
 
 
@@ -232,15 +231,15 @@ class Glyphs:
                ).astype(np.uint8)
         fresh, draft, remask = sty == FRESH, sty == DRAFT, sty == REMASK
         if fresh.any():
-            out[fresh, self.under] = BLACK
+            out[fresh, self.under] = FRESH_MARK
         if draft.any():
-            out[draft, self.under, ::2] = MASK_FG
+            out[draft, self.under, ::2] = DRAFT_MARK
         if remask.any():
             t, b, w = self.top, self.bottom, self.stroke
-            out[remask, t:t + w] = BLACK
-            out[remask, b - w:b] = BLACK
-            out[remask, t:b, :w] = BLACK
-            out[remask, t:b, -w:] = BLACK
+            out[remask, t:t + w] = REMASK_MARK
+            out[remask, b - w:b] = REMASK_MARK
+            out[remask, t:b, :w] = REMASK_MARK
+            out[remask, t:b, -w:] = REMASK_MARK
         return out
 
     def line(self, parts: list[tuple[str, int]], cells: int) -> np.ndarray:
@@ -296,27 +295,16 @@ class Track:
 
     def __init__(self, key: str, rec: Recording, clock: str = "time") -> None:
         self.key = key
-        source = (rec.header.get("sources") or {}).get(key)
-        source = source if isinstance(source, dict) else {}
-        self.name = str(source.get("name") or key.capitalize())
-        self.frames = rec.frames.get(key, [])
-        analyzer = SideAnalyzer()
-        self.rows = [analyzer.add(f) for f in self.frames]
+        side = recorded_side(rec, key)
+        self.name = str(side.source.get("name") or key.capitalize())
+        self.frames, self.rows = side.frames, side.rows
         # on the forward-pass clock a side that reports passes is placed by them; any other keeps its seconds
         self.on_passes = clock == "passes" and bool(self.frames) and self.frames[-1].nfe is not None
         self.keys = [float(f.nfe or 0) if self.on_passes else f.t for f in self.frames]
         self.reach = list(accumulate(self.keys, max))
-        end = rec.ends.get(key)
-        self.ended = end is not None
-        self.end_status = end["status"] if end and end.get("status") in TERMINAL else "stopped"
-        self.message = (end or {}).get("message") or ""
-        if end is None and self.frames:
-            self.message = "This recording ends without saying how this side ended; it shows the frames saved."
+        self.ended, self.end_status, self.message = side.ended, side.status, side.message or ""
         self.width = max((len(r["tok"]) for r in self.rows), default=0)
-        # Per frame: how many of the final answer's tokens are already in place (the page's convergence
-        # measure); noise in a draft is not counted, and at the last frame it is metrics' `tokens`.
-        total = metrics(self.frames)["tokens"] if self.frames else 0
-        self.in_place = [round(share * total) for _, share in settled_fraction_series(self.frames)]
+        self.in_place = side.in_place()
         self.shown: int | None = None
         self.top = 0
         self.grid: tuple[np.ndarray, np.ndarray] | None = None
@@ -496,9 +484,7 @@ class Scene:
             if idx != tr.shown:
                 self._side(i, tr, idx)
         self._clock(t)
-        statuses = [tr.status(tr.shown if tr.shown is not None else -1) for tr in self.tracks]
-        status = ("Stopped: the frames so far are kept." if "stopped" in statuses else "Finished."
-                  ) if all(st in TERMINAL or st == "idle" for st in statuses) else "Racing\u2026"
+        status = status_sentence([tr.status(tr.shown if tr.shown is not None else -1) for tr in self.tracks])
         if self.warning:
             status += " " + self.warning
         if status != self.status_text:
@@ -608,14 +594,10 @@ class Scene:
         focus = -1
         if row is None:
             return lin, col, gid, sty, 1, -1
-        masks, codes, sp = row["m"], row["ch"], row["sp"]
-        text_source = masks is None
-        for i, tok in enumerate(row["tok"]):
-            masked = bool(masks and masks[i])
+        masks, codes = row["m"], row["ch"]
+        for i, (tok, style) in enumerate(zip(row["tok"], cell_styles(row, settled_all))):
             code = codes[i]
-            style = (FRESH if code == 1 else CHANGE if code == 2 else REMASK if code == 3 else MASKED if masked
-                     else DRAFT if text_source and not settled_all and i >= sp else NORMAL)
-            ids = self.mask_ids if masked else g.token(tok)
+            ids = self.mask_ids if masks and masks[i] else g.token(tok)
             n = len(ids)
             simple = NEWLINE not in ids and TAB not in ids
             if simple and 0 < c and c + n > cols and n <= cols and any(ids):
@@ -687,7 +669,7 @@ class Scene:
         if idx >= 0:
             r0, r1 = heat.span(idx)
             mid = (r0 + r1 - 1) // 2
-            ticks[max(0, mid - self.px(1)):mid + self.px(1)] = BLACK
+            ticks[max(0, mid - self.px(1)):mid + self.px(1)] = TICK
         self.put(x0 + self.inner_x, y0 + self.heat_y, ticks)
         self.put(x0 + self.heat_x + self.heat_w + 1, y0 + self.heat_y, ticks)
 
@@ -784,7 +766,7 @@ class GifWriter:
     identical frames merged into one longer delay; memory stays one frame however long the race."""
 
     def __init__(self, path: Path, size: tuple[int, int], sample: Image.Image) -> None:
-        keys = list(dict.fromkeys([WHITE, FG, MUTED, PANEL, BORDER, MASK_FG, SWATCH_EDGE, NEW, CHANGED, BLACK,
+        keys = list(dict.fromkeys([WHITE, FG, MUTED, PANEL, BORDER, MASK_FG, SWATCH_EDGE, NEW, CHANGED, TICK,
                                    LINE["left"], LINE["right"], *map(tuple, HEAT.tolist()),
                                    *(c for pair in BADGE.values() for c in pair)]))
         adaptive = sample.quantize(256 - len(keys), method=Image.Quantize.MEDIANCUT).getpalette() or []

@@ -2,7 +2,7 @@
 recording library, the exports and the sweep charts.
 
 The server never builds HTML from model output, prompts or files: it sends data as the player's
-`payload` prop and app/ui/player.js writes every string with textContent. The source pickers and
+`payload` prop and the player (app/ui/player/) writes every string with textContent. The source pickers and
 their settings are rendered from the registry, so a new source needs no change here. The first screen
 is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
 first bundled example loaded and ready to play; the lessons, the twins' note, the library, exports and sweeps

@@ -1,8 +1,8 @@
 """The data the browser player draws: live race updates and saved recordings, in one shape.
 
-The player (app/ui/player.js) merges payloads shaped like `Race.snapshot()` plus `run` (a new value
-starts a fresh run) and `seq`. A recording becomes the same payload, its rows made by the same
-`SideAnalyzer`, so a loaded recording plays in the same player as a live race. It sits below the page (app/ui) and
+The player (app/ui/player/, served as one player.js) merges payloads shaped like `Race.snapshot()` plus `run` (a new value
+starts a fresh run) and `seq`. A recording becomes the same payload, its sides built by the same
+app/view/side.py, so a loaded recording plays in the same player as a live race. It sits below the page (app/ui) and
 the exports (app/export), which both draw with it; the player's own files stay beside the page, and `asset` reads
 them as text for both.
 """
@@ -14,10 +14,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.analysis import SideAnalyzer, metrics, prefix_len, settled_fraction_series, side_labels
-from app.trace import SIDES, Recording, RecordingError, read_recording
+from app.analysis import prefix_len
+from app.trace import Recording, RecordingError, read_recording
+from app.view.side import caption, recorded_sides
+from app.view.theme import css_rules, theme_json
 
-UI_DIR = Path(__file__).resolve().parent.parent / "ui"  # where player.js and player.css live
+UI_DIR = Path(__file__).resolve().parent.parent / "ui"  # where player/*.js and player.css live
 UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
 
 
@@ -64,23 +66,6 @@ def percent(p: float) -> int:
     return max(0, min(100, int(round(p * 100))))
 
 
-def expand_rows(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The inverse of `wire_rows` (what player.js does), for tests and tools."""
-    out: list[dict[str, Any]] = []
-    for w in wire:
-        tok = (out[-1]["tok"][:w["keep"]] if w["keep"] else []) + w["tok"]
-        cf = None
-        if "cf" in w:  # the first cfk confidences are the row before's
-            cf = (out[-1]["cf"][:w["cfk"]] if w.get("cfk") else []) + w["cf"]
-        ch = [0] * w["n"]
-        for k in range(0, len(w["cs"]), 2):
-            ch[w["cs"][k]] = w["cs"][k + 1]
-        out.append({"i": w["i"], "t": w["t"], "step": w["step"], "tok": tok, "m": w.get("m"), "ch": ch,
-                    "nfe": w.get("nfe"), "final": w.get("final", False), "sp": w["sp"], "cf": cf,
-                    "cd": w.get("cd")})
-    return out
-
-
 def _wire_sides(sides: dict[str, Any]) -> dict[str, Any]:
     return {side: {**entry, "rows": wire_rows(entry.get("rows", []))} for side, entry in sides.items()}
 
@@ -101,12 +86,6 @@ def message_payload(message: str, run: str | None = None) -> dict[str, Any]:
             "done": True, "message": message, "sides": {}}
 
 
-def caption(header: dict[str, Any]) -> str:
-    """The recording's one-line caption (bundled examples carry one), or ""."""
-    value = header.get("caption")
-    return value.strip() if isinstance(value, str) else ""
-
-
 def recording_payload(rec: Recording, name: str = "", run: str | None = None, cursor: str | None = None
                       ) -> dict[str, Any]:
     """The whole of a saved recording as one player payload (rows, statuses, metrics, settled series).
@@ -114,25 +93,7 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None, cu
     Warnings about a damaged file (each names its line) travel as `warnings`, which the player shows in
     an alert above the panels; `cursor="start"` opens the replay at its first frame, ready to play.
     """
-    sources = rec.header.get("sources") if isinstance(rec.header.get("sources"), dict) else {}
-    labels = side_labels({side: sources[side] for side in SIDES if side in sources})
-    sides: dict[str, Any] = {}
-    for side in SIDES:
-        frames = rec.frames.get(side, [])
-        source = sources.get(side) if isinstance(sources.get(side), dict) else {}
-        if not frames and side not in rec.ends and not source:
-            continue
-        analyzer = SideAnalyzer()
-        rows = [analyzer.add(f) for f in frames]
-        end = rec.ends.get(side)
-        status = end["status"] if end and end.get("status") in ("done", "stopped", "error") else "stopped"
-        message = (end or {}).get("message") or None
-        if end is None and frames:
-            message = "This recording ends without saying how this side ended; it shows the frames saved."
-        spec = str(source.get("name", side))
-        sides[side] = {"spec": spec, "label": labels.get(side, spec), "status": status, "message": message, "start": 0,
-                       "rows": wire_rows(rows), "metrics": metrics(frames) if frames else None,
-                       "settled": settled_fraction_series(frames) if frames else []}
+    sides = {key: {**side.entry(), "rows": wire_rows(side.rows)} for key, side in recorded_sides(rec).items()}
     return {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
             "recording": name, "done": True, "message": None, "warnings": list(rec.warnings),
             "caption": caption(rec.header), "cursor": cursor, "sides": sides}
@@ -150,6 +111,20 @@ def load_payload(path: str | Path, name: str | None = None, run: str | None = No
     return recording_payload(rec, name if name is not None else Path(path).name, run, cursor)
 
 
+PLAYER_PARTS = ("common", "dom", "timeline", "panels", "chart", "inspector", "player")  # app/ui/player/*.js, in order
+
+
+def player_script() -> str:
+    """The player's JavaScript: its parts (app/ui/player/) joined in order inside one function, after the theme."""
+    parts = [(UI_DIR / "player" / f"{name}.js").read_text(encoding="utf-8") for name in PLAYER_PARTS]
+    return ("(function (global) {\n\"use strict\";\n/* app/view/theme.json */\nvar THEME = " + theme_json() + ";\n\n"
+            + "\n".join(parts) + "})(typeof window !== \"undefined\" ? window : this);\n")
+
+
 def asset(name: str) -> str:
-    """The text of a player asset (player.js, player.css) for the page and for self-contained exports."""
-    return (UI_DIR / name).read_text(encoding="utf-8")
+    """The text of a player asset for the page and for self-contained exports: player.js (its parts and the theme
+    in one script) or player.css (after the theme's custom properties)."""
+    if name == "player.js":
+        return player_script()
+    text = (UI_DIR / name).read_text(encoding="utf-8")
+    return css_rules() + text if name == "player.css" else text

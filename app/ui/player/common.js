@@ -1,0 +1,169 @@
+/* Converge player: the constants and small helpers every part uses (parts joined by app/view/payload.py asset). */
+var SIDES = ["left", "right"];
+/* colours, legend, status words, sentences, the mask glyph and token styles: app/view/theme.json, as THEME */
+var MASK = THEME.mask;
+var TERMINAL = {};
+THEME.terminal.forEach(function (s) { TERMINAL[s] = 1; });
+var EOS = { "<|endoftext|>": 1, "<|eos|>": 1, "<|eot_id|>": 1, "<|im_end|>": 1, "<|end|>": 1, "</s>": 1,
+            "<eos>": 1, "[EOS]": 1 };
+var STATUS_TEXT = THEME.status;
+var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
+var PASS_RATE = THEME.pass_rate; /* forward passes per second of playback at 1x, on the forward-pass clock */
+var BLOCK = 16; /* token positions per block of a text panel (see paintTokens) */
+var HOVER_MS = 600; /* how long the pointer rests on a token before the inspector shows it */
+var MAX_EVENTS = 24; /* events the inspector lists for one position (a long Mercury draft can have more) */
+var SPARK = [360, 64], SPARK_PAD = [30, 6]; /* the inspector's sparkline, CSS pixels: size, left/right padding */
+var HEAT = {}; /* heatmap cells as [r, g, b] */
+for (var name in THEME.heat) HEAT[name] = hexRgb(THEME.heat[name]);
+var LINE = { left: { color: themeColour("left", false), dark: themeColour("left", true), dash: [] },
+             right: { color: themeColour("right", false), dark: themeColour("right", true), dash: [7, 4] } };
+var METRICS = [
+  ["ttft", "Time to first visible token", seconds],
+  ["t_final", "Time to final", seconds],
+  ["frames", "Frames", count],
+  ["answer_tokens", "Answer length", count],
+  ["time_per_token", "Time per token", millis],
+  ["nfe", "Forward passes (every call of the network)", count],
+  ["refreshes", "of which cache refreshes (block starts)", count],
+  ["tokens_per_s", "Tokens / s", fixed1],
+  ["tokens_per_nfe", "Tokens per forward pass", fixed2]
+];
+var KEYS = [
+  ["Space", "play / pause"],
+  ["\u2190  \u2192", "one frame back / forward"],
+  ["Home  End", "jump to the start / the end"],
+  ["1 \u2026 8", "speed " + SPEEDS.map(speedText).join(", ")],
+  ["\u2212  +", "slower / faster"],
+  ["C", "compare by progress (not real time) on / off"],
+  ["F", "forward-pass clock on / off (time is the default)"],
+  ["P", "presenter mode on / off"],
+  ["?", "show / hide this help"],
+  ["Tab, then \u2190 \u2192", "in a text panel: inspect the previous / next position (Shift: 10 at a time)"],
+  ["Esc", "close this help, or the token inspector"]
+];
+
+function hexRgb(hex) {
+  return [parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16)];
+}
+
+/* a theme colour for canvas drawing, which cannot read the CSS custom properties' light-dark() pairs */
+function themeColour(name, dark) {
+  var v = THEME.colors[name];
+  return typeof v === "string" ? v : v[dark ? 1 : 0];
+}
+
+function seconds(v) { return v == null ? "\u2014" : v.toFixed(v < 10 ? 3 : 2) + " s"; }
+function millis(v) { return v == null ? "\u2014" : (v * 1000).toFixed(v < 0.01 ? 2 : 1) + " ms"; }
+function count(v) { return v == null ? "\u2014" : String(v); }
+function fixed1(v) { return v == null ? "\u2014" : v.toFixed(1); }
+function fixed2(v) { return v == null ? "\u2014" : v.toFixed(2); }
+function speedText(v) { return String(v) + "\u00D7"; }
+
+function el(tag, cls, text, attrs) {
+  var node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text != null) node.textContent = text;
+  if (attrs) for (var k in attrs) node.setAttribute(k, attrs[k]);
+  return node;
+}
+
+function gridStyle(ctx, px, dark) {
+  /* the chart's and the sparkline's axis lines and labels; the caller adds the lines, then strokes */
+  ctx.font = px + "px system-ui, sans-serif";
+  ctx.fillStyle = themeColour("axis-text", dark);
+  ctx.strokeStyle = themeColour("axis-line", dark);
+  ctx.lineWidth = 1;
+  ctx.setLineDash([]);
+  ctx.beginPath();
+}
+
+function str(v) { return v == null ? "" : String(v); }
+
+/* a side's title: the payload's label (compare mode names the differing settings), else its source */
+function displayName(side, s) { return side.label || side.spec || sideWord(s); }
+
+function sideWord(s) { return s === "left" ? "Left" : "Right"; }
+
+/* a token as the inspector quotes it: spaces, newlines and tabs made visible */
+function quoted(tok) {
+  return "\u201C" + tok.replace(/ /g, "\u2423").replace(/\n/g, "\u23CE").replace(/\t/g, "\u21E5") + "\u201D";
+}
+
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+function setAttr(node, name, value) {
+  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+}
+
+function rgba(c) { return (255 << 24 | c[2] << 16 | c[1] << 8 | c[0]) >>> 0; }
+var HEAT32 = {};
+for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
+
+/* a token's class by style = masked | change code << 1 | draft << 3 | inspected << 4 */
+var STYLES = THEME.styles, CODE_STYLE = [null, "new", "changed", "remasked"];
+var TOKEN_CLASS = [];
+for (var style = 0; style < 32; style++) {
+  var c = style >> 1 & 3, cls = "cv-tok";
+  if (style & 1) cls += " " + STYLES.masked["class"];
+  if (c) cls += " " + STYLES[CODE_STYLE[c]]["class"];
+  else if (style & 8) cls += " " + STYLES.draft["class"];
+  if (style & 16) cls += " " + STYLES.inspected["class"];
+  TOKEN_CLASS.push(cls);
+}
+
+function cellColour(code, masked) {
+  if (code === 1) return HEAT32.fresh;
+  if (code === 2) return HEAT32.changed;
+  if (code === 3) return HEAT32.remasked;
+  return masked ? HEAT32.masked : HEAT32.unchanged;
+}
+
+function newSide() {
+  return { spec: "", label: "", status: "idle", message: "", rows: [], gaps: 0, metrics: null, settled: null,
+           maxLen: 0, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0 };
+}
+
+function legendItem(cls, sample, label) {
+  var item = el("span", "cv-legend-item");
+  item.appendChild(el("span", "cv-tok " + cls, sample, { "aria-hidden": "true" }));
+  item.appendChild(el("span", "cv-legend-label", label));
+  return item;
+}
+
+function visibleCount(row) {
+  if (row.vis != null) return row.vis;
+  var n = 0;
+  for (var k = 0; k < row.tok.length; k++) {
+    var tk = row.tok[k];
+    if (!(row.m && row.m[k]) && tk.trim() && !EOS[tk]) n++;
+  }
+  row.vis = n;
+  return n;
+}
+
+function button(cls, text, label, extra) {
+  var attrs = { type: "button", "aria-label": label, title: label };
+  if (extra) for (var k in extra) attrs[k] = extra[k];
+  return el("button", cls, text, attrs);
+}
+
+/* the last row a side holds (-1: none); rows may have gaps while live updates arrive out of order */
+function lastRow(side) {
+  for (var i = side.rows.length - 1; i >= 0; i--) if (side.rows[i]) return i;
+  return -1;
+}
+
+/* whether the side reports forward passes (local and Hugging Face models do; API sources do not) */
+function hasPasses(side) {
+  var last = lastRow(side);
+  return last >= 0 && side.rows[last].nfe != null;
+}
+
+/* dark colours: inside Gradio's .dark, with data-theme="dark", or (cv-auto-theme) when the system prefers dark */
+function isDark(root) {
+  return !!(root.closest && root.closest(".dark")) || root.getAttribute("data-theme") === "dark" ||
+    (root.classList.contains("cv-auto-theme") && global.matchMedia &&
+     global.matchMedia("(prefers-color-scheme: dark)").matches);
+}

@@ -1,0 +1,245 @@
+/* Converge player: the DOM, built once per player from fixed strings and textContent; what changes later is
+   set by the other parts through setText / setAttr. Returns the nodes the other parts draw into. */
+function buildDom(root) {
+  root.textContent = "";
+  root.classList.add("cv-player");
+  var top = el("div", "cv-top");
+  var promptLine = el("p", "cv-prompt");
+  promptLine.appendChild(el("span", "cv-label", "Prompt: "));
+  var promptText = el("span", "cv-prompt-text");
+  promptLine.appendChild(promptText);
+  var captionLine = el("p", "cv-caption-line");
+  var statusLine = el("p", "cv-status", "", { role: "status", "aria-live": "polite" });
+  var warningBox = el("div", "cv-warning", null, { role: "alert" });
+  warningBox.hidden = true;
+  top.appendChild(captionLine);
+  top.appendChild(promptLine);
+  top.appendChild(statusLine);
+  top.appendChild(warningBox);
+
+  var progressBanner = el("p", "cv-progress-banner",
+    "Compare by progress \u2014 NOT real time: each side is stretched to the length of its own run " +
+    "(0\u2013100 %), so the faster side looks as slow as the slower one. Untick it to see the race as it happened.");
+  progressBanner.hidden = true;
+  var passesBanner = el("p", "cv-passes-banner", "");
+  passesBanner.hidden = true;
+
+  var legend = el("div", "cv-legend", null, { role: "list", "aria-label": "Legend", "data-part": "legend" });
+  THEME.legend.forEach(function (name) {
+    var st = STYLES[name], masked = st.glyph === "mask";
+    var cls = st["class"] + (masked && name !== "masked" ? " " + STYLES.masked["class"] : "");
+    var item = legendItem(cls, masked ? MASK : THEME.sample, st.label);
+    item.setAttribute("role", "listitem");
+    legend.appendChild(item);
+  });
+  var heatKey = el("span", "cv-legend-item cv-heat-key");
+  heatKey.appendChild(el("span", "cv-label", "Heatmap:"));
+  THEME.heat_key.forEach(function (x) {
+    var sw = el("span", "cv-swatch", null, { "aria-hidden": "true" });
+    sw.style.background = "rgb(" + HEAT[x[0]].join(",") + ")";
+    heatKey.appendChild(sw);
+    heatKey.appendChild(el("span", "cv-legend-label", x[1]));
+  });
+  legend.appendChild(heatKey);
+
+  var inspectHintId = "cv-inspect-hint-" + Math.random().toString(36).slice(2, 9);
+  var sidesBox = el("div", "cv-sides");
+  var views = {};
+  SIDES.forEach(function (s) {
+    var section = el("section", "cv-side", null, { "data-side": s, "data-frames": "0", "data-step": "-1",
+                                                   "data-status": "idle", "aria-label": sideWord(s) + " panel",
+                                                   "data-part": "panel-" + s });
+    var head = el("header", "cv-side-head");
+    var name = el("span", "cv-spec", sideWord(s));
+    var badge = el("span", "cv-badge", "idle");
+    var counter = el("span", "cv-counter", "");
+    head.appendChild(el("span", "cv-line-key cv-line-" + s, null, { "aria-hidden": "true" }));
+    head.appendChild(name);
+    head.appendChild(badge);
+    head.appendChild(counter);
+    var figs = el("div", "cv-figs");
+    var elapsed = el("span", "cv-fig-num", "\u2014");
+    var rate = el("span", "cv-fig-num", "\u2014");
+    var rateLabel = el("span", "cv-fig-label", "tokens / s");
+    var elapsedLabel = el("span", "cv-fig-label", "elapsed");
+    [[elapsed, elapsedLabel, "elapsed"], [rate, rateLabel, "rate"]].forEach(function (f) {
+      var box = el("span", "cv-fig", null, { "data-fig": f[2] });
+      box.appendChild(f[0]);
+      box.appendChild(f[1]);
+      figs.appendChild(box);
+    });
+    var message = el("p", "cv-message", "", { role: "alert" });
+    /* focusable so the keyboard can inspect positions; never a live region: it changes every frame */
+    var text = el("div", "cv-text", null, {
+      tabindex: "0", role: "group", "aria-label": sideWord(s) + " output", "aria-live": "off",
+      "aria-describedby": inspectHintId,
+      "aria-keyshortcuts": "ArrowLeft ArrowRight Shift+ArrowLeft Shift+ArrowRight Escape" });
+    var inner = el("div", "cv-text-inner");
+    text.appendChild(inner);
+    var heatWrap = el("div", "cv-heat-wrap", null, { "data-part": "heatmap-" + s });
+    var heat = el("canvas", "cv-heatmap", null, {
+      "data-rows": "0", role: "img",
+      "aria-label": sideWord(s) + " changes per frame: rows are frames, columns are positions" });
+    heat.width = 1; heat.height = 1;
+    var marker = el("div", "cv-heat-marker", null, { "aria-hidden": "true" });
+    heatWrap.appendChild(heat);
+    heatWrap.appendChild(marker);
+    section.appendChild(head);
+    section.appendChild(figs);
+    section.appendChild(message);
+    section.appendChild(text);
+    section.appendChild(el("p", "cv-caption", "Changes per frame (top: first frame)"));
+    section.appendChild(heatWrap);
+    sidesBox.appendChild(section);
+    views[s] = { section: section, name: name, badge: badge, counter: counter, message: message, text: text,
+                 inner: inner, heat: heat, heatSrc: document.createElement("canvas"), heatSize: null, heatGen: 0,
+                 heatOut: "", marker: marker, elapsed: elapsed, rate: rate, rateLabel: rateLabel,
+                 elapsedLabel: elapsedLabel,
+                 blocks: [], shown: [], shownText: [], lastLen: 0, atEnd: true, pin: false };
+  });
+
+  /* The token inspector: one region under the panels. Closed, it is a one-line hint with its own side and
+     position pickers; open, it shows one position's history (see paintInspector). */
+  var insp = el("section", "cv-inspector", null, { "data-part": "inspector", "aria-label": "Token inspector",
+                                                 "data-open": "false" });
+  var inspHead = el("div", "cv-insp-head");
+  var inspTitle = el("p", "cv-insp-title", "Token inspector", { "aria-live": "polite" });
+  var inspSide = el("select", "cv-insp-side", null, { "aria-label": "Side to inspect" });
+  SIDES.forEach(function (s) { inspSide.appendChild(el("option", null, sideWord(s), { value: s })); });
+  var inspPosId = "cv-insp-pos-" + Math.random().toString(36).slice(2, 9);
+  var inspPos = el("input", "cv-insp-pos", null, { type: "number", min: "0", step: "1", id: inspPosId,
+                                                   inputmode: "numeric", placeholder: "#" });
+  var inspClose = button("cv-btn cv-insp-close", "Close", "Close the token inspector (Esc)");
+  inspHead.appendChild(inspTitle);
+  inspHead.appendChild(inspSide);
+  inspHead.appendChild(el("label", "cv-label", "Position", { for: inspPosId }));
+  inspHead.appendChild(inspPos);
+  inspHead.appendChild(inspClose);
+  var inspHint = el("p", "cv-insp-hint", "Click a token (or rest the pointer on one), or Tab to a panel and press " +
+    "\u2190 \u2192 (Shift: 10 at a time), to see that position's history. Esc closes.", { id: inspectHintId });
+  var inspBody = el("div", "cv-insp-body");
+  var inspNow = el("p", "cv-insp-now");
+  var sparkWrap = el("div", "cv-spark-wrap");
+  var spark = el("canvas", "cv-spark", null, { role: "img" });
+  var sparkMarker = el("div", "cv-spark-marker", null, { "aria-hidden": "true" });
+  sparkWrap.appendChild(spark);
+  sparkWrap.appendChild(sparkMarker);
+  var sparkNote = el("p", "cv-insp-note");
+  var inspEvents = el("ol", "cv-insp-events", null, { "aria-label": "When this position changed" });
+  var inspNote = el("p", "cv-insp-note cv-insp-noconf");
+  inspBody.appendChild(inspNow);
+  inspBody.appendChild(sparkWrap);
+  inspBody.appendChild(sparkNote);
+  inspBody.appendChild(inspEvents);
+  inspBody.appendChild(inspNote);
+  insp.appendChild(inspHead);
+  insp.appendChild(inspHint);
+  insp.appendChild(inspBody);
+
+  var chartBox = el("div", "cv-chart-box", null, { "data-part": "chart" });
+  var chartTitle = el("p", "cv-chart-title", "Convergence");
+  var chart = el("canvas", "cv-chart", null, { role: "img", "aria-label": "Convergence over time for both sides" });
+  var chartNote = el("p", "cv-chart-note", "");
+  var chartWrap = el("div", "cv-chart-wrap");
+  var chartMarker = el("div", "cv-chart-marker", null, { "aria-hidden": "true" });
+  chartMarker.hidden = true;
+  chartWrap.appendChild(chart);
+  chartWrap.appendChild(chartMarker);
+  chartBox.appendChild(chartTitle);
+  chartBox.appendChild(chartWrap);
+  chartBox.appendChild(chartNote);
+
+  var table = el("table", "cv-metrics", null, { "data-part": "metrics", "aria-label": "Metrics" });
+  var thead = el("thead");
+  var headRow = el("tr");
+  headRow.appendChild(el("th", null, "Metric", { scope: "col" }));
+  var colHeads = {};
+  SIDES.forEach(function (s) {
+    colHeads[s] = el("th", null, s, { scope: "col" });
+    headRow.appendChild(colHeads[s]);
+  });
+  thead.appendChild(headRow);
+  table.appendChild(thead);
+  var tbody = el("tbody");
+  var cells = {};
+  METRICS.forEach(function (m) {
+    var tr = el("tr", null, null, { "data-metric": m[0] });
+    tr.appendChild(el("th", null, m[1], { scope: "row" }));
+    cells[m[0]] = {};
+    SIDES.forEach(function (s) {
+      cells[m[0]][s] = el("td", null, "\u2014", { "data-side": s });
+      tr.appendChild(cells[m[0]][s]);
+    });
+    tbody.appendChild(tr);
+  });
+  table.appendChild(tbody);
+
+  var scrub = el("div", "cv-scrub", null, { role: "group", "aria-label": "Replay controls",
+                                            "data-part": "scrubber" });
+  var startBtn = button("cv-btn", "|\u25C0 Start", "Jump to start");
+  var prevBtn = button("cv-btn", "\u25C0 Prev", "Previous frame");
+  var playBtn = button("cv-btn cv-play", "\u25B6 Play", "Play");
+  var nextBtn = button("cv-btn", "Next \u25B6", "Next frame");
+  var endBtn = button("cv-btn", "End \u25B6|", "Jump to end");
+  var rangeId = "cv-range-" + Math.random().toString(36).slice(2, 9);
+  var rangeLabel = el("label", "cv-label", "Time", { for: rangeId });
+  var range = el("input", "cv-range", null,
+                 { type: "range", min: "0", max: "0", step: "1", value: "0", id: rangeId });
+  var speedSel = el("select", "cv-speed", null, { "aria-label": "Playback speed", title: "Playback speed (keys 1\u20138)" });
+  SPEEDS.forEach(function (v) {
+    var o = el("option", null, speedText(v), { value: String(v) });
+    if (v === 1) o.selected = true;
+    speedSel.appendChild(o);
+  });
+  /* an <output> is a polite live region by default; this one changes every frame, so it is kept quiet */
+  var timeOut = el("output", "cv-time", "", { for: rangeId, "aria-live": "off" });
+  var viewLabel = el("label", "cv-view-toggle");
+  var viewBox = el("input", "cv-view", null, { type: "checkbox" });
+  viewLabel.appendChild(viewBox);
+  viewLabel.appendChild(el("span", null, " Compare by progress (not real time)"));
+  var clockBtn = button("cv-btn cv-clock-btn", "Clock: seconds", "Forward-pass clock", { "aria-pressed": "false" });
+  var presenterBtn = button("cv-btn cv-presenter-btn", "Presenter", "Presenter mode", { "aria-pressed": "false" });
+  var helpBtn = button("cv-btn cv-help-btn", "?", "Keyboard shortcuts", { "aria-expanded": "false" });
+  [startBtn, prevBtn, playBtn, nextBtn, endBtn, rangeLabel, range, speedSel, timeOut, viewLabel, clockBtn,
+   presenterBtn, helpBtn].forEach(function (n) { scrub.appendChild(n); });
+
+  var helpId = "cv-help-" + Math.random().toString(36).slice(2, 9);
+  var help = el("div", "cv-help", null, { role: "dialog", "aria-modal": "false", "aria-labelledby": helpId + "-t",
+                                          id: helpId });
+  help.hidden = true;
+  helpBtn.setAttribute("aria-controls", helpId);
+  var helpCard = el("div", "cv-help-card");
+  helpCard.appendChild(el("p", "cv-help-title", "Keyboard shortcuts", { id: helpId + "-t" }));
+  var helpList = el("dl", "cv-help-list");
+  KEYS.forEach(function (k) {
+    helpList.appendChild(el("dt", null, k[0]));
+    helpList.appendChild(el("dd", null, k[1]));
+  });
+  helpCard.appendChild(helpList);
+  var helpClose = button("cv-btn", "Close", "Close the keyboard shortcuts");
+  helpCard.appendChild(helpClose);
+  help.appendChild(helpCard);
+
+  root.appendChild(top);
+  root.appendChild(progressBanner);
+  root.appendChild(passesBanner);
+  root.appendChild(legend);
+  root.appendChild(sidesBox);
+  root.appendChild(insp);
+  root.appendChild(scrub);
+  root.appendChild(chartBox);
+  root.appendChild(table);
+  root.appendChild(help);
+
+  return {
+    promptLine: promptLine, promptText: promptText, captionLine: captionLine, statusLine: statusLine, warningBox: warningBox,
+    progressBanner: progressBanner, passesBanner: passesBanner, views: views, insp: insp, inspTitle: inspTitle,
+    inspSide: inspSide, inspPos: inspPos, inspClose: inspClose, inspHint: inspHint, inspBody: inspBody,
+    inspNow: inspNow, sparkWrap: sparkWrap, spark: spark, sparkMarker: sparkMarker, sparkNote: sparkNote,
+    inspEvents: inspEvents, inspNote: inspNote, chart: chart, chartNote: chartNote, chartMarker: chartMarker,
+    colHeads: colHeads, cells: cells, scrub: scrub, startBtn: startBtn, prevBtn: prevBtn,
+    playBtn: playBtn, nextBtn: nextBtn, endBtn: endBtn, rangeLabel: rangeLabel, range: range,
+    speedSel: speedSel, timeOut: timeOut, viewBox: viewBox, clockBtn: clockBtn, presenterBtn: presenterBtn,
+    helpBtn: helpBtn, help: help, helpClose: helpClose
+  };
+}

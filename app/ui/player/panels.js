@@ -1,0 +1,229 @@
+/* Converge player: each side's panel (title, badge, figures, text) and heatmap, and the metrics table. */
+
+function panelsPart(p) {
+  var state = p.state, views = p.ui.views, colHeads = p.ui.colHeads, cells = p.ui.cells;
+  var onPasses = p.timeline.onPasses;
+
+  function paintSide(s, side, idx, done, scrubbing, K) {
+    var v = views[s];
+    setAttr(v.section, "data-status", side.status);
+    setAttr(v.section, "data-frames", String(side.rows.length));
+    setAttr(v.section, "data-step", String(idx));
+    var name = displayName(side, s);
+    setText(v.name, name);
+    setAttr(v.section, "aria-label", sideWord(s) + " panel: " + name);
+    setAttr(v.text, "aria-label", sideWord(s) + " output: " + name);
+    setText(v.badge, STATUS_TEXT[side.status] || side.status);
+    var badgeClass = "cv-badge cv-st-" + (STATUS_TEXT[side.status] ? side.status : "other");
+    if (v.badge.className !== badgeClass) v.badge.className = badgeClass;
+    setText(v.counter, side.rows.length ? "frame " + (idx + 1) + " / " + side.rows.length : "");
+    setText(v.message, side.message);
+    v.message.hidden = !side.message;
+    setText(colHeads[s], name);
+    var row = idx >= 0 ? side.rows[idx] : null;
+    paintFigures(v, side, row, idx, K);
+    v.idx = idx;
+    paintTokens(v, row, side, idx, done, state.inspect && state.inspect.side === s ? state.inspect.pos : -1);
+    paintHeat(v, side, scrubbing ? idx : -1);
+  }
+
+  function paintFigures(v, side, row, idx, K) {
+    /* elapsed: on the shared timeline, the race clock (the time of the frame the timeline is at, from
+       either side) until this side's last frame, then that frame's t; otherwise the shown frame's own t.
+       rate: tokens of the final answer already in place at the shown frame (the settled share, as in the
+       video export), or while live the visible tokens, over elapsed. */
+    var last = lastRow(side);
+    if (last < 0) { setText(v.elapsed, "\u2014"); setText(v.rate, "\u2014"); return; }
+    if (onPasses(side)) { paintPassFigures(v, side, row, idx, K, last); return; }
+    setText(v.elapsedLabel, state.view === "passes" ? "elapsed (reports no forward passes)" : "elapsed");
+    var t = row ? row.t : 0;
+    if (K != null && state.view === "time") t = Math.min(K, side.rows[last].t);
+    var tok = tokensAt(side, row, idx);
+    setText(v.elapsed, t.toFixed(2) + " s");
+    setText(v.rate, t > 0 ? (tok.n / t).toFixed(1) : "\u2014");
+    setText(v.rateLabel, tok.settled ? "tokens / s (final tokens in place)" : "tokens / s (visible, live)");
+  }
+
+  function tokensAt(side, row, idx) {
+    /* tokens of the final answer already in place at frame idx, or while live the visible tokens */
+    var settled = side.settled && side.metrics && side.settled.length === side.rows.length;
+    return { n: !row ? 0 : settled ? Math.round(side.settled[idx][1] * side.metrics.tokens) : visibleCount(row),
+             settled: settled };
+  }
+
+  function paintPassFigures(v, side, row, idx, K, last) {
+    /* on the forward-pass clock: passes so far (the timeline's count until this side's last frame, then its
+       own) and tokens per pass; counts, never seconds */
+    var n = row && row.nfe != null ? row.nfe : 0;
+    if (K != null) n = Math.min(K, side.rows[last].nfe);
+    var tok = tokensAt(side, row, idx);
+    setText(v.elapsed, String(n) + (n === 1 ? " pass" : " passes"));
+    setText(v.elapsedLabel, "forward passes");
+    setText(v.rate, n > 0 ? (tok.n / n).toFixed(2) : "\u2014");
+    setText(v.rateLabel, tok.settled ? "tokens / pass (final tokens in place)" : "tokens / pass (visible, live)");
+  }
+
+  function paintTokens(v, row, side, idx, done, sel) {
+    /* Each position's style and text are compared with what is on screen; only the blocks holding a
+       difference are rebuilt. Within a block, neighbours with the same style share one node (a plain text
+       node when unstyled), so a 1,000-token panel is a few hundred inline boxes instead of a thousand and
+       the browser's text layout and paint, which grow with that count, stay cheap. */
+    var tok = row ? row.tok : [];
+    var m = row && row.m, ch = row && row.ch;
+    var settledAll = done && side.status === "done" && idx === side.rows.length - 1;
+    var sp = row && typeof row.sp === "number" ? row.sp : 0;
+    var textSource = row && !m;
+    var n = tok.length, shown = v.shown, shownText = v.shownText, blocks = v.blocks;
+    var nBlocks = Math.ceil(n / BLOCK);
+    while (blocks.length < nBlocks) blocks.push(v.inner.appendChild(el("span", "cv-blk")));
+    while (blocks.length > nBlocks) v.inner.removeChild(blocks.pop());
+    var dirty = [], cut = shown.length > n && n % BLOCK;
+    shown.length = Math.min(shown.length, n);
+    shownText.length = shown.length;
+    var draftFrom = textSource && !settledAll ? sp : n;
+    for (var i = 0; i < n; i++) {
+      var masked = m && m[i] ? 1 : 0;
+      var code = ch ? ch[i] : 0;
+      /* app/view/side.py cell_style's rule as bits (TOKEN_CLASS): computed here, as it hangs on what only the
+         browser knows, the inspected position and whether the row shown is a finished side's last */
+      var style = masked | code << 1 | (code === 0 && i >= draftFrom ? 8 : 0) | (i === sel ? 16 : 0);
+      var text = masked ? MASK : tok[i];
+      if (shown[i] !== style || shownText[i] !== text) {
+        shown[i] = style;
+        shownText[i] = text;
+        var b = (i / BLOCK) | 0;
+        if (dirty[dirty.length - 1] !== b) dirty.push(b);
+      }
+    }
+    if (cut && dirty[dirty.length - 1] !== nBlocks - 1) dirty.push(nBlocks - 1);
+    for (var k = 0; k < dirty.length; k++) fillBlock(v, dirty[k], n);
+    setAttr(v.text, "data-tokens", String(n));
+    /* a typing side that was scrolled to its end keeps its newest words in view (applied after all writes) */
+    v.pin = !!textSource && n > v.lastLen && v.atEnd;
+    v.lastLen = n;
+  }
+
+  function fillBlock(v, b, n) {
+    /* Rebuilds one block's runs, keeping each node already in place that has the run's style (only its text
+       may change), so a frame that highlights one token touches a node or two rather than the whole block. */
+    var from = b * BLOCK, to = Math.min(n, from + BLOCK), block = v.blocks[b], child = block.firstChild;
+    for (var i = from; i < to;) {
+      var style = v.shown[i], text = v.shownText[i], j = i + 1;
+      for (; j < to && v.shown[j] === style; j++) text += v.shownText[j];
+      var node = child;
+      if (node && (style ? node.nodeType === 1 && node.className === TOKEN_CLASS[style] : node.nodeType === 3)) {
+        setRunText(node, text);
+        child = node.nextSibling;
+      } else {
+        node = style ? el("span", TOKEN_CLASS[style], text) : document.createTextNode(text);
+        block.insertBefore(node, child);
+      }
+      if (style & 16) v.selNode = node;
+      i = j;
+    }
+    while (child) {
+      var next = child.nextSibling;
+      block.removeChild(child);
+      child = next;
+    }
+  }
+
+  function setRunText(node, text) {
+    /* through the text node's data where there is one: the browser then reshapes only what changed */
+    var t = node.nodeType === 3 ? node : node.firstChild;
+    if (t && t.nodeType === 3 && !t.nextSibling) { if (t.data !== text) t.data = text; }
+    else if (node.textContent !== text) node.textContent = text;
+  }
+
+  function paintHeat(v, side, idx) {
+    /* idx: the frame to mark while scrubbing, -1 for none. New rows are put, one pixel per cell, on an
+       offscreen canvas; the visible canvas gets that image scaled once to its own device pixels, and only
+       when rows arrive or its size changes. The compositor then copies it unscaled on every frame,
+       instead of filtering a 1,000-column image down to the panel each time anything near it moves. */
+    var rows = side.rows, n = rows.length, w = Math.max(1, side.maxLen);
+    var canvas = v.heat;
+    if (!n) {
+      if (canvas.width !== 1 || canvas.height !== 1) { canvas.width = 1; canvas.height = 1; }
+      canvas.getContext("2d").clearRect(0, 0, 1, 1);
+      setAttr(canvas, "data-rows", "0");
+      v.marker.hidden = true;
+      v.heatOut = "";
+      side.heatDrawn = 0;
+      return;
+    }
+    if (!side.heat || side.heatW !== w || side.heat.length < w * n) {
+      var capacity = Math.max(n, side.heat && side.heatW === w ? (side.heat.length / w) * 2 : 64);
+      var buf = new Uint32Array(w * capacity);
+      if (side.heat && side.heatW === w) buf.set(side.heat.subarray(0, w * side.heatRows));
+      else side.heatRows = 0;
+      side.heat = buf;
+      side.heatW = w;
+    }
+    var buf32 = side.heat;
+    for (var r = side.heatRows; r < n; r++) {
+      var row = rows[r], base = r * w;
+      for (var c = 0; c < w; c++) {
+        if (!row || c >= row.tok.length) { buf32[base + c] = HEAT32.empty; continue; }
+        buf32[base + c] = cellColour(row.ch ? row.ch[c] : 0, !!(row.m && row.m[c]));
+      }
+    }
+    side.heatRows = n;
+    var cells = v.heatSrc;
+    if (cells.width !== w || cells.height !== n) {
+      cells.width = w;
+      cells.height = n;
+      side.heatDrawn = 0;
+    }
+    if (side.heatDrawn < n) {
+      var from = side.heatDrawn;
+      var image = new ImageData(new Uint8ClampedArray(buf32.buffer, from * w * 4, w * (n - from) * 4), w, n - from);
+      cells.getContext("2d").putImageData(image, 0, from);
+      side.heatDrawn = n;
+      v.heatGen++;
+      setAttr(canvas, "data-rows", String(n));
+      setAttr(canvas, "data-cols", String(w));
+    }
+    var dpr = global.devicePixelRatio || 1;
+    var W = Math.round(v.heatSize[0] * dpr), H = Math.round(v.heatSize[1] * dpr);
+    var out = W + "x" + H + ":" + v.heatGen;
+    if (W > 0 && H > 0 && v.heatOut !== out) {
+      if (canvas.width !== W) canvas.width = W;
+      if (canvas.height !== H) canvas.height = H;
+      var ctx = canvas.getContext("2d");
+      /* crisp cells while each gets at least a pixel; averaged when squeezed */
+      ctx.imageSmoothingEnabled = n > H || w > W;
+      ctx.imageSmoothingQuality = "medium"; /* mipmapped averaging, at half the cost of "high" */
+      ctx.clearRect(0, 0, W, H);
+      ctx.drawImage(cells, 0, 0, w, n, 0, 0, W, H);
+      v.heatOut = out;
+    }
+    if (v.marker.hidden !== idx < 0) v.marker.hidden = idx < 0;
+    /* the marker spans the heatmap's height and is moved by a transform: no repaint of the heatmap */
+    if (idx >= 0) {
+      var move = "translateY(" + ((idx + 0.5) / n * 100).toFixed(3) + "%)";
+      if (v.marker.style.transform !== move) v.marker.style.transform = move;
+    }
+  }
+
+  function paintMetrics() {
+    /* time per token is shown beside time to final when the answers' lengths differ; each length names its unit */
+    var ml = state.sides.left.metrics, mr = state.sides.right.metrics;
+    var differ = !!(ml && mr && ml.answer_tokens !== mr.answer_tokens);
+    var perToken = cells.time_per_token.left.parentNode;
+    if (perToken.hidden === differ) perToken.hidden = !differ;
+    SIDES.forEach(function (s) {
+      var side = state.sides[s], m = side.metrics;
+      METRICS.forEach(function (def) {
+        var cell = cells[def[0]][s];
+        var text;
+        if (m && def[0] === "answer_tokens") text = m.answer_tokens == null ? "\u2014" : m.answer_tokens + " " + str(m.token_unit);
+        else if (m) text = def[2](m[def[0]]);
+        else if (def[0] === "frames") text = side.rows.length ? String(side.rows.length) : "\u2014";
+        else text = side.status === "running" ? "\u2026" : "\u2014";
+        setText(cell, text);
+      });
+    });
+  }
+
+  return { paintSide: paintSide, paintMetrics: paintMetrics };
+}

@@ -1,0 +1,278 @@
+/* Converge player: one client-side renderer for live races, loaded recordings and exported files.
+ *
+ * Plain browser JavaScript with no dependencies and nothing Gradio-specific, in parts joined in a fixed order into
+ * one script (app/view/payload.py asset): common.js (constants, helpers), dom.js (building the DOM), timeline.js (state
+ * and timeline), panels.js (panels and heatmaps), chart.js, inspector.js, then this file (the player itself):
+ *   var player = ConvergePlayer.create(rootElement, options);
+ *   player.update(payload);                     // merge an update (live) or a whole run (replay)
+ *   ConvergePlayer.mount(root, data, options);  // the same, in one call, for an exported HTML file
+ * options: {presenter: bool, keyboard: bool (default true), clock: "time"|"passes", onPresenter: fn(on),
+ *           onClock: fn("time"|"passes"), onPaint: fn(ms)}
+ * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
+ *
+ * Payload (the shape of app.race.Race.snapshot() plus `run` and `seq`):
+ *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, warnings: [str],
+ *    cursor: "start"|"end"|null,
+ *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}
+ * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
+ * A row is one frame analysed by app.analysis.SideAnalyzer:
+ *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp}
+ * or the same row compacted by app/view/payload.py wire_rows: tok holds only the tokens after the first
+ * `keep` (shared with the row before), `n` is the length and `cs` the non-zero change codes as
+ * [position, code, ...] pairs; confidences come as `cf` (whole percent per position) and the top
+ * candidates of the positions committed or reopened at that frame as `cd`: [[position, [[token, percent]...]]...].
+ * The token inspector (click or rest on a token, or the arrow keys in a focused panel) shows one position's
+ * history from them; sources without confidences get a note saying so.
+ * Rows are merged by index (`start` + k), so an update may repeat rows it already sent; a new `run`
+ * starts over. The root and each side panel carry data-status, data-frames (frames received) and
+ * data-step (the frame shown: a side's row index, the root's shared-timeline index); the root also
+ * carries data-view (time|progress|passes), data-key (the timeline's value at the frame shown), data-speed,
+ * data-playing and data-presenter; each heatmap
+ * canvas carries data-rows (one per frame); the inspector carries data-open, data-side and data-pos.
+ * Parts the guided lessons point at carry data-part: panel-left, panel-right, legend, heatmap-left,
+ * heatmap-right, chart, metrics, scrubber, inspector (player.css .cv-spotlight outlines one).
+ *
+ * Replay: both sides share one timeline, the sorted times of every frame of either side, so the race
+ * plays as it happened (at 1x, the recorded pace). "Compare by progress" instead puts each frame at its
+ * share of its own side's run (t / that side's last t): labelled on screen as not real time. The forward-pass
+ * clock (button or key F) puts each frame at the network calls that produced it (the row's nfe), for the
+ * timeline, the chart and the presenter's figures; a side that reports no passes (an API) keeps its seconds.
+ * Every string from a model, a prompt or a file is written with textContent, never as HTML.
+ */
+function create(root, options) {
+  options = options || {};
+  var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "",
+                warnings: [], done: false, sides: {}, cursor: null, playing: false, speed: 1, playKey: 0,
+                playLast: 0, view: options.clock === "passes" ? "passes" : "time", presenter: !!options.presenter, help: false,
+                inspect: null /* {side, pos, pinned}: the position the inspector shows */ };
+  SIDES.forEach(function (s) { state.sides[s] = newSide(); });
+  var scheduled = false;
+  var rafId = 0, timerId = 0;
+  var ui = buildDom(root), views = ui.views;
+  /* what the parts share: each part is a function of this context that returns the functions the others call */
+  var p = { root: root, options: options, state: state, ui: ui, schedule: schedule, paint: paint };
+  var timeline = p.timeline = timelinePart(p);
+  var panels = panelsPart(p), charts = chartPart(p), inspector = inspectorPart(p);
+  var getTimeline = timeline.getTimeline, cursorIndex = timeline.cursorIndex, seek = timeline.seek;
+  var finished = timeline.finished, enabled = timeline.enabled, togglePlay = timeline.togglePlay;
+  var startPlaying = timeline.startPlaying, stopPlaying = timeline.stopPlaying, rowAt = timeline.rowAt;
+  var setSpeed = timeline.setSpeed, toggleClock = timeline.toggleClock, setView = timeline.setView;
+  var range = ui.range, viewBox = ui.viewBox, presenterBtn = ui.presenterBtn, help = ui.help;
+  var helpBtn = ui.helpBtn, helpClose = ui.helpClose, promptLine = ui.promptLine, promptText = ui.promptText;
+  var captionLine = ui.captionLine, statusLine = ui.statusLine, warningBox = ui.warningBox;
+  var progressBanner = ui.progressBanner;
+
+  range.addEventListener("input", function () { stopPlaying(); seek(parseInt(range.value, 10)); });
+  ui.startBtn.addEventListener("click", function () { stopPlaying(); seek(0); });
+  ui.prevBtn.addEventListener("click", function () { stopPlaying(); seek(cursorIndex() - 1); });
+  ui.nextBtn.addEventListener("click", function () { stopPlaying(); seek(cursorIndex() + 1); });
+  ui.endBtn.addEventListener("click", function () { stopPlaying(); seek(getTimeline().length - 1); });
+  ui.playBtn.addEventListener("click", togglePlay);
+  ui.speedSel.addEventListener("change", function () { setSpeed(parseFloat(ui.speedSel.value)); });
+  viewBox.addEventListener("change", function () { setView(viewBox.checked ? "progress" : "time"); });
+  ui.clockBtn.addEventListener("click", toggleClock);
+  presenterBtn.addEventListener("click", function () { setPresenter(!state.presenter); });
+  helpBtn.addEventListener("click", function () { setHelp(!state.help); });
+  helpClose.addEventListener("click", function () { setHelp(false); helpBtn.focus(); });
+  if (typeof ResizeObserver !== "undefined") {
+    new ResizeObserver(function () { charts.resize(); schedule(); }).observe(ui.chart);
+    var heatResized = new ResizeObserver(function () {
+      SIDES.forEach(function (s) { views[s].heatSize = null; });
+      schedule();
+    });
+    SIDES.forEach(function (s) { heatResized.observe(views[s].heat); });
+  }
+
+  function onKey(e) {
+    if (!root.isConnected) { document.removeEventListener("keydown", onKey); return; }
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    var t = e.target || {};
+    var tag = t.tagName;
+    if (t.isContentEditable || tag === "TEXTAREA" || tag === "SELECT" ||
+        (tag === "INPUT" && t !== range && t !== viewBox)) return;
+    var k = e.key;
+    if (k === "?") { setHelp(!state.help); e.preventDefault(); return; }
+    if (k === "Escape") {
+      if (state.help) { setHelp(false); e.preventDefault(); }
+      else if (state.inspect) { inspector.close(); e.preventDefault(); }
+      return;
+    }
+    if ((tag === "BUTTON" || t === viewBox) && (k === " " || k === "Enter")) return; /* its own click */
+    if (t === range && (k === "ArrowLeft" || k === "ArrowRight" || k === "Home" || k === "End")) return;
+    if (k === "p" || k === "P") { setPresenter(!state.presenter); e.preventDefault(); return; }
+    if (k === "f" || k === "F") { toggleClock(); e.preventDefault(); return; }
+    if (!enabled()) return;
+    var digit = /^[1-9]$/.test(k) ? parseInt(k, 10) : 0;
+    if (k === " ") togglePlay();
+    else if (k === "ArrowLeft") { stopPlaying(); seek(cursorIndex() - 1); }
+    else if (k === "ArrowRight") { stopPlaying(); seek(cursorIndex() + 1); }
+    else if (k === "Home") { stopPlaying(); seek(0); }
+    else if (k === "End") { stopPlaying(); seek(getTimeline().length - 1); }
+    else if (digit && digit <= SPEEDS.length) setSpeed(SPEEDS[digit - 1]);
+    else if (k === "-" || k === "_") setSpeed(SPEEDS[Math.max(0, SPEEDS.indexOf(state.speed) - 1)]);
+    else if (k === "+" || k === "=") setSpeed(SPEEDS[Math.min(SPEEDS.length - 1, SPEEDS.indexOf(state.speed) + 1)]);
+    else if (k === "c" || k === "C") setView(state.view === "time" ? "progress" : "time");
+    else return;
+    e.preventDefault();
+  }
+  if (options.keyboard !== false) document.addEventListener("keydown", onKey);
+
+  function setPresenter(on) {
+    state.presenter = !!on;
+    root.classList.toggle("cv-presenter", state.presenter);
+    presenterBtn.setAttribute("aria-pressed", state.presenter ? "true" : "false");
+    charts.resize();
+    if (options.onPresenter) options.onPresenter(state.presenter);
+    schedule();
+  }
+
+  function setHelp(on) {
+    state.help = !!on;
+    help.hidden = !state.help;
+    helpBtn.setAttribute("aria-expanded", state.help ? "true" : "false");
+    root.setAttribute("data-help", state.help ? "open" : "closed");
+    if (state.help) helpClose.focus();
+  }
+
+  function reset() {
+    stopPlaying();
+    state.seq = -1; state.prompt = ""; state.recording = ""; state.message = ""; state.done = false;
+    state.caption = ""; state.warnings = [];
+    state.cursor = null;
+    state.inspect = null;
+    SIDES.forEach(function (s) {
+      state.sides[s] = newSide();
+      views[s].shown = [];
+      views[s].shownText = [];
+      views[s].lastLen = 0;
+    });
+    timeline.invalidate();
+  }
+
+  function update(payload) {
+    if (!payload || typeof payload !== "object") return;
+    var fresh = payload.run !== state.run;
+    if (fresh) { reset(); state.run = payload.run; }
+    if (typeof payload.seq === "number") state.seq = payload.seq;
+    if (payload.mode) state.mode = str(payload.mode);
+    if (payload.prompt != null) state.prompt = str(payload.prompt);
+    if (payload.recording != null) state.recording = str(payload.recording);
+    if (payload.caption != null) state.caption = str(payload.caption);
+    if (payload.warnings) state.warnings = payload.warnings.map(str);
+    if ("message" in payload) state.message = str(payload.message);
+    if (payload.done) state.done = true;
+    var sides = payload.sides || {};
+    SIDES.forEach(function (s) { if (sides[s]) mergeSide(state.sides[s], sides[s]); });
+    if (state.done) SIDES.forEach(function (s) {
+      var side = state.sides[s];
+      if (!TERMINAL[side.status] && side.status !== "idle") side.status = side.rows.length ? "done" : side.status;
+    });
+    timeline.invalidate();
+    if (fresh && payload.cursor === "start" && getTimeline().length) state.cursor = 0;
+    schedule();
+  }
+
+  function schedule() {
+    if (scheduled) return;
+    scheduled = true;
+    var run = function () {
+      if (!scheduled) return;
+      scheduled = false;
+      if (rafId) cancelAnimationFrame(rafId);
+      if (timerId) clearTimeout(timerId);
+      rafId = timerId = 0;
+      paint();
+    };
+    rafId = requestAnimationFrame(run);
+    timerId = setTimeout(run, 120); /* paints even where animation frames are paused (a hidden tab) */
+  }
+
+  function paint() {
+    var started = performance.now();
+    var done = finished();
+    var tl = getTimeline();
+    var scrubbing = done && state.cursor != null && tl.length > 0;
+    var K = scrubbing ? tl[cursorIndex()] : null;
+    var total = 0;
+    var anyRunning = false, anyStopped = false, anyError = false, anyDone = false;
+    SIDES.forEach(function (s) {
+      /* read before any write, while layout is still clean from the last frame */
+      var v = views[s], t = v.text;
+      v.atEnd = t.scrollTop + t.clientHeight >= t.scrollHeight - 4;
+      if (!v.heatSize) v.heatSize = [v.heat.clientWidth, v.heat.clientHeight];
+    });
+    SIDES.forEach(function (s) {
+      var side = state.sides[s];
+      var idx = K == null ? lastRow(side) : rowAt(side, K);
+      panels.paintSide(s, side, idx, done, scrubbing, K);
+      total += side.rows.length;
+      if (side.status === "running" || side.status === "waiting") anyRunning = true;
+      if (side.status === "stopped") anyStopped = true;
+      if (side.status === "error") anyError = true;
+      if (side.status === "done") anyDone = true;
+    });
+    var overall = state.run == null || state.mode === "message" ? "idle" : !done ? "running" : anyStopped ? "stopped"
+      : anyError && !anyDone ? "error" : "done";
+    setAttr(root, "data-status", overall);
+    setAttr(root, "data-frames", String(total));
+    setAttr(root, "data-step", String(tl.length ? cursorIndex() : -1));
+    setAttr(root, "data-run", str(state.run));
+    setAttr(root, "data-mode", state.mode);
+    setAttr(root, "data-view", state.view);
+    setAttr(root, "data-key", K == null ? "" : String(K));
+    setAttr(root, "data-speed", String(state.speed));
+    setAttr(root, "data-playing", state.playing ? "true" : "false");
+    setAttr(root, "data-presenter", state.presenter ? "true" : "false");
+    setText(promptText, state.prompt);
+    promptLine.hidden = !state.prompt;
+    setText(captionLine, state.caption);
+    captionLine.hidden = !state.caption;
+    progressBanner.hidden = state.view !== "progress";
+    timeline.paintClock();
+    var status = state.message;
+    if (!status) {
+      /* the words are theme.json's sentences; the video export's line is app/view/side.py status_sentence */
+      var say = THEME.sentences;
+      if (overall === "idle") status = say.idle;
+      else if (overall === "running") status = anyRunning ? say.racing : say.finishing;
+      else if (overall === "stopped") status = say.stopped;
+      else if (overall === "error") status = say.failed;
+      else status = state.mode === "replay" ? say.loaded : say.finished;
+      if (state.recording && overall !== "idle") {
+        status += (overall === "running" ? " Recording to " : state.mode === "replay" ? " \u2014 " : " Saved as ") +
+          state.recording + ".";
+      }
+      if (state.mode === "replay" && overall !== "idle" && tl.length && !state.playing && cursorIndex() === 0) {
+        status += " Press Play (or Space) to start.";
+      }
+    }
+    setText(statusLine, status);
+    var warnings = state.warnings.join(" ");
+    setText(warningBox, warnings ? "Warning: " + warnings : "");
+    warningBox.hidden = !warnings;
+    timeline.paintScrub(done, tl);
+    charts.paint(K, done);
+    if (!state.presenter) panels.paintMetrics();
+    SIDES.forEach(function (s) { if (views[s].pin) views[s].text.scrollTop = views[s].text.scrollHeight; });
+    inspector.paint();
+    var hook = options.onPaint || (api && api.onPaint);
+    if (hook) hook(performance.now() - started);
+  }
+
+  var api = null;
+  if (state.presenter) setPresenter(true);
+  paint();
+  api = { update: update, reset: function () { state.run = null; reset(); schedule(); }, root: root,
+              state: state, paint: paint, play: startPlaying, pause: stopPlaying, seek: seek,
+              setSpeed: setSpeed, setView: setView, setPresenter: setPresenter, speeds: SPEEDS.slice() };
+  root.convergePlayer = api; /* for tests and the browser console */
+  return api;
+}
+
+function mount(root, data, options) {
+  var player = create(root, options);
+  player.update(data);
+  return player;
+}
+
+global.ConvergePlayer = { create: create, mount: mount, version: 2 };

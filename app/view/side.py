@@ -1,0 +1,130 @@
+"""One view of a side: what the screen draws of a side's frames, for the live race, the page's replays and the video.
+
+A side's frames become analysed rows (`analysis.SideAnalyzer`), a status and message, metrics, the settled series
+and, per cell, a token style (theme.json's styles: unchanged, masked, draft, new, changed, remasked). `Race.snapshot`,
+`payload.recording_payload` and the video export's `Track` all build their sides here; the words come from
+app/view/theme.json, which the browser player reads too.
+
+The browser player works out each cell's style itself, with the rule `cell_style` states, from what its rows
+already carry (mask flags, change codes, the settled prefix `sp`): whether the row shown is the final one of a
+finished side, and which position is inspected, are known only in the browser, and sending a style per cell
+would make a typing side's rows as long as its answer instead of one token each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
+from app.trace import SIDES, Frame, Recording
+from app.view.theme import TERMINAL, THEME
+
+SENTENCES: dict[str, str] = THEME["sentences"]
+STOPPED = SENTENCES["stopped"]
+
+# Cell styles, in the order the video's glyph cache indexes them (theme.json styles of the same names).
+CELLS = ("unchanged", "masked", "draft", "new", "changed", "remasked")
+UNCHANGED, MASKED, DRAFT, NEW, CHANGED, REMASKED = range(len(CELLS))
+
+
+def cell_style(masked: bool, code: int, draft: bool) -> int:
+    """A cell's style: its change code against the frame before wins, then the mask, then draft (text that may
+    still change), else unchanged."""
+    if code:
+        return (NEW, CHANGED, REMASKED)[code - 1]
+    return MASKED if masked else DRAFT if draft else UNCHANGED
+
+
+def cell_styles(row: dict[str, Any], settled_all: bool) -> list[int]:
+    """Every position's style in an analysed row; `settled_all`: the row is the final one of a side that finished,
+    so a typing side's text past its settled prefix is no longer draft."""
+    masks, codes = row["m"], row["ch"]
+    draft_from = row["sp"] if masks is None and not settled_all else len(codes)
+    return [cell_style(bool(masks and masks[i]), code, i >= draft_from) for i, code in enumerate(codes)]
+
+
+def status_sentence(statuses: list[str]) -> str:
+    """The line above the panels for sides in these statuses, as a video draws it: racing until every side has
+    ended, then stopped if one was stopped, else finished."""
+    if not all(st in TERMINAL or st == "idle" for st in statuses):
+        return SENTENCES["racing"]
+    return STOPPED if "stopped" in statuses else SENTENCES["finished"]
+
+
+def summary(frames: list[Frame]) -> dict[str, Any]:
+    """A side's metrics and settled series (the share of the final answer in place at each frame)."""
+    return {"metrics": metrics(frames) if frames else None,
+            "settled": settled_fraction_series(frames) if frames else []}
+
+
+def entry(spec: str, label: str, status: str, message: str | None, start: int, rows: list[dict[str, Any]],
+          done: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A side as the player's payload carries it: title, status, message and rows from index `start`, plus
+    `done` (its summary) once it has ended."""
+    out = {"spec": spec, "label": label, "status": status, "message": message, "start": start, "rows": rows}
+    if done is not None:
+        out.update(done)
+    return out
+
+
+def caption(header: dict[str, Any]) -> str:
+    """The recording's one-line caption (bundled examples carry one), or ""."""
+    value = header.get("caption")
+    return value.strip() if isinstance(value, str) else ""
+
+
+@dataclass
+class RecordedSide:
+    """One side of a saved recording, analysed once: rows, how it ended, metrics and settled series."""
+
+    key: str
+    source: dict[str, Any]
+    label: str
+    frames: list[Frame]
+    ended: bool  # the recording says how this side ended
+    status: str  # done, stopped or error; a side whose end is missing shows as stopped
+    message: str | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    done: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> str:
+        return str(self.source.get("name", self.key))
+
+    def in_place(self) -> list[int]:
+        """Per frame, how many tokens of the final answer are already in place (the page's convergence measure,
+        so a noisy draft's noise is not counted; at the last frame it is the metrics' `tokens`)."""
+        total = self.done["metrics"]["tokens"] if self.frames else 0
+        return [round(share * total) for _, share in self.done["settled"]]
+
+    def entry(self) -> dict[str, Any]:
+        """This side as a payload entry, its rows as analysed (not yet compacted for the wire)."""
+        return entry(self.spec, self.label, self.status, self.message, 0, self.rows, self.done)
+
+
+def recorded_side(rec: Recording, key: str, label: str | None = None) -> RecordedSide:
+    """One side of a recording (`key`: left or right), its rows analysed the way the live race analysed them."""
+    sources = rec.header.get("sources") if isinstance(rec.header.get("sources"), dict) else {}
+    source = sources.get(key) if isinstance(sources.get(key), dict) else {}
+    frames = rec.frames.get(key, [])
+    analyzer = SideAnalyzer()
+    end = rec.ends.get(key)
+    status = end["status"] if end and end.get("status") in TERMINAL else "stopped"
+    message = (end or {}).get("message") or None
+    if end is None and frames:
+        message = SENTENCES["unended"]
+    return RecordedSide(key, source, str(source.get("name", key)) if label is None else label, frames, end is not None,
+                        status, message, [analyzer.add(f) for f in frames], summary(frames))
+
+
+def recorded_sides(rec: Recording) -> dict[str, RecordedSide]:
+    """The sides a recording holds (with frames, an end or a source), titled as the live race titled them."""
+    sources = rec.header.get("sources") if isinstance(rec.header.get("sources"), dict) else {}
+    labels = side_labels({side: sources[side] for side in SIDES if side in sources})
+    out = {}
+    for key in SIDES:
+        source = sources.get(key) if isinstance(sources.get(key), dict) else {}
+        if rec.frames.get(key) or key in rec.ends or source:
+            out[key] = recorded_side(rec, key, labels.get(key))
+    return out
