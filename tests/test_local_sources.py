@@ -77,6 +77,8 @@ class LikesToEnd:
         out[max(0, self.cut - start):, self.eos_id] += 20.0
         return out
 
+    exact_prefix = True  # it passes `upto` on to the real model's cache
+
     def prefix_cache(self, ids, upto=None):
         return self.model.prefix_cache(ids, upto)
 
@@ -198,3 +200,34 @@ def test_deferred_frames_are_stamped_now_and_decoded_when_made_ready(tok) -> Non
     assert all(f.tokens == [] and f.pending is not None for f in deferred)
     assert [f.ready().to_json() | {"t": 0} for f in deferred] == [f.to_json() | {"t": 0} for f in plain]
     assert all(f.pending is None for f in deferred)
+
+
+def test_each_source_declares_whether_it_takes_a_key_as_its_factory_does() -> None:
+    import inspect
+
+    from app.sources.base import REGISTRY, load_plugins
+
+    load_plugins()
+    for kind in REGISTRY.values():  # the page offers a key box, and a served page demands a typed key, from this flag
+        assert kind.takes_key == ("api_key" in inspect.signature(kind.make).parameters), kind.prefix
+
+
+def test_models_declare_the_caches_their_methods_offer() -> None:
+    import inspect
+
+    from app.engine.hf import HFMaskedLM
+    from app.engine.model import MaskedDiffusionLM
+
+    for cls in (MaskedDiffusionLM, HFMaskedLM):  # the sampler trusts these flags instead of probing signatures
+        assert cls.exact_prefix == ("upto" in inspect.signature(cls.prefix_cache).parameters), cls
+        assert cls.dual_cache == ("stop" in inspect.signature(cls.logits).parameters), cls
+
+
+def test_one_on_off_reader_refuses_what_is_neither() -> None:
+    from app.errors import SourceError
+    from app.sources.base import on_off
+
+    assert [on_off(v, "x") for v in (True, "on", " YES ", "1", 1, False, "off", "No", "0", 0)] == [True] * 5 + [False] * 5
+    for bad in ("maybe", None, 2, 0.5):
+        with pytest.raises(SourceError, match="The x setting must be on or off"):
+            on_off(bad, "x")

@@ -285,6 +285,8 @@ class Seen:
         self.lengths.append(len(ids))
         return self.model.logits(ids, cache, start)
 
+    exact_prefix = True  # it passes `upto` on to the real model's cache
+
     def prefix_cache(self, ids, upto=None):
         return self.model.prefix_cache(ids, upto)
 

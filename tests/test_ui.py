@@ -378,10 +378,10 @@ def test_settings_render_from_the_registry_and_keys_stay_out_of_settings() -> No
     import gradio as gr
 
     from app.sources.base import REGISTRY, load_plugins
-    from app.ui.layout import SideControls, coerce, needs_key, setting_component
+    from app.ui.layout import SideControls, coerce, setting_component
 
     load_plugins()
-    assert needs_key(REGISTRY["mercury"]) and not needs_key(REGISTRY["replay"])
+    assert REGISTRY["mercury"].takes_key and REGISTRY["openai"].takes_key and not REGISTRY["replay"].takes_key
     kinds = {"choices": gr.Dropdown, "min": gr.Slider}
     for kind in REGISTRY.values():
         for name, spec in kind.settings.items():

@@ -31,6 +31,9 @@ class MaskedLM(Protocol):
     mask_id: int
     eos_id: int
     max_len: int
+    # the caches it offers beyond a plain prefix cache, declared so the sampler need not probe its methods:
+    exact_prefix: bool  # prefix_cache(ids, upto=P) runs all of ids, so a block's first cached step is exact
+    dual_cache: bool  # logits(..., stop=) recomputes only the block and reuses the cached suffix (DualCache)
 
     def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0) -> np.ndarray:
         """ids: (T,) int64. Returns (T - start, V) float32 logits for positions start..T-1.

@@ -8,7 +8,6 @@ show the whole process.
 
 from __future__ import annotations
 
-import inspect
 import math
 import threading
 from dataclasses import asdict, dataclass, field
@@ -173,7 +172,7 @@ def _parallel(confidence: np.ndarray, s: DiffusionSettings) -> int:
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
     """Keys/values of x[:start] for this block (Fast-dLLM PrefixCache). Where the model can, they are
     computed with the whole sequence in view, so the block's first step equals the uncached one."""
-    if "upto" in inspect.signature(model.prefix_cache).parameters:
+    if getattr(model, "exact_prefix", False):
         return model.prefix_cache(x, upto=start)
     return model.prefix_cache(x[:start])
 
@@ -212,7 +211,7 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     guess, held = np.full(L, -1, dtype=np.int64), np.zeros(L, dtype=np.int64)  # for the commit filter
     n_blocks = L // B
     nfe = step = refreshes = 0
-    dual = s.prefix_cache and s.dual_cache and "stop" in inspect.signature(model.logits).parameters
+    dual = s.prefix_cache and s.dual_cache and getattr(model, "dual_cache", False)
     refresh = getattr(model, "refresh", None) if s.prefix_cache else None
     yield Step(step, x[P:].copy(), masked.copy(), conf.copy())
 

@@ -125,6 +125,9 @@ class HFMaskedLM:
     Special tokens other than end-of-text (padding, [CLS], [UNK]...) are never proposed. `placement` is the
     device and dtype it runs with."""
 
+    exact_prefix = False  # prefix_cache runs the settled prefix on its own
+    dual_cache = False
+
     def __init__(self, model: Any, mask_id: int, eos_id: int, shifted: bool, max_len: int,
                  banned: list[int] | None = None, *, runs_on: dict[str, str]) -> None:
         self.model = model

@@ -213,6 +213,9 @@ class MaskedDiffusionLM:
     """The diffusion twin as a `MaskedLM`: bidirectional, shift undone, prefix cache, and the learned commit
     filter fitted to it when its folder has one (app/engine/commit_filter.py)."""
 
+    exact_prefix = True
+    dual_cache = True
+
     def __init__(self, net: NumpyTransformer, commit_filter: Any = None):
         self.net = net
         self.commit_filter = commit_filter

@@ -14,6 +14,21 @@ from app.errors import SourceError
 from app.trace import Frame
 
 
+ON = ("true", "on", "yes", "1")
+OFF = ("false", "off", "no", "0")
+
+
+def on_off(value: Any, name: str) -> bool:
+    """The one reading of an on/off setting from the page, the CLI or JSON (True, "on", "yes", "1", ...);
+    anything else is refused with a sentence naming the setting."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if text in ON or text in OFF:
+        return text in ON
+    raise SourceError(f"The {name} setting must be on or off (true or false), not {value!r}.")
+
+
 class Source(Protocol):
     """Anything that yields frames for a prompt and can be cancelled."""
 
@@ -30,12 +45,14 @@ class Source(Protocol):
 
 @dataclass
 class SourceKind:
-    """A registered kind of source: `prefix` is the part of the name before ':'."""
+    """A registered kind of source: `prefix` is the part of the name before ':'; `takes_key`: its factory
+    accepts an `api_key` (the page then offers a key box, and a served page requires a typed key)."""
 
     prefix: str
     make: Callable[..., Source]
     label: str
     takes_arg: bool = False
+    takes_key: bool = False
     settings: dict[str, Any] = field(default_factory=dict)
 
 

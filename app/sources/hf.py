@@ -15,7 +15,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.hf import DEVICES, DTYPES
 from app.errors import SourceError
-from app.sources.base import SourceKind, register
+from app.sources.base import SourceKind, on_off, register
 from app.sources.local import SamplerSource, ar_spec, coerce, diffusion_spec
 
 HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32)
@@ -37,17 +37,12 @@ def _causal(name: str, trust: bool, device: str, dtype: str) -> tuple[Any, Any]:
     return load_causal(name, trust, device, dtype)
 
 
-def flag(value: Any) -> bool:
-    """A loader switch as given by the page or the command line (True, "true", "1", "yes", "on")."""
-    return str(value).strip().lower() in ("true", "1", "yes", "on")
-
-
 def _options(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Splits the loader options (chat template, logit shift, remote code, device, dtype) from the sampler settings."""
     opts = {k: settings.pop(k) for k in LOAD_OPTIONS if k in settings}
     for key in ("chat", "trust_remote_code"):
         if key in opts:
-            opts[key] = flag(opts[key])
+            opts[key] = on_off(opts[key], key)
     return opts, settings
 
 

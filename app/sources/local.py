@@ -19,7 +19,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import SCORINGS, DiffusionSettings
 from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
 from app.errors import SourceError
-from app.sources.base import SourceKind, register
+from app.sources.base import SourceKind, on_off, register
 from app.trace import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
@@ -52,10 +52,7 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None) -> A
             elif key in OPTIONAL:  # threshold, factor: 0 or "off" turns them off
                 out[key] = None if value in OFF or float(value) == 0 else float(value)
             elif isinstance(default, bool):
-                text = str(value).strip().lower()
-                if text not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-                    raise ValueError
-                out[key] = text in ("true", "1", "yes", "on")
+                out[key] = on_off(value, key)
             elif isinstance(default, int):
                 number = float(value)
                 if number != int(number):

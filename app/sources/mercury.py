@@ -13,7 +13,7 @@ import threading
 from typing import Any, Iterator
 
 from app.errors import SourceError
-from app.sources.base import SourceKind, register
+from app.sources.base import SourceKind, on_off, register
 from app.sources.openai_chat import (DEFAULT_TIMEOUT, ENTERED_KEY, check_base_url, number, public_url,
                                      stream_chat)
 from app.trace import Frame
@@ -31,14 +31,6 @@ MARKER = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>")
 def display_text(raw: str) -> str:
     """Raw model text minus `<|think_end|>`-style control markers, which should not be shown (the record keeps them)."""
     return MARKER.sub("", raw)
-
-
-def _flag(value: Any, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "on", "yes", "1", "false", "off", "no", "0"):
-        return value.strip().lower() in ("true", "on", "yes", "1")
-    raise SourceError(f"The {name} setting must be on or off, not {value!r}.")
 
 
 class MercurySource:
@@ -65,7 +57,7 @@ class MercurySource:
             raise SourceError(f"reasoning_effort must be one of {', '.join(EFFORTS)}, not {reasoning_effort!r}.")
         self.reasoning_effort = effort
         self.max_tokens = int(number(max_tokens, "max_tokens", 1, MAX_TOKENS))
-        self.diffusing = _flag(diffusing, "diffusing")
+        self.diffusing = on_off(diffusing, "diffusing")
         self.timeout = number(timeout, "timeout", 1.0, 600.0)
 
     def __repr__(self) -> str:
@@ -93,6 +85,7 @@ register(SourceKind(
     make=MercurySource,
     label="Inception Mercury, diffusing stream (INCEPTION_API_KEY)",
     takes_arg=True,
+    takes_key=True,
     settings={
         "temperature": {"default": DEFAULT_TEMPERATURE, "label": "Temperature", "min": TEMPERATURE_RANGE[0],
                         "max": TEMPERATURE_RANGE[1], "step": 0.05, "info": "Mercury accepts 0.5 to 1.0."},

@@ -370,6 +370,7 @@ register(SourceKind(
     make=OpenAIChatSource,
     label="OpenAI-compatible chat model (OPENAI_API_KEY, OPENAI_BASE_URL)",
     takes_arg=True,
+    takes_key=True,
     settings={
         "temperature": {"default": 1.0, "label": "Temperature", "min": 0.0, "max": 2.0, "step": 0.05},
         "max_tokens": {"default": DEFAULT_MAX_TOKENS, "label": "Max tokens", "min": 1, "max": 32768, "step": 1},

@@ -35,7 +35,7 @@ from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E40
 from app.store import locate, make_room, user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library_ui, scratch  # noqa: E402
-from app.ui.visitor import Visitor, needs_key, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
+from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
@@ -160,7 +160,7 @@ class SideControls:
         spec = f"{prefix}:{arg}" if kind is not None and kind.takes_arg and arg else str(prefix or "")
         settings = {name: coerce(s, v) for (p, name, s, _), v in zip(self.settings, values[3:])
                     if p == prefix and coerce(s, v) != s.get("default")}
-        secrets = {"api_key": key} if key and kind is not None and needs_key(kind) else {}
+        secrets = {"api_key": key} if key and kind is not None and kind.takes_key else {}
         return spec, settings, secrets
 
 
@@ -182,7 +182,7 @@ def side_controls(side: str, default: str, policy: Policy = LOCAL) -> SideContro
                       visible=bool(first and first.takes_arg))
     lend = "leave empty to use the environment variable" if policy.can("env-keys") else "required on this server"
     key = gr.Textbox(label=f"{title} API key (never saved; {lend})",
-                     type="password", elem_id=f"{side}-key", visible=bool(first and needs_key(first)), max_lines=1)
+                     type="password", elem_id=f"{side}-key", visible=bool(first and first.takes_key), max_lines=1)
     controls = SideControls(side=side, kind=kind, arg=arg, key=key)
     with gr.Accordion(f"{title} settings", open=False, elem_id=f"{side}-settings"):
         for prefix, k in REGISTRY.items():
@@ -202,7 +202,7 @@ def _pick(controls: SideControls) -> Any:
     """The picker's change handler: show the argument box, the key field and the settings of the chosen kind."""
     def on_pick(prefix: str) -> list[Any]:
         kind = REGISTRY.get(prefix)
-        return [gr.update(visible=bool(kind and kind.takes_arg)), gr.update(visible=bool(kind and needs_key(kind)))] + [
+        return [gr.update(visible=bool(kind and kind.takes_arg)), gr.update(visible=bool(kind and kind.takes_key))] + [
             gr.update(visible=p == prefix) for p in controls.groups]
     return on_pick
 

@@ -11,7 +11,6 @@ page cannot be used to map the host's network.
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import secrets
@@ -21,7 +20,7 @@ from typing import Any, Callable, Iterator
 
 from app.errors import SourceError
 from app.policy import LOCAL, Policy
-from app.sources.base import REGISTRY, Source, SourceKind, load_plugins, make_source
+from app.sources.base import REGISTRY, Source, SourceKind, load_plugins, make_source, on_off
 from app.sources.listing import LISTED, TYPE_A_NAME, list_models
 from app.sources.openai_chat import ENTERED_KEY, host_of
 from app.trace import Frame
@@ -52,14 +51,6 @@ def owner_of(policy: Policy, token: Any, session: str | None) -> str | None:
     return f"session-{session}" if session else f"anonymous-{new_owner()}"
 
 
-def needs_key(kind: SourceKind) -> bool:
-    """Whether a source kind accepts an API key (its factory takes `api_key`)."""
-    try:
-        return "api_key" in inspect.signature(kind.make).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
     """Raises SourceError (one sentence for the visitor) when the policy forbids this side; `settings` holds the
     side's settings and its typed key, if any."""
@@ -69,13 +60,11 @@ def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
     if kind is None:
         return  # make_source names the known sources
     if prefix in ("hf-diffusion", "hf-ar"):
-        from app.sources.hf import flag
-
         if not policy.hf_model_allowed(arg):
             named = ", ".join(policy.hf_models)
             raise SourceError("This server runs only the Hugging Face models its host named"
                               + (f": {named}." if named else ", and it named none."))
-        if flag(settings.get("trust_remote_code", False)) and not policy.can("remote-code"):
+        if on_off(settings.get("trust_remote_code", False), "trust_remote_code") and not policy.can("remote-code"):
             raise SourceError("Running a model's own code (trust_remote_code) is off on this server.")
     base_url = str(settings.get("base_url") or "").strip()
     if base_url:
@@ -83,7 +72,7 @@ def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
             raise SourceError("That base URL is not one this server allows; leave it empty or use one the host listed.")
         if not str(settings.get("api_key") or "").strip():
             raise SourceError("Enter an API key for that base URL: the host's key goes only to the endpoint the host set.")
-    if needs_key(kind) and not policy.can("env-keys") and not str(settings.get("api_key") or "").strip():
+    if kind.takes_key and not policy.can("env-keys") and not str(settings.get("api_key") or "").strip():
         raise SourceError("Enter your own API key: this server does not lend its keys to visitors.")
 
 
