@@ -19,7 +19,7 @@ class ExportCancelled(SourceError):
 
 def run_export(source: Path, out: Path, fmt: str, clock: str = "time") -> Iterator[tuple[int, int]]:
     """Makes `out` (html, csv, gif or mp4, on the player's `clock`) from the recording `source`, yielding
-    (frames done, frames in all; 0, 0 before a video knows) about once a second while it works; raises what the
+    (frames done, frames in all; 0, 0 before a video knows) at once and then about once a second while it works; raises what the
     export raised (SourceError, RecordingError, ImportError, OSError) once it has stopped."""
     cancel = threading.Event()
     progress = [0, 0]
@@ -50,6 +50,7 @@ def run_export(source: Path, out: Path, fmt: str, clock: str = "time") -> Iterat
     worker = threading.Thread(target=work, daemon=True, name="converge-export")
     worker.start()
     try:
+        yield 0, 0  # at once: the page says the export has begun, however quickly it then ends
         while worker.is_alive():
             worker.join(PROGRESS_EVERY)
             if worker.is_alive():
