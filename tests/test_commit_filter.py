@@ -93,3 +93,21 @@ def test_the_page_counts_the_teachers_stories_once_when_two_runs_read_them() -> 
     _, details = twins_note()
     assert details.count("stories the AR twin wrote") == 1 and "with certainty forcing (dParallel)" in details
     assert "plus 33 minutes of the AR twin writing its stories" in details
+
+
+def test_fit_filter_writes_a_filter_the_twin_then_loads(tmp_path: Path) -> None:
+    import shutil
+
+    from app.engine import fit_filter
+    from app.engine.model import DEFAULT_MODELS_DIR
+
+    pytest.importorskip("torch", reason="the fitting command reads the corpus with the training module (torch)")
+    for name in ("diffusion.safetensors", "diffusion.json", "tokenizer.json"):
+        shutil.copy(DEFAULT_MODELS_DIR / name, tmp_path / name)
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    files = sorted(str(p) for p in corpus.glob("tinystories-*.txt"))
+    if not files:
+        pytest.skip("the training stories (../shared/corpus) are not beside the repository")
+    fit_filter.main(["--models", str(tmp_path), "--corpus", *files, "--prompts", "2"])
+    model, _ = load_twin("diffusion", tmp_path)
+    assert model.commit_filter.about["prompts"] == 2 and model.commit_filter.about["rows"] > 0

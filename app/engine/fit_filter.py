@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from app.engine import diffusion
-from app.engine.commit_filter import collect, fit
+from app.engine.commit_filter import FEATURES, collect, fit
 
 
 def main(argv: list[str] | None = None) -> None:

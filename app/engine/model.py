@@ -354,7 +354,9 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
     for p in (weights_path, config_path, tok_path):
         if not p.is_file():
             raise SourceError(f"The {kind} twin cannot load because {p} is missing; restore assets/models/ or train it with `{hint}`.")
-    key = (kind, str(d.resolve()), *(p.stat().st_mtime_ns for p in (weights_path, config_path, tok_path)))
+    filter_path = d / f"{kind}.filter.safetensors"  # a filter fitted later makes a new entry, like new weights
+    key = (kind, str(d.resolve()), *(p.stat().st_mtime_ns for p in (weights_path, config_path, tok_path)),
+           filter_path.stat().st_mtime_ns if filter_path.is_file() else 0)
     if key in _LOADED:
         return _LOADED[key]
     try:
@@ -372,7 +374,6 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
     for stale in [k for k in _LOADED if k[0] == kind]:  # one copy per kind: a retrained twin replaces the old one
         del _LOADED[stale]
     model = adapter(net)
-    filter_path = d / f"{kind}.filter.safetensors"
     if isinstance(model, MaskedDiffusionLM) and filter_path.is_file():
         from app.engine.commit_filter import load
 
