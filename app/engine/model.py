@@ -216,9 +216,9 @@ class MaskedDiffusionLM:
     exact_prefix = True
     dual_cache = True
 
-    def __init__(self, net: NumpyTransformer, commit_filter: Any = None):
+    def __init__(self, net: NumpyTransformer):
         self.net = net
-        self.commit_filter = commit_filter
+        self.commit_filter: Any = None  # load_twin sets it when the folder has one
         c = net.config
         self.vocab_size, self.mask_id, self.eos_id = c.vocab_size, c.mask_id, c.eos_id
         self.max_len = c.max_len - 1

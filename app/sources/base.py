@@ -14,8 +14,8 @@ from app.errors import SourceError
 from app.trace import Frame
 
 
-ON = ("true", "on", "yes", "1")
-OFF = ("false", "off", "no", "0")
+_ON = ("true", "on", "yes", "1")
+_OFF = ("false", "off", "no", "0")  # local.OFF is another thing: the words that turn an optional number off
 
 
 def on_off(value: Any, name: str) -> bool:
@@ -24,8 +24,8 @@ def on_off(value: Any, name: str) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower() if isinstance(value, (str, int)) else None
-    if text in ON or text in OFF:
-        return text in ON
+    if text in _ON or text in _OFF:
+        return text in _ON
     raise SourceError(f"The {name} setting must be on or off (true or false), not {value!r}.")
 
 

@@ -103,10 +103,17 @@ class RecordedSide:
         return entry(self.spec, self.label, self.status, self.message, 0, self.rows, self.done)
 
 
+def _sources(rec: Recording) -> dict[str, dict[str, Any]]:
+    """The header's source per side, leaving out anything that is not a mapping (a damaged header)."""
+    sources = rec.header.get("sources")
+    if not isinstance(sources, dict):
+        return {}
+    return {key: value for key, value in sources.items() if isinstance(value, dict)}
+
+
 def recorded_side(rec: Recording, key: str, label: str | None = None) -> RecordedSide:
     """One side of a recording (`key`: left or right), its rows analysed the way the live race analysed them."""
-    sources = rec.header.get("sources") if isinstance(rec.header.get("sources"), dict) else {}
-    source = sources.get(key) if isinstance(sources.get(key), dict) else {}
+    source = _sources(rec).get(key, {})
     frames = rec.frames.get(key, [])
     analyzer = SideAnalyzer()
     end = rec.ends.get(key)
@@ -120,11 +127,10 @@ def recorded_side(rec: Recording, key: str, label: str | None = None) -> Recorde
 
 def recorded_sides(rec: Recording) -> dict[str, RecordedSide]:
     """The sides a recording holds (with frames, an end or a source), titled as the live race titled them."""
-    sources = rec.header.get("sources") if isinstance(rec.header.get("sources"), dict) else {}
+    sources = _sources(rec)
     labels = side_labels({side: sources[side] for side in SIDES if side in sources})
     out = {}
     for key in SIDES:
-        source = sources.get(key) if isinstance(sources.get(key), dict) else {}
-        if rec.frames.get(key) or key in rec.ends or source:
+        if rec.frames.get(key) or key in rec.ends or sources.get(key):
             out[key] = recorded_side(rec, key, labels.get(key))
     return out
