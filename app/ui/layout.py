@@ -30,6 +30,7 @@ from app.errors import SourceError  # noqa: E402
 from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
+from app.scrub import known_keys, scrub_text  # noqa: E402
 from app.sources.base import REGISTRY, load_plugins  # noqa: E402
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
 from app.store import locate, make_room, user_dir  # noqa: E402
@@ -37,6 +38,7 @@ from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library_ui, scratch  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
+from app.ui.loading import while_loading  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.view.payload import (UPDATE_INTERVAL, asset, live_payload, load_payload, message_payload,  # noqa: E402
@@ -282,11 +284,19 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
                 return
             for st in takers:
                 st["pins"] = pins
-        try:
+        def build() -> Race:
             make_room(visitor.owner)
-            race = Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
+            return Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                         secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
                         folder=user_dir(visitor.owner))
+
+        keys = known_keys({"left": lkey, "right": rkey})
+        loading = while_loading(build, scrub_text(f"{lspec} and {rspec}", keys), abandon=_abandon)
+        try:
+            while True:
+                yield to_player(message_payload(next(loading))), gr.skip()
+        except StopIteration as built:
+            race = built.value
         except OSError as e:
             yield to_player(message_payload(f"Could not create the recording file: {e.strerror or e}.", run_id)), gr.skip()
             return
@@ -303,6 +313,12 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             entry["race"] = None  # the file is complete; let the frames go
 
     return run
+
+
+def _abandon(race: Race) -> None:
+    """A race whose sources finished loading after its visitor stopped waiting: closed, never started."""
+    race.stop()
+    race.close()
 
 
 def after_stop(request: gr.Request) -> Any:
