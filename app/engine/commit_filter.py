@@ -70,14 +70,20 @@ class CommitFilter:
 
     def score(self, rows: np.ndarray) -> np.ndarray:
         """The probability, per row of features, that the model's current guess is its final token."""
-        h = np.tanh(((rows - self.mean) / self.scale) @ self.w1 + self.b1)
-        return 1.0 / (1.0 + np.exp(-(h @ self.w2 + self.b2)))
+        return _forward((rows - self.mean) / self.scale, self.w1, self.b1, self.w2, self.b2)[1]
 
     def save(self, path: str | Path) -> None:
         from safetensors.numpy import save_file
 
         save_file({k: getattr(self, k).astype(np.float32) for k in ("mean", "scale", "w1", "b1", "w2", "b2")},
                   str(path), metadata={"about": json.dumps(self.about)})
+
+
+def _forward(Z: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The network on scaled features: its hidden layer (which fitting needs) and its scores."""
+    h = np.tanh(Z @ w1 + b1)
+    return h, 1.0 / (1.0 + np.exp(-(h @ w2 + b2)))
 
 
 def load(path: str | Path) -> CommitFilter:
@@ -101,8 +107,7 @@ def fit(X: np.ndarray, y: np.ndarray, epochs: int = 300, lr: float = 0.01, seed:
     m = {k: np.zeros_like(v) for k, v in params.items()}
     v = {k: np.zeros_like(p) for k, p in params.items()}
     for t in range(1, epochs + 1):
-        h = np.tanh(Z @ params["w1"] + params["b1"])
-        p = 1.0 / (1.0 + np.exp(-(h @ params["w2"] + params["b2"])))
+        h, p = _forward(Z, **params)
         d = (p - y) / len(y)  # d(mean BCE)/d(logit)
         dh = np.outer(d, params["w2"]) * (1 - h * h)
         grads = {"w2": h.T @ d, "b2": np.array([d.sum()]), "w1": Z.T @ dh, "b1": dh.sum(0)}
