@@ -4,11 +4,11 @@ Each side runs in its own thread with its own clock, so neither side's work is c
 other's time. A side's thread only stamps each frame and hands it off: the recorder thread decodes
 its strings (`Frame.ready()`) and appends it to the recording, so that bookkeeping is not on the
 side's clock, and passes it on; a side's end goes the same way, after its frames, so the race reports
-a side finished only once all its frames are on disk. The consumer (the page or the CLI) gets at most
-one update per `interval` holding every new frame, already analysed, and always the final state;
-a finished side's metrics are computed once. Every race has a wall-clock limit (app/limits.py): when it
-is reached both sides stop, say why, and keep their frames; an update comes at least once a second
-even when nothing changed, so a page or API caller that went away is noticed and the race ends.
+a side finished only once all its frames are on disk. The consumer gets a tick at most once per
+`interval` while frames arrive, and always a final one; app/view/live.py turns each tick into the player's
+update. Every race has a wall-clock limit (app/limits.py): when it is reached both sides stop, say why, and
+keep their frames; a tick comes at least once a second even when nothing changed, so a page or API caller
+that went away is noticed and the race ends.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from app.analysis import SideAnalyzer, side_labels
 from app.compute import COMPUTE
 from app.errors import SourceError
 from app.limits import race_limit, stopped_at_limit
@@ -32,7 +31,6 @@ from app.scrub import known_keys, scrub_frame, scrub_text, scrub_value
 from app.sources.base import Source, make_source
 from app.store import recordings_dir
 from app.trace import SIDES, Frame, RecordingWriter, clean_text, make_header
-from app.view.side import STOPPED, entry, summary
 
 log = logging.getLogger("converge.race")
 
@@ -49,20 +47,17 @@ def recording_name(left: str, right: str) -> str:
 
 @dataclass
 class Side:
-    """One side's live state as the consumer sees it."""
+    """One side's live state as the consumer sees it: every frame received, its status and its message."""
 
     spec: str
     source: Source | None
     frames: list[Frame] = field(default_factory=list)
-    analyzer: SideAnalyzer = field(default_factory=SideAnalyzer)
     status: str = "waiting"
     message: str | None = None
-    new_rows: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, Any] | None = None  # metrics and settled series, computed once the side has ended
 
 
 class Race:
-    """Runs two sources at once and records both; iterate `updates()` to watch it."""
+    """Runs two sources at once and records both; iterate `ticks()` (or app.view.live.live_updates) to watch it."""
 
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
                  secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
@@ -95,14 +90,13 @@ class Race:
             except TypeError as e:
                 self.sides[side] = Side(spec=spec, source=None, status="error",
                                         message=scrub_text(f"Bad settings for {spec}: {e}.", self._keys))
-        header_sources = scrub_value({
+        self.sources: dict[str, Any] = scrub_value({  # as the header records them
             side: {"name": s.spec, "settings": s.source.settings() if s.source else settings.get(side, {})}
             for side, s in self.sides.items()
         }, self._keys)
-        self.labels = side_labels(header_sources)
         named = recording_name(self.sides["left"].spec, self.sides["right"].spec)
         self.path = Path(out) if out else Path(folder or recordings_dir()) / named
-        self.writer = RecordingWriter(self.path, make_header(prompt, header_sources))
+        self.writer = RecordingWriter(self.path, make_header(prompt, self.sources))
         for side, s in self.sides.items():
             if s.source is None:
                 self.writer.end(side, "error", s.message)
@@ -231,7 +225,7 @@ class Race:
         marked stopped here, so the race, and the slot it holds, end anyway; a frame it sends later is dropped."""
         if self._ended_at is None or time.monotonic() - self._ended_at < GRACE:
             return
-        message = self.stop_reason or STOPPED
+        message = self.stop_reason
         for side, s in self.sides.items():
             if s.status in ("waiting", "running"):
                 log.warning("side %s (%s) did not end %.0f s after the race stopped", side, s.spec, GRACE)
@@ -251,36 +245,19 @@ class Race:
             s = self.sides[side]
             if kind == "frame":
                 s.frames.append(payload)
-                s.new_rows.append(s.analyzer.add(payload))
-            elif kind == "status":
-                if s.status in ("waiting", "running"):
-                    s.status, s.message = payload
-                    self._changed = True
+            elif kind == "status" and s.status not in ("waiting", "running"):
+                pass  # a side that has ended keeps its end
             else:
                 s.status, s.message = payload
-                if s.status == "stopped" and not s.message:
-                    s.message = STOPPED
+            self._changed = True
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
 
-    def snapshot(self, final: bool = False) -> dict[str, Any]:
-        """One update: each side's rows since the last update, status, message and metrics."""
-        sides: dict[str, Any] = {}
-        for side, s in self.sides.items():
-            rows, s.new_rows = s.new_rows, []
-            done = None
-            if s.status not in ("waiting", "running"):
-                done = s.summary = s.summary or summary(s.frames)
-            elif final:
-                done = summary(s.frames)
-            sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, len(s.frames) - len(rows),
-                                rows, done)
-        return {"prompt": self.prompt, "recording": self.path.name, "done": final, "sides": sides}
-
-    def updates(self, interval: float = 0.05) -> Iterator[dict[str, Any]]:
-        """Coalesced updates at most every `interval` seconds, then one final update; stops the race if abandoned."""
+    def ticks(self, interval: float = 0.05) -> Iterator[bool]:
+        """Yields False whenever something arrived (at most every `interval` seconds, and at least every HEARTBEAT so
+        a departed client is noticed), then True once both sides have ended; stops the race if abandoned."""
         if not self._threads and self.running():
             self.start()
         try:
@@ -289,16 +266,14 @@ class Race:
                 self._drain(timeout=interval)
                 self._end_overdue()
                 now = time.monotonic()
-                fresh = self._changed or any(s.new_rows for s in self.sides.values())
-                if now - last >= interval and (fresh or now - last >= HEARTBEAT):
+                if now - last >= interval and (self._changed or now - last >= HEARTBEAT):
                     last = now
                     self._changed = False
-                    yield self.snapshot()
+                    yield False
             self._drain(timeout=0)
-            yield self.snapshot(final=True)
+            yield True
         finally:
             self.stop()
-            self.close()
 
     def close(self) -> None:
         """Waits briefly for the side threads to record how they ended, then closes the file."""
@@ -308,13 +283,3 @@ class Race:
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self.writer.close()
-
-
-def record(prompt: str, left: str, right: str, out: str | Path,
-           settings: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Runs a race headless and writes the recording; returns the final update."""
-    final: dict[str, Any] = {}
-    for update in Race(prompt, left, right, settings=settings, out=out).updates(interval=0.2):
-        final = update
-    return final
-

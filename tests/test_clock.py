@@ -11,7 +11,7 @@ import pytest
 
 from app.export.html import export_html
 from app.lessons import MERCURY_EXAMPLE
-from app.race import record
+from app.view.live import record
 from app.trace import read_recording
 from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from app.race import Race
+from app.view.live import live_updates
 from app.trace import read_recording
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, script, serve
@@ -58,8 +59,9 @@ def race(left: str, right: str, out: Path, left_settings: dict[str, Any] | None 
     """Runs a race to its end and returns the final update; the local twin answers in 32 tokens."""
     settings = {"left": left_settings or {}, "right": {"gen_length": 32} if right.startswith("local") else {}}
     final: dict[str, Any] = {}
-    for update in Race("ECHO:Faults are injected on the left while the right side races on.", left, right,
-                       settings=settings, out=out).updates(interval=0.02):
+    race = Race("ECHO:Faults are injected on the left while the right side races on.", left, right,
+                settings=settings, out=out)
+    for update in live_updates(race, interval=0.02):
         final = update
     return final
 

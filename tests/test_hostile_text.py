@@ -18,6 +18,7 @@ from app.analysis import SideAnalyzer, display_tokens, text_tokens
 from app.errors import SourceError
 from app.export.html import export_html, render
 from app.race import Race
+from app.view.live import live_updates
 from app.sources.base import make_source
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import load_payload, wire_rows
@@ -168,7 +169,7 @@ def test_prompts_and_model_output_over_the_wire_reach_the_recording_as_text(fast
     prompt = joined() + "\nECHO:" + joined()
     out = tmp_path / "race.jsonl"
     final: dict[str, Any] = {}
-    for update in Race(prompt, "mercury", "openai:gpt-test", out=out).updates(interval=0.05):
+    for update in live_updates(Race(prompt, "mercury", "openai:gpt-test", out=out), interval=0.05):
         final = update
     assert [final["sides"][s]["status"] for s in SIDES] == ["done", "done"], final["sides"]
     rec = read_recording(out)
@@ -187,7 +188,7 @@ def test_a_100k_character_token_from_the_model_is_kept_whole(fast_env: str, tmp_
               % token[50_000:].encode(), b"data: [DONE]\n\n"]
     out = tmp_path / "big.jsonl"
     final: dict[str, Any] = {}
-    for update in Race("big", f"openai:{script(chunks)}", "openai:gpt-test", out=out).updates(interval=0.05):
+    for update in live_updates(Race("big", f"openai:{script(chunks)}", "openai:gpt-test", out=out), interval=0.05):
         final = update
     assert final["sides"]["left"]["status"] == "done"
     assert read_recording(out).frames["left"][-1].text == token

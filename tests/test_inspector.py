@@ -79,7 +79,7 @@ LAST_FRAME = "() => { window.converge.seek(1e9); window.converge.paint(); }"
 
 def twins_race(path: Path) -> Path:
     """A real race of the built-in twins (64 tokens each; the diffusion side reopens tokens)."""
-    from app.race import record
+    from app.view.live import record
 
     record("Once upon a time", "local-diffusion", "local-ar", path,
            settings={"left": {"gen_length": 64, "remask": 0.6}, "right": {"gen_length": 64}})

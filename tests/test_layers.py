@@ -139,3 +139,10 @@ def test_only_the_page_and_the_command_line_import_the_page() -> None:
 def test_the_view_imports_neither_the_page_nor_the_exports_that_draw_with_it() -> None:
     graph = import_graph()
     assert arrows(graph, "app.view", "app.ui") + arrows(graph, "app.view", "app.export") == []
+
+
+def test_the_race_and_the_trace_import_neither_the_analysis_nor_the_view_built_on_them() -> None:
+    graph = import_graph()
+    found = [arrow for low in ("app.race", "app.trace", "app.sources")
+             for high in ("app.analysis", "app.view") for arrow in arrows(graph, low, high)]
+    assert found == []

@@ -118,6 +118,7 @@ def test_temperature_is_clamped_recorded_and_sent(url, asked, sent):
 
 def test_a_clamped_temperature_is_told_to_the_user_in_the_side_message_and_the_recording(url, tmp_path):
     from app.race import Race
+    from app.view.live import live_updates
     from app.trace import read_recording
 
     assert mercury(url, temperature=0.75).notice is None
@@ -125,7 +126,7 @@ def test_a_clamped_temperature_is_told_to_the_user_in_the_side_message_and_the_r
     race = Race("ECHO:hi", "mercury", "mercury", out=out,
                 settings={"left": {"base_url": url, "temperature": 0.2}, "right": {"base_url": url, "temperature": 0.7}},
                 secrets={"left": {"api_key": KEY}, "right": {"api_key": KEY}})
-    final = list(race.updates(interval=0.01))[-1]["sides"]
+    final = list(live_updates(race, interval=0.01))[-1]["sides"]
     told = "Mercury accepts a temperature from 0.5 to 1.0, so 0.2 was sent as 0.5."
     assert (final["left"]["status"], final["left"]["message"]) == ("done", told)
     assert final["right"]["message"] is None

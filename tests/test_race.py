@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.race import Race, record
+from app.race import Race
+from app.view.live import live_updates, record
 from app.trace import Frame, RecordingWriter, make_header, read_recording
 
 
@@ -37,7 +38,7 @@ def test_record_writes_both_sides_and_each_last_frame_is_that_sides_final(tmp_pa
 def test_updates_carry_every_frame_exactly_once_in_order(tmp_path: Path) -> None:
     a = make_recording(tmp_path / "a.jsonl", [i * 0.001 for i in range(40)])
     rows: dict[str, list[int]] = {"left": [], "right": []}
-    for update in Race("p", f"replay:{a}", f"replay:{a}", out=tmp_path / "o.jsonl").updates(interval=0.01):
+    for update in live_updates(Race("p", f"replay:{a}", f"replay:{a}", out=tmp_path / "o.jsonl"), interval=0.01):
         for side, entry in update["sides"].items():
             assert entry["start"] == len(rows[side])
             rows[side] += [r["i"] for r in entry["rows"]]
@@ -69,7 +70,7 @@ def test_stop_ends_both_sides_and_keeps_the_frames_so_far(tmp_path: Path) -> Non
     race = Race("p", f"replay:{slow}", f"replay:{slow}", out=out)
     seen = 0
     final = None
-    for update in race.updates(interval=0.01):
+    for update in live_updates(race, interval=0.01):
         seen += sum(len(e["rows"]) for e in update["sides"].values())
         if seen >= 4 and not update["done"]:
             race.stop()
@@ -83,10 +84,12 @@ def test_stop_ends_both_sides_and_keeps_the_frames_so_far(tmp_path: Path) -> Non
 def test_abandoning_the_update_stream_stops_the_race(tmp_path: Path) -> None:
     slow = make_recording(tmp_path / "slow.jsonl", [0.0, 3600.0])
     race = Race("p", f"replay:{slow}", f"replay:{slow}", out=tmp_path / "o.jsonl")
-    updates = race.updates(interval=0.01)
+    updates = live_updates(race, interval=0.01)
     next(updates)
     updates.close()
     assert race.cancel.is_set()
+    for t in race._threads:  # they end once they see the cancel; a race left running would hold them for an hour
+        t.join(timeout=30)
     assert all(not t.is_alive() for t in race._threads)
 
 
@@ -130,7 +133,7 @@ def test_token_strings_are_decoded_off_the_sides_threads_and_every_frame_is_on_d
         race = Race("Once upon a time", "local-ar", "local-diffusion", out=out,
                     settings={"left": {"gen_length": 16}, "right": {"gen_length": 16, "steps": 8}})
         ended_with: dict[str, int] = {}
-        for update in race.updates(interval=0.01):
+        for update in live_updates(race, interval=0.01):
             for side, entry in update["sides"].items():
                 if entry["status"] == "done" and side not in ended_with:
                     ended_with[side] = len(read_recording(out).frames[side])
@@ -151,7 +154,7 @@ def test_a_finished_sides_metrics_are_computed_once(tmp_path: Path, monkeypatch:
     counted: list[int] = []
     real = view_module.metrics
     monkeypatch.setattr(view_module, "metrics", lambda frames: counted.append(len(frames)) or real(frames))
-    updates = list(Race("p", f"replay:{fast}", f"replay:{slow}", out=tmp_path / "o.jsonl").updates(interval=0.01))
+    updates = list(live_updates(Race("p", f"replay:{fast}", f"replay:{slow}", out=tmp_path / "o.jsonl"), interval=0.01))
     assert len(updates) > 5
     assert sorted(counted) == [2, 30]
     assert updates[-1]["sides"]["left"]["metrics"]["frames"] == 2

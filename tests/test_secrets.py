@@ -15,6 +15,7 @@ import pytest
 
 from app.export.html import export_html
 from app.race import Race
+from app.view.live import live_updates
 from app.sources.base import REGISTRY, SourceKind, make_source, register
 from app.trace import Frame, read_recording
 from tests import sentinels
@@ -29,7 +30,7 @@ def no_key_in(*texts: str | bytes) -> None:
 
 def run(left: str, right: str, out: Path, **kwargs: Any) -> dict[str, Any]:
     final: dict[str, Any] = {}
-    for update in Race("ECHO:nothing secret here", left, right, out=out, **kwargs).updates(interval=0.02):
+    for update in live_updates(Race("ECHO:nothing secret here", left, right, out=out, **kwargs), interval=0.02):
         final = update
     return final
 

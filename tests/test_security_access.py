@@ -600,10 +600,11 @@ def test_a_key_echoed_into_the_answer_reaches_no_recording_page_or_export(browse
 
 def test_a_key_typed_as_a_model_name_stays_out_of_the_file_name_header_and_messages(recordings: Path) -> None:
     from app.race import Race
+    from app.view.live import live_updates
 
     race = Race(f"say {sentinels.TYPED}", f"openai:{sentinels.TYPED}", f"replay:{EXAMPLE}",
                 secrets={"left": {"api_key": sentinels.TYPED}}, folder=recordings)
-    final = list(race.updates(interval=0.02))[-1]
+    final = list(live_updates(race, interval=0.02))[-1]
     tally("security_attacks")
     assert sentinels.found_in(race.path.name) == [] and sentinels.found_in(race.path.read_bytes()) == []
     assert sentinels.found_in(json.dumps(final)) == [] and final["sides"]["right"]["status"] == "done"

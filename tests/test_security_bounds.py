@@ -25,6 +25,7 @@ import pytest
 
 from app import limits
 from app.race import GRACE, Race
+from app.view.live import live_updates
 from app.trace import MAX_FRAMES, MAX_LINE_BYTES, MAX_TOKENS, SIDES, Frame, RecordingError, RecordingWriter, \
     make_header, read_recording
 from tests.reliability import tally
@@ -56,7 +57,7 @@ def long_gap(path: Path, last: float) -> Path:
 def finish(race: Race, within: float) -> dict[str, Any]:
     """Runs the race to its end in a thread and returns the final update; fails if it is still running after `within`."""
     updates: list[dict[str, Any]] = []
-    thread = threading.Thread(target=lambda: updates.extend(race.updates(interval=0.05)), daemon=True)
+    thread = threading.Thread(target=lambda: updates.extend(live_updates(race, interval=0.05)), daemon=True)
     thread.start()
     thread.join(within)
     if thread.is_alive():

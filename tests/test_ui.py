@@ -17,6 +17,7 @@ import pytest
 
 from app.analysis import SideAnalyzer
 from app.race import Race
+from app.view.live import live_updates
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
 from tests.pages import browser_tab, pick_source, serve_page, watch_errors
@@ -333,7 +334,7 @@ def test_a_recording_loads_as_the_rows_the_live_race_sent(tmp_path: Path) -> Non
                 settings={"left": {"speed": 4}, "right": {"speed": 4}}, out=tmp_path / "out.jsonl")
     live: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
     final: dict[str, Any] = {}
-    for seq, update in enumerate(race.updates(interval=0.01)):
+    for seq, update in enumerate(live_updates(race, interval=0.01)):
         payload = live_payload(update, "r", seq)
         assert payload["run"] == "r" and payload["seq"] == seq
         for side, entry in payload["sides"].items():
@@ -635,7 +636,7 @@ def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
 
 
 def test_wire_rows_carry_the_inspectors_confidences_and_candidates(tmp_path: Path) -> None:
-    from app.race import record
+    from app.view.live import record
 
     out = tmp_path / "twins.jsonl"
     record("Once upon a time", "local-diffusion", "local-ar", out,

@@ -79,15 +79,18 @@ def threshold_section(models: sweeps.Models) -> dict[str, Any]:
 
 
 def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dict[str, Any]:
-    """Perplexity and distinct-2 of the twin's default sampler, LLaDA's defaults, and ablations, beside the AR twin."""
+    """Perplexity and distinct-2 of the twin's default sampler, LLaDA's defaults, and ablations, beside the AR twin.
+    The ablations turn the parallel rules (threshold, factor, learned filter) off, so each changes one thing
+    against one token per step."""
     d = TWIN_DIFFUSION
+    alone = {"threshold": None, "factor": None, "filter": None}
     settings = {
         "diffusion_default": ("diffusion", d),
         "diffusion_llada_defaults": ("diffusion", DiffusionSettings()),  # greedy confidence, blocks of 32
-        "diffusion_one_per_step": ("diffusion", replace(d, steps=d.gen_length, threshold=None, factor=None)),
-        "diffusion_no_blocks": ("diffusion", replace(d, block_length=d.gen_length, threshold=None, factor=None)),
-        "diffusion_random_order": ("diffusion", replace(d, scoring="random", threshold=None, factor=None)),
-        "diffusion_remask_0.3": ("diffusion", replace(d, remask=0.3, threshold=None, factor=None)),
+        "diffusion_one_per_step": ("diffusion", replace(d, steps=d.gen_length, **alone)),
+        "diffusion_no_blocks": ("diffusion", replace(d, block_length=d.gen_length, **alone)),
+        "diffusion_random_order": ("diffusion", replace(d, scoring="random", **alone)),
+        "diffusion_remask_0.3": ("diffusion", replace(d, remask=0.3, **alone)),
         "diffusion_lookahead_32": ("diffusion", replace(d, lookahead=32)),
         "ar_greedy": ("ar", ARSettings(gen_length=d.gen_length)),
         "ar_t0.8_top40": ("ar", ARSettings(gen_length=d.gen_length, temperature=0.8, top_k=40)),

@@ -9,6 +9,7 @@ from typing import Any
 
 from app.lessons import LESSONS
 from app.race import Race
+from app.view.live import live_updates
 
 
 def bench() -> dict[str, Any]:
@@ -24,7 +25,7 @@ def bench() -> dict[str, Any]:
                             settings={side: settings for side, (_, settings) in sources.items()},
                             out=Path(tmp) / f"{i}-{label}.jsonl")
                 first = None
-                for update in race.updates(interval=0.05):
+                for update in live_updates(race, interval=0.05):
                     if first is None and any(entry["rows"] for entry in update["sides"].values()):
                         first = time.perf_counter() - started
                 statuses = {side: entry["status"] for side, entry in update["sides"].items()}

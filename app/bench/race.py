@@ -1,6 +1,6 @@
 """The "race" bench section: each twin's own clock in a race read the way the page reads it, against the twin alone.
 
-The page consumes a race through `Race.updates(interval=UPDATE_INTERVAL)` and turns every update into the
+The page consumes a race through `live_updates(race, interval=UPDATE_INTERVAL)` and turns every update into the
 player's payload (`live_payload`, then its JSON, `player_json`, as the page's `to_player` sends it) in the
 consumer's thread, beside the two sides: that work is part of the conditions a race runs under, so the bench does
 exactly the same (only the browser and the network are left out). "Alone" races the twin against a replay of the
@@ -18,6 +18,7 @@ from typing import Any
 
 from app.race import Race
 from app.trace import read_recording
+from app.view.live import live_updates
 from app.view.payload import UPDATE_INTERVAL, live_payload, new_run_id, player_json
 
 PROMPT = "Once upon a time, there was a little girl named Lily."
@@ -26,7 +27,7 @@ PROMPT = "Once upon a time, there was a little girl named Lily."
 def consume_like_page(race: Race) -> tuple[int, int]:
     """Runs `race` to its end as the page's Run handler does; returns (updates, payload bytes) built."""
     run, updates, size = new_run_id(), 0, 0
-    for seq, snapshot in enumerate(race.updates(interval=UPDATE_INTERVAL)):
+    for seq, snapshot in enumerate(live_updates(race, interval=UPDATE_INTERVAL)):
         size += len(player_json(live_payload(snapshot, run, seq)))
         updates += 1
     return updates, size

@@ -52,6 +52,10 @@ PREVIOUS_DEFAULTS = DiffusionSettings(block_length=16, scoring="entropy", temper
 PARALLEL = DiffusionSettings(block_length=16, scoring="confidence", temperature=0.3, steps=48)
 # the page's defaults with a bolder learned commit filter (app/engine/commit_filter.py)
 BOLDER = replace(TWIN_DIFFUSION, filter=0.5)
+# where diffusion might win on wall time: each block starts with a pass over everything the model sees, so a
+# short lookahead makes that refresh cheaper, and a longer answer lengthens what the AR twin attends to per token
+LOOKAHEAD = 16
+WALL = ((128, 0), (128, LOOKAHEAD), (256, 0), (256, LOOKAHEAD))  # (answer length, lookahead) on the race prompt
 
 
 def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_PROMPTS) -> dict[str, Any]:
@@ -115,12 +119,46 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         n = diffusion.answer_length(last.ids, last.masked, dm.eos_id) if name == "diffusion" else len(last.ids)
         race[name] = {"seconds_worst_of_3": round(max(times), 3), "seconds_best_of_3": round(min(times), 3),
                       "passes": last.nfe, "answer_tokens": n}
+    race["wall_time"] = wall_time(dm, am, race_ids)
     return {"prompts": len(prompts), "gen_length": TWIN_DIFFUSION.gen_length,
             "diffusion_default": diffusion_runs(TWIN_DIFFUSION),
             "diffusion_48_steps": diffusion_runs(PARALLEL),
             "diffusion_without_filter": diffusion_runs(PREVIOUS_DEFAULTS),
             "diffusion_filter_0.5": diffusion_runs(BOLDER),
+            f"diffusion_lookahead_{LOOKAHEAD}": diffusion_runs(replace(TWIN_DIFFUSION, lookahead=LOOKAHEAD)),
             "ar_default": ar_runs(ARSettings(gen_length=TWIN_DIFFUSION.gen_length)),
             "race_prompt_alone": race,
             "targets": ">= 3 answer tokens per pass; several commits per step, not only the leftmost masked; "
                        "referee perplexity no worse than the previous twin at its defaults, distinct-2 >= 0.5"}
+
+
+def wall_time(dm: Any, am: Any, prompt: list[int], repeats: int = 3) -> list[dict[str, Any]]:
+    """Each twin alone on one prompt at each (answer length, lookahead) of WALL, runs alternated so load falls on
+    both alike: worst and best seconds of `repeats`, passes, answer tokens and milliseconds per answer token."""
+    from app.engine import autoregressive, diffusion
+    from app.engine.measure import timed
+
+    rows = []
+    for length, look in WALL:
+        d = replace(TWIN_DIFFUSION, gen_length=length, steps=length, lookahead=look)  # the page's steps rule
+        a = ARSettings(gen_length=length)
+        runs = {"diffusion": lambda: list(diffusion.generate(dm, prompt, d)),
+                "ar": lambda: list(autoregressive.generate(am, prompt, a))}
+        secs: dict[str, list[float]] = {name: [] for name in runs}
+        lasts: dict[str, Any] = {}
+        for run in runs.values():
+            run()  # warm: caches and buffers
+        for _ in range(repeats):
+            for name, run in runs.items():
+                steps, sec = timed(run)
+                secs[name].append(sec)
+                lasts[name] = steps[-1]
+        row: dict[str, Any] = {"gen_length": length, "lookahead": look}
+        for name, last in lasts.items():
+            n = diffusion.answer_length(last.ids, last.masked, dm.eos_id) if name == "diffusion" else len(last.ids)
+            row[name] = {"seconds_worst": round(max(secs[name]), 3), "seconds_best": round(min(secs[name]), 3),
+                         "passes": last.nfe, "answer_tokens": n,
+                         "ms_per_token_worst": round(1000 * max(secs[name]) / max(n, 1), 2)}
+        row["diffusion_faster_in_worst"] = row["diffusion"]["seconds_worst"] < row["ar"]["seconds_worst"]
+        rows.append(row)
+    return rows

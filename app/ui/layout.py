@@ -41,6 +41,7 @@ from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.loading import while_loading  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
+from app.view.live import live_updates  # noqa: E402
 from app.view.payload import (UPDATE_INTERVAL, asset, live_payload, load_payload, message_payload,  # noqa: E402
                               new_run_id, player_json)
 
@@ -302,7 +303,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             return
         entry = {"race": race, "path": race.path, "run": run_id}
         remember(_session(request), entry)
-        updates = race.updates(interval=UPDATE_INTERVAL)
+        updates = live_updates(race, interval=UPDATE_INTERVAL)
         try:
             for seq, snapshot in enumerate(updates):
                 yield to_player(live_payload(snapshot, run_id, seq)), str(race.path)

@@ -1,6 +1,6 @@
 """The data the browser player draws: live race updates and saved recordings, in one shape.
 
-The player (app/ui/player/, served as one player.js) merges payloads shaped like `Race.snapshot()` plus `run` (a new value
+The player (app/ui/player/, served as one player.js) merges payloads shaped like `live.LiveView.update()` plus `run` (a new value
 starts a fresh run) and `seq`. A recording becomes the same payload, its sides built by the same
 app/view/side.py, so a loaded recording plays in the same player as a live race. It sits below the page (app/ui) and
 the exports (app/export), which both draw with it; the player's own files stay beside the page, and `asset` reads
@@ -71,7 +71,7 @@ def _wire_sides(sides: dict[str, Any]) -> dict[str, Any]:
 
 
 def live_payload(snapshot: dict[str, Any], run: str, seq: int) -> dict[str, Any]:
-    """One `Race.snapshot()` with compact rows, tagged with its run id and sequence number, for the player to merge."""
+    """One live update (app/view/live.py) with compact rows, tagged with its run id and sequence number, for the player to merge."""
     return {**snapshot, "sides": _wire_sides(snapshot.get("sides", {})), "run": run, "seq": seq, "mode": "live"}
 
 

@@ -1,7 +1,7 @@
 """One view of a side: what the screen draws of a side's frames, for the live race, the page's replays and the video.
 
 A side's frames become analysed rows (`analysis.SideAnalyzer`), a status and message, metrics, the settled series
-and, per cell, a token style (theme.json's styles: unchanged, masked, draft, new, changed, remasked). `Race.snapshot`,
+and, per cell, a token style (theme.json's styles: unchanged, masked, draft, new, changed, remasked). `live.LiveView`,
 `payload.recording_payload` and the video export's `Track` all build their sides here; the words come from
 app/view/theme.json, which the browser player reads too.
 
@@ -58,11 +58,17 @@ def summary(frames: list[Frame]) -> dict[str, Any]:
             "settled": settled_fraction_series(frames) if frames else []}
 
 
+def side_message(status: str, message: str | None) -> str | None:
+    """The line under a side's title: its own message, or for a side stopped without one, that its frames are kept."""
+    return message or (STOPPED if status == "stopped" else None)
+
+
 def entry(spec: str, label: str, status: str, message: str | None, start: int, rows: list[dict[str, Any]],
           done: dict[str, Any] | None = None) -> dict[str, Any]:
     """A side as the player's payload carries it: title, status, message and rows from index `start`, plus
     `done` (its summary) once it has ended."""
-    out = {"spec": spec, "label": label, "status": status, "message": message, "start": start, "rows": rows}
+    out = {"spec": spec, "label": label, "status": status, "message": side_message(status, message), "start": start,
+           "rows": rows}
     if done is not None:
         out.update(done)
     return out
@@ -118,7 +124,7 @@ def recorded_side(rec: Recording, key: str, label: str | None = None) -> Recorde
     analyzer = SideAnalyzer()
     end = rec.ends.get(key)
     status = end["status"] if end and end.get("status") in TERMINAL else "stopped"
-    message = (end or {}).get("message") or None
+    message = side_message(status, (end or {}).get("message"))
     if end is None and frames:
         message = SENTENCES["unended"]
     return RecordedSide(key, source, str(source.get("name", key)) if label is None else label, frames, end is not None,

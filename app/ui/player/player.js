@@ -10,7 +10,7 @@
  *           onClock: fn("time"|"passes"), onPaint: fn(ms)}
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
- * Payload (the shape of app.race.Race.snapshot() plus `run` and `seq`):
+ * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
  *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, warnings: [str],
  *    cursor: "start"|"end"|null,
  *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}

@@ -1,0 +1,58 @@
+"""A running race as the player's updates: each tick of `Race.ticks` becomes one update holding every side's new
+frames as analysed rows, its status and message, and, once the side has ended, its metrics (computed once)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from app.analysis import SideAnalyzer, side_labels
+from app.race import Race
+from app.view.side import entry, summary
+
+
+class LiveView:
+    """What the player has been sent of one race: per side, an analyser and how many frames it has analysed."""
+
+    def __init__(self, race: Race) -> None:
+        self.race = race
+        self.labels = side_labels(race.sources)
+        self._analyzers = {side: SideAnalyzer() for side in race.sides}
+        self._sent = {side: 0 for side in race.sides}
+        self._done: dict[str, dict[str, Any]] = {}
+
+    def update(self, final: bool = False) -> dict[str, Any]:
+        """One update: each side's rows since the last update, status, message and, once ended, its summary."""
+        sides: dict[str, Any] = {}
+        for side, s in self.race.sides.items():
+            start, frames = self._sent[side], s.frames[self._sent[side]:]
+            rows = [self._analyzers[side].add(f) for f in frames]
+            self._sent[side] += len(frames)
+            done = None
+            if s.status not in ("waiting", "running"):
+                if side not in self._done:
+                    self._done[side] = summary(s.frames)
+                done = self._done[side]
+            elif final:
+                done = summary(s.frames)
+            sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, start, rows, done)
+        return {"prompt": self.race.prompt, "recording": self.race.path.name, "done": final, "sides": sides}
+
+
+def live_updates(race: Race, interval: float = 0.05) -> Iterator[dict[str, Any]]:
+    """The race's updates for the player, at most one per `interval` while frames arrive, then the final one."""
+    view, ticks = LiveView(race), race.ticks(interval)
+    try:
+        for final in ticks:
+            yield view.update(final)
+    finally:
+        ticks.close()  # a consumer that stops listening stops the race now, not when this is collected
+
+
+def record(prompt: str, left: str, right: str, out: str | Path,
+           settings: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Runs a race headless and writes the recording; returns the final update."""
+    final: dict[str, Any] = {}
+    for update in live_updates(Race(prompt, left, right, settings=settings, out=out), interval=0.2):
+        final = update
+    return final
