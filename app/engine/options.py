@@ -36,9 +36,9 @@ class Option:
         return self.label.split(" (")[0]
 
 
-def option(default: Any, label: str, **declared: Any) -> Any:
+def option(default: Any, label: str, **spec: Any) -> Any:
     """A dataclass field with its declaration (the keywords of `Option`)."""
-    return field(default=default, metadata={"option": Option(label, **declared)})
+    return field(default=default, metadata={"option": Option(label, **spec)})
 
 
 def _value_type(hint: Any) -> type:
