@@ -31,12 +31,9 @@ class DiffusionSettings:
     """How to unmask. `steps` is the budget over the whole answer, spread evenly over the blocks. Each setting is
     declared once (app/engine/options.py): its range and help serve validation, the page and the CLI alike.
 
-    threshold / factor (Fast-dLLM) judge the model's own confidence, whichever `scoring` orders the scheduled commits.
-    remask (ReMDM): each step, a token committed earlier in the current block is reopened with probability
-    remask x (1 - its confidence when committed). eos_discount multiplies the score and confidence of end-of-text
-    candidates. dual_cache takes the keys/values right of the block from the block-start refresh (Fast-dLLM's
-    DualCache: exact at each block's first step, approximate after). A short lookahead makes a step's cost
-    independent of the answer length. The source turns pins into token ids with its tokenizer.
+    threshold / factor judge the model's own confidence whichever `scoring` orders the scheduled commits; remask
+    reopens a token committed earlier in the block with probability remask x (1 - its confidence then); dual_cache
+    takes the suffix's keys/values from the block-start refresh (exact at a block's first step, approximate after).
     """
 
     gen_length: int = option(128, "Answer length (tokens)", min=1, presets=LENGTHS, cli="length")
