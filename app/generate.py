@@ -13,43 +13,42 @@ import threading
 from typing import Any
 
 from app.cli_help import command_parser
+from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import DiffusionSettings
+from app.engine.options import bounds, declared
 from app.errors import SourceError
 from app.sources.base import make_source
+from app.sources.hf import HFLoad
 
-# flag -> setting name; only the flags given are passed, so each source keeps its own defaults
-OPTIONS = {
-    "length": ("gen_length", "answer length in tokens (AR: the most it may write)"),
-    "steps": ("steps", "diffusion steps, total over blocks"),
-    "block_length": ("block_length", "diffusion block length (divides the length)"),
-    "scoring": ("scoring", "confidence, margin, entropy or random"),
-    "temperature": ("temperature", "0 = greedy"),
-    "threshold": ("threshold", "Fast-dLLM confidence threshold (0 = off)"),
-    "factor": ("factor", "Fast-dLLM factor rule (0 = off)"),
-    "remask": ("remask", "ReMDM-style remasking probability"),
-    "eos_discount": ("eos_discount", "score factor for end-of-text candidates"),
-    "stop_at_eos": ("stop_at_eos", "true/false: stop once the answer is complete"),
-    "prefix_cache": ("prefix_cache", "true/false: reuse the prefix's keys/values within a block"),
-    "lookahead": ("lookahead", "masked tokens right of the block the model sees (0 = all)"),
-    "top_k": ("top_k", "AR: sample among the k most likely tokens (0 = off)"),
-    "top_p": ("top_p", "AR: nucleus sampling mass"),
-    "seed": ("seed", "random seed"),
-    "shift": ("shift", "hf-diffusion: auto, shifted (Dream) or aligned"),
-    "chat": ("chat", "hf-*: true/false, use the model's chat template"),
-    "trust_remote_code": ("trust_remote_code", "hf-*: true/false, run the model's own code"),
-    "device": ("device", "hf-*: auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or mps"),
-    "dtype": ("dtype", "hf-*: auto (16-bit on a GPU, float32 on the CPU), float32, bfloat16 or float16"),
-}
+SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad}
+
+
+def describe(cls: type, name: str) -> str:
+    """A flag's help from its setting's declaration: the label, what it accepts, then the help."""
+    kind, o = declared(cls)[name]
+    accepts = ("true or false" if kind is bool else f"one of {', '.join(map(str, o.choices))}" if o.choices else
+               f"e.g. {', '.join(o.presets)}" if kind is str and o.presets else
+               bounds(cls, o) if kind in (int, float) else "")
+    return f"{o.label}{': ' + accepts if accepts else ''}. {o.help}".strip()
 
 
 def parser() -> argparse.ArgumentParser:
+    """The flags of `generate`: every declared setting (app/engine/options.py) of the samplers and the HF loader.
+    They default to unset, so only the flags given are passed and each source keeps its own defaults."""
     p = command_parser("generate", __doc__.splitlines()[0],
                        epilog="Options left out keep the source's own defaults; --json prints the settings that ran.")
     p.add_argument("--source", default="local-diffusion", help="local-diffusion, local-ar, hf-diffusion:ID, hf-ar:ID...")
     p.add_argument("--prompt", required=True)
-    for flag, (_, text) in OPTIONS.items():
-        p.add_argument("--" + flag.replace("_", "-"), dest=flag, default=None, help=text)
-    p.add_argument("--pin", action="append", default=[], metavar="POSITION:TEXT",
-                   help="diffusion: fix TEXT at answer position POSITION before the run (repeatable)")
+    owners: dict[str, list[str]] = {}
+    for who, cls in SETTINGS.items():
+        for name in declared(cls):
+            owners.setdefault(name, []).append(who)
+    for name, who in owners.items():  # a setting of one sampler only says whose it is
+        cls = SETTINGS[who[0]]
+        kind, o = declared(cls)[name]
+        text = describe(cls, name) if len(who) > 1 else f"{who[0]}: {describe(cls, name)}"
+        extra = {"action": "append", "metavar": "POSITION:TEXT"} if kind is tuple else {}  # pins: one flag each
+        p.add_argument("--" + (o.cli or name).replace("_", "-"), dest=name, default=None, help=text, **extra)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
     p.add_argument("--trace", action="store_true", help="with --json, include every frame")
     return p
@@ -74,11 +73,9 @@ def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    settings = {OPTIONS[k][0]: v for k, v in vars(args).items() if k in OPTIONS and v is not None}
-    if args.pin:
-        settings["pins"] = args.pin
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("source", "prompt", "json", "trace")}
     try:
-        result = run(args.source, args.prompt, settings, keep_frames=args.trace)
+        result = run(args.source, args.prompt, given, keep_frames=args.trace)
     except SourceError as e:
         print(str(e), file=sys.stderr)
         return 2

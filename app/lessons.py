@@ -106,7 +106,7 @@ LESSONS: list[Lesson] = [
              "again). Confidence ranks by the probability of the best guess, margin by its lead over the "
              "second best, entropy by how peaked the whole guess is; random ignores the model.",
         point=part("heatmap-right"), look="the two heatmaps: same model, two orders",
-        try_it="Set the right side's 'Which positions to commit' to margin (or entropy) and run again.",
+        try_it="Set the right side's 'Scoring' to margin (or entropy) and run again.",
         try_side="right", try_settings={"scoring": "margin"},
         right="local-diffusion",
         left_settings={**SHORT, "block_length": 64, "scoring": "confidence"},

@@ -63,7 +63,7 @@ def test_the_sampler_commits_every_position_the_filter_calls_safe() -> None:
 def test_a_filter_on_a_model_without_one_is_refused_with_the_fix() -> None:
     with pytest.raises(SourceError, match="no learned commit filter.*turn the filter off"):
         list(diffusion.generate(masked_lm(), [5, 6], DiffusionSettings(gen_length=16, steps=16, block_length=16, filter=0.8)))
-    with pytest.raises(SourceError, match="Filter must be above 0"):
+    with pytest.raises(SourceError, match="filter must be above 0"):
         DiffusionSettings(filter=1.5).validate()
 
 

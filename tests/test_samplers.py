@@ -62,7 +62,7 @@ def test_threshold_decoding_commits_several_tokens_per_forward_pass(mlm) -> None
     assert all(len(s.committed) >= 1 for s in fast[1:])
     assert fast[-1].nfe < 32 and not fast[-1].masked.any()
     assert max(len(s.committed) for s in fast) > 1
-    factor = run(mlm, gen_length=32, steps=32, block_length=8, factor=8.0)
+    factor = run(mlm, gen_length=32, steps=32, block_length=8, factor=4.0)
     assert factor[-1].nfe < 32 and all(len(s.committed) >= 1 for s in factor[1:])
 
 
@@ -231,7 +231,7 @@ def test_cancel_stops_between_steps(mlm) -> None:
     (dict(gen_length=32, block_length=4, steps=4), "blocks"),
     (dict(scoring="loudest"), "scoring"),
     (dict(threshold=0.9, factor=1.0), "not both"),
-    (dict(threshold=1.5), "Threshold"),
+    (dict(threshold=1.5), "threshold"),
     (dict(remask=2.0), "Remask"),
     (dict(temperature=-1.0), "Temperature"),
     (dict(gen_length=0), "length"),

@@ -74,7 +74,7 @@ def test_each_sweep_measures_every_point_on_the_real_twins_and_reports_progress(
 
 
 def test_a_bad_point_is_refused_before_anything_runs() -> None:
-    with pytest.raises(SourceError, match="Steps must be between 1 and the generation length"):
+    with pytest.raises(SourceError, match="Steps must be between 1 and the answer length"):
         sweeps.plan("steps", [128], length=64)
 
 

@@ -9,32 +9,27 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine.base import CausalLM
-from app.engine.diffusion import check_prompt, top_candidates
+from app.engine.diffusion import LENGTHS, check_prompt, top_candidates
+from app.engine.options import check, option
 from app.errors import SourceError
 
 
 @dataclass
 class ARSettings:
     """Greedy when temperature is 0; otherwise temperature sampling, optionally cut to the top_k tokens
-    and then to the smallest set whose probability reaches top_p."""
+    and then to the smallest set whose probability reaches top_p (each setting declared in app/engine/options.py)."""
 
-    gen_length: int = 128
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    stop_at_eos: bool = True
-    seed: int = 0
+    gen_length: int = option(128, "Max answer length (tokens)", min=1, presets=LENGTHS, cli="length")
+    temperature: float = option(0.0, "Temperature (0 = greedy)", min=0.0, max=2.0, step=0.05)
+    top_k: int = option(0, "Top-k (0 = off)", min=0, max=200, step=1, help="Sample among the k most likely tokens.")
+    top_p: float = option(1.0, "Top-p", min=0.05, max=1.0, step=0.05,
+                          help="Then among the fewest tokens whose probability reaches p (nucleus sampling).")
+    stop_at_eos: bool = option(True, "Stop at end-of-text")
+    seed: int = option(0, "Seed", min=0, max=9999, step=1)
 
     def validate(self) -> "ARSettings":
-        """Checks the ranges; raises SourceError naming the fix."""
-        if not isinstance(self.gen_length, int) or self.gen_length < 1:
-            raise SourceError(f"Generation length must be a positive whole number of tokens, not {self.gen_length!r}.")
-        if not 0.0 <= self.temperature <= 10.0:
-            raise SourceError(f"Temperature must be between 0 and 10, not {self.temperature!r}.")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            raise SourceError(f"Top-k must be 0 (off) or a positive whole number, not {self.top_k!r}.")
-        if not 0.0 < self.top_p <= 1.0:
-            raise SourceError(f"Top-p must be above 0 and at most 1, not {self.top_p!r}.")
+        """Checks each setting against its declaration (app/engine/options.py); raises SourceError naming the fix."""
+        check(self)
         return self
 
     def to_json(self) -> dict[str, Any]:

@@ -17,58 +17,61 @@ import numpy as np
 
 from app.engine.base import MaskedLM
 from app.engine.commit_filter import features
+from app.engine.options import check, option
 from app.errors import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
+LENGTHS = (32, 64, 128, 256)  # the answer lengths the page offers (any is valid)
+BLOCKS = (8, 16, 32, 64, 128, 256)
 TOP_CANDIDATES = 3  # candidates kept per committed or remasked position, for the token inspector
 
 
 @dataclass
 class DiffusionSettings:
-    """How to unmask. `steps` is the budget over the whole answer, spread evenly over the blocks.
+    """How to unmask. `steps` is the budget over the whole answer, spread evenly over the blocks. Each setting is
+    declared once (app/engine/options.py): its range and help serve validation, the page and the CLI alike.
 
-    threshold / factor (Fast-dLLM): besides the scheduled minimum, also commit every masked position in the
-    block whose confidence is at least `threshold` (or the largest n whose n-th best confidence is >= 1 - factor/(n+1)),
-    whichever `scoring` orders the scheduled commits.
-    filter (Learn2PD): also commit every masked position of the block that the model's learned commit filter
-    scores at least this sure (app/engine/commit_filter.py; the built-in diffusion twin ships one).
-    remask (ReMDM): each step, a token committed earlier in the current block is reopened with probability
-    remask x (1 - its confidence when committed). eos_discount multiplies the score and confidence of end-of-text candidates,
-    so a value below 1 writes the story before settling where it ends. stop_at_eos ends generation as soon
-    as an end-of-text is committed with everything before it filled in. dual_cache (with prefix_cache) also
-    takes the keys/values right of the block from the block-start refresh, so a step recomputes only the
-    block (Fast-dLLM's DualCache: exact at each block's first step, approximate after). lookahead > 0 feeds the model only
-    that many masked positions right of the current block (0: the whole answer, so the model knows its length);
-    a short lookahead makes a step's cost independent of the answer length. pins are text fixed at answer
-    positions before the run; the source turns them into token ids with its tokenizer.
+    threshold / factor judge the model's own confidence whichever `scoring` orders the scheduled commits; remask
+    reopens a token committed earlier in the block with probability remask x (1 - its confidence then); dual_cache
+    takes the suffix's keys/values from the block-start refresh (exact at a block's first step, approximate after).
     """
 
-    gen_length: int = 128
-    steps: int = 128
-    block_length: int = 32
-    scoring: str = "confidence"
-    temperature: float = 0.0
-    threshold: float | None = 0.9
-    factor: float | None = None
-    filter: float | None = None
-    remask: float = 0.0
-    eos_discount: float = 1.0
-    stop_at_eos: bool = True
-    prefix_cache: bool = True
-    dual_cache: bool = True
-    lookahead: int = 0
-    seed: int = 0
-    pins: tuple[str, ...] = ()  # "POSITION:TEXT" fixed before the run (app/engine/pins.py)
+    gen_length: int = option(128, "Answer length (tokens)", min=1, presets=LENGTHS, cli="length")
+    steps: int = option(128, "Steps (total over blocks)", min=1, max="gen_length", step=1,
+                        help="At most the answer length; fewer steps commit more tokens per step.")
+    block_length: int = option(32, "Block length", min=1, presets=BLOCKS,
+                               help="Blocks are decoded left to right; one as long as the answer is pure diffusion.")
+    scoring: str = option("confidence", "Scoring (which positions to commit first)", choices=SCORINGS,
+                          help="With random, the confidence colours mean nothing about the order.")
+    temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05)
+    threshold: float | None = option(0.9, "Parallel threshold", min=0.0, max=1.0, step=0.05, off=True,
+                                     help="Also commit every position at least this confident (Fast-dLLM).")
+    factor: float | None = option(None, "Parallel factor", min=0.0, max=4.0, step=0.25, off=True,
+                                  help="Commit the largest n whose n-th confidence is >= 1 - f/(n+1) (Fast-dLLM).")
+    filter: float | None = option(None, "Learned commit filter", min=0.0, max=1.0, step=0.05, off=True,
+                                  help="Also commit every position the model's learned filter (the built-in twin "
+                                       "ships one) scores at least this sure (Learn2PD); lower is more parallel.")
+    remask: float = option(0.0, "Remasking", min=0.0, max=1.0, step=0.05,
+                           help="Chance to reopen an earlier token of the block, scaled by its doubt (ReMDM).")
+    eos_discount: float = option(1.0, "End-of-text score factor", min=0.0, max=1.0, step=0.05,
+                                 help="Below 1 delays committing end-of-text (shows less EOS flooding).")
+    stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
+                               help="End as soon as an end-of-text is committed with everything before it filled in.")
+    prefix_cache: bool = option(True, "Prefix cache", help="Reuse the keys/values left of the block within a block.")
+    dual_cache: bool = option(True, "Dual cache", help="With the prefix cache: also reuse the masked suffix, "
+                                                       "so a step recomputes only its block.")
+    lookahead: int = option(0, "Lookahead (0 = whole answer)", min=0, max=256, step=8,
+                            help="How many masked tokens right of the block the model sees; fewer is faster on long "
+                                 "answers.")
+    seed: int = option(0, "Seed", min=0, max=9999, step=1)
+    pins: tuple[str, ...] = option((), "Pinned text", cli="pin",
+                                   help="POSITION:TEXT fixes TEXT at that answer position; the model writes around it.")
 
     def validate(self) -> "DiffusionSettings":
-        """Checks the ranges; raises SourceError naming the fix. Returns self for chaining."""
+        """Checks each setting against its declaration, then the rules between settings; raises SourceError naming
+        the fix. Returns self for chaining."""
+        check(self)
         n = self.gen_length
-        if not isinstance(n, int) or n < 1:
-            raise SourceError(f"Generation length must be a positive whole number of tokens, not {n!r}.")
-        if not isinstance(self.steps, int) or not 1 <= self.steps <= n:
-            raise SourceError(f"Steps must be between 1 and the generation length ({n}), not {self.steps!r}: change steps.")
-        if not isinstance(self.block_length, int) or self.block_length < 1:
-            raise SourceError(f"Block length must be a positive whole number, not {self.block_length!r}.")
         if n % self.block_length:
             near = min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - self.block_length))
             raise SourceError(f"Block length {self.block_length} does not divide the generation length {n}: "
@@ -77,24 +80,8 @@ class DiffusionSettings:
         if self.steps < blocks:
             raise SourceError(f"{self.steps} steps cannot cover {blocks} blocks (at least one step each): "
                               f"raise steps to {blocks} or use longer blocks.")
-        if self.scoring not in SCORINGS:
-            raise SourceError(f"Unknown scoring {self.scoring!r}: choose one of {', '.join(SCORINGS)}.")
-        if not 0.0 <= self.temperature <= 10.0:
-            raise SourceError(f"Temperature must be between 0 and 10, not {self.temperature!r}.")
         if self.threshold is not None and self.factor is not None:
             raise SourceError("Choose a confidence threshold or a factor for parallel decoding, not both.")
-        if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
-            raise SourceError(f"Threshold must be above 0 and at most 1 (or off), not {self.threshold!r}.")
-        if self.factor is not None and not 0.0 < self.factor <= 10.0:
-            raise SourceError(f"Factor must be above 0 and at most 10 (or off), not {self.factor!r}.")
-        if self.filter is not None and not 0.0 < self.filter <= 1.0:
-            raise SourceError(f"Filter must be above 0 and at most 1 (or off), not {self.filter!r}.")
-        if not 0.0 <= self.remask <= 1.0:
-            raise SourceError(f"Remask probability must be between 0 and 1, not {self.remask!r}.")
-        if not isinstance(self.lookahead, int) or self.lookahead < 0:
-            raise SourceError(f"Lookahead must be 0 (the whole answer) or a positive number of tokens, not {self.lookahead!r}.")
-        if not 0.0 <= self.eos_discount <= 1.0:
-            raise SourceError(f"EOS discount must be between 0 and 1, not {self.eos_discount!r}.")
         return self
 
     def to_json(self) -> dict[str, Any]:

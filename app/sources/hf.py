@@ -9,18 +9,41 @@ the model runs; its settings, and so the recording's header, name the device and
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.hf import DEVICES, DTYPES
+from app.engine.hf import DEVICES, DTYPES, SHIFTS
+from app.engine.options import check, declared, option
 from app.errors import SourceError
-from app.sources.base import SourceKind, on_off, register
-from app.sources.local import SamplerSource, ar_spec, coerce, diffusion_spec
+from app.sources.base import SourceKind, register
+from app.sources.local import SamplerSource, coerce, diffusion_spec, settings_spec
+
+
+@dataclass
+class HFLoad:
+    """How a Hugging Face model is loaded, beside how it is sampled; each option is declared once (options.py)."""
+
+    chat: bool = option(True, "Use the chat template when the model has one")
+    trust_remote_code: bool = option(False, "Run the model's own code (LLaDA, Dream)",
+                                     help="Only for models you trust: their Python code runs on this machine.")
+    device: str = option("auto", "Device", presets=DEVICES,
+                         help="auto: a CUDA GPU, else Apple's MPS, else the CPU; cuda:N picks one of several GPUs.")
+    dtype: str = option("auto", "Dtype (precision of the weights)", choices=DTYPES,
+                        help="auto: bfloat16 on a GPU that supports it (else float16), float32 on the CPU.")
+    shift: str = option("auto", "Logit shift (how outputs align with tokens)", choices=SHIFTS,
+                        help="shifted: output i predicts token i+1 (Dream).")
+
+    def validate(self) -> "HFLoad":
+        """Checks each option against its declaration; the loader checks the device against this machine."""
+        check(self)
+        return self
+
 
 HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32)
 HF_AR = ARSettings(gen_length=64)
-LOAD_OPTIONS = ("chat", "shift", "trust_remote_code", "device", "dtype")
+LOAD_OPTIONS = tuple(declared(HFLoad))
 
 
 @functools.lru_cache(maxsize=4)
@@ -37,13 +60,10 @@ def _causal(name: str, trust: bool, device: str, dtype: str) -> tuple[Any, Any]:
     return load_causal(name, trust, device, dtype)
 
 
-def _options(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Splits the loader options (chat template, logit shift, remote code, device, dtype) from the sampler settings."""
-    opts = {k: settings.pop(k) for k in LOAD_OPTIONS if k in settings}
-    for key in ("chat", "trust_remote_code"):
-        if key in opts:
-            opts[key] = on_off(opts[key], key)
-    return opts, settings
+def _options(settings: dict[str, Any], source: str) -> tuple[HFLoad, dict[str, Any]]:
+    """Splits the loader options (chat template, remote code, device, dtype, logit shift) from the sampler settings."""
+    load = {k: settings.pop(k) for k in LOAD_OPTIONS if k in settings}
+    return coerce(HFLoad, load, source), settings
 
 
 def _prompt(chat: bool):
@@ -51,27 +71,24 @@ def _prompt(chat: bool):
 
 
 def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
-    opts, rest = _options(dict(settings))
+    o, rest = _options(dict(settings), "hf-diffusion")
     s = coerce(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
-    shift, trust, chat = opts.get("shift", "auto"), opts.get("trust_remote_code", False), opts.get("chat", True)
-    device, dtype = str(opts.get("device", "auto")), str(opts.get("dtype", "auto"))
     if not arg:
         raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
-    return _ran(SamplerSource(f"hf-diffusion:{arg}", lambda: _masked(arg, shift, trust, device, dtype), s,
-                              _prompt(chat), {"model": arg, "shift": shift, "chat": chat}))
+    load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
+    return _ran(SamplerSource(f"hf-diffusion:{arg}", load, s, _prompt(o.chat),
+                              {"model": arg, "shift": o.shift, "chat": o.chat}))
 
 
 def make_hf_ar(arg: str, **settings: Any) -> SamplerSource:
-    opts, rest = _options(dict(settings))
-    if "shift" in opts:
+    if "shift" in settings:
         raise SourceError("hf-ar has no setting 'shift' (that is for hf-diffusion).")
+    o, rest = _options(dict(settings), "hf-ar")
     s = coerce(ARSettings, rest, "hf-ar", HF_AR)
-    trust, chat = opts.get("trust_remote_code", False), opts.get("chat", True)
-    device, dtype = str(opts.get("device", "auto")), str(opts.get("dtype", "auto"))
     if not arg:
         raise SourceError("Name a model: hf-ar:MODEL_ID_OR_PATH.")
-    return _ran(SamplerSource(f"hf-ar:{arg}", lambda: _causal(arg, trust, device, dtype), s, _prompt(chat),
-                              {"model": arg, "chat": chat}))
+    load = functools.partial(_causal, arg, o.trust_remote_code, o.device, o.dtype)
+    return _ran(SamplerSource(f"hf-ar:{arg}", load, s, _prompt(o.chat), {"model": arg, "chat": o.chat}))
 
 
 def _ran(source: SamplerSource) -> SamplerSource:
@@ -80,20 +97,9 @@ def _ran(source: SamplerSource) -> SamplerSource:
     return source
 
 
-_LOAD_SPEC = {
-    "chat": {"default": True, "label": "Use the chat template when the model has one", "choices": [True, False]},
-    "trust_remote_code": {"default": False, "label": "Run the model's own code (LLaDA, Dream)", "choices": [False, True],
-                          "info": "Only for models you trust: their Python code runs on this machine."},
-    "device": {"default": "auto", "label": "Device", "choices": list(DEVICES),
-               "info": "auto: a CUDA GPU, else Apple's MPS, else the CPU."},
-    "dtype": {"default": "auto", "label": "Precision of the weights", "choices": list(DTYPES),
-              "info": "auto: bfloat16 on a GPU that supports it (else float16), float32 on the CPU."},
-}
+_LOAD_SPEC = settings_spec(HFLoad())
 
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
-                    takes_arg=True, settings={**diffusion_spec(HF_DIFFUSION), **_LOAD_SPEC,
-                                              "shift": {"default": "auto", "label": "Logit alignment",
-                                                        "choices": ["auto", "shifted", "aligned"],
-                                                        "info": "shifted: output i predicts token i+1 (Dream)."}}))
+                    takes_arg=True, settings={**diffusion_spec(HF_DIFFUSION), **_LOAD_SPEC}))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
-                    settings={**ar_spec(HF_AR), **_LOAD_SPEC}))
+                    settings={**settings_spec(HF_AR), **{k: v for k, v in _LOAD_SPEC.items() if k != "shift"}}))

@@ -16,56 +16,52 @@ import numpy as np
 
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
-from app.engine.diffusion import SCORINGS, DiffusionSettings
+from app.engine.diffusion import DiffusionSettings
+from app.engine.options import declared
 from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
 from app.errors import SourceError
 from app.sources.base import SourceKind, on_off, register
 from app.trace import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
-LENGTHS = [32, 64, 128, 256]
-BLOCKS = [8, 16, 32, 64, 128, 256]
-OFF = (None, "", "off", "none", "None")
-OPTIONAL = ("threshold", "factor", "filter")
+OFF = (None, "", "off", "none", "None")  # with 0: the values that turn an optional setting off
 
 
 def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None) -> Any:
-    """Builds `cls` (a settings dataclass) from UI/CLI values; unset values come from `base` (default: cls()).
+    """Builds `cls` (a settings dataclass) from UI/CLI values, each read as its declared type (app/engine/options.py);
+    unset values come from `base` (default: cls()).
 
-    Numbers may come as floats or strings; 0 or "off" turns threshold/factor off (a factor replaces the
-    default threshold); a block longer than the answer means one block; unset steps keep the default
-    ratio of steps to length (one token per step), so a longer answer gets more steps."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    Numbers may come as floats or strings; 0 or "off" turns an optional setting off (a factor replaces the default
+    threshold); a block longer than the answer means one block; unset steps keep the default ratio of steps to
+    length (one token per step), so a longer answer gets more steps."""
+    settings = declared(cls)
     defaults = base if base is not None else cls()
     out: dict[str, Any] = {}
     for key, value in given.items():
-        if key == "pins" and key not in fields:  # an AR source: no pins is fine, any pin is refused
+        if key == "pins" and key not in settings:  # an AR source: no pins is fine, any pin is refused
             if as_pins(value):
                 raise SourceError(AR_REFUSAL)
             continue
-        if key not in fields:
-            raise SourceError(f"{source} has no setting {key!r}; its settings are: {', '.join(fields)}.")
-        default = getattr(defaults, key)
+        if key not in settings:
+            raise SourceError(f"{source} has no setting {key!r}; its settings are: {', '.join(settings)}.")
+        kind, o = settings[key]
         try:
-            if key == "pins":
-                out[key] = as_pins(value)
-            elif key in OPTIONAL:  # threshold, factor: 0 or "off" turns them off
-                out[key] = None if value in OFF or float(value) == 0 else float(value)
-            elif isinstance(default, bool):
+            if o.off and (value in OFF or float(value) == 0):
+                out[key] = None
+            elif kind is bool:
                 out[key] = on_off(value, key)
-            elif isinstance(default, int):
+            elif kind is int:
                 number = float(value)
                 if number != int(number):
                     raise ValueError
                 out[key] = int(number)
-            elif isinstance(default, float):
-                out[key] = float(value)
+            elif kind is tuple:
+                out[key] = as_pins(value)
             else:
-                out[key] = str(value)
+                out[key] = kind(value)
         except (TypeError, ValueError, OverflowError):
-            kind = ("true or false" if isinstance(default, bool) else
-                    "a whole number" if isinstance(default, int) else "a number")
-            raise SourceError(f"Setting {key} of {source} cannot be {value!r}: give {kind}.") from None
+            give = {int: "a whole number", float: "a number"}.get(kind, "text")
+            raise SourceError(f"Setting {key} of {source} cannot be {value!r}: give {give}.") from None
     if out.get("factor") is not None and "threshold" not in out:
         out["threshold"] = None  # asking for the factor rule replaces the default threshold
     s = dataclasses.replace(defaults, **out)
@@ -75,6 +71,30 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None) -> A
             blocks = s.gen_length // s.block_length if s.gen_length % s.block_length == 0 else 1
             s.steps = max(blocks, min(s.gen_length, round(s.gen_length * defaults.steps / defaults.gen_length)))
     return s.validate()
+
+
+def settings_spec(s: Any) -> dict[str, dict[str, Any]]:
+    """The page's control for each setting of `s` (a settings dataclass, giving the defaults), from its declaration."""
+    settings = declared(type(s))
+    out: dict[str, dict[str, Any]] = {}
+    for name, (kind, o) in settings.items():
+        if kind is tuple:
+            continue  # pins have their own box on the page
+        value = getattr(s, name)
+        entry = {"default": value, "label": o.label}
+        if o.off:
+            entry.update(default=value or 0.0, label=f"{o.label} (0 = off)")
+        if kind is bool:
+            entry["choices"] = [True, False]
+        elif o.choices or o.presets:
+            entry["choices"] = list(o.choices or o.presets)
+        else:  # a slider; a maximum named after another setting is that setting's largest offered value
+            top = max(settings[o.max][1].presets) if isinstance(o.max, str) else o.max
+            entry.update(min=o.min, max=top, step=o.step)
+        if o.help:
+            entry["info"] = o.help
+        out[name] = entry
+    return out
 
 
 def as_pins(value: Any) -> tuple[str, ...]:
@@ -228,51 +248,13 @@ def make_local_ar(**settings: Any) -> SamplerSource:
 
 
 def diffusion_spec(d: DiffusionSettings) -> dict[str, dict[str, Any]]:
-    """The diffusion settings as the UI renders them (defaults from `d`)."""
-    return {
-        "gen_length": {"default": d.gen_length, "label": "Answer length (tokens)", "choices": LENGTHS},
-        "steps": {"default": d.steps, "label": "Steps (total over blocks)", "min": 1, "max": 256, "step": 1,
-                  "info": "At most the answer length; fewer steps commit more tokens per step."},
-        "block_length": {"default": d.block_length, "label": "Block length", "choices": BLOCKS,
-                         "info": "Blocks are decoded left to right; a block as long as the answer is pure diffusion."},
-        "scoring": {"default": d.scoring, "label": "Which positions to commit", "choices": list(SCORINGS),
-                    "info": "With random, the confidence colours mean nothing about the order."},
-        "temperature": {"default": d.temperature, "label": "Temperature", "min": 0.0, "max": 2.0, "step": 0.05},
-        "threshold": {"default": d.threshold or 0.0, "label": "Parallel threshold (0 = off)", "min": 0.0, "max": 1.0,
-                      "step": 0.05, "info": "Also commit every position at least this confident (Fast-dLLM)."},
-        "factor": {"default": d.factor or 0.0, "label": "Parallel factor (0 = off)", "min": 0.0, "max": 4.0,
-                   "step": 0.25, "info": "Commit the largest n whose n-th score is at least 1 - f/(n+1)."},
-        **({"filter": {"default": d.filter, "label": "Learned commit filter (0 = off)", "min": 0.0, "max": 1.0,
-                       "step": 0.05, "info": "Also commit every position the twin's learned filter scores at least this "
-                       "sure its guess is final (Learn2PD); lower is more parallel."}}
-           if d.filter is not None else {}),  # only a model that ships a filter (the built-in twin) offers it
-        "remask": {"default": d.remask, "label": "Remasking", "min": 0.0, "max": 1.0, "step": 0.05,
-                   "info": "Chance to reopen an earlier token of the block, scaled by its doubt (ReMDM)."},
-        "eos_discount": {"default": d.eos_discount, "label": "End-of-text score factor", "min": 0.0, "max": 1.0,
-                         "step": 0.05, "info": "Below 1 delays committing end-of-text (shows less EOS flooding)."},
-        "stop_at_eos": {"default": d.stop_at_eos, "label": "Stop when the answer is complete", "choices": [True, False]},
-        "prefix_cache": {"default": d.prefix_cache, "label": "Prefix cache", "choices": [True, False]},
-        "dual_cache": {"default": d.dual_cache, "label": "Dual cache", "choices": [True, False],
-                       "info": "With the prefix cache: also reuse the masked suffix, so a step recomputes only its block."},
-        "lookahead": {"default": d.lookahead, "label": "Lookahead (0 = whole answer)", "min": 0, "max": 256, "step": 8,
-                      "info": "How many masked tokens right of the block the model sees; fewer is faster on long answers."},
-        "seed": {"default": d.seed, "label": "Seed", "min": 0, "max": 9999, "step": 1},
-    }
-
-
-def ar_spec(a: ARSettings) -> dict[str, dict[str, Any]]:
-    """The AR settings as the UI renders them."""
-    return {
-        "gen_length": {"default": a.gen_length, "label": "Max answer length (tokens)", "choices": LENGTHS},
-        "temperature": {"default": a.temperature, "label": "Temperature (0 = greedy)", "min": 0.0, "max": 2.0, "step": 0.05},
-        "top_k": {"default": a.top_k, "label": "Top-k (0 = off)", "min": 0, "max": 200, "step": 1},
-        "top_p": {"default": a.top_p, "label": "Top-p", "min": 0.05, "max": 1.0, "step": 0.05},
-        "stop_at_eos": {"default": a.stop_at_eos, "label": "Stop at end-of-text", "choices": [True, False]},
-        "seed": {"default": a.seed, "label": "Seed", "min": 0, "max": 9999, "step": 1},
-    }
+    """The diffusion settings as the page renders them (defaults from `d`); the learned commit filter only for a
+    model that ships one (the built-in twin), which is what a default filter says."""
+    spec = settings_spec(d)
+    return spec if d.filter is not None else {k: v for k, v in spec.items() if k != "filter"}
 
 
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
                     settings=diffusion_spec(TWIN_DIFFUSION)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
-                    settings=ar_spec(ARSettings())))
+                    settings=settings_spec(ARSettings())))

@@ -1,0 +1,120 @@
+"""Each setting is declared once (app/engine/options.py): validation, the page's controls, the CLI flags and coercion
+all follow the declaration, so a range cannot differ between them."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import DiffusionSettings
+from app.engine.options import declared, number
+from app.errors import SourceError
+from app.generate import describe
+from app.sources import local
+from app.sources.base import REGISTRY
+from app.sources.hf import HFLoad
+
+ROOT = Path(__file__).resolve().parent.parent
+CLASSES = (DiffusionSettings, ARSettings, HFLoad)
+# a valid base for trying each number at its declared extremes: room for the largest values, and for the smallest
+LARGE = {DiffusionSettings: DiffusionSettings(threshold=None), ARSettings: ARSettings()}
+SMALL = {DiffusionSettings: DiffusionSettings(gen_length=1, steps=1, block_length=1, threshold=None), ARSettings: ARSettings()}
+PAGES = {"local-diffusion": DiffusionSettings, "local-ar": ARSettings, "hf-diffusion": DiffusionSettings, "hf-ar": ARSettings}
+
+
+def numbers(cls: type) -> list[tuple[str, type, object]]:
+    return [(name, kind, o) for name, (kind, o) in declared(cls).items() if kind in (int, float)]
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_every_setting_has_a_declaration_with_a_label_and_a_range_or_choices(cls: type) -> None:
+    assert [f.name for f in dataclasses.fields(cls)] == list(declared(cls))
+    for name, (kind, o) in declared(cls).items():
+        assert o.label and kind in (int, float, bool, str, tuple), name
+        if kind in (int, float):
+            assert o.min is not None and (o.max is not None or o.presets), name
+        if kind is str:
+            assert o.choices or o.presets, name
+
+
+@pytest.mark.parametrize("cls", (DiffusionSettings, ARSettings), ids=lambda c: c.__name__)
+def test_each_number_validates_at_its_declared_bounds_and_is_refused_one_step_beyond(cls: type) -> None:
+    for name, kind, o in numbers(cls):
+        step = o.step or 1
+        if o.max is not None:
+            top = getattr(LARGE[cls], o.max) if isinstance(o.max, str) else o.max
+            dataclasses.replace(LARGE[cls], **{name: kind(top)}).validate()
+            assert getattr(local.coerce(cls, {name: str(top)}, "test", LARGE[cls]), name) == top
+            with pytest.raises(SourceError, match=rf"^{o.name} must be .*{number(top)}.*: change {name}\.$"):
+                dataclasses.replace(LARGE[cls], **{name: kind(top + step)}).validate()
+        low = o.min + step if o.off else o.min
+        dataclasses.replace(SMALL[cls], **{name: kind(low)}).validate()
+        with pytest.raises(SourceError, match=rf"^{o.name} must be .*: change {name}\.$"):
+            dataclasses.replace(SMALL[cls], **{name: kind(low - step)}).validate()
+
+
+def test_both_samplers_offer_and_accept_temperatures_from_0_to_2() -> None:
+    for cls in (DiffusionSettings, ARSettings):
+        cls(temperature=2.0).validate()
+        with pytest.raises(SourceError, match="Temperature must be between 0 and 2"):
+            cls(temperature=2.5).validate()
+        assert REGISTRY["local-diffusion" if cls is DiffusionSettings else "local-ar"].settings["temperature"]["max"] == 2.0
+
+
+def test_coercion_reads_each_value_as_its_declared_type() -> None:
+    s = local.coerce(DiffusionSettings, {"steps": 32.0, "temperature": "1", "scoring": "margin", "prefix_cache": "off",
+                                         "threshold": "off", "filter": "0.5", "pins": "3:cat"}, "test")
+    assert (s.steps, s.temperature, s.scoring, s.prefix_cache, s.threshold, s.filter, s.pins) == \
+        (32, 1.0, "margin", False, None, 0.5, ("3:cat",))
+    assert type(s.steps) is int and type(s.temperature) is float
+    with pytest.raises(SourceError, match="Setting seed of test cannot be 1.5: give a whole number"):
+        local.coerce(ARSettings, {"seed": 1.5}, "test")
+    with pytest.raises(SourceError, match="Setting top_p of test cannot be 'most': give a number"):
+        local.coerce(ARSettings, {"top_p": "most"}, "test")
+    assert local.coerce(HFLoad, {"chat": "no", "device": "cuda:1"}, "test") == HFLoad(chat=False, device="cuda:1")
+    with pytest.raises(SourceError, match="Dtype must be one of auto, float32, bfloat16, float16, not 'int4'"):
+        local.coerce(HFLoad, {"dtype": "int4"}, "test")
+
+
+@pytest.mark.parametrize("prefix", PAGES)
+def test_the_page_controls_show_the_declared_label_range_choices_and_help(prefix: str) -> None:
+    spec = REGISTRY[prefix].settings
+    for cls in (PAGES[prefix], HFLoad) if prefix.startswith("hf") else (PAGES[prefix],):
+        for name, (kind, o) in declared(cls).items():
+            if kind is tuple or name not in spec:
+                assert kind is tuple or (name, prefix) in {("filter", "hf-diffusion"), ("shift", "hf-ar")}, name
+                continue
+            entry = spec[name]
+            assert entry["label"] == o.label + (" (0 = off)" if o.off else "") and entry.get("info", "") == o.help
+            if kind is bool:
+                assert entry["choices"] == [True, False]
+            elif o.choices or o.presets:
+                assert entry["choices"] == list(o.choices or o.presets)
+            else:
+                top = max(declared(cls)[o.max][1].presets) if isinstance(o.max, str) else o.max
+                assert (entry["min"], entry["max"], entry["step"]) == (o.min, top, o.step), name
+
+
+def test_the_filter_control_is_offered_only_where_the_default_model_ships_a_filter() -> None:
+    assert "filter" in REGISTRY["local-diffusion"].settings and "filter" not in REGISTRY["hf-diffusion"].settings
+
+
+def test_generate_help_lists_every_declared_setting_with_its_help() -> None:
+    proc = subprocess.run([sys.executable, "-m", "app", "generate", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    flat = re.sub(r"\s+", "", proc.stdout)  # help is wrapped at spaces and hyphens
+    shown: set[str] = set()
+    for cls in CLASSES:  # a setting of both samplers is described once, by the first
+        for name, (_, o) in declared(cls).items():
+            flag = "--" + (o.cli or name).replace("_", "-")
+            assert re.search(rf"{flag} [A-Z_:]+\s", proc.stdout), flag
+            if name not in shown:
+                assert re.sub(r"\s+", "", describe(cls, name)) in flat, flag
+            shown.add(name)
