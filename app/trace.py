@@ -254,6 +254,20 @@ class Recording:
     warnings: list[str]
 
 
+def write_recording(rec: Recording, path: str | Path) -> Path:
+    """Writes a whole Recording (one read back, or one built in memory such as the forward process) to `path`."""
+    writer = RecordingWriter(path, rec.header)
+    try:
+        for side in SIDES:
+            for frame in rec.frames.get(side, []):
+                writer.frame(side, frame)
+            if side in rec.ends:
+                writer.end(side, rec.ends[side]["status"], rec.ends[side].get("message") or None)
+    finally:
+        writer.close()
+    return Path(path)
+
+
 class RecordingError(ValueError):
     """A file that cannot be read as a recording at all; the message says why, for the user."""
 
