@@ -529,10 +529,11 @@ class Scene:
         status = tr.status(idx)
         self._header(x0, y0, tr, idx, status)
         message = tr.message if status in TERMINAL else ""
-        if tr.drawn.get("message") != (message, status):
-            tr.drawn["message"] = (message, status)
-            self.put(x0 + self.inner_x, y0 + self.msg_y, self._message(message, status))
         row = tr.rows[idx] if idx >= 0 else None
+        note = (row.get("note") or "") if row is not None and not message else ""  # the frame's note, as the page's
+        if tr.drawn.get("message") != (message, status, note):
+            tr.drawn["message"] = (message, status, note)
+            self.put(x0 + self.inner_x, y0 + self.msg_y, self._note(note) if note else self._message(message, status))
         settled_all = idx == len(tr.rows) - 1 and tr.end_status == "done" and tr.ended
         top, lines = self._text(x0, y0, tr, row, settled_all)
         caption = f"frame {idx + 1} / {len(tr.frames)}" if idx >= 0 else ""
@@ -577,6 +578,13 @@ class Scene:
         bh = px(18)
         d.rounded_rectangle([bx, mid - bh // 2, bx + badge_w, mid - bh // 2 + bh], radius=bh // 2, fill=fill, outline=edge)
         d.text((bx + badge_w // 2, mid), badge, font=small, fill=FG, anchor="mm")
+        return np.asarray(img)
+
+    def _note(self, note: str) -> np.ndarray:
+        """A frame's note (the forward process's t) in the message strip, bold on white."""
+        img = Image.new("RGB", (self.inner_w, self.msg_h), WHITE)
+        face = self.sans[13]
+        bold(ImageDraw.Draw(img), (0, self.msg_h // 2), one_line(note, face, self.inner_w, self.has_sans), face, FG, "lm")
         return np.asarray(img)
 
     def _message(self, message: str, status: str) -> np.ndarray:
