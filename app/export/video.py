@@ -259,8 +259,7 @@ class Glyphs:
 class HeatStrip:
     """One side's heatmap (rows = frames, columns = positions) at display size, one row added per frame."""
 
-    def __init__(self, positions: int, frames: int, width: int, height: int, pinned: frozenset[int] = frozenset()
-                 ) -> None:
+    def __init__(self, positions: int, frames: int, width: int, height: int, pinned: frozenset[int]) -> None:
         self.n, self.h = max(1, frames), height
         self.pinned = np.array(sorted(p for p in pinned if p < max(1, positions)), np.int64)  # given from frame 0
         self.starts = (np.arange(width) * max(1, positions)) // width

@@ -115,7 +115,7 @@ def _named(tok: Any, cands: list[tuple[int, float]], eos_id: int) -> list[list[A
 
 
 def _diffusion_fields(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int,
-                      pinned: list[int] | None = None) -> dict[str, Any]:
+                      pinned: list[int] | None) -> dict[str, Any]:
     """A diffusion Step's display fields: strings, masks, confidences, candidates (the last cut at end-of-text),
     and `pinned`, the positions given before the run (the caller passes them for the first step only)."""
     cands = [[pos, _named(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())] or None
