@@ -206,8 +206,9 @@ class SideAnalyzer:
 
     Row keys: i, t, step, tok (display strings), m (0/1 masked or None), ch (per position vs the
     previous frame: 0 unchanged, 1 a token appeared where there was a mask or nothing, 2 a different
-    token, 3 remasked), conf (3 decimals or None), nfe, final, and sp: the leading run of positions
-    that hold the same unmasked token as in the previous frame (the part that looks settled live).
+    token, 3 remasked), conf (3 decimals or None), nfe, final, sp: the leading run of positions
+    that hold the same unmasked token as in the previous frame (the part that looks settled live), and
+    as the frame has them, pin (the positions given before the run) and note (a line shown with the frame).
     """
 
     def __init__(self, middle: str = CHOSEN) -> None:
@@ -235,7 +236,8 @@ class SideAnalyzer:
         row = {"i": self.count, "t": round(frame.t, 4), "step": frame.step, "tok": tok,
                "m": [1 if x else 0 for x in masked] if masked is not None else None,
                "ch": codes, "conf": [round(c, 3) for c in conf] if conf is not None else None,
-               "nfe": frame.nfe, "final": frame.final, "sp": sp, "cand": frame.candidates}
+               "nfe": frame.nfe, "final": frame.final, "sp": sp, "cand": frame.candidates, "pin": frame.pinned,
+               "note": frame.note}
         self.count += 1
         self._tok, self._masked, self._text = tok, masked, text
         return row

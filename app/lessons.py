@@ -10,12 +10,14 @@ and why blocks exist.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from app.store import EXAMPLES_DIR
 
 MERCURY_EXAMPLE = EXAMPLES_DIR / "04-mercury-wire-format.jsonl"
 MERCURY_EXAMPLE_ID = f"example/{MERCURY_EXAMPLE.name}"  # replay: takes library names on the page
+FORWARD_EXAMPLE = EXAMPLES_DIR / "01-confidence-blocks.jsonl"  # the answer the forward-process lesson masks
 
 STORY = "Once upon a time, there was a little girl named Lily."
 SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0, "filter": 0.0}  # one token per step, 4 blocks
@@ -39,6 +41,8 @@ class Lesson:
     right_settings: dict[str, Any] = field(default_factory=lambda: dict(AR64))
     prompt: str = STORY
     pins: str = ""  # the page's pins box (one POSITION:TEXT a line); only the diffusion side uses it
+    noising: Path | None = None  # a recording whose diffusion answer is masked step by step (app/forward_process.py)
+    # and shown in the player when the lesson is chosen, before its race
 
     def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings before the change."""
@@ -77,6 +81,20 @@ LESSONS: list[Lesson] = [
         try_it="Set the left answer length to 128 and run again: the canvas is twice as long and is filled in "
                "the same way, a few positions per step.",
         try_side="left", try_settings={"gen_length": 128, "steps": 128},
+    ),
+    Lesson(
+        title="The forward process: what the model learned to undo",
+        text="A masked-diffusion model is trained on finished text with a random share t of its positions masked "
+             "(t = 0.35 masks about 35%), and learns to restore them. When this lesson opens, the left panel plays "
+             "that forward process on an answer the twin wrote, t rising from 0 to 1 and every masked position "
+             "staying masked, beside the twin's own run that wrote it. Decoding is the same process backwards, "
+             "which this lesson's race shows: the twin unmasks its canvas in a random order, t falling from 1 to 0.",
+        point=part("panel-left"), look="the left panel: t and the share masked, above the text",
+        try_it="Set the left steps to 16 and run again: each step now unmasks 4 of the 64 positions, so t falls "
+               "by 1/16 a step instead of 1/64.",
+        try_side="left", try_settings={"steps": 16},
+        left_settings={**SHORT, "block_length": 64, "scoring": "random"},
+        noising=FORWARD_EXAMPLE,
     ),
     Lesson(
         title="A step is one forward pass",

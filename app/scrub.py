@@ -61,11 +61,12 @@ def scrub_value(value: Any, keys: list[str]) -> Any:
 
 
 def scrub_frame(frame: Frame, keys: list[str]) -> Frame:
-    """The frame with its text, tokens, usage and candidate tokens scrubbed (the same frame when nothing changes)."""
+    """The frame with its text, tokens, usage, candidate tokens and note scrubbed (the same frame when nothing
+    changes)."""
     if not keys:
         return frame
     changes: dict[str, Any] = {}
-    for name in ("text", "tokens", "usage", "candidates"):
+    for name in ("text", "tokens", "usage", "candidates", "note"):
         value = getattr(frame, name)
         if value is not None:
             clean = scrub_value(value, keys)

@@ -23,12 +23,13 @@ MAX_RECORDING_BYTES = 64 * 1024 * 1024
 # What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, README):
 MAX_FRAMES = 50_000  # frames in one recording, both sides together
 MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame counts its words, spaces and symbols),
-# each position a frame lists as committed or remasked counting as one more and each candidate it names as
+# each position a frame lists as committed, remasked or pinned counting as one more and each candidate it names as
 # CANDIDATE_COST more: reading and holding one costs about as much as ten tokens (tests/test_security_bounds.py)
 CANDIDATE_COST = 10
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one line; a longer one is skipped unread (a real frame line is under 1 MB)
 SIDES = ("left", "right")
 MAX_NAMED_LINES = 5
+MAX_NOTE_CHARS = 200  # a frame's note is one short line (the forward process's "t = 0.35 (35% masked)")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -82,7 +83,9 @@ class Frame:
 
     `tokens` holds display strings (a masked position is "" with `masked[i]` true); text
     sources may leave `tokens` empty and set `text`, which analysis tokenizes for display.
-    `t` is seconds since the request was sent, on the source's own monotonic clock.
+    `t` is seconds since the request was sent, on the source's own monotonic clock. `pinned` lists the answer
+    positions given before the run (pinned text, app/engine/pins.py), on a side's first frame only, so a recording
+    stays small; `note` is a short line the player shows with the frame.
     """
 
     t: float
@@ -98,6 +101,8 @@ class Frame:
     remasked: list[int] | None = None
     usage: dict[str, Any] | None = None
     candidates: list[list[Any]] | None = None  # [[position, [[token, probability], ...]], ...] best first
+    pinned: list[int] | None = None
+    note: str | None = None
     # builds the display fields later (a local source decoding off its clock); never recorded
     pending: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
@@ -142,10 +147,17 @@ class Frame:
         if usage is not None and not isinstance(usage, dict):
             raise ValueError("'usage' must be an object")
         usage = clean_usage(usage)
+        pinned = _opt_list(d, "pinned", int, None)
+        if pinned is not None and any(isinstance(p, bool) or p < 0 for p in pinned):
+            raise ValueError("'pinned' must be a list of answer positions (integers from 0)")
+        note = d.get("note")
+        if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE_CHARS):
+            raise ValueError(f"'note' must be a string of at most {MAX_NOTE_CHARS} characters")
         return cls(t=float(t), step=step, tokens=tokens, masked=masked,
                    confidence=[float(c) for c in confidence] if confidence is not None else None,
                    text=text, final=bool(d.get("final", False)), nfe=nfe, refreshes=refreshes, committed=committed,
-                   remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")))
+                   remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")), pinned=pinned,
+                   note=note)
 
 
 def _candidates(value: Any) -> list[list[Any]] | None:
@@ -242,6 +254,20 @@ class Recording:
     warnings: list[str]
 
 
+def write_recording(rec: Recording, path: str | Path) -> Path:
+    """Writes a whole Recording (one read back, or one built in memory such as the forward process) to `path`."""
+    writer = RecordingWriter(path, rec.header)
+    try:
+        for side in SIDES:
+            for frame in rec.frames.get(side, []):
+                writer.frame(side, frame)
+            if side in rec.ends:
+                writer.end(side, rec.ends[side]["status"], rec.ends[side].get("message") or None)
+    finally:
+        writer.close()
+    return Path(path)
+
+
 class RecordingError(ValueError):
     """A file that cannot be read as a recording at all; the message says why, for the user."""
 
@@ -302,9 +328,10 @@ def _parse(line: str) -> Any:
 
 def frame_size(frame: Frame) -> int:
     """What a frame costs the player, counted against MAX_TOKENS: its display tokens (its tokens, or its text's words,
-    spaces and symbols), plus every position it lists as committed or remasked, and CANDIDATE_COST per candidate."""
+    spaces and symbols), plus every position it lists as committed, remasked or pinned, and CANDIDATE_COST per
+    candidate."""
     shown = len(frame.tokens) if frame.tokens else DISPLAY_TOKEN.subn("", frame.text)[1] if frame.text else 0
-    listed = len(frame.committed or ()) + len(frame.remasked or ())
+    listed = len(frame.committed or ()) + len(frame.remasked or ()) + len(frame.pinned or ())
     return shown + listed + CANDIDATE_COST * sum(len(names) for _, names in frame.candidates or ())
 
 

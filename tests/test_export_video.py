@@ -12,7 +12,7 @@ from PIL import Image
 
 from app.export.cli import main as cli_main
 from app.analysis import metrics
-from app.export.video import (CHANGED, HEAT, MIN_SIZE, NEW, Glyphs, Scene, clean,
+from app.export.video import (CHANGED, FG, HEAT, MIN_SIZE, NEW, Glyphs, Scene, clean,
                               export_video, load, render_still, timer_text)
 from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header
@@ -126,6 +126,24 @@ def test_each_side_shows_its_latest_frame_with_the_page_colours(recording: Path)
     scene.draw(2.0)
     assert has(area(1, "heat"), NEW) and has(area(1, "heat"), tuple(HEAT[1]))
     assert [tr.shown for tr in scene.tracks] == [5, len(HOSTILE) - 1]
+
+
+def test_a_frames_note_is_drawn_above_its_text_as_the_page_shows_it(tmp_path: Path) -> None:
+    path = tmp_path / "notes.jsonl"
+    writer = RecordingWriter(path, make_header("p", {"left": {"name": "forward process", "settings": {}}}))
+    for k, note in enumerate(["t = 0.00", None, "t = 1.00: 2 of 2 positions masked (100%)"]):
+        writer.frame("left", Frame(t=0.5 * k, step=k, tokens=["a", "b"], masked=[k > 0, k > 1], note=note))
+    writer.end("left", "done")
+    writer.close()
+    scene = Scene(load(path), (1280, 720))
+    x, y = scene.panels[0][:2]
+    strip = scene.canvas[y + scene.msg_y:y + scene.msg_y + scene.msg_h, x + scene.inner_x:x + scene.inner_x + scene.inner_w]
+    shown = []
+    for t in (0.0, 0.5, 1.0):
+        scene.draw(t)
+        shown.append(strip.copy())
+    assert (shown[0] == FG).all(axis=2).any() and (shown[1] == 255).all()  # a frame without a note: nothing
+    assert (shown[2] == FG).all(axis=2).sum() > (shown[0] == FG).all(axis=2).sum()  # the longer note
 
 
 def test_timers_count_final_tokens_in_place_and_end_on_the_metrics(recording: Path) -> None:

@@ -8,20 +8,26 @@ from typing import Any, Iterator
 
 import pytest
 
+import re
+
 from app.errors import SourceError
-from app.lessons import LESSONS, MERCURY_EXAMPLE
+from app.forward_process import STEPS, forward_recording
+from app.lessons import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
 from app.sources.base import REGISTRY, make_source
 from app.trace import read_recording
-from app.ui.lessons_ui import lesson_markdown
+from app.ui.lessons_ui import lesson_markdown, noising_file
+from app.view.payload import recording_payload
+from app.view.theme import THEME
 from tests.pages import browser_tab, serve_page
+from tests.wire import expand_rows
 
 ROOT = "#player .cv-player"
 PLAYER_PARTS = {"panel-left", "panel-right", "legend", "heatmap-left", "heatmap-right", "chart", "metrics",
                 "scrubber", "inspector"}
 
 
-def test_there_are_eight_to_fourteen_lessons_each_short_with_a_change_to_try() -> None:
-    assert 8 <= len(LESSONS) <= 14
+def test_there_are_eight_to_sixteen_lessons_each_short_with_a_change_to_try() -> None:
+    assert 8 <= len(LESSONS) <= 16
     for lesson in LESSONS:
         sentences = [s for s in lesson.text.replace("...", ".").split(". ") if s.strip()]
         assert 2 <= len(sentences) <= 4, lesson.title
@@ -61,6 +67,32 @@ def test_lesson_text_names_where_to_look_and_what_to_try() -> None:
     md = lesson_markdown(0)
     assert md.startswith(f"### Lesson 1 of {len(LESSONS)}") and "**Try it:**" in md and "**Look at**" in md
     assert all(k in REGISTRY for k in ("local-diffusion", "local-ar", "replay"))
+
+
+def test_the_forward_process_masks_the_examples_final_answer_step_by_step_until_all_is_masked() -> None:
+    rec = read_recording(FORWARD_EXAMPLE)
+    payload = recording_payload(forward_recording(rec), "forward.jsonl")
+    wire = payload["sides"]["left"]["rows"]
+    rows = expand_rows(wire)
+    answer = rec.frames["left"][-1]
+    assert "".join(rows[0]["tok"]) == answer.text and rows[0]["tok"] == answer.tokens  # built from the trace's answer
+    assert 16 <= len(rows) - 1 <= 24
+    masked = [{i for i, m in enumerate(r["m"]) if m} for r in rows]
+    shares = [len(m) / len(answer.tokens) for m in masked]
+    assert shares[0] == 0 and shares[-1] == 1 and all(a < b for a, b in zip(shares, shares[1:]))
+    assert all(a < b for a, b in zip(masked, masked[1:]))  # nested: a masked position stays masked
+    for k, (w, share) in enumerate(zip(wire, shares)):  # each frame shows t, and the share masked that it means
+        t, count, percent = re.fullmatch(r"t = (\d\.\d\d): (\d+) of 64 positions masked \((\d+)%\)", w["note"]).groups()
+        assert float(t) == round(k / STEPS, 2) and int(count) == len(masked[k]) and int(percent) == round(share * 100)
+    assert [r["tok"] for r in expand_rows(payload["sides"]["right"]["rows"])] == [
+        r["tok"] for r in expand_rows(recording_payload(rec)["sides"]["left"]["rows"])]  # the run that wrote it
+
+
+def test_only_the_forward_process_lesson_shows_a_recording_when_chosen() -> None:
+    shown = {lesson.title: noising_file(lesson) for lesson in LESSONS}
+    assert [title for title, path in shown.items() if path] == ["The forward process: what the model learned to undo"]
+    path = next(p for p in shown.values() if p)
+    assert read_recording(path).frames == forward_recording(read_recording(FORWARD_EXAMPLE)).frames
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +144,26 @@ def test_a_learner_walks_every_lesson_and_makes_each_change(browser: Any, server
             after = recorded_settings(recordings, last, lesson.try_side)
             for name, value in lesson.try_settings.items():  # the change reached the source, and only it changed
                 assert after[name] == value and before.get(name) != value, (i + 1, name)
+
+
+@pytest.mark.browser
+def test_choosing_the_forward_process_lesson_plays_the_noising_with_t_shown(browser: Any, server_url: str) -> None:
+    at = next(i for i, lesson in enumerate(LESSONS) if lesson.noising)
+    with browser_tab(browser, server_url) as tab:
+        tab.wait_for_selector(f"{ROOT}[data-status='done']")
+        for _ in range(at):
+            tab.click("#lesson-next")
+        tab.wait_for_function(f"document.querySelector('{ROOT}').convergePlayer.state.recording"
+                              ".startsWith('forward-process-')")
+        note = f"{ROOT} .cv-side[data-side=left] .cv-note"
+        assert tab.get_attribute(ROOT, "data-step") == "0"  # at its start, ready to play
+        assert tab.text_content(note) == "t = 0.00: 0 of 64 positions masked (0%)"
+        tab.click(f"{ROOT} button[aria-label='Jump to end']")
+        tab.wait_for_function(f"document.querySelector('{note}').textContent.startsWith('t = 1.00')")
+        assert tab.text_content(note) == "t = 1.00: 64 of 64 positions masked (100%)"
+        left = f"{ROOT} .cv-side[data-side=left] .cv-text"
+        assert set(tab.text_content(left)) == {THEME["mask"]}  # every position masked at the end
+        assert tab.evaluate(f"document.querySelector('{LESSONS[at].point}').classList.contains('cv-spotlight')")
 
 
 def recorded_settings(folder: Path, name: str, side: str) -> dict[str, Any]:

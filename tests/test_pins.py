@@ -17,7 +17,13 @@ from app.engine.pins import AR_REFUSAL, resolve_pins
 from app.errors import SourceError
 from app.sources.base import make_source
 from tests.hostile import HOSTILE, as_stored
-from app.trace import read_recording
+from app.export.html import export_html
+from app.export.video import Scene
+from app.store import EXAMPLES_DIR
+from app.trace import RecordingWriter, make_header, read_recording
+from app.view.side import PINNED, cell_styles, recorded_sides
+from app.view.theme import THEME, hex_rgb, rgb
+from tests.pages import browser_tab
 from tests.test_hf import tiny  # noqa: F401 (the tiny Hugging Face models fixture)
 from tests.test_samplers import PROMPT, config
 from tests.test_ui import ROOT, examples, only_recording, page, server_url, side_text, start, wait_status  # noqa: F401
@@ -104,6 +110,74 @@ def test_hostile_text_through_the_pin_path_comes_back_as_the_same_text() -> None
     assert ran >= len(HOSTILE) // 2
 
 
+ENDING = "40: The end."
+
+
+@pytest.fixture(scope="module")
+def pinned_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recording of the diffusion twin with a pinned ending beside the AR twin, as a race writes it."""
+    path = tmp_path_factory.mktemp("pins") / "pinned.jsonl"
+    sources = {"left": make_source("local-diffusion", gen_length=64, steps=16, pins=[ENDING]),
+               "right": make_source("local-ar", gen_length=16)}
+    w = RecordingWriter(path, make_header("Once upon a time", {k: {"name": s.name, "settings": s.settings()}
+                                                               for k, s in sources.items()}))
+    for side, src in sources.items():
+        for frame in src.stream("Once upon a time", threading.Event()):
+            w.frame(side, frame)
+        w.end(side, "done")
+    w.close()
+    return path
+
+
+def given_positions() -> list[int]:
+    return sorted(resolve_pins(make_source("local-diffusion").tok, [ENDING], 64))
+
+
+def test_the_first_frame_lists_the_pinned_positions_and_no_later_frame_repeats_them(pinned_recording: Path) -> None:
+    rec = read_recording(pinned_recording)
+    left = rec.frames["left"]
+    assert left[0].pinned == given_positions() and all(f.pinned is None for f in left[1:])
+    assert all(f.pinned is None for f in rec.frames["right"])
+
+
+def test_pinned_cells_are_styled_as_given_in_every_row_of_the_view(pinned_recording: Path) -> None:
+    sides = recorded_sides(read_recording(pinned_recording))
+    left, where = sides["left"], given_positions()
+    assert left.pinned == frozenset(where) and sides["right"].pinned == frozenset()
+    for row in left.rows:
+        styles = cell_styles(row, settled_all=False, pinned=left.pinned)
+        assert [styles[p] for p in where] == [PINNED] * len(where)
+        assert PINNED not in [s for i, s in enumerate(styles) if i not in left.pinned]
+    assert [cell_styles(r, False) for r in sides["right"].rows] == [cell_styles(r, False, sides["right"].pinned)
+                                                                    for r in sides["right"].rows]
+
+
+def test_the_video_draws_pinned_cells_in_their_colour_and_the_heatmap_shows_them_given(pinned_recording: Path) -> None:
+    rec = read_recording(pinned_recording)
+    scene = Scene(rec, (1280, 720))
+    x, y, w, _ = scene.panels[0]
+    text = scene.canvas[y + scene.text_y:y + scene.text_y + scene.text_h, x + scene.inner_x:x + scene.inner_x + w]
+    heat = scene.canvas[y + scene.heat_y:y + scene.heat_y + scene.heat_h, x + scene.heat_x:x + scene.heat_x + scene.heat_w]
+    legend = scene.canvas[scene.legend_y:scene.legend_y + scene.legend_h]
+    pinned, given = np.array(rgb("pinned"), np.uint8), np.array(hex_rgb(THEME["heat"]["given"]), np.uint8)
+
+    def has(pixels: np.ndarray, colour: np.ndarray) -> bool:
+        return bool((pixels == colour).all(axis=-1).any())
+
+    assert has(legend, pinned) and has(legend, given)  # the legend names both
+    assert not has(text, pinned) and not has(heat, given)  # before the first frame
+    scene.draw(rec.frames["left"][0].t)  # the first frame: every other position is still masked
+    assert has(text, pinned)
+    first = heat[:scene.tracks[0].heat.span(0)[1]]
+    columns = [-(-p * scene.heat_w // scene.tracks[0].width) for p in given_positions()]  # a column of each
+    assert all((first[:, c] == given).all() for c in columns)
+    scene.draw(rec.frames["left"][-1].t)
+    assert has(text, pinned) and all((heat[:, c] == given).all() for c in columns)  # given in every row
+    plain = Scene(read_recording(EXAMPLES_DIR / "01-confidence-blocks.jsonl"), (1280, 720))
+    plain.draw(plain.end)
+    assert not has(plain.canvas, pinned) and not has(plain.canvas, given)  # no pins: no pinned legend entry
+
+
 @pytest.mark.browser
 def test_a_pinned_ending_stays_in_every_diffusion_frame_of_a_twin_race(page: Any, recordings: Path) -> None:
     page.click("#pins-box button.label-wrap")  # the pins sit in a closed box under the prompt
@@ -122,6 +196,53 @@ def test_a_pinned_ending_stays_in_every_diffusion_frame_of_a_twin_race(page: Any
         assert [row[p] for p in where] == want == [frame.tokens[p] for p in where]
     assert " The end." in rec.frames["left"][-1].text
     assert " The end." in side_text(page, "left", "cv-text")
+    assert_pins_drawn(page, ROOT, where)
+
+
+def assert_pins_drawn(page: Any, root: str, where: list[int]) -> None:
+    """The left panel draws exactly the pinned positions in the pinned style, its heatmap holds them as given from
+    the first row on, and the legend shows the pinned entry (the right side, without pins, has none)."""
+    drawn = page.evaluate(f"""() => {{
+        const root = document.querySelector('{root}'), side = root.convergePlayer.state.sides.left;
+        const given = () => [...document.querySelectorAll('{root} .cv-side[data-side=left] .cv-tok.'
+                                                           + '{THEME["styles"]["pinned"]["class"]}')]
+                            .map((n) => n.textContent).join('');
+        const last = given(), panel = root.querySelector('.cv-side[data-side=left]');
+        for (let i = 0; i === 0 || (panel.dataset.step !== '0' && i < 1000); i++) {{  // to the left's first frame
+          root.convergePlayer.seek(i);
+          root.convergePlayer.paint();
+        }}
+        const cols = {where}.map((p) => [...Array(side.rows.length).keys()].map((r) => side.heat[r * side.heatW + p]));
+        return {{text: last, first: given(), step: panel.dataset.step, cols: cols,
+                 legend: !root.querySelector('.cv-legend [data-style=pinned]').hidden,
+                 heatKey: !root.querySelector('.cv-legend [data-heat=given]').hidden,
+                 right: root.convergePlayer.state.sides.right.pinned}};
+    }}""")
+    tok = make_source("local-diffusion").tok
+    assert drawn["text"] == drawn["first"] == " The end." and drawn["step"] == "0"
+    r, g, b = hex_rgb(THEME["heat"]["given"])
+    assert all(cell == (255 << 24 | b << 16 | g << 8 | r) for col in drawn["cols"] for cell in col)
+    assert drawn["legend"] and drawn["heatKey"] and drawn["right"] is None
+    assert tok.decode(tok.encode(" The end.")) == drawn["text"]
+
+
+@pytest.mark.browser
+def test_the_html_export_of_a_pinned_race_shows_the_pins_as_given(browser: Any, pinned_recording: Path,
+                                                                   tmp_path: Path) -> None:
+    out = export_html(pinned_recording, tmp_path / "pinned.html")
+    with browser_tab(browser, out.as_uri()) as tab:
+        tab.wait_for_selector("#converge[data-status=done][data-mode=replay]")
+        assert_pins_drawn(tab, "#converge", given_positions())
+
+
+@pytest.mark.browser
+def test_a_race_without_pins_shows_no_pinned_legend_entry(page: Any) -> None:
+    start(page, "Once upon a time")
+    wait_status(page, "done")
+    hidden = page.evaluate(f"[...document.querySelectorAll('{ROOT} .cv-legend [data-style=pinned], "
+                           f"{ROOT} .cv-legend [data-heat=given]')].map((n) => n.hidden)")
+    assert hidden == [True, True]
+    assert page.evaluate(f"document.querySelectorAll('{ROOT} .cv-side .cv-tok.cv-p').length") == 0
 
 
 def test_the_write_the_ending_first_lesson_pins_an_ending_the_diffusion_twin_keeps() -> None:

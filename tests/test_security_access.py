@@ -547,7 +547,7 @@ def test_the_scrubber_hides_keys_whole_and_cut_between_chunks() -> None:
     assert scrub_text("the key is " + sentinels.TYPED[:9], keys) == "the key is " + REDACTED
     assert scrub_text("sk-t", keys) == "sk-t"[:0] + REDACTED and scrub_text("ordinary text", keys) == "ordinary text"
     frame = scrub_frame(Frame(t=0.0, step=0, tokens=["a", sentinels.TYPED], text=f"x{sentinels.TYPED}",
-                              usage={sentinels.TYPED: 1, "n": {sentinels.TYPED: 2}}), keys)
+                              usage={sentinels.TYPED: 1, "n": {sentinels.TYPED: 2}}, note=f"n {sentinels.TYPED}"), keys)
     assert sentinels.found_in(repr(frame)) == [] and frame.usage == {REDACTED: 1, "n": {REDACTED: 2}}
 
 

@@ -49,6 +49,25 @@ def test_candidates_round_trip_and_malformed_ones_are_named(tmp_path: Path) -> N
     assert len(rec.warnings) == 1 and "candidates" in rec.warnings[0]
 
 
+def test_pinned_positions_and_notes_round_trip_and_old_frames_read_without_them(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    w = RecordingWriter(path, make_header("hi", {}))
+    first = Frame(t=0.0, step=0, tokens=["", "the", "end"], masked=[True, False, False], pinned=[1, 2],
+                  note="t = 0.35 (35% masked)")
+    w.frame("left", first)
+    w.frame("left", Frame(t=0.1, step=1, tokens=["a", "the", "end"], masked=[False] * 3, final=True))
+    for bad in ([-1], [True], "1,2"):
+        w._write({"type": "frame", "side": "left", "t": 0.2, "step": 2, "tokens": ["a"], "pinned": bad})
+    w._write({"type": "frame", "side": "left", "t": 0.2, "step": 2, "tokens": ["a"], "note": "x" * 201})
+    w.close()
+    lines = path.read_text().splitlines()
+    assert '"pinned": [1, 2]' in lines[1] and "pinned" not in lines[2]  # the first frame alone lists them
+    rec = read_recording(path)
+    assert rec.frames["left"][0] == first and rec.frames["left"][1].pinned is None
+    assert rec.frames["left"][1].note is None
+    assert len(rec.warnings) == 1 and "Lines 4, 5, 6 and 7" in rec.warnings[0] and "'pinned'" in rec.warnings[0]
+
+
 def test_each_frame_is_on_disk_before_the_writer_is_closed(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     w = RecordingWriter(path, make_header("p", {}))

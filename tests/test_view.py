@@ -8,8 +8,8 @@ from app.analysis import SideAnalyzer
 from app.export.video import Track
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import recording_payload
-from app.view.side import (CELLS, CHANGED, DRAFT, MASKED, NEW, REMASKED, UNCHANGED, cell_styles, recorded_sides,
-                           status_sentence)
+from app.view.side import (CELLS, CHANGED, DRAFT, MASKED, NEW, PINNED, REMASKED, UNCHANGED, cell_styles,
+                           pinned_positions, recorded_sides, status_sentence)
 from app.view.theme import THEME
 from tests.wire import expand_rows
 
@@ -27,6 +27,17 @@ def test_cell_styles_are_the_themes_and_a_change_wins_over_a_mask() -> None:
     assert NEW in styles and all(s in (DRAFT, NEW, UNCHANGED) for s in styles)
     assert DRAFT not in cell_styles(row, settled_all=True)
     assert MASKED == CELLS.index("masked")
+
+
+def test_a_pinned_position_is_styled_as_given_from_the_first_row_whatever_its_change() -> None:
+    analyzer = SideAnalyzer()
+    first = analyzer.add(Frame(t=0.0, step=0, tokens=["", "the", "end"], masked=[True, False, False], pinned=[1, 2]))
+    later = analyzer.add(Frame(t=0.1, step=1, tokens=["a", "the", "end"], masked=[False] * 3))
+    pinned = pinned_positions([first, later])
+    assert pinned == {1, 2} and pinned_positions([later]) == frozenset() and pinned_positions([]) == frozenset()
+    assert cell_styles(first, False, pinned) == [MASKED, PINNED, PINNED]  # given, not new, at the first frame
+    assert cell_styles(later, False, pinned) == [NEW, PINNED, PINNED]
+    assert cell_styles(later, False) == [NEW, UNCHANGED, UNCHANGED]
 
 
 def test_the_status_line_says_racing_until_every_side_ended() -> None:

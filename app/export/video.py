@@ -64,9 +64,11 @@ FG, MUTED, WHITE, PANEL, BORDER = rgb("fg"), rgb("muted"), rgb("bg"), rgb("panel
 MASK_FG, SWATCH_EDGE, NEW, CHANGED = rgb("mask"), rgb("swatch-edge"), rgb("new"), rgb("changed")
 LINE = {"left": rgb("left"), "right": rgb("right")}
 # Heatmap cells in priority order (a cell covering several positions or frames shows the highest): the order
-# of theme.json's heat, empty, unchanged, masked, new, changed, remasked, which HeatStrip's codes 0-5 follow.
+# of theme.json's heat, empty, unchanged, masked, given, new, changed, remasked, which HeatStrip's codes follow.
 HEAT_NAMES = list(THEME["heat"])
 HEAT = np.array([hex_rgb(THEME["heat"][name]) for name in HEAT_NAMES], np.uint8)
+H_UNCHANGED, H_MASKED, H_GIVEN = (HEAT_NAMES.index(name) for name in ("unchanged", "masked", "given"))
+CODE_HEAT = np.array([HEAT_NAMES.index(name) for name in ("unchanged", "fresh", "changed", "remasked")], np.uint8)
 BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].items()}
 
 # Cell styles: the page's token styles (app/view/side.py CELLS, coloured as theme.json says), then mono UI text on white.
@@ -76,12 +78,13 @@ UI, UI_MUTED = len(CELLS), len(CELLS) + 1
 _CELLS = [THEME["styles"][name] for name in CELLS]
 STYLE_FG = np.array([rgb(st["ink"]) for st in _CELLS] + [FG, MUTED], np.uint16)
 STYLE_BG = np.array([rgb(st["paper"]) for st in _CELLS] + [WHITE, WHITE], np.uint16)
-STYLE_AREA = np.array([PANEL] * 6 + [WHITE] * 2, np.uint16)  # outside the glyph band: the surface under the text
+STYLE_AREA = np.array([PANEL] * len(CELLS) + [WHITE] * 2, np.uint16)  # outside the glyph band: the surface under the text
 FRESH_MARK, DRAFT_MARK, REMASK_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("new", "draft", "remasked"))
 TICK = rgb("remasked")  # the heatmap's frame marks, in the darkest ink
 LEGEND = [(CELLS.index(name), MASK if THEME["styles"][name].get("glyph") == "mask" else THEME["sample"],
            THEME["styles"][name]["label"]) for name in THEME["legend"] if name in CELLS]
 HEAT_KEY = [(HEAT_NAMES.index(name), label) for name, label in THEME["heat_key"]]
+PINS_ONLY = frozenset(THEME["pins_only"])  # legend styles and heat cells drawn only when a side has pinned text
 NEWLINE, TAB = -1, -2
 
 
@@ -256,8 +259,9 @@ class Glyphs:
 class HeatStrip:
     """One side's heatmap (rows = frames, columns = positions) at display size, one row added per frame."""
 
-    def __init__(self, positions: int, frames: int, width: int, height: int) -> None:
+    def __init__(self, positions: int, frames: int, width: int, height: int, pinned: frozenset[int]) -> None:
         self.n, self.h = max(1, frames), height
+        self.pinned = np.array(sorted(p for p in pinned if p < max(1, positions)), np.int64)  # given from frame 0
         self.starts = (np.arange(width) * max(1, positions)) // width
         self.positions = max(1, positions)
         self.cells = np.zeros((height, width), np.uint8)
@@ -274,7 +278,9 @@ class HeatStrip:
         ch = np.asarray(row["ch"], np.uint8)
         if len(ch):
             masked = np.asarray(row["m"], bool) if row["m"] is not None else np.zeros(len(ch), bool)
-            codes[:len(ch)] = np.where(ch == 0, np.where(masked, 2, 1), ch + 2)
+            codes[:len(ch)] = np.where(ch == 0, np.where(masked, H_MASKED, H_UNCHANGED), CODE_HEAT[ch])
+            given = self.pinned[self.pinned < len(ch)]
+            codes[given] = H_GIVEN
         r0, r1 = self.span(self.count)
         self.cells[r0:r1] = np.maximum(self.cells[r0:r1], np.maximum.reduceat(codes, self.starts)[None, :])
         self.pixels[r0:r1] = HEAT[self.cells[r0:r1]]
@@ -297,7 +303,7 @@ class Track:
         self.key = key
         side = recorded_side(rec, key)
         self.name = str(side.source.get("name") or key.capitalize())
-        self.frames, self.rows = side.frames, side.rows
+        self.frames, self.rows, self.pinned = side.frames, side.rows, side.pinned
         # on the forward-pass clock a side that reports passes is placed by them; any other keeps its seconds
         self.on_passes = clock == "passes" and bool(self.frames) and self.frames[-1].nfe is not None
         self.keys = [float(f.nfe or 0) if self.on_passes else f.t for f in self.frames]
@@ -359,7 +365,7 @@ class Scene:
         self.canvas = self._background()
         self.dirty: list[tuple[int, int, int, int]] = [(0, 0, self.W, self.H)]
         for tr in self.tracks:
-            tr.heat = HeatStrip(tr.width, len(tr.frames), self.heat_w, self.heat_h)
+            tr.heat = HeatStrip(tr.width, len(tr.frames), self.heat_w, self.heat_h, tr.pinned)
         self.status_text: str | None = None
         most = (self.inner_w * 5 // 8) // self.glyphs.cw  # room for the timer; the name gets the rest
         self.head_cells = {tr.key: max([1] + [len(tr.timer(i, most)) for i in range(len(tr.frames))])
@@ -403,7 +409,10 @@ class Scene:
     def _legend_items(self) -> list[tuple[int, Callable[[Image.Image, int, int], None]]]:
         px, face, g = self.px, self.sans[13], self.glyphs
         items: list[tuple[int, Callable[[Image.Image, int, int], None]]] = []
-        for style, sample, label in LEGEND:
+        hide = set() if any(tr.pinned for tr in self.tracks) else PINS_ONLY
+        legend = [item for item in LEGEND if CELLS[item[0]] not in hide]
+        heat_keys = [item for item in HEAT_KEY if HEAT_NAMES[item[0]] not in hide]
+        for style, sample, label in legend:
             ids = np.array([[g.gid(c) for c in sample]])
             cells = g.render(ids, np.full(ids.shape, style))
             width = cells.shape[1] + px(5) + math.ceil(face.getlength(label))
@@ -413,14 +422,15 @@ class Scene:
                 ImageDraw.Draw(img).text((x + cells.shape[1] + px(5), y + g.ch // 2), label, font=face, fill=FG, anchor="lm")
             items.append((width, draw))
         sw = px(14)
-        key_w = math.ceil(face.getlength("Heatmap:")) + px(6) + sum(sw + px(10) + math.ceil(face.getlength(t)) for _, t in HEAT_KEY)
+        key_w = math.ceil(face.getlength("Heatmap:")) + px(6) + sum(sw + px(10) + math.ceil(face.getlength(t))
+                                                                    for _, t in heat_keys)
 
         def heat_key(img: Image.Image, x: int, y: int) -> None:
             d = ImageDraw.Draw(img)
             mid = y + g.ch // 2
             bold(d, (x, mid), "Heatmap:", face, MUTED, "lm")
             x += math.ceil(face.getlength("Heatmap:")) + px(6)
-            for code, label in HEAT_KEY:
+            for code, label in heat_keys:
                 d.rectangle([x, mid - sw // 2, x + sw - 1, mid - sw // 2 + sw - 1], fill=tuple(HEAT[code]), outline=SWATCH_EDGE)
                 x += sw + px(4)
                 d.text((x, mid), label, font=face, fill=FG, anchor="lm")
@@ -518,10 +528,11 @@ class Scene:
         status = tr.status(idx)
         self._header(x0, y0, tr, idx, status)
         message = tr.message if status in TERMINAL else ""
-        if tr.drawn.get("message") != (message, status):
-            tr.drawn["message"] = (message, status)
-            self.put(x0 + self.inner_x, y0 + self.msg_y, self._message(message, status))
         row = tr.rows[idx] if idx >= 0 else None
+        note = (row.get("note") or "") if row is not None and not message else ""  # the frame's note, as the page's
+        if tr.drawn.get("message") != (message, status, note):
+            tr.drawn["message"] = (message, status, note)
+            self.put(x0 + self.inner_x, y0 + self.msg_y, self._note(note) if note else self._message(message, status))
         settled_all = idx == len(tr.rows) - 1 and tr.end_status == "done" and tr.ended
         top, lines = self._text(x0, y0, tr, row, settled_all)
         caption = f"frame {idx + 1} / {len(tr.frames)}" if idx >= 0 else ""
@@ -568,6 +579,13 @@ class Scene:
         d.text((bx + badge_w // 2, mid), badge, font=small, fill=FG, anchor="mm")
         return np.asarray(img)
 
+    def _note(self, note: str) -> np.ndarray:
+        """A frame's note (the forward process's t) in the message strip, bold on white."""
+        img = Image.new("RGB", (self.inner_w, self.msg_h), WHITE)
+        face = self.sans[13]
+        bold(ImageDraw.Draw(img), (0, self.msg_h // 2), one_line(note, face, self.inner_w, self.has_sans), face, FG, "lm")
+        return np.asarray(img)
+
     def _message(self, message: str, status: str) -> np.ndarray:
         w, h = self.inner_w, self.msg_h
         if not message:
@@ -580,7 +598,7 @@ class Scene:
                font=self.sans[12], fill=FG, anchor="lm")
         return np.asarray(img)
 
-    def _layout(self, row: dict[str, Any] | None, settled_all: bool
+    def _layout(self, row: dict[str, Any] | None, settled_all: bool, pinned: frozenset[int]
                 ) -> tuple[list[int], list[int], list[int], list[int], int, int]:
         """Every drawn cell's line, column, glyph and style, wrapped as the page's pre-wrap text is (a token
         moves to the next line when it does not fit, one longer than a line breaks anywhere), then the
@@ -595,7 +613,7 @@ class Scene:
         if row is None:
             return lin, col, gid, sty, 1, -1
         masks, codes = row["m"], row["ch"]
-        for i, (tok, style) in enumerate(zip(row["tok"], cell_styles(row, settled_all))):
+        for i, (tok, style) in enumerate(zip(row["tok"], cell_styles(row, settled_all, pinned))):
             code = codes[i]
             ids = self.mask_ids if masks and masks[i] else g.token(tok)
             n = len(ids)
@@ -632,7 +650,7 @@ class Scene:
     def _text(self, x0: int, y0: int, tr: Track, row: dict[str, Any] | None, settled_all: bool) -> tuple[int, int]:
         """Redraws the text rows whose cells changed; scrolls (like a terminal) only to keep the latest change in view."""
         rows, cols, g = self.rows_n, self.cols, self.glyphs
-        lin, col, gid, sty, total, focus = self._layout(row, settled_all)
+        lin, col, gid, sty, total, focus = self._layout(row, settled_all, tr.pinned)
         top = tr.top
         if focus >= 0:
             top = focus if focus < top else focus - rows + 1 if focus >= top + rows else top

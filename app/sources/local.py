@@ -134,20 +134,23 @@ def _named(tok: Any, cands: list[tuple[int, float]], eos_id: int) -> list[list[A
     return [[EOS_MARK if i == eos_id else name, round(p, 4)] for (i, p), name in zip(cands, names)]
 
 
-def _diffusion_fields(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int) -> dict[str, Any]:
-    """A diffusion Step's display fields: strings, masks, confidences, candidates (the last cut at end-of-text)."""
+def _diffusion_fields(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int,
+                      pinned: list[int] | None) -> dict[str, Any]:
+    """A diffusion Step's display fields: strings, masks, confidences, candidates (the last cut at end-of-text),
+    and `pinned`, the positions given before the run (the caller passes them for the first step only)."""
     cands = [[pos, _named(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())] or None
     if not st.done:
         return {"tokens": _strings(tok, st.ids, ~st.masked, eos_id), "masked": st.masked.tolist(),
                 "confidence": np.round(st.confidence, 4).tolist(), "committed": st.committed or None,
-                "remasked": st.remasked or None, "candidates": cands}
+                "remasked": st.remasked or None, "candidates": cands, "pinned": pinned or None}
     n = diffusion.answer_length(st.ids, st.masked, eos_id)
     return {"tokens": _strings(tok, st.ids[:n], ~st.masked[:n], eos_id), "masked": st.masked[:n].tolist(),
             "confidence": np.round(st.confidence[:n], 4).tolist(), "text": tok.decode([int(i) for i in st.ids[:n]]),
             "committed": [i for i in st.committed if i < n] or None,
             "remasked": [i for i in st.remasked if i < n] or None,
             "candidates": [c for c in cands or [] if c[0] < n] or None,
-            "usage": {"prompt_tokens": prompt_len, "completion_tokens": n}}
+            "usage": {"prompt_tokens": prompt_len, "completion_tokens": n},
+            "pinned": [i for i in pinned or () if i < n] or None}
 
 
 def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
@@ -169,10 +172,12 @@ def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool)
 
 def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSettings,
                      cancel: threading.Event, clock: Clock, defer: bool = False) -> Iterator[Frame]:
-    """Runs the diffusion sampler and turns each Step into a Frame (the last cut at end-of-text, with text)."""
+    """Runs the diffusion sampler and turns each Step into a Frame (the last cut at end-of-text, with text); the
+    first frame lists the pinned positions, which stay as given in every later one."""
     pins = resolve_pins(tok, s.pins, s.gen_length)
     for st in diffusion.generate(model, prompt_ids, s, cancel, pins):
-        build = functools.partial(_diffusion_fields, tok, st, model.eos_id, len(prompt_ids))
+        given = sorted(pins) if st.step == 0 else None
+        build = functools.partial(_diffusion_fields, tok, st, model.eos_id, len(prompt_ids), given)
         yield _framed(clock(), st, build, defer)
 
 

@@ -584,7 +584,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
             return race
 
         run_event = start_race(run_btn.click(fn=None, **quiet), api_name="race")
-        race_events = [run_event, *wire_lessons(start_race)]
+        race_events = [run_event, *wire_lessons(start_race, lambda path: [
+            to_player(load_payload(path, name=path.name, cursor="start")), str(path)], [player, current])]
         reads = {"concurrency_limit": RECORDING_CONCURRENCY, "concurrency_id": "recording"}
         stop_btn.click(fn=None, cancels=race_events).then(after_stop, inputs=None, outputs=[player, current],
                                                           **reads, **quiet) \

@@ -2,17 +2,23 @@
 
 A lesson only sets the page's own controls (sources, settings, prompt) and then presses Run for the learner,
 so what it shows is exactly what the learner can reproduce by hand. The spotlight is a CSS class on a part of
-the player (app/ui/player.css `.cv-spotlight`), toggled in the browser from a table of fixed selectors.
+the player (app/ui/player.css `.cv-spotlight`), toggled in the browser from a table of fixed selectors. A lesson
+that shows the forward process loads it into the player as soon as it is chosen (a recording like any other,
+written to a scratch file so that the exports can make it too).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Callable
 
 import gradio as gr
 
+from app.forward_process import forward_recording
 from app.lessons import LESSONS, Lesson
+from app.trace import read_recording, write_recording
+from app.ui import scratch
 
 SPOTLIGHT_JS = """
 (i) => {
@@ -62,6 +68,15 @@ def change_values(lesson: Lesson, controls: dict[str, Any]) -> list[Any]:
     return out
 
 
+def noising_file(lesson: Lesson) -> Path | None:
+    """The forward-process recording a lesson shows when chosen, written to a fresh scratch file; None for the
+    lessons that show none."""
+    if lesson.noising is None:
+        return None
+    rec = forward_recording(read_recording(lesson.noising))
+    return write_recording(rec, scratch.new_dir("lesson") / f"forward-process-{lesson.noising.stem}.jsonl")
+
+
 def control_outputs(controls: dict[str, Any]) -> list[Any]:
     """The widgets a lesson sets: per side, the picker, the argument box and every setting widget."""
     out: list[Any] = []
@@ -70,10 +85,13 @@ def control_outputs(controls: dict[str, Any]) -> list[Any]:
     return out
 
 
-def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]) -> Callable[[Callable[[Any], Any]], list[Any]]:
-    """Builds the lessons accordion where it is called, inside the open Blocks. Returns `wire(start_race)`,
-    to call once the player exists: `start_race(event)` chains a race after an event and returns the race
-    event; `wire` returns the race events it started, for Stop to cancel."""
+def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
+                ) -> Callable[[Callable[[Any], Any], Callable[[Path], list[Any]], list[Any]], list[Any]]:
+    """Builds the lessons accordion where it is called, inside the open Blocks. Returns
+    `wire(start_race, show, shown)`, to call once the player exists: `start_race(event)` chains a race after an
+    event and returns the race event; `show(path)` gives the values of the components `shown` (the player and
+    what it holds) that load a recording file into the player; `wire` returns the race events it started, for
+    Stop to cancel."""
     with gr.Accordion("Lessons: how diffusion decoding differs from typing", open=True, elem_id="lessons"):
         with gr.Row():
             pick = gr.Dropdown(choices=[(f"{i + 1}. {lesson.title}", i) for i, lesson in enumerate(LESSONS)],
@@ -96,8 +114,12 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]) -> Callable[[C
     def change(i: int) -> list[Any]:
         return change_values(LESSONS[int(i)], controls)
 
-    def wire(start_race: Callable[[Any], Any]) -> list[Any]:
-        pick.change(lambda i: lesson_markdown(int(i)), inputs=[pick], outputs=[text], **quiet) \
+    def wire(start_race: Callable[[Any], Any], show: Callable[[Path], list[Any]], shown: list[Any]) -> list[Any]:
+        def choose(i: int) -> list[Any]:  # the text, and in the same answer any recording the lesson shows
+            path = noising_file(LESSONS[int(i)])
+            return [lesson_markdown(int(i)), *(show(path) if path else [gr.skip()] * len(shown))]
+
+        pick.change(choose, inputs=[pick], outputs=[text, *shown], **quiet) \
             .then(fn=None, js=spotlight, inputs=[pick], **quiet)
         prev_btn.click(lambda i: max(0, int(i) - 1), inputs=[pick], outputs=[pick], **quiet)
         next_btn.click(lambda i: min(len(LESSONS) - 1, int(i) + 1), inputs=[pick], outputs=[pick], **quiet)

@@ -1,9 +1,9 @@
 """One view of a side: what the screen draws of a side's frames, for the live race, the page's replays and the video.
 
 A side's frames become analysed rows (`analysis.SideAnalyzer`), a status and message, metrics, the settled series
-and, per cell, a token style (theme.json's styles: unchanged, masked, draft, new, changed, remasked). `live.LiveView`,
-`payload.recording_payload` and the video export's `Track` all build their sides here; the words come from
-app/view/theme.json, which the browser player reads too.
+and, per cell, a token style (theme.json's styles: unchanged, masked, draft, new, changed, remasked, pinned).
+`live.LiveView`, `payload.recording_payload` and the video export's `Track` all build their sides here; the words
+come from app/view/theme.json, which the browser player reads too.
 
 The browser player works out each cell's style itself, with the rule `cell_style` states, from what its rows
 already carry (mask flags, change codes, the settled prefix `sp`): whether the row shown is the final one of a
@@ -24,24 +24,31 @@ SENTENCES: dict[str, str] = THEME["sentences"]
 STOPPED = SENTENCES["stopped"]
 
 # Cell styles, in the order the video's glyph cache indexes them (theme.json styles of the same names).
-CELLS = ("unchanged", "masked", "draft", "new", "changed", "remasked")
-UNCHANGED, MASKED, DRAFT, NEW, CHANGED, REMASKED = range(len(CELLS))
+CELLS = ("unchanged", "masked", "draft", "new", "changed", "remasked", "pinned")
+UNCHANGED, MASKED, DRAFT, NEW, CHANGED, REMASKED, PINNED = range(len(CELLS))
 
 
-def cell_style(masked: bool, code: int, draft: bool) -> int:
-    """A cell's style: its change code against the frame before wins, then the mask, then draft (text that may
-    still change), else unchanged."""
+def cell_style(masked: bool, code: int, draft: bool, pinned: bool = False) -> int:
+    """A cell's style: pinned text (given before the run) first, then its change code against the frame before,
+    then the mask, then draft (text that may still change), else unchanged."""
+    if pinned:
+        return PINNED
     if code:
         return (NEW, CHANGED, REMASKED)[code - 1]
     return MASKED if masked else DRAFT if draft else UNCHANGED
 
 
-def cell_styles(row: dict[str, Any], settled_all: bool) -> list[int]:
+def cell_styles(row: dict[str, Any], settled_all: bool, pinned: frozenset[int] = frozenset()) -> list[int]:
     """Every position's style in an analysed row; `settled_all`: the row is the final one of a side that finished,
-    so a typing side's text past its settled prefix is no longer draft."""
+    so a typing side's text past its settled prefix is no longer draft; `pinned`: the side's given positions."""
     masks, codes = row["m"], row["ch"]
     draft_from = row["sp"] if masks is None and not settled_all else len(codes)
-    return [cell_style(bool(masks and masks[i]), code, i >= draft_from) for i, code in enumerate(codes)]
+    return [cell_style(bool(masks and masks[i]), code, i >= draft_from, i in pinned) for i, code in enumerate(codes)]
+
+
+def pinned_positions(rows: list[dict[str, Any]]) -> frozenset[int]:
+    """The positions a side's first row lists as given before the run (pinned text); empty without pins."""
+    return frozenset(rows[0].get("pin") or ()) if rows else frozenset()
 
 
 def status_sentence(statuses: list[str]) -> str:
@@ -97,6 +104,10 @@ class RecordedSide:
     @property
     def spec(self) -> str:
         return str(self.source.get("name", self.key))
+
+    @property
+    def pinned(self) -> frozenset[int]:
+        return pinned_positions(self.rows)
 
     def in_place(self) -> list[int]:
         """Per frame, how many tokens of the final answer are already in place (the page's convergence measure,

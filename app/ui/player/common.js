@@ -101,19 +101,34 @@ function rgba(c) { return (255 << 24 | c[2] << 16 | c[1] << 8 | c[0]) >>> 0; }
 var HEAT32 = {};
 for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
 
-/* a token's class by style = masked | change code << 1 | draft << 3 | inspected << 4 */
+/* a token's class by style = masked | change code << 1 | draft << 3 | inspected << 4 | pinned << 5
+   (pinned, text given before the run, wins over the rest but the inspection outline) */
 var STYLES = THEME.styles, CODE_STYLE = [null, "new", "changed", "remasked"];
+var PINNED = 32;
 var TOKEN_CLASS = [];
-for (var style = 0; style < 32; style++) {
+for (var style = 0; style < 64; style++) {
   var c = style >> 1 & 3, cls = "cv-tok";
-  if (style & 1) cls += " " + STYLES.masked["class"];
-  if (c) cls += " " + STYLES[CODE_STYLE[c]]["class"];
-  else if (style & 8) cls += " " + STYLES.draft["class"];
+  if (style & PINNED) cls += " " + STYLES.pinned["class"];
+  else {
+    if (style & 1) cls += " " + STYLES.masked["class"];
+    if (c) cls += " " + STYLES[CODE_STYLE[c]]["class"];
+    else if (style & 8) cls += " " + STYLES.draft["class"];
+  }
   if (style & 16) cls += " " + STYLES.inspected["class"];
   TOKEN_CLASS.push(cls);
 }
+var PINS_ONLY = {}; /* legend entries shown only while a side has pinned text */
+THEME.pins_only.forEach(function (name) { PINS_ONLY[name] = 1; });
 
-function cellColour(code, masked) {
+/* a side's pinned positions as flags by position, from the positions its first row lists */
+function pinFlags(positions) {
+  var flags = [];
+  for (var k = 0; k < positions.length; k++) flags[positions[k] | 0] = 1;
+  return flags;
+}
+
+function cellColour(code, masked, pinned) {
+  if (pinned) return HEAT32.given;
   if (code === 1) return HEAT32.fresh;
   if (code === 2) return HEAT32.changed;
   if (code === 3) return HEAT32.remasked;
@@ -122,7 +137,7 @@ function cellColour(code, masked) {
 
 function newSide() {
   return { spec: "", label: "", status: "idle", message: "", rows: [], gaps: 0, metrics: null, settled: null,
-           maxLen: 0, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0 };
+           maxLen: 0, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0, pinned: null };
 }
 
 function legendItem(cls, sample, label) {

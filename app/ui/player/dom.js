@@ -25,20 +25,25 @@ function buildDom(root) {
   passesBanner.hidden = true;
 
   var legend = el("div", "cv-legend", null, { role: "list", "aria-label": "Legend", "data-part": "legend" });
+  var pinsOnly = []; /* the legend entries shown only while a side has pinned text (theme.json pins_only) */
   THEME.legend.forEach(function (name) {
     var st = STYLES[name], masked = st.glyph === "mask";
     var cls = st["class"] + (masked && name !== "masked" ? " " + STYLES.masked["class"] : "");
     var item = legendItem(cls, masked ? MASK : THEME.sample, st.label);
     item.setAttribute("role", "listitem");
+    item.setAttribute("data-style", name);
+    if (PINS_ONLY[name]) { item.hidden = true; pinsOnly.push(item); }
     legend.appendChild(item);
   });
   var heatKey = el("span", "cv-legend-item cv-heat-key");
   heatKey.appendChild(el("span", "cv-label", "Heatmap:"));
   THEME.heat_key.forEach(function (x) {
+    var box = PINS_ONLY[x[0]] ? heatKey.appendChild(el("span", "cv-legend-item", null, { "data-heat": x[0] })) : heatKey;
     var sw = el("span", "cv-swatch", null, { "aria-hidden": "true" });
     sw.style.background = "rgb(" + HEAT[x[0]].join(",") + ")";
-    heatKey.appendChild(sw);
-    heatKey.appendChild(el("span", "cv-legend-label", x[1]));
+    box.appendChild(sw);
+    box.appendChild(el("span", "cv-legend-label", x[1]));
+    if (box !== heatKey) { box.hidden = true; pinsOnly.push(box); }
   });
   legend.appendChild(heatKey);
 
@@ -69,6 +74,8 @@ function buildDom(root) {
       figs.appendChild(box);
     });
     var message = el("p", "cv-message", "", { role: "alert" });
+    var note = el("p", "cv-note", "", { "aria-live": "off" }); /* the shown frame's note, when it has one */
+    note.hidden = true;
     /* focusable so the keyboard can inspect positions; never a live region: it changes every frame */
     var text = el("div", "cv-text", null, {
       tabindex: "0", role: "group", "aria-label": sideWord(s) + " output", "aria-live": "off",
@@ -87,11 +94,12 @@ function buildDom(root) {
     section.appendChild(head);
     section.appendChild(figs);
     section.appendChild(message);
+    section.appendChild(note);
     section.appendChild(text);
     section.appendChild(el("p", "cv-caption", "Changes per frame (top: first frame)"));
     section.appendChild(heatWrap);
     sidesBox.appendChild(section);
-    views[s] = { section: section, name: name, badge: badge, counter: counter, message: message, text: text,
+    views[s] = { section: section, name: name, badge: badge, counter: counter, message: message, note: note, text: text,
                  inner: inner, heat: heat, heatSrc: document.createElement("canvas"), heatSize: null, heatGen: 0,
                  heatOut: "", marker: marker, elapsed: elapsed, rate: rate, rateLabel: rateLabel,
                  elapsedLabel: elapsedLabel,
@@ -233,6 +241,7 @@ function buildDom(root) {
 
   return {
     promptLine: promptLine, promptText: promptText, captionLine: captionLine, statusLine: statusLine, warningBox: warningBox,
+    pinsOnly: pinsOnly,
     progressBanner: progressBanner, passesBanner: passesBanner, views: views, insp: insp, inspTitle: inspTitle,
     inspSide: inspSide, inspPos: inspPos, inspClose: inspClose, inspHint: inspHint, inspBody: inspBody,
     inspNow: inspNow, sparkWrap: sparkWrap, spark: spark, sparkMarker: sparkMarker, sparkNote: sparkNote,

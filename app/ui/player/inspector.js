@@ -271,7 +271,8 @@ function inspectorPart(p) {
         var masked = row.m && row.m[p];
         var cf = row.cf && p < row.cf.length ? row.cf[p] : -1;
         text += masked ? "masked" : quoted(row.tok[p]);
-        if (cf >= 0) text += (masked ? " \u00B7 top candidate at " : " \u00B7 confidence ") + cf + " %";
+        if (side.pinned && side.pinned[p]) text += " \u00B7 " + STYLES.pinned.label;
+        else if (cf >= 0) text += (masked ? " \u00B7 top candidate at " : " \u00B7 confidence ") + cf + " %";
       }
     }
     setText(inspNow, text);

@@ -22,6 +22,9 @@ function panelsPart(p) {
     setText(colHeads[s], name);
     var row = idx >= 0 ? side.rows[idx] : null;
     paintFigures(v, side, row, idx, K);
+    var note = row ? row.note : "";
+    setText(v.note, note);
+    if (v.note.hidden !== !note) v.note.hidden = !note;
     v.idx = idx;
     paintTokens(v, row, side, idx, done, state.inspect && state.inspect.side === s ? state.inspect.pos : -1);
     paintHeat(v, side, scrubbing ? idx : -1);
@@ -81,12 +84,14 @@ function panelsPart(p) {
     shown.length = Math.min(shown.length, n);
     shownText.length = shown.length;
     var draftFrom = textSource && !settledAll ? sp : n;
+    var pinned = side.pinned;
     for (var i = 0; i < n; i++) {
       var masked = m && m[i] ? 1 : 0;
       var code = ch ? ch[i] : 0;
       /* app/view/side.py cell_style's rule as bits (TOKEN_CLASS): computed here, as it hangs on what only the
          browser knows, the inspected position and whether the row shown is a finished side's last */
-      var style = masked | code << 1 | (code === 0 && i >= draftFrom ? 8 : 0) | (i === sel ? 16 : 0);
+      var style = (pinned && pinned[i] ? PINNED : masked | code << 1 | (code === 0 && i >= draftFrom ? 8 : 0)) |
+        (i === sel ? 16 : 0);
       var text = masked ? MASK : tok[i];
       if (shown[i] !== style || shownText[i] !== text) {
         shown[i] = style;
@@ -159,12 +164,12 @@ function panelsPart(p) {
       side.heat = buf;
       side.heatW = w;
     }
-    var buf32 = side.heat;
+    var buf32 = side.heat, pinned = side.pinned;
     for (var r = side.heatRows; r < n; r++) {
       var row = rows[r], base = r * w;
       for (var c = 0; c < w; c++) {
         if (!row || c >= row.tok.length) { buf32[base + c] = HEAT32.empty; continue; }
-        buf32[base + c] = cellColour(row.ch ? row.ch[c] : 0, !!(row.m && row.m[c]));
+        buf32[base + c] = cellColour(row.ch ? row.ch[c] : 0, !!(row.m && row.m[c]), !!(pinned && pinned[c]));
       }
     }
     side.heatRows = n;

@@ -16,7 +16,9 @@
  *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}
  * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
  * A row is one frame analysed by app.analysis.SideAnalyzer:
- *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp}
+ *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp, pin?, note?}
+ * where the first row's `pin` lists the positions given before the run (pinned text, drawn in their own style
+ * and shown as given in the heatmap), and `note` is a line shown with that frame (the forward process's t).
  * or the same row compacted by app/view/payload.py wire_rows: tok holds only the tokens after the first
  * `keep` (shared with the row before), `n` is the length and `cs` the non-zero change codes as
  * [position, code, ...] pairs; confidences come as `cf` (whole percent per position) and the top
@@ -227,6 +229,8 @@ function create(root, options) {
     promptLine.hidden = !state.prompt;
     setText(captionLine, state.caption);
     captionLine.hidden = !state.caption;
+    var pins = !!(state.sides.left.pinned || state.sides.right.pinned);
+    ui.pinsOnly.forEach(function (item) { if (item.hidden === pins) item.hidden = !pins; });
     progressBanner.hidden = state.view !== "progress";
     timeline.paintClock();
     var status = state.message;

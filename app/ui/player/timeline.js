@@ -26,7 +26,8 @@ function expand(w, prev) {
   }
   var cd = w.cd ? candidates(w.cd, 1) : w.cand ? candidates(w.cand, 100) : null;
   return { i: w.i, t: w.t, step: w.step, tok: tok, m: w.m ? w.m.slice() : null, ch: ch,
-           nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0, vis: null, cf: cf, cd: cd };
+           nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0, vis: null, cf: cf, cd: cd,
+           note: w.note == null ? "" : str(w.note) };
 }
 
 function percent(v, scale) { return Math.max(0, Math.min(100, Math.round(+v * scale) || 0)); }
@@ -65,6 +66,8 @@ function mergeSide(side, entry) {
     var row = rows[k] && rows[k].tok ? expand(rows[k], side.rows[start + k - 1]) : null;
     if (!row) { side.gaps += 1; continue; }
     side.rows[start + k] = row;
+    /* the first row lists the positions given before the run (app/view/side.py pinned_positions) */
+    if (start + k === 0) side.pinned = Array.isArray(rows[k].pin) && rows[k].pin.length ? pinFlags(rows[k].pin) : null;
     if (row.tok.length > side.maxLen) side.maxLen = row.tok.length;
     if (start + k < side.heatRows) side.heatRows = side.heatDrawn = start + k;
   }
