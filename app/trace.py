@@ -28,6 +28,7 @@ MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame c
 CANDIDATE_COST = 10
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one line; a longer one is skipped unread (a real frame line is under 1 MB)
 SIDES = ("left", "right")
+CHOOSERS = ("user", "model")  # who chose a frame's commits, in a run a learner stepped by hand (app/engine/stepper.py)
 MAX_NAMED_LINES = 5
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -98,6 +99,7 @@ class Frame:
     remasked: list[int] | None = None
     usage: dict[str, Any] | None = None
     candidates: list[list[Any]] | None = None  # [[position, [[token, probability], ...]], ...] best first
+    chosen_by: str | None = None  # one of CHOOSERS when a learner stepped the run; None when the sampler ran alone
     # builds the display fields later (a local source decoding off its clock); never recorded
     pending: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
@@ -142,10 +144,14 @@ class Frame:
         if usage is not None and not isinstance(usage, dict):
             raise ValueError("'usage' must be an object")
         usage = clean_usage(usage)
+        chosen_by = d.get("chosen_by")
+        if chosen_by is not None and chosen_by not in CHOOSERS:
+            raise ValueError(f"'chosen_by' must be one of {', '.join(CHOOSERS)}")
         return cls(t=float(t), step=step, tokens=tokens, masked=masked,
                    confidence=[float(c) for c in confidence] if confidence is not None else None,
                    text=text, final=bool(d.get("final", False)), nfe=nfe, refreshes=refreshes, committed=committed,
-                   remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")))
+                   remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")),
+                   chosen_by=chosen_by)
 
 
 def _candidates(value: Any) -> list[list[Any]] | None:

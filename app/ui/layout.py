@@ -1,5 +1,5 @@
 """The Converge page: two source pickers, a prompt, Run and Stop, the lessons, the client-side player, the
-recording library, the exports and the sweep charts.
+recording library, the exports, the sweep charts and "Be the sampler" (app/ui/sampler_ui.py).
 
 The server never builds HTML from model output, prompts or files: it sends data as the player's
 `payload` prop and the player (app/ui/player/) writes every string with textContent. The source pickers and
@@ -37,6 +37,7 @@ from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library_ui, scratch  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
+from app.ui.sampler_ui import sampler_box  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.view.payload import (UPDATE_INTERVAL, asset, live_payload, load_payload, message_payload,  # noqa: E402
@@ -79,7 +80,7 @@ PAGE_CSS = """
 #prompt textarea { overflow-wrap: anywhere; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
-body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about,
+body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about, body.cv-presenting #sampler,
 body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
@@ -509,6 +510,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
         wire_lessons = lessons_box(prompt, pins, controls)
+        sampled = sampler_box(lambda fn: as_visitor(policy, fn), owner, player, current,
+                              lambda path: to_player(load_payload(path, name=path.name, cursor="start")))
         headline, details = twins_note()
         with gr.Accordion(headline, open=False, elem_id="twins-about"):
             gr.Markdown(details)
@@ -567,6 +570,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
             return race
 
         run_event = start_race(run_btn.click(fn=None, **quiet), api_name="race")
+        sampled.then(refresh, inputs=[owner], outputs=view, **quiet)
         race_events = [run_event, *wire_lessons(start_race)]
         reads = {"concurrency_limit": RECORDING_CONCURRENCY, "concurrency_id": "recording"}
         stop_btn.click(fn=None, cancels=race_events).then(after_stop, inputs=None, outputs=[player, current],
