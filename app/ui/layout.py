@@ -78,6 +78,7 @@ PAGE_CSS = """
 #player .cv-player:not(.cv-presenter) .cv-heatmap { height: 120px; }
 #player .cv-player:not(.cv-presenter) .cv-caption-line { font-size: 1em; }
 #prompt textarea { overflow-wrap: anywhere; }
+#sampler.cv-spotlight { outline: 4px solid var(--body-text-color); outline-offset: 4px; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
 body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about, body.cv-presenting #sampler,
