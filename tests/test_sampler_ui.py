@@ -13,6 +13,7 @@ from app import by_hand
 from app.trace import read_recording
 from tests.hostile import HOSTILE
 from tests.pages import browser_tab, serve_page
+from tests.test_inspector import click_position, inspector
 
 ROOT = "#player .cv-player"
 
@@ -111,6 +112,11 @@ def test_three_commits_of_the_learner_and_one_of_the_model_are_marked_in_the_sav
     tab.wait_for_selector(f"{ROOT}[data-mode=replay]")  # the saved run is in the player, and in the library
     assert tab.get_attribute(f"{ROOT} .cv-side[data-side=left]", "data-frames") == str(len(frames))
     tab.wait_for_function("n => document.querySelector('#library-table').textContent.includes(n)", arg=saved[0].name)
+    tab.evaluate(f"() => {{ const p = document.querySelector('{ROOT}').convergePlayer; p.seek(1e9); p.paint(); }}")
+    for position, who in ((mine[1][0][0], "committed by you"), (rule, "committed by the model")):
+        click_position(tab, "left", position, ROOT)  # the token inspector says who chose each commit
+        tab.wait_for_selector(f"{ROOT} .cv-inspector[data-open=true][data-pos='{position}']")
+        assert any(f" {who} " in event for event in inspector(tab, ROOT)["events"]), inspector(tab, ROOT)
 
 
 @pytest.mark.browser
