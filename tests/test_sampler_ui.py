@@ -1,5 +1,6 @@
 """Be the sampler on the page, in a real Chromium: the learner commits positions and candidates by hand, lets the model
-choose once, saves, and finds every choice marked in the recording the player then plays; hostile text stays text."""
+choose once, saves, and finds every choice marked in the recording the player then plays; hostile text stays text;
+a served page saves each visitor's run in their own library."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from typing import Any, Iterator
 import pytest
 
 from app import by_hand
+from app.policy import LOCAL
+from app.store import user_dir
 from app.trace import read_recording
 from tests.hostile import HOSTILE
 from tests.pages import browser_tab, serve_page
 from tests.test_inspector import click_position, inspector
+from tests.test_security_access import OWNER_A, OWNER_B, call, fn_index, inputs, page, served, session
 
 ROOT = "#player .cv-player"
 
@@ -142,3 +146,20 @@ def test_hostile_pinned_text_and_the_candidates_beside_it_show_as_text(tab: Any)
     tab.wait_for_function("() => document.querySelector('#sampler-note textarea').value.startsWith('You')")
     assert tab.evaluate("typeof window.__pwned") == "undefined"
     assert tab.evaluate("document.querySelectorAll('#sampler img, #sampler script, #sampler svg[onload]').length") == 0
+
+
+@pytest.mark.parametrize("served_page", [True, False], ids=["served", "local-control"])
+def test_a_saved_run_goes_to_its_visitors_own_library(served_page: bool, recordings: Path) -> None:
+    """Through Gradio's queue API, as any caller would: on a served page the run lands in the visitor's own folder,
+    never in the shared one or another visitor's; on a local page, in the shared library."""
+    policy = served() if served_page else LOCAL
+    with page(policy) as (demo, url):
+        session_hash = session(demo, url, OWNER_A)
+        for elem_id in ("sampler-start", "sampler-save"):  # one session: the run is kept in its state between them
+            index = fn_index(demo, elem_id=elem_id, event="click")
+            done = call(url, index, inputs(demo, index, OWNER_A), session_hash)
+            assert done["success"], done
+    runs = sorted(recordings.rglob("*.jsonl"))
+    assert len(runs) == 1 and read_recording(runs[0]).header["sources"]["left"]["name"] == by_hand.SOURCE
+    assert runs[0].parent == (user_dir(OWNER_A) if served_page else recordings)
+    assert not user_dir(OWNER_B).exists()
