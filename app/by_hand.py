@@ -56,7 +56,8 @@ def begin(source: SamplerSource, prompt: str) -> HandRun:
     seconds = time.monotonic() - began
     by = tuple("pin" if p in pins else "" for p in range(s.gen_length))
     first = diffusion_frame(source.tok, state.step, source.model.eos_id, len(ids), 0.0)
-    return HandRun(source, prompt, ids, state, (first,), seconds, by, "Pick the positions to commit, or let the model choose.")
+    return HandRun(source, prompt, ids, state, (first,), seconds, by,
+                   "Pick the positions to commit, or let the model choose.")
 
 
 def _words(positions: list[int]) -> str:
@@ -70,7 +71,8 @@ def advance(run: HandRun, picks: dict[int, int | None] | None = None) -> HandRun
     began = time.monotonic()
     state = stepper.advance(run.source.model, run.state, picks)
     seconds = run.seconds + time.monotonic() - began
-    frame = diffusion_frame(run.source.tok, state.step, run.source.model.eos_id, len(run.ids), round(seconds, 6))
+    # stamped when the pass this commit took from had ended (the next pass, timed with it, counts for the next frame)
+    frame = diffusion_frame(run.source.tok, state.step, run.source.model.eos_id, len(run.ids), round(run.seconds, 6))
     frame.chosen_by = state.chosen_by
     by = list(run.by)
     for pos in state.step.committed:
@@ -79,14 +81,16 @@ def advance(run: HandRun, picks: dict[int, int | None] | None = None) -> HandRun
         by[pos] = ""
     scoring = run.source.opts.scoring
     if state.chosen_by == stepper.USER:
-        note = f"You committed {_words(state.step.committed)}; by {scoring} the model would have committed {_words(rule)}."
+        note = (f"You committed {_words(state.step.committed)}; "
+                f"by {scoring} the model would have committed {_words(rule)}.")
     else:
         note = f"The model committed {_words(state.step.committed)} by {scoring}."
         if state.step.remasked:
             note += f" It reopened {_words(state.step.remasked)}."
     if state.done:
         note += " The answer is complete: save it to play it in the player."
-    return dataclasses.replace(run, state=state, frames=run.frames + (frame,), seconds=seconds, by=tuple(by), note=note)
+    return dataclasses.replace(run, state=state, frames=run.frames + (frame,), seconds=seconds, by=tuple(by),
+                               note=note)
 
 
 def finish(run: HandRun) -> HandRun:

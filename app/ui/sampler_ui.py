@@ -23,7 +23,7 @@ LEAVE = "-"  # a picker's value while its position stays masked
 LENGTHS = [16, 32, 64]
 BLOCKS = [8, 16, 32]
 COLOURS = {"you": "#e69f00", "model": "#56b4e9", "pin": "#cccccc", "open": "#f0e442", "masked": "#eeeeee"}
-# who committed each canvas piece (Okabe-Ito colours, as the player's legend)
+# who committed each canvas piece, in Okabe-Ito colours (which also read in greyscale)
 
 
 def read_picks(run: by_hand.HandRun, values: list[Any]) -> dict[int, int | None]:
@@ -39,20 +39,24 @@ def read_picks(run: by_hand.HandRun, values: list[Any]) -> dict[int, int | None]
     return picks
 
 
-def board(run: by_hand.HandRun | None, note: str | None = None) -> list[Any]:
+def board(run: by_hand.HandRun, note: str | None = None) -> list[Any]:
     """The box's outputs for a run: the run, the canvas, the note, and one picker per open position (the rest hidden)."""
-    if run is None:
-        return [None, gr.update(value=None), note or "", *[gr.update(visible=False) for _ in range(by_hand.MAX_OPEN)]]
     shown = by_hand.choices(run)
     pickers = []
     for i in range(by_hand.MAX_OPEN):
         if i < len(shown):
             pos, confidence, cands = shown[i]
-            pickers.append(gr.update(visible=True, value=LEAVE, label=f"Position {pos} \u00b7 confidence {confidence:.0%}",
+            pickers.append(gr.update(visible=True, value=LEAVE,
+                                     label=f"Position {pos} \u00b7 confidence {confidence:.0%}",
                                      choices=[("leave masked", LEAVE)] + [(label, str(t)) for label, t in cands]))
         else:
             pickers.append(gr.update(visible=False, value=LEAVE, choices=[("leave masked", LEAVE)]))
     return [run, gr.update(value=by_hand.canvas(run)), note or run.note, *pickers]
+
+
+def said(text: str, extra: int = 0) -> list[Any]:
+    """The box's outputs (and `extra` more) left as they are but for the note, which says `text`."""
+    return [gr.skip(), gr.skip(), text, *[gr.skip()] * (by_hand.MAX_OPEN + extra)]
 
 
 def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], owner: Any, player: Any, current: Any,
@@ -98,15 +102,15 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
             source = visitor_source(visitor)("local-diffusion", **settings)
             return board(by_hand.begin(source, prompt_text or ""))
         except SourceError as e:
-            return [gr.skip(), gr.skip(), str(e), *[gr.skip()] * by_hand.MAX_OPEN]
+            return said(str(e))
 
     def step(current_run: by_hand.HandRun | None, picks: Callable[[by_hand.HandRun], Any]) -> list[Any]:
         if current_run is None:
-            return [gr.skip(), gr.skip(), "Press Start first.", *[gr.skip()] * by_hand.MAX_OPEN]
+            return said("Press Start first.")
         try:
             return board(by_hand.advance(current_run, picks(current_run)))
         except SourceError as e:
-            return [gr.skip(), gr.skip(), str(e), *[gr.skip()] * by_hand.MAX_OPEN]
+            return said(str(e))
 
     def on_commit(current_run: by_hand.HandRun | None, *values: Any) -> list[Any]:
         return step(current_run, lambda r: read_picks(r, list(values)))
@@ -116,7 +120,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
 
     def on_save(visitor: Visitor, current_run: by_hand.HandRun | None) -> list[Any]:
         if current_run is None:
-            return [gr.skip(), gr.skip(), "Press Start first.", *[gr.skip()] * by_hand.MAX_OPEN, gr.skip(), gr.skip()]
+            return said("Press Start first.", extra=2)
         try:
             finished = by_hand.finish(current_run)
             make_room(visitor.owner)
@@ -124,8 +128,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
             folder.mkdir(parents=True, exist_ok=True)
             path = by_hand.save(finished, folder)
         except (SourceError, OSError) as e:
-            text = f"Could not save the run: {e.strerror or e}." if isinstance(e, OSError) else str(e)
-            return [gr.skip(), gr.skip(), text, *[gr.skip()] * by_hand.MAX_OPEN, gr.skip(), gr.skip()]
+            return said(f"Could not save the run: {e.strerror or e}." if isinstance(e, OSError) else str(e), extra=2)
         note_text = f"Saved as {path.name} in your recordings; it is in the player above."
         return [*board(finished, note_text), show(path), str(path)]
 
