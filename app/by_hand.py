@@ -122,12 +122,12 @@ def choices(run: HandRun) -> list[tuple[int, float, list[tuple[str, int]]]]:
     out = []
     for pos, cands in run.state.candidates().items():
         names = named_candidates(tok, cands, eos)
-        labels = [(name if name == EOS_MARK else _quoted(name)) + f" {p:.0%}" for name, p in names]
+        labels = [(name if name == EOS_MARK else quoted(name)) + f" {p:.0%}" for name, p in names]
         out.append((pos, confidence[pos], list(zip(labels, [token for token, _ in cands]))))
     return out
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
     """A token string in quotes with its spaces visible and its line breaks and tabs written as \\n and \\t."""
     return "\u201c" + name.replace("\n", "\\n").replace("\t", "\\t") + "\u201d"
 
