@@ -62,12 +62,30 @@ def open_slots(tab: Any) -> int:
     return tab.evaluate("document.querySelectorAll('#sampler-positions [id^=sampler-pos-]').length")
 
 
-def pick(tab: Any, slot: int, candidate: int) -> tuple[int, str]:
-    """Clicks a picker's candidate (0 = the model's top one); returns (position, the candidate's token string)."""
-    label = tab.locator(f"#sampler-pos-{slot} label").nth(candidate + 1)  # the first choice leaves it masked
-    text = label.text_content().strip()
+def candidate(tab: Any, slot: int, n: int) -> Any:
+    """A picker's n-th candidate (0 = the model's top one); the picker's first choice leaves the position masked."""
+    return tab.locator(f"#sampler-pos-{slot} label").nth(n + 1)
+
+
+def token_of(label: Any) -> str:
+    return re.match(r"^\u201c(.*)\u201d \d+%$", label.text_content().strip(), re.S).group(1)
+
+
+def pick(tab: Any, slot: int, n: int) -> tuple[int, str]:
+    """Clicks a picker's n-th candidate; returns (position, the candidate's token string)."""
+    label = candidate(tab, slot, n)
     label.click()
-    return slot_position(tab, slot), re.match(r"^\u201c(.*)\u201d \d+%$", text, re.S).group(1)
+    return slot_position(tab, slot), token_of(label)
+
+
+def click_on_canvas(tab: Any, slot: int) -> tuple[int, str]:
+    """Clicks a picker's position on the canvas, which picks the model's guess there (its top candidate, at
+    temperature 0); returns (position, that token string) once the picker shows the pick."""
+    position = slot_position(tab, slot)
+    tab.locator("#sampler-canvas .token .text", has_text=re.compile(rf"^\[{position}\]$")).click()
+    tab.wait_for_function("s => document.querySelector(`#sampler-pos-${s} input[aria-checked=true]`)?.value !== '-'",
+                          arg=slot)
+    return position, token_of(candidate(tab, slot, 0))
 
 
 def wait_note(tab: Any, start: str) -> None:
@@ -90,7 +108,7 @@ def test_three_commits_of_the_learner_and_one_of_the_model_are_marked_in_the_sav
     mine.append([pick(tab, 0, 1)])  # a candidate that is not the model's own guess
     tab.click("#sampler-commit")
     wait_note(tab, f"You committed {mine[1][0][0]}; by confidence the model would have committed ")
-    mine.append(sorted([pick(tab, 0, 0), pick(tab, 1, 0)]))  # two positions in one commit
+    mine.append(sorted([pick(tab, 0, 0), click_on_canvas(tab, 1)]))  # two positions in one commit
     tab.click("#sampler-commit")
     wait_note(tab, f"You committed {mine[2][0][0]}, {mine[2][1][0]}; ")
     confidence = {slot_position(tab, i): slot_confidence(tab, i) for i in range(open_slots(tab))}

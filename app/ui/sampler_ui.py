@@ -1,5 +1,6 @@
 """The "Be the sampler" box: the learner steps the built-in diffusion twin by hand (app/by_hand.py), choosing which
-masked positions of the current block to commit, and saves the run to their library to play it in the player.
+masked positions of the current block to commit (by clicking them on the canvas, or a candidate in their picker),
+and saves the run to their library to play it in the player.
 
 Every model string reaches the page through Gradio components that escape it (the canvas's HighlightedText, each
 position's Radio choices); the run lives in a per-session gr.State, so two visitors never share one.
@@ -39,6 +40,17 @@ def read_picks(run: by_hand.HandRun, values: list[Any]) -> dict[int, int | None]
     return picks
 
 
+def toggle(run: by_hand.HandRun, index: Any, values: list[Any]) -> list[Any]:
+    """Clicking a piece of the canvas: an open position's picker takes the model's guess there, or, when it already
+    has a pick, goes back to leaving it masked; the other pickers stay as they are."""
+    out: list[Any] = [gr.skip()] * by_hand.MAX_OPEN
+    open_ = run.state.open
+    if isinstance(index, int) and index in open_:
+        slot = open_.index(index)
+        out[slot] = LEAVE if values[slot] not in (None, "", LEAVE) else str(run.state.guesses()[index])
+    return out
+
+
 def board(run: by_hand.HandRun, note: str | None = None) -> list[Any]:
     """The box's outputs for a run: the run, the canvas, the note, and one picker per open position (the rest hidden)."""
     shown = by_hand.choices(run)
@@ -66,9 +78,9 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
     as_visitor); `show(path)` is the player's update for a recording."""
     with gr.Accordion("Be the sampler: choose the order yourself", open=False, elem_id="sampler"):
         gr.Markdown("The built-in diffusion twin proposes; you decide. Each step it shows its top candidates and its "
-                    "confidence for every masked position of the current block: pick the positions (and, if you "
-                    "like, the candidates) to commit, or let the model choose by its rule, and compare your order "
-                    "with its own. Save the run to play it back in the player; your choices are marked as yours.")
+                    "confidence for every masked position of the current block: click the positions to commit "
+                    "(and, if you like, pick their candidates below), or let the model choose by its rule, and "
+                    "compare your order with its own. Save the run to play it back in the player; your choices are marked as yours.")
         with gr.Row():
             prompt = gr.Textbox(value=STORY, label="Prompt", lines=1, max_lines=3, elem_id="sampler-prompt", scale=4)
             length = gr.Dropdown(LENGTHS, value=32, label="Answer length", elem_id="sampler-length", scale=1)
@@ -79,7 +91,8 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
         pins = gr.Textbox(label="Pinned text (optional): one POSITION:TEXT a line, fixed before the first step",
                           lines=1, max_lines=3, elem_id="sampler-pins", placeholder="28:The end.")
         run = gr.State(None)
-        canvas = gr.HighlightedText(label="The answer so far: [N] is a position you can commit", color_map=COLOURS,
+        canvas = gr.HighlightedText(label="The answer so far: click a position [N] to commit the model's guess there",
+                                    color_map=COLOURS,
                                     show_legend=True, combine_adjacent=False, elem_id="sampler-canvas")
         note = gr.Textbox(label="What happened", interactive=False, elem_id="sampler-note", lines=1)
         with gr.Row():
@@ -118,6 +131,11 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
     def on_model(current_run: by_hand.HandRun | None) -> list[Any]:
         return step(current_run, lambda r: None)
 
+    def on_canvas(current_run: by_hand.HandRun | None, evt: gr.SelectData, *values: Any) -> list[Any]:
+        if current_run is None:
+            return [gr.skip()] * by_hand.MAX_OPEN
+        return toggle(current_run, evt.index, list(values))
+
     def on_save(visitor: Visitor, current_run: by_hand.HandRun | None) -> list[Any]:
         if current_run is None:
             return said("Press Start first.", extra=2)
@@ -134,5 +152,6 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
 
     start_btn.click(handler(on_start), inputs=[owner, prompt, length, block, scoring, pins], outputs=shown, **quiet)
     commit_btn.click(on_commit, inputs=[run, *pickers], outputs=shown, **quiet)
+    canvas.select(on_canvas, inputs=[run, *pickers], outputs=pickers, **quiet)
     model_btn.click(on_model, inputs=[run], outputs=shown, **quiet)
     return save_btn.click(handler(on_save), inputs=[owner, run], outputs=[*shown, player, current], **quiet)
