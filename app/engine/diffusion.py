@@ -3,7 +3,8 @@
 One loop covers LLaDA's sampler (linear schedule, semi-autoregressive blocks, float64 Gumbel noise),
 Dream's position scores (margin, entropy), Fast-dLLM's confidence-threshold parallel decoding (and its
 factor rule) with a prefix cache, and ReMDM-style remasking. Every step yields a `Step` so a player can
-show the whole process.
+show the whole process. `generate` is a loop over `begin`, `next_block`, `forward` (one pass and what the rule would
+commit) and `commit`, which app/engine/stepper.py also drives, one commit at a time, for a learner choosing the commits.
 """
 
 from __future__ import annotations

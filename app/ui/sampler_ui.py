@@ -23,7 +23,7 @@ from app.ui.visitor import Visitor, visitor_source
 LEAVE = "-"  # a picker's value while its position stays masked
 LENGTHS = [16, 32, 64]
 BLOCKS = [8, 16, 32]
-COLOURS = {"you": "#e69f00", "model": "#56b4e9", "pin": "#cccccc", "open": "#f0e442", "masked": "#eeeeee"}
+COLOURS = {"you": "#e69f00", "model": "#56b4e9", "pin": "#cccccc", "open": "#cc79a7", "masked": "#eeeeee"}
 # who committed each canvas piece, in Okabe-Ito colours (which also read in greyscale)
 
 
