@@ -237,7 +237,7 @@ class SideAnalyzer:
                "m": [1 if x else 0 for x in masked] if masked is not None else None,
                "ch": codes, "conf": [round(c, 3) for c in conf] if conf is not None else None,
                "nfe": frame.nfe, "final": frame.final, "sp": sp, "cand": frame.candidates, "pin": frame.pinned,
-               "note": frame.note}
+               "note": frame.note, "by": frame.chosen_by}
         self.count += 1
         self._tok, self._masked, self._text = tok, masked, text
         return row

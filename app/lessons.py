@@ -30,7 +30,7 @@ class Lesson:
 
     title: str
     text: str
-    point: str  # a CSS selector for the part of the page the lesson is about
+    point: str  # a CSS selector for the part of the page the lesson is about (a part of the player, or #sampler)
     look: str  # where to look, in words (the spotlight says the same thing visually)
     try_it: str  # the change to make, in words
     try_side: str  # the side the change applies to ("left" or "right")
@@ -249,5 +249,20 @@ LESSONS: list[Lesson] = [
                "model can fill in from the ending backwards as easily as from the prompt forwards.",
         try_side="left", try_settings={"block_length": 64},
         pins="56: The end.",
+    ),
+    Lesson(
+        title="Be the sampler: you choose the order",
+        text="Open 'Be the sampler' under the lessons and press Start: each step the twin shows its top candidates "
+             "and its confidence for every masked position of the block, and you choose which to commit. Press "
+             "'Let the model choose' to see which position its confidence rule takes, and compare its order with "
+             "yours; the race here shows confidence order (left) beside random order (right) on the same twin. "
+             "Any order is allowed, but not every order reads well, which is why the sampler's rule matters.",
+        point="#sampler", look="the 'Be the sampler' box under the lessons, and the two heatmaps",
+        try_it="Set the left block length to 8 and run again: the model's order comes close to left to right; "
+               "in Be the sampler, a block of 8 leaves you eight positions to choose from.",
+        try_side="left", try_settings={"block_length": 8},
+        right="local-diffusion",
+        left_settings={**SHORT, "gen_length": 32, "steps": 32, "block_length": 32, "scoring": "confidence"},
+        right_settings={**SHORT, "gen_length": 32, "steps": 32, "block_length": 32, "scoring": "random"},
     ),
 ]

@@ -28,6 +28,7 @@ MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame c
 CANDIDATE_COST = 10
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one line; a longer one is skipped unread (a real frame line is under 1 MB)
 SIDES = ("left", "right")
+CHOOSERS = ("user", "model")  # who chose a frame's commits, in a run a learner stepped by hand (app/engine/stepper.py)
 MAX_NAMED_LINES = 5
 MAX_NOTE_CHARS = 200  # a frame's note is one short line (the forward process's "t = 0.35 (35% masked)")
 
@@ -103,6 +104,7 @@ class Frame:
     candidates: list[list[Any]] | None = None  # [[position, [[token, probability], ...]], ...] best first
     pinned: list[int] | None = None
     note: str | None = None
+    chosen_by: str | None = None  # one of CHOOSERS when a learner stepped the run; None when the sampler ran alone
     # builds the display fields later (a local source decoding off its clock); never recorded
     pending: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
@@ -153,11 +155,14 @@ class Frame:
         note = d.get("note")
         if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE_CHARS):
             raise ValueError(f"'note' must be a string of at most {MAX_NOTE_CHARS} characters")
+        chosen_by = d.get("chosen_by")
+        if chosen_by is not None and chosen_by not in CHOOSERS:
+            raise ValueError(f"'chosen_by' must be one of {', '.join(CHOOSERS)}")
         return cls(t=float(t), step=step, tokens=tokens, masked=masked,
                    confidence=[float(c) for c in confidence] if confidence is not None else None,
                    text=text, final=bool(d.get("final", False)), nfe=nfe, refreshes=refreshes, committed=committed,
                    remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")), pinned=pinned,
-                   note=note)
+                   note=note, chosen_by=chosen_by)
 
 
 def _candidates(value: Any) -> list[list[Any]] | None:

@@ -136,3 +136,17 @@ def test_oversized_recordings_are_refused(tmp_path: Path) -> None:
     write(path)
     with pytest.raises(RecordingError, match="refused"):
         read_recording(path, max_bytes=100)
+
+
+def test_who_chose_a_frames_commits_round_trips_and_anything_else_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    w = RecordingWriter(path, make_header("hi", {}))
+    mine = Frame(t=0.1, step=1, tokens=["a"], committed=[0], chosen_by="user")
+    theirs = Frame(t=0.2, step=2, tokens=["a", "b"], committed=[1], chosen_by="model")
+    w.frame("left", mine)
+    w.frame("left", theirs)
+    w._write({"type": "frame", "side": "left", "t": 0.3, "step": 3, "tokens": ["a"], "chosen_by": "<b>me</b>"})
+    w.close()
+    rec = read_recording(path)
+    assert rec.frames["left"] == [mine, theirs]
+    assert len(rec.warnings) == 1 and "chosen_by" in rec.warnings[0]

@@ -3,7 +3,8 @@
 One loop covers LLaDA's sampler (linear schedule, semi-autoregressive blocks, float64 Gumbel noise),
 Dream's position scores (margin, entropy), Fast-dLLM's confidence-threshold parallel decoding (and its
 factor rule) with a prefix cache, and ReMDM-style remasking. Every step yields a `Step` so a player can
-show the whole process.
+show the whole process. `generate` is a loop over `begin`, `next_block`, `forward` (one pass and what the rule would
+commit) and `commit`, which app/engine/stepper.py also drives, one commit at a time, for a learner choosing the commits.
 """
 
 from __future__ import annotations
@@ -164,6 +165,192 @@ def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
     return model.prefix_cache(x[:start])
 
 
+@dataclass
+class Run:
+    """The sampler between two forward passes: everything the next pass and commit need from those before.
+
+    Positions are answer-relative; `x` is the prompt then the answer (mask ids where masked). `passes` counts
+    the passes taken in the current `block`; a block's `cache` goes with it. app/engine/stepper.py copies a Run
+    to let a learner choose the commits, so nothing here may be shared with another Run but the model and judge."""
+
+    s: DiffusionSettings
+    x: np.ndarray
+    prompt_len: int
+    masked: np.ndarray
+    conf: np.ndarray
+    pinned: np.ndarray
+    guess: np.ndarray  # the commit filter's view: each position's top token at the last pass
+    held: np.ndarray  # ... and for how many passes in a row it has not changed
+    judge: Any
+    rng: np.random.Generator
+    block: int = 0
+    passes: int = 0
+    cache: Any = None
+    nfe: int = 0
+    step: int = 0
+    refreshes: int = 0
+    done: bool = False
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """The current block's answer-relative [lo, hi)."""
+        B = self.s.block_length
+        return self.block * B, (self.block + 1) * B
+
+    @property
+    def budget(self) -> int:
+        """The current block's share of the steps."""
+        n_blocks = self.s.gen_length // self.s.block_length
+        return self.s.steps // n_blocks + (1 if self.block < self.s.steps % n_blocks else 0)
+
+    def snapshot(self) -> Step:
+        """The answer as it stands, with nothing committed yet (the all-masked start)."""
+        P = self.prompt_len
+        return Step(self.step, self.x[P:].copy(), self.masked.copy(), self.conf.copy())
+
+
+@dataclass
+class Pass:
+    """One forward pass over the current block: the model's distribution and guess at each of its positions
+    (block-relative rows), and the rows the configured rule commits from them."""
+
+    probs: np.ndarray
+    chosen: np.ndarray
+    rule: np.ndarray
+
+    @property
+    def sure(self) -> np.ndarray:
+        """The probability of each row's guess: its confidence."""
+        return self.probs[np.arange(len(self.chosen)), self.chosen]
+
+
+def begin(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
+          pins: dict[int, int] | None = None, commit_filter: Any = None) -> Run:
+    """A run before its first pass: the answer all masked but for the pins; the settings and prompt checked."""
+    s = settings.validate()
+    prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
+    judge = commit_filter or (getattr(model, "commit_filter", None) if s.filter is not None else None)
+    if s.filter is not None and judge is None:
+        raise SourceError("This model has no learned commit filter (only the built-in diffusion twin ships one): "
+                          "turn the filter off, or use a threshold.")
+    P, L = len(prompt), s.gen_length
+    run = Run(s, np.concatenate([prompt, np.full(L, model.mask_id, dtype=np.int64)]), P, np.ones(L, dtype=bool),
+              np.zeros(L, dtype=np.float64), np.zeros(L, dtype=bool), np.full(L, -1, dtype=np.int64),
+              np.zeros(L, dtype=np.int64), judge, np.random.default_rng(s.seed))
+    for pos, token in (pins or {}).items():
+        run.x[P + pos], run.masked[pos], run.conf[pos], run.pinned[pos] = token, False, 1.0, True
+    return run
+
+
+def next_block(run: Run) -> bool:
+    """Moves on to the first block from the current one that still has a masked position (a new block starts
+    without a cache); False when every block is settled."""
+    n_blocks = run.s.gen_length // run.s.block_length
+    while run.block < n_blocks:
+        lo, hi = run.bounds
+        if run.masked[lo:hi].any():
+            return True
+        run.block, run.passes, run.cache = run.block + 1, 0, None
+    return False
+
+
+def forward(model: MaskedLM, run: Run) -> Pass:
+    """One call of the network for the current block (counted in nfe): the block's distributions and guesses,
+    the confidence shown for every masked position, and the rows the configured rule would commit."""
+    s, P, L = run.s, run.prompt_len, run.s.gen_length
+    lo, hi = run.bounds
+    start = P + lo
+    end = P + (min(L, hi + s.lookahead) if s.lookahead else L)  # what the model sees this block
+    view = run.x[:end]
+    refresh = getattr(model, "refresh", None) if s.prefix_cache else None
+    dual = s.prefix_cache and s.dual_cache and getattr(model, "dual_cache", False)
+    if run.passes == 0 and refresh is not None:  # one pass: the cache for this block and its first step
+        run.cache, logits = refresh(view, start)
+        run.refreshes += 1
+    elif not s.prefix_cache:
+        logits = model.logits(view)[start:]
+    else:
+        if run.passes == 0:
+            run.cache = block_cache(model, view, start)
+        logits = model.logits(view, run.cache, start, stop=P + hi) if dual else model.logits(view, run.cache, start)
+    run.nfe += 1
+    run.step += 1
+    run.passes += 1
+    masked, conf = run.masked, run.conf
+    last_pin = int(np.flatnonzero(run.pinned)[-1]) if run.pinned.any() else 0
+    logits = np.asarray(logits)[:, : model.vocab_size]
+    z = logits[: hi - lo].astype(np.float64)  # the block's rows: the only ones that can commit
+    z[:, model.mask_id] = -np.inf
+    z[: max(0, min(hi, last_pin) - lo), model.eos_id] = -np.inf  # the answer cannot end before its pins
+    probs = np.exp(z - z.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    if s.temperature > 0:  # Gumbel-max in float64 (LLaDA: low precision noise hurts quality)
+        u = run.rng.random(z.shape)
+        chosen = np.argmax(z / s.temperature - np.log(-np.log(np.clip(u, 1e-300, 1.0))), axis=-1)
+    else:
+        chosen = np.argmax(z, axis=-1)
+    p_chosen = probs[np.arange(len(chosen)), chosen]
+    conf[lo:hi][masked[lo:hi]] = p_chosen[masked[lo:hi]]  # masked cells show their top candidate
+    right = np.flatnonzero(masked[hi:end - P]) if len(logits) > hi - lo else []
+    if len(right):  # to the right of the block, for display only: the top candidate's probability
+        r = logits[hi - lo + right]
+        r = np.exp(r - r.max(axis=-1, keepdims=True))
+        conf[hi + right] = 1.0 / r.sum(axis=-1)
+
+    cand = np.flatnonzero(masked[lo:hi])  # block-relative rows
+    scores = _scores(probs[cand], chosen[cand], s.scoring, run.rng)
+    sure = p_chosen[cand]
+    if s.eos_discount < 1.0:
+        is_eos = chosen[cand] == model.eos_id
+        scores = np.where(is_eos, scores * s.eos_discount, scores)
+        sure = np.where(is_eos, sure * s.eos_discount, sure)
+    minimum = math.ceil(len(cand) / max(1, run.budget - (run.passes - 1)))  # a learner may take more passes
+    # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence
+    # whatever the order (a random score or exp(-entropy) above 0.9 is not Fast-dLLM's rule) and add
+    # every position sure enough
+    confident = np.argsort(-sure, kind="stable")[:_parallel(sure, s)]
+    pick = cand[np.union1d(np.argsort(-scores, kind="stable")[:minimum], confident)]
+    if run.judge is not None:
+        run.held[lo:hi] = np.where(chosen == run.guess[lo:hi], run.held[lo:hi] + 1, 0)
+        run.guess[lo:hi] = chosen
+        rows = features(probs, chosen, run.x[P + lo:P + hi], masked[lo:hi], model.eos_id, run.held[lo:hi])[cand]
+        safe = np.asarray(run.judge.observe(rows, lo + cand, chosen[cand]))
+        if s.filter is not None:
+            pick = np.union1d(pick, cand[safe >= s.filter])
+    return Pass(probs, chosen, pick)
+
+
+def commit(model: MaskedLM, run: Run, now: Pass, rows: np.ndarray, tokens: np.ndarray | None = None,
+           remask: bool = True) -> Step:
+    """Commits block-relative `rows` of the pass `now` (their guesses, or `tokens`), then, with `remask` and the
+    settings' remask, may reopen earlier commits of the block; returns the Step (done once the answer is)."""
+    s, P, L = run.s, run.prompt_len, run.s.gen_length
+    lo, hi = run.bounds
+    rows = np.asarray(rows, dtype=np.int64)
+    tokens = now.chosen[rows] if tokens is None else np.asarray(tokens, dtype=np.int64)
+    commit = lo + rows
+    run.x[P + commit] = tokens
+    run.masked[commit] = False
+    run.conf[commit] = now.probs[rows, tokens]
+
+    reopened = np.array([], dtype=np.int64)
+    if remask and s.remask > 0 and run.budget - (run.passes - 1) > 1:
+        earlier = np.setdiff1d(np.flatnonzero(~run.masked[lo:hi] & ~run.pinned[lo:hi]) + lo, commit)
+        chance = s.remask * (1.0 - run.conf[earlier])
+        reopened = earlier[run.rng.random(len(earlier)) < chance]
+        run.x[P + reopened] = model.mask_id
+        run.masked[reopened] = True
+        run.conf[reopened] = now.sure[reopened - lo]
+
+    # what the model weighed at the moments that matter for the inspector: commits and reopenings
+    candidates = {int(pos): top_candidates(now.probs[pos - lo]) for pos in (*commit, *reopened)}
+    n_ans = answer_length(run.x[P:], run.masked, model.eos_id)
+    done = s.stop_at_eos and n_ans < L and not run.masked[:n_ans].any()
+    run.done = bool(done or not run.masked.any())
+    return Step(run.step, run.x[P:].copy(), run.masked.copy(), run.conf.copy(), sorted(commit.tolist()),
+                sorted(reopened.tolist()), run.nfe, run.done, candidates, run.refreshes)
+
+
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
              cancel: threading.Event | None = None, pins: dict[int, int] | None = None,
              commit_filter: Any = None) -> Iterator[Step]:
@@ -180,110 +367,12 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     block starts with one pass over the whole sequence that both refreshes the cache and gives the block's
     first step its logits (as in Fast-dLLM), so every step is exactly one pass; `refreshes` counts those
     block-start passes. A model without `refresh` (Hugging Face) runs each step over the whole sequence."""
-    s = settings.validate()
-    prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
-    judge = commit_filter or (getattr(model, "commit_filter", None) if s.filter is not None else None)
-    if s.filter is not None and judge is None:
-        raise SourceError("This model has no learned commit filter (only the built-in diffusion twin ships one): "
-                          "turn the filter off, or use a threshold.")
-    rng = np.random.default_rng(s.seed)
-    P, L, B = len(prompt), s.gen_length, s.block_length
-    x = np.concatenate([prompt, np.full(L, model.mask_id, dtype=np.int64)])
-    masked = np.ones(L, dtype=bool)
-    conf = np.zeros(L, dtype=np.float64)
-    pinned = np.zeros(L, dtype=bool)
-    for pos, token in (pins or {}).items():
-        x[P + pos], masked[pos], conf[pos], pinned[pos] = token, False, 1.0, True
-    last_pin = int(np.flatnonzero(pinned)[-1]) if pinned.any() else 0
-    guess, held = np.full(L, -1, dtype=np.int64), np.zeros(L, dtype=np.int64)  # for the commit filter
-    n_blocks = L // B
-    nfe = step = refreshes = 0
-    dual = s.prefix_cache and s.dual_cache and getattr(model, "dual_cache", False)
-    refresh = getattr(model, "refresh", None) if s.prefix_cache else None
-    yield Step(step, x[P:].copy(), masked.copy(), conf.copy())
-
-    for b in range(n_blocks):
-        lo, hi = b * B, (b + 1) * B  # answer-relative block bounds
-        budget = s.steps // n_blocks + (1 if b < s.steps % n_blocks else 0)
-        start = P + lo
-        end = P + (min(L, hi + s.lookahead) if s.lookahead else L)  # what the model sees this block
-        cache = None
-        for j in range(budget):
-            if cancel is not None and cancel.is_set():
-                return
-            if not masked[lo:hi].any():
-                break
-            view = x[:end]
-            if j == 0 and refresh is not None:  # one pass: the cache for this block and its first step
-                cache, logits = refresh(view, start)
-                refreshes += 1
-            elif not s.prefix_cache:
-                logits = model.logits(view)[start:]
-            else:
-                if j == 0:
-                    cache = block_cache(model, view, start)
-                logits = model.logits(view, cache, start, stop=P + hi) if dual else model.logits(view, cache, start)
-            nfe += 1
-            step += 1
-            logits = np.asarray(logits)[:, : model.vocab_size]
-            z = logits[: hi - lo].astype(np.float64)  # the block's rows: the only ones that can commit
-            z[:, model.mask_id] = -np.inf
-            z[: max(0, min(hi, last_pin) - lo), model.eos_id] = -np.inf  # the answer cannot end before its pins
-            probs = np.exp(z - z.max(axis=-1, keepdims=True))
-            probs /= probs.sum(axis=-1, keepdims=True)
-            if s.temperature > 0:  # Gumbel-max in float64 (LLaDA: low precision noise hurts quality)
-                u = rng.random(z.shape)
-                chosen = np.argmax(z / s.temperature - np.log(-np.log(np.clip(u, 1e-300, 1.0))), axis=-1)
-            else:
-                chosen = np.argmax(z, axis=-1)
-            p_chosen = probs[np.arange(len(chosen)), chosen]
-            conf[lo:hi][masked[lo:hi]] = p_chosen[masked[lo:hi]]  # masked cells show their top candidate
-            right = np.flatnonzero(masked[hi:end - P]) if len(logits) > hi - lo else []
-            if len(right):  # to the right of the block, for display only: the top candidate's probability
-                r = logits[hi - lo + right]
-                r = np.exp(r - r.max(axis=-1, keepdims=True))
-                conf[hi + right] = 1.0 / r.sum(axis=-1)
-
-            cand = np.flatnonzero(masked[lo:hi])  # block-relative rows
-            scores = _scores(probs[cand], chosen[cand], s.scoring, rng)
-            sure = p_chosen[cand]
-            if s.eos_discount < 1.0:
-                is_eos = chosen[cand] == model.eos_id
-                scores = np.where(is_eos, scores * s.eos_discount, scores)
-                sure = np.where(is_eos, sure * s.eos_discount, sure)
-            minimum = math.ceil(len(cand) / (budget - j))
-            # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence
-            # whatever the order (a random score or exp(-entropy) above 0.9 is not Fast-dLLM's rule) and add
-            # every position sure enough
-            confident = np.argsort(-sure, kind="stable")[:_parallel(sure, s)]
-            pick = cand[np.union1d(np.argsort(-scores, kind="stable")[:minimum], confident)]
-            if judge is not None:
-                held[lo:hi] = np.where(chosen == guess[lo:hi], held[lo:hi] + 1, 0)
-                guess[lo:hi] = chosen
-                rows = features(probs, chosen, x[P + lo:P + hi], masked[lo:hi], model.eos_id, held[lo:hi])[cand]
-                safe = np.asarray(judge.observe(rows, lo + cand, chosen[cand]))
-                if s.filter is not None:
-                    pick = np.union1d(pick, cand[safe >= s.filter])
-            commit = lo + pick
-            x[P + commit] = chosen[pick]
-            masked[commit] = False
-            conf[commit] = p_chosen[pick]
-
-            reopened = np.array([], dtype=np.int64)
-            if s.remask > 0 and budget - j > 1:
-                earlier = np.setdiff1d(np.flatnonzero(~masked[lo:hi] & ~pinned[lo:hi]) + lo, commit)
-                chance = s.remask * (1.0 - conf[earlier])
-                reopened = earlier[rng.random(len(earlier)) < chance]
-                x[P + reopened] = model.mask_id
-                masked[reopened] = True
-                conf[reopened] = p_chosen[reopened - lo]
-
-            # what the model weighed at the moments that matter for the inspector: commits and reopenings
-            candidates = {int(pos): top_candidates(probs[pos - lo]) for pos in (*commit, *reopened)}
-            n_ans = answer_length(x[P:], masked, model.eos_id)
-            done = s.stop_at_eos and n_ans < L and not masked[:n_ans].any()
-            done = done or not masked.any()
-            yield Step(step, x[P:].copy(), masked.copy(), conf.copy(), sorted(commit.tolist()),
-                       sorted(reopened.tolist()), nfe, done, candidates, refreshes)
-            if done:
-                return
+    run = begin(model, prompt_ids, settings, pins, commit_filter)
+    yield run.snapshot()
+    while next_block(run):
+        if cancel is not None and cancel.is_set():
+            return
+        now = forward(model, run)
+        yield commit(model, run, now, now.rule)
+        if run.done:
+            return

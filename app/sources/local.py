@@ -128,7 +128,7 @@ def _strings(tok: Any, ids: np.ndarray, show: np.ndarray, eos_id: int) -> list[s
     return out
 
 
-def _named(tok: Any, cands: list[tuple[int, float]], eos_id: int) -> list[list[Any]]:
+def named_candidates(tok: Any, cands: list[tuple[int, float]], eos_id: int) -> list[list[Any]]:
     """(token id, probability) candidates as [display string, probability rounded to 4 places]."""
     names = tok.token_strings([i for i, _ in cands])
     return [[EOS_MARK if i == eos_id else name, round(p, 4)] for (i, p), name in zip(cands, names)]
@@ -138,7 +138,7 @@ def _diffusion_fields(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int
                       pinned: list[int] | None) -> dict[str, Any]:
     """A diffusion Step's display fields: strings, masks, confidences, candidates (the last cut at end-of-text),
     and `pinned`, the positions given before the run (the caller passes them for the first step only)."""
-    cands = [[pos, _named(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())] or None
+    cands = [[pos, named_candidates(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())] or None
     if not st.done:
         return {"tokens": _strings(tok, st.ids, ~st.masked, eos_id), "masked": st.masked.tolist(),
                 "confidence": np.round(st.confidence, 4).tolist(), "committed": st.committed or None,
@@ -157,7 +157,7 @@ def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int
     """An AR step's display fields: the token strings, confidences, candidates, and the text when it is done."""
     return {"tokens": tok.token_strings(st.ids) if st.ids else [], "confidence": [round(c, 4) for c in st.confidence],
             "committed": [st.step - 1] if len(st.ids) == st.step else None,
-            "candidates": [[st.step - 1, _named(tok, st.candidates, eos_id)]] if st.candidates else None,
+            "candidates": [[st.step - 1, named_candidates(tok, st.candidates, eos_id)]] if st.candidates else None,
             "text": tok.decode(st.ids) if st.done else None,
             "usage": {"prompt_tokens": prompt_len, "completion_tokens": len(st.ids)} if st.done else None}
 
@@ -168,6 +168,13 @@ def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool)
     frame = Frame(t=t, step=st.step, final=st.done, nfe=st.nfe, refreshes=getattr(st, "refreshes", None))
     frame.pending = build
     return frame if defer else frame.ready()
+
+
+def diffusion_frame(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int, t: float,
+                    pinned: list[int] | None = None) -> Frame:
+    """One diffusion Step as the ready Frame `diffusion_frames` would make of it, stamped at `t` (for a run stepped
+    by hand, app/by_hand.py); `pinned`: the pinned positions, passed for the first step only."""
+    return _framed(t, st, functools.partial(_diffusion_fields, tok, st, eos_id, prompt_len, pinned), False)
 
 
 def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSettings,
@@ -206,12 +213,16 @@ class SamplerSource:
     def settings(self) -> dict[str, Any]:
         return {**self.opts.to_json(), **self.extra}
 
+    def encode(self, prompt: str) -> list[int]:
+        """The prompt's token ids as this source feeds them to its model; a SourceError when it is empty."""
+        if not prompt.strip():
+            raise SourceError("The prompt is empty: type a prompt.")
+        return self._prompt_ids(self.tok, clean_text(prompt))
+
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
         """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""
         clock = Clock()
-        if not prompt.strip():
-            raise SourceError("The prompt is empty: type a prompt.")
-        ids = self._prompt_ids(self.tok, clean_text(prompt))
+        ids = self.encode(prompt)
         frames = diffusion_frames if isinstance(self.opts, DiffusionSettings) else ar_frames
         yield from frames(self.model, self.tok, ids, self.opts, cancel, clock, defer)
 

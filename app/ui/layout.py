@@ -1,5 +1,5 @@
 """The Converge page: two source pickers, a prompt, Run and Stop, the lessons, the client-side player, the
-recording library, the exports and the sweep charts.
+recording library, the exports, the sweep charts and "Be the sampler" (app/ui/sampler_ui.py).
 
 The server never builds HTML from model output, prompts or files: it sends data as the player's
 `payload` prop and the player (app/ui/player/) writes every string with textContent. The source pickers and
@@ -39,6 +39,7 @@ from app.ui import library_ui, scratch  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.loading import while_loading  # noqa: E402
+from app.ui.sampler_ui import sampler_box  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.view.live import live_updates  # noqa: E402
@@ -80,9 +81,10 @@ PAGE_CSS = """
 #player .cv-player:not(.cv-presenter) .cv-heatmap { height: 120px; }
 #player .cv-player:not(.cv-presenter) .cv-caption-line { font-size: 1em; }
 #prompt textarea { overflow-wrap: anywhere; }
+#sampler.cv-spotlight { outline: 4px solid var(--body-text-color); outline-offset: 4px; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
-body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about,
+body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about, body.cv-presenting #sampler,
 body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
@@ -526,6 +528,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
         wire_lessons = lessons_box(prompt, pins, controls)
+        sampled = sampler_box(lambda fn: as_visitor(policy, fn), owner, player, current,
+                              lambda path: to_player(load_payload(path, name=path.name, cursor="start")))
         headline, details = twins_note()
         with gr.Accordion(headline, open=False, elem_id="twins-about"):
             gr.Markdown(details)
@@ -584,6 +588,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
             return race
 
         run_event = start_race(run_btn.click(fn=None, **quiet), api_name="race")
+        sampled.then(refresh, inputs=[owner], outputs=view, **quiet)
         race_events = [run_event, *wire_lessons(start_race, lambda path: [
             to_player(load_payload(path, name=path.name, cursor="start")), str(path)], [player, current])]
         reads = {"concurrency_limit": RECORDING_CONCURRENCY, "concurrency_id": "recording"}

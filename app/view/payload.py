@@ -32,7 +32,7 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Analyzer rows compacted for the browser: O(changes) per frame instead of O(length).
 
     Each row sends only its tokens after the prefix it shares with the row before (`keep`), its length
-    `n` and its change codes as flat [position, code, ...] pairs (`cs`); empty m / nfe / final / pin / note are
+    `n` and its change codes as flat [position, code, ...] pairs (`cs`); empty m / nfe / final / pin / note / by are
     left out.
     The first row goes whole, so every payload stands alone. For the token inspector, sources that report
     confidences add `cf` (one whole percent per position, after the `cfk` leading ones it shares with the row
@@ -47,7 +47,7 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         keep = prefix_len(prev, tok) if prev is not None else 0
         w = {"i": row["i"], "t": row["t"], "step": row["step"], "sp": row.get("sp", 0), "n": len(tok), "keep": keep,
              "tok": tok[keep:], "cs": [x for i, c in enumerate(row["ch"]) if c for x in (i, c)]}
-        for key in ("m", "nfe", "final", "pin", "note"):
+        for key in ("m", "nfe", "final", "pin", "note", "by"):
             if row.get(key):
                 w[key] = row[key]
         cf = [percent(c) for c in row["conf"]] if row.get("conf") is not None else None

@@ -171,6 +171,7 @@ function inspectorPart(p) {
       var e = h.events[k], row = side.rows[e.r];
       var word = e.code === 1 ? (h.masks ? (commits++ ? "re-committed" : "committed") : "appeared")
         : e.code === 2 ? "changed" : e.code === 3 ? "remasked" : "weighed";
+      if (e.code === 1 && row.by) word += row.by === "user" ? " by you" : " by the model";
       var li = el("li", "cv-insp-event", null, { "data-code": String(e.code) });
       li.appendChild(el("span", "cv-insp-when", "step " + row.step + " \u00B7 frame " + (e.r + 1) + " \u00B7 t = " +
         row.t.toFixed(3) + " s"));

@@ -16,9 +16,10 @@
  *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}
  * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
  * A row is one frame analysed by app.analysis.SideAnalyzer:
- *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp, pin?, note?}
+ *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp, pin?, note?, by?}
  * where the first row's `pin` lists the positions given before the run (pinned text, drawn in their own style
- * and shown as given in the heatmap), and `note` is a line shown with that frame (the forward process's t).
+ * and shown as given in the heatmap), `note` is a line shown with that frame (the forward process's t), and `by`
+ * is "user" or "model" when a learner stepped the run by hand and this frame's commits were theirs or the model's
  * or the same row compacted by app/view/payload.py wire_rows: tok holds only the tokens after the first
  * `keep` (shared with the row before), `n` is the length and `cs` the non-zero change codes as
  * [position, code, ...] pairs; confidences come as `cf` (whole percent per position) and the top

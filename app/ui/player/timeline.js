@@ -27,7 +27,8 @@ function expand(w, prev) {
   var cd = w.cd ? candidates(w.cd, 1) : w.cand ? candidates(w.cand, 100) : null;
   return { i: w.i, t: w.t, step: w.step, tok: tok, m: w.m ? w.m.slice() : null, ch: ch,
            nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0, vis: null, cf: cf, cd: cd,
-           note: w.note == null ? "" : str(w.note) };
+           note: w.note == null ? "" : str(w.note),
+           by: w.by === "user" || w.by === "model" ? w.by : null };
 }
 
 function percent(v, scale) { return Math.max(0, Math.min(100, Math.round(+v * scale) || 0)); }

@@ -1,0 +1,156 @@
+"""Be the sampler: a run of the built-in diffusion twin that the learner steps by hand (app/engine/stepper.py),
+turned into the frames a race records and saved as a one-sided recording that the normal player plays.
+
+Each frame after the first says who chose its commits (`chosen_by`: user or model). Frames are stamped with the
+model's own time (its passes), not the minutes the learner spent choosing, so the recording plays at the model's pace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.engine import stepper
+from app.engine.pins import resolve_pins
+from app.errors import SourceError
+from app.sources.local import EOS_MARK, SamplerSource, diffusion_frame, named_candidates
+from app.trace import Frame, RecordingWriter, clean_text, make_header
+
+SOURCE = "you+local-diffusion"  # the recording's source name: the twin, with the learner choosing
+MAX_OPEN = 32  # the most positions one block offers at once (the page has this many pickers)
+WHO = {stepper.USER: "you", stepper.MODEL: "model"}  # how the canvas names who committed a position
+
+
+@dataclass(frozen=True)
+class HandRun:
+    """A run stepped by hand so far: its source, prompt ids, engine state, the frames to record, the model's own
+    seconds so far, who committed each answer position ("you", "model", "pin" or "" while masked), and a line
+    saying what the last step did."""
+
+    source: SamplerSource
+    prompt: str
+    ids: list[int]
+    state: stepper.State
+    frames: tuple[Frame, ...]
+    seconds: float
+    by: tuple[str, ...]
+    note: str
+
+
+def begin(source: SamplerSource, prompt: str) -> HandRun:
+    """The all-masked start and the model's first pass; a SourceError naming the fix for a prompt or settings it
+    cannot step (a block longer than MAX_OPEN positions)."""
+    s = source.opts
+    if s.block_length > MAX_OPEN:
+        raise SourceError(f"A block of {s.block_length} positions is too many to choose from by hand: "
+                          f"use a block length of at most {MAX_OPEN}.")
+    prompt = clean_text(prompt or "")
+    ids = source.encode(prompt)
+    pins = resolve_pins(source.tok, s.pins, s.gen_length)
+    began = time.monotonic()
+    state = stepper.start(source.model, ids, s, pins)
+    seconds = time.monotonic() - began
+    by = tuple("pin" if p in pins else "" for p in range(s.gen_length))
+    first = diffusion_frame(source.tok, state.step, source.model.eos_id, len(ids), 0.0, sorted(pins))
+    return HandRun(source, prompt, ids, state, (first,), seconds, by,
+                   "Pick the positions to commit, or let the model choose.")
+
+
+def _words(positions: list[int]) -> str:
+    return ", ".join(map(str, positions)) or "none"
+
+
+def advance(run: HandRun, picks: dict[int, int | None] | None = None) -> HandRun:
+    """Commits the learner's picks ({position: token id, or None for the model's guess}), or, without picks, what
+    the configured rule chooses; then the model's next pass. The note compares the learner's order with the rule's."""
+    rule = run.state.rule()
+    began = time.monotonic()
+    state = stepper.advance(run.source.model, run.state, picks)
+    seconds = run.seconds + time.monotonic() - began
+    # stamped when the pass this commit took from had ended (the next pass, timed with it, counts for the next frame)
+    frame = diffusion_frame(run.source.tok, state.step, run.source.model.eos_id, len(run.ids), round(run.seconds, 6))
+    frame.chosen_by = state.chosen_by
+    by = list(run.by)
+    for pos in state.step.committed:
+        by[pos] = WHO[state.chosen_by]
+    for pos in state.step.remasked:
+        by[pos] = ""
+    scoring = run.source.opts.scoring
+    if state.chosen_by == stepper.USER:
+        note = (f"You committed {_words(state.step.committed)}; "
+                f"by {scoring} the model would have committed {_words(rule)}.")
+    else:
+        note = f"The model committed {_words(state.step.committed)} by {scoring}."
+        if state.step.remasked:
+            note += f" It reopened {_words(state.step.remasked)}."
+    if state.done:
+        note += " The answer is complete: save it to play it in the player."
+    return dataclasses.replace(run, state=state, frames=run.frames + (frame,), seconds=seconds, by=tuple(by),
+                               note=note)
+
+
+def finish(run: HandRun) -> HandRun:
+    """The model commits whatever is left by its rule, one pass at a time."""
+    while not run.state.done:
+        run = advance(run)
+    return run
+
+
+def canvas(run: HandRun) -> list[tuple[str, str]]:
+    """The answer so far as (text, who) pieces: committed tokens named by who committed them, the masked positions
+    of the current block as [POSITION] ("open") so they match the pickers, other masked positions as "masked"."""
+    frame = run.frames[-1]
+    shown = set(run.state.open)
+    out = []
+    for pos, (text, masked) in enumerate(zip(frame.tokens, frame.masked or [False] * len(frame.tokens))):
+        if not masked:
+            out.append((text, run.by[pos] or "model"))
+        else:
+            out.append((f"[{pos}]", "open") if pos in shown else ("\u2591", "masked"))
+    return out
+
+
+def choices(run: HandRun) -> list[tuple[int, float, list[tuple[str, int]]]]:
+    """For each masked position of the current block: (position, the model's confidence there, its candidates as
+    (label, token id) best first, each label the token in quotes and its probability)."""
+    tok, eos = run.source.tok, run.source.model.eos_id
+    confidence = run.state.confidence()
+    out = []
+    for pos, cands in run.state.candidates().items():
+        names = named_candidates(tok, cands, eos)
+        labels = [(name if name == EOS_MARK else quoted(name)) + f" {p:.0%}" for name, p in names]
+        out.append((pos, confidence[pos], list(zip(labels, [token for token, _ in cands]))))
+    return out
+
+
+def quoted(name: str) -> str:
+    """A token string in quotes with its spaces visible and its line breaks and tabs written as \\n and \\t."""
+    return "\u201c" + name.replace("\n", "\\n").replace("\t", "\\t") + "\u201d"
+
+
+def recording_name() -> str:
+    """A new file name that says when and that the learner sampled."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-you-sampled-{uuid.uuid4().hex[:6]}.jsonl"
+
+
+def save(run: HandRun, folder: str | Path) -> Path:
+    """Writes the run as a recording in `folder` (one side, named SOURCE): done when the answer is complete, else
+    stopped where the learner left it. Returns its path."""
+    path = Path(folder) / recording_name()
+    sources = {"left": {"name": SOURCE, "settings": run.source.settings()}}
+    writer = RecordingWriter(path, make_header(run.prompt, sources))
+    try:
+        for frame in run.frames:
+            writer.frame("left", frame)
+        if run.state.done:
+            writer.end("left", "done", t=run.frames[-1].t)
+        else:
+            writer.end("left", "stopped", "Saved before the answer was complete.", t=run.frames[-1].t)
+    finally:
+        writer.close()
+    return path
+

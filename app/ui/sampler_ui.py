@@ -1,0 +1,157 @@
+"""The "Be the sampler" box: the learner steps the built-in diffusion twin by hand (app/by_hand.py), choosing which
+masked positions of the current block to commit (by clicking them on the canvas, or a candidate in their picker),
+and saves the run to their library to play it in the player.
+
+Every model string reaches the page through Gradio components that escape it (the canvas's HighlightedText, each
+position's Radio choices); the run lives in a per-session gr.State, so two visitors never share one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import gradio as gr
+
+from app import by_hand
+from app.engine.diffusion import SCORINGS
+from app.errors import SourceError
+from app.lessons import STORY
+from app.store import make_room, user_dir
+from app.ui.visitor import Visitor, visitor_source
+
+LEAVE = "-"  # a picker's value while its position stays masked
+LENGTHS = [16, 32, 64]
+BLOCKS = [8, 16, 32]
+COLOURS = {"you": "#e69f00", "model": "#56b4e9", "pin": "#cccccc", "open": "#cc79a7", "masked": "#eeeeee"}
+# who committed each canvas piece, in Okabe-Ito colours (which also read in greyscale)
+
+
+def read_picks(run: by_hand.HandRun, values: list[Any]) -> dict[int, int | None]:
+    """The learner's picks from the position pickers, in the order the run offered its open positions."""
+    picks: dict[int, int | None] = {}
+    for pos, value in zip(run.state.open, values):
+        if value in (None, "", LEAVE):
+            continue
+        try:
+            picks[pos] = int(value)
+        except (TypeError, ValueError):
+            raise SourceError(f"Position {pos} has no candidate {str(value)[:20]!r}: pick one from its list.") from None
+    return picks
+
+
+def toggle(run: by_hand.HandRun, index: Any, values: list[Any]) -> list[Any]:
+    """Clicking a piece of the canvas: an open position's picker takes the model's guess there, or, when it already
+    has a pick, goes back to leaving it masked; the other pickers stay as they are."""
+    out: list[Any] = [gr.skip()] * by_hand.MAX_OPEN
+    open_ = run.state.open
+    if isinstance(index, int) and index in open_:
+        slot = open_.index(index)
+        out[slot] = LEAVE if values[slot] not in (None, "", LEAVE) else str(run.state.guesses()[index])
+    return out
+
+
+def board(run: by_hand.HandRun, note: str | None = None) -> list[Any]:
+    """The box's outputs for a run: the run, the canvas, the note, and one picker per open position (the rest hidden)."""
+    shown = by_hand.choices(run)
+    pickers = []
+    for i in range(by_hand.MAX_OPEN):
+        if i < len(shown):
+            pos, confidence, cands = shown[i]
+            pickers.append(gr.update(visible=True, value=LEAVE,
+                                     label=f"Position {pos} \u00b7 confidence {confidence:.0%}",
+                                     choices=[("leave masked", LEAVE)] + [(label, str(t)) for label, t in cands]))
+        else:
+            pickers.append(gr.update(visible=False, value=LEAVE, choices=[("leave masked", LEAVE)]))
+    return [run, gr.update(value=by_hand.canvas(run)), note or run.note, *pickers]
+
+
+def said(text: str, extra: int = 0) -> list[Any]:
+    """The box's outputs (and `extra` more) left as they are but for the note, which says `text`."""
+    return [gr.skip(), gr.skip(), text, *[gr.skip()] * (by_hand.MAX_OPEN + extra)]
+
+
+def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], owner: Any, player: Any, current: Any,
+                show: Callable[[Path], Any]) -> Any:
+    """Builds the box where it is called, inside the open Blocks, and wires it; returns the save event, for the page
+    to refresh its library after. `handler(fn)` makes a Gradio handler of `fn(visitor, *values)` (the page's
+    as_visitor); `show(path)` is the player's update for a recording."""
+    with gr.Accordion("Be the sampler: choose the order yourself", open=False, elem_id="sampler"):
+        gr.Markdown("The built-in diffusion twin proposes; you decide. Each step it shows its top candidates and its "
+                    "confidence for every masked position of the current block: click the positions to commit "
+                    "(and, if you like, pick their candidates below), or let the model choose by its rule, and "
+                    "compare your order with its own. Save the run to play it back in the player; your choices are marked as yours.")
+        with gr.Row():
+            prompt = gr.Textbox(value=STORY, label="Prompt", lines=1, max_lines=3, elem_id="sampler-prompt", scale=4)
+            length = gr.Dropdown(LENGTHS, value=32, label="Answer length", elem_id="sampler-length", scale=1)
+            block = gr.Dropdown(BLOCKS, value=16, label="Block length", elem_id="sampler-block", scale=1)
+            scoring = gr.Dropdown(list(SCORINGS), value="confidence", label="The model's rule", elem_id="sampler-scoring",
+                                  scale=1)
+            start_btn = gr.Button("Start", variant="primary", elem_id="sampler-start", scale=1)
+        pins = gr.Textbox(label="Pinned text (optional): one POSITION:TEXT a line, fixed before the first step",
+                          lines=1, max_lines=3, elem_id="sampler-pins", placeholder="28:The end.")
+        run = gr.State(None)
+        canvas = gr.HighlightedText(label="The answer so far: click a position [N] to commit the model's guess there",
+                                    color_map=COLOURS,
+                                    show_legend=True, combine_adjacent=False, elem_id="sampler-canvas")
+        note = gr.Textbox(label="What happened", interactive=False, elem_id="sampler-note", lines=1)
+        with gr.Row():
+            commit_btn = gr.Button("Commit my picks", variant="primary", elem_id="sampler-commit")
+            model_btn = gr.Button("Let the model choose", elem_id="sampler-model")
+            save_btn = gr.Button("Finish and save", elem_id="sampler-save")
+        with gr.Row(elem_id="sampler-positions"):
+            pickers = [gr.Radio(choices=[("leave masked", LEAVE)], value=LEAVE, visible=False, min_width=200,
+                                elem_id=f"sampler-pos-{i}") for i in range(by_hand.MAX_OPEN)]
+
+    shown = [run, canvas, note, *pickers]
+    quiet = {"show_progress": "hidden", "api_name": False, "concurrency_limit": 4, "concurrency_id": "sampler"}
+
+    def on_start(visitor: Visitor, prompt_text: str, gen_length: Any, block_length: Any, rule: str,
+                 pinned: str) -> list[Any]:
+        settings = {"gen_length": gen_length, "block_length": block_length, "scoring": rule, "temperature": 0.0,
+                    "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
+                    "pins": pinned or ""}
+        try:
+            source = visitor_source(visitor)("local-diffusion", **settings)
+            return board(by_hand.begin(source, prompt_text or ""))
+        except SourceError as e:
+            return said(str(e))
+
+    def step(current_run: by_hand.HandRun | None, picks: Callable[[by_hand.HandRun], Any]) -> list[Any]:
+        if current_run is None:
+            return said("Press Start first.")
+        try:
+            return board(by_hand.advance(current_run, picks(current_run)))
+        except SourceError as e:
+            return said(str(e))
+
+    def on_commit(current_run: by_hand.HandRun | None, *values: Any) -> list[Any]:
+        return step(current_run, lambda r: read_picks(r, list(values)))
+
+    def on_model(current_run: by_hand.HandRun | None) -> list[Any]:
+        return step(current_run, lambda r: None)
+
+    def on_canvas(current_run: by_hand.HandRun | None, evt: gr.SelectData, *values: Any) -> list[Any]:
+        if current_run is None:
+            return [gr.skip()] * by_hand.MAX_OPEN
+        return toggle(current_run, evt.index, list(values))
+
+    def on_save(visitor: Visitor, current_run: by_hand.HandRun | None) -> list[Any]:
+        if current_run is None:
+            return said("Press Start first.", extra=2)
+        try:
+            finished = by_hand.finish(current_run)
+            make_room(visitor.owner)
+            folder = user_dir(visitor.owner)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = by_hand.save(finished, folder)
+        except (SourceError, OSError) as e:
+            return said(f"Could not save the run: {e.strerror or e}." if isinstance(e, OSError) else str(e), extra=2)
+        note_text = f"Saved as {path.name} in your recordings; it is in the player above."
+        return [*board(finished, note_text), show(path), str(path)]
+
+    start_btn.click(handler(on_start), inputs=[owner, prompt, length, block, scoring, pins], outputs=shown, **quiet)
+    commit_btn.click(on_commit, inputs=[run, *pickers], outputs=shown, **quiet)
+    canvas.select(on_canvas, inputs=[run, *pickers], outputs=pickers, **quiet)
+    model_btn.click(on_model, inputs=[run], outputs=shown, **quiet)
+    return save_btn.click(handler(on_save), inputs=[owner, run], outputs=[*shown, player, current], **quiet)
