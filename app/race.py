@@ -257,7 +257,8 @@ class Race:
 
     def ticks(self, interval: float = 0.05) -> Iterator[bool]:
         """Yields False whenever something arrived (at most every `interval` seconds, and at least every HEARTBEAT so
-        a departed client is noticed), then True once both sides have ended; stops the race if abandoned."""
+        a departed client is noticed), then True once both sides have ended; stops and closes the race when done or
+        abandoned."""
         if not self._threads and self.running():
             self.start()
         try:
@@ -274,6 +275,7 @@ class Race:
             yield True
         finally:
             self.stop()
+            self.close()
 
     def close(self) -> None:
         """Waits briefly for the side threads to record how they ended, then closes the file."""

@@ -19,5 +19,5 @@ def expand_rows(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ch[w["cs"][k]] = w["cs"][k + 1]
         out.append({"i": w["i"], "t": w["t"], "step": w["step"], "tok": tok, "m": w.get("m"), "ch": ch,
                     "nfe": w.get("nfe"), "final": w.get("final", False), "sp": w["sp"], "cf": cf,
-                    "cd": w.get("cd"), "by": w.get("by")})
+                    "cd": w.get("cd"), "pin": w.get("pin"), "note": w.get("note"), "by": w.get("by")})
     return out
