@@ -19,12 +19,12 @@ from app.errors import SourceError
 from app.lessons import STORY
 from app.store import make_room, user_dir
 from app.ui.visitor import Visitor, visitor_source
+from app.view.theme import THEME, light
 
 LEAVE = "-"  # a picker's value while its position stays masked
 LENGTHS = [16, 32, 64]
 BLOCKS = [8, 16, 32]
-COLOURS = {"you": "#e69f00", "model": "#56b4e9", "pin": "#cccccc", "open": "#cc79a7", "masked": "#eeeeee"}
-# who committed each canvas piece, in Okabe-Ito colours (which also read in greyscale)
+COLOURS = {who: light(name) for who, name in THEME["by_hand"].items()}  # who committed each canvas piece (theme.json)
 
 
 def read_picks(run: by_hand.HandRun, values: list[Any]) -> dict[int, int | None]:
