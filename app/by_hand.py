@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from app.engine import stepper
+from app.engine.diffusion import DiffusionSettings
 from app.engine.pins import resolve_pins
 from app.errors import SourceError
 from app.sources.local import EOS_MARK, SamplerSource, diffusion_frame, named_candidates
 from app.trace import Frame, RecordingWriter, clean_text, make_header
 
-SOURCE = "you+local-diffusion"  # the recording's source name: the twin, with the learner choosing
+BY_YOU = "you+"  # a saved run's source name is this and the model's: you+local-diffusion, you+hf-diffusion:ID
+UNSTEPPABLE = ("{} cannot be stepped by hand: only a masked diffusion model has an order to choose; name "
+               "local-diffusion or hf-diffusion:MODEL_ID_OR_PATH.")
 MAX_OPEN = 32  # the most positions one block offers at once (the page has this many pickers)
 WHO = {stepper.USER: "you", stepper.MODEL: "model"}  # how the canvas names who committed a position
 
@@ -41,10 +44,20 @@ class HandRun:
     note: str
 
 
+def steppable(spec: str) -> str:
+    """`spec` when it names a model the learner can step (the twin or a Hugging Face masked diffusion model); a
+    SourceError naming the fix for any other source, before anything is built for it."""
+    if spec == "local-diffusion" or spec.startswith("hf-diffusion:"):
+        return spec
+    raise SourceError(UNSTEPPABLE.format(repr(spec)[:80]))
+
+
 def begin(source: SamplerSource, prompt: str) -> HandRun:
     """The all-masked start and the model's first pass; a SourceError naming the fix for a prompt or settings it
     cannot step (a block longer than MAX_OPEN positions)."""
     s = source.opts
+    if not isinstance(s, DiffusionSettings):
+        raise SourceError(UNSTEPPABLE.format(source.name))
     if s.block_length > MAX_OPEN:
         raise SourceError(f"A block of {s.block_length} positions is too many to choose from by hand: "
                           f"use a block length of at most {MAX_OPEN}.")
@@ -138,10 +151,10 @@ def recording_name() -> str:
 
 
 def save(run: HandRun, folder: str | Path) -> Path:
-    """Writes the run as a recording in `folder` (one side, named SOURCE): done when the answer is complete, else
-    stopped where the learner left it. Returns its path."""
+    """Writes the run as a recording in `folder` (one side, named BY_YOU + the model's source name): done when the
+    answer is complete, else stopped where the learner left it. Returns its path."""
     path = Path(folder) / recording_name()
-    sources = {"left": {"name": SOURCE, "settings": run.source.settings()}}
+    sources = {"left": {"name": BY_YOU + run.source.name, "settings": run.source.settings()}}
     writer = RecordingWriter(path, make_header(run.prompt, sources))
     try:
         for frame in run.frames:

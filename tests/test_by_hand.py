@@ -70,7 +70,7 @@ def test_the_recording_marks_each_frame_with_who_chose_and_plays_at_the_models_p
     done = read_recording(by_hand.save(by_hand.finish(run), tmp_path))
     assert done.ends["left"]["status"] == "done" and done.frames["left"][-1].final
     assert {f.chosen_by for f in done.frames["left"][3:]} == {"model"}
-    assert done.header["sources"]["left"]["name"] == by_hand.SOURCE and done.header["prompt"] == PROMPT
+    assert done.header["sources"]["left"]["name"] == "you+local-diffusion" and done.header["prompt"] == PROMPT
 
 
 def test_a_block_too_long_to_choose_from_by_hand_is_refused_with_the_fix() -> None:
@@ -78,3 +78,16 @@ def test_a_block_too_long_to_choose_from_by_hand_is_refused_with_the_fix() -> No
         by_hand.begin(source(gen_length=64, block_length=64), PROMPT)
     with pytest.raises(SourceError, match="prompt is empty"):
         by_hand.begin(source(), "   ")
+
+
+@pytest.mark.parametrize("spec", ["local-ar", "hf-ar:gpt2", "openai:gpt-4o", "mercury"])
+def test_a_source_that_types_left_to_right_cannot_be_stepped_by_hand(spec: str) -> None:
+    with pytest.raises(SourceError, match="cannot be stepped by hand: only a masked diffusion model"):
+        by_hand.steppable(spec)
+
+
+def test_an_autoregressive_source_given_to_the_stepper_is_refused_with_the_same_sentence() -> None:
+    from app.sources.local import make_local_ar
+
+    with pytest.raises(SourceError, match="local-ar cannot be stepped by hand"):
+        by_hand.begin(make_local_ar(), PROMPT)

@@ -226,3 +226,21 @@ def test_an_absent_device_or_an_unknown_dtype_is_one_sentence(tiny: dict[str, Pa
         make_source(f"hf-ar:{tiny['gpt2']}", dtype="int4")
     with pytest.raises(SourceError, match="Device must be one of"):
         make_source(f"hf-diffusion:{tiny['bert']}", device="tpu")
+
+
+def test_a_hugging_face_masked_model_can_be_stepped_by_hand_and_saved(tiny: dict[str, Path], tmp_path: Path) -> None:
+    from app import by_hand
+    from app.trace import read_recording
+
+    spec = by_hand.steppable(f"hf-diffusion:{tiny['bert']}")
+    src = make_source(spec, gen_length=16, steps=16, block_length=8, threshold=0, stop_at_eos=False)
+    run = by_hand.begin(src, "once upon a time")
+    first_open = run.state.open[:2]
+    run = by_hand.advance(run, {first_open[1]: None})  # the learner takes the second position first
+    run = by_hand.advance(run)  # then the model's rule
+    rec = read_recording(by_hand.save(by_hand.finish(run), tmp_path))
+    assert rec.header["sources"]["left"]["name"] == f"you+hf-diffusion:{tiny['bert']}"
+    frames = rec.frames["left"]
+    assert frames[1].chosen_by == "user" and frames[1].committed == [first_open[1]]
+    assert frames[2].chosen_by == "model" and rec.ends["left"]["status"] == "done" and not any(frames[-1].masked)
+

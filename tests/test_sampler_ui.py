@@ -122,7 +122,7 @@ def test_three_commits_of_the_learner_and_one_of_the_model_are_marked_in_the_sav
     saved = sorted(recordings.glob("*.jsonl"))
     assert len(saved) == 1 and saved[0].name in note(tab)
     rec = read_recording(saved[0])
-    assert rec.header["sources"]["left"]["name"] == by_hand.SOURCE and rec.ends["left"]["status"] == "done"
+    assert rec.header["sources"]["left"]["name"] == "you+local-diffusion" and rec.ends["left"]["status"] == "done"
     frames = rec.frames["left"]
     assert frames[0].chosen_by is None and not frames[0].committed
     for frame, picks in zip(frames[1:4], mine):
@@ -178,6 +178,6 @@ def test_a_saved_run_goes_to_its_visitors_own_library(served_page: bool, recordi
             done = call(url, index, inputs(demo, index, OWNER_A), session_hash)
             assert done["success"], done
     runs = sorted(recordings.rglob("*.jsonl"))
-    assert len(runs) == 1 and read_recording(runs[0]).header["sources"]["left"]["name"] == by_hand.SOURCE
+    assert len(runs) == 1 and read_recording(runs[0]).header["sources"]["left"]["name"] == "you+local-diffusion"
     assert runs[0].parent == (user_dir(OWNER_A) if served_page else recordings)
     assert not user_dir(OWNER_B).exists()

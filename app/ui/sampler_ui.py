@@ -22,6 +22,7 @@ from app.ui.visitor import Visitor, visitor_source
 from app.view.theme import THEME, light
 
 LEAVE = "-"  # a picker's value while its position stays masked
+TWIN = "local-diffusion"  # the model the box steps unless the learner names a Hugging Face one
 LENGTHS = [16, 32, 64]
 BLOCKS = [8, 16, 32]
 COLOURS = {who: light(name) for who, name in THEME["by_hand"].items()}  # who committed each canvas piece (theme.json)
@@ -77,7 +78,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
     to refresh its library after. `handler(fn)` makes a Gradio handler of `fn(visitor, *values)` (the page's
     as_visitor); `show(path)` is the player's update for a recording."""
     with gr.Accordion("Be the sampler: choose the order yourself", open=False, elem_id="sampler"):
-        gr.Markdown("The built-in diffusion twin proposes; you decide. Each step it shows its top candidates and its "
+        gr.Markdown("The diffusion model proposes; you decide. Each step it shows its top candidates and its "
                     "confidence for every masked position of the current block: click the positions to commit "
                     "(and, if you like, pick their candidates below), or let the model choose by its rule, and "
                     "compare your order with its own. Save the run to play it back in the player; your choices are marked as yours.")
@@ -88,6 +89,9 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
             scoring = gr.Dropdown(list(SCORINGS), value="confidence", label="The model's rule", elem_id="sampler-scoring",
                                   scale=1)
             start_btn = gr.Button("Start", variant="primary", elem_id="sampler-start", scale=1)
+        model = gr.Textbox(value=TWIN, label="Model: the built-in diffusion twin, or hf-diffusion:MODEL_ID_OR_PATH "
+                           "(a Hugging Face masked diffusion model on this machine)", lines=1, max_lines=1,
+                           elem_id="sampler-model-name")
         pins = gr.Textbox(label="Pinned text (optional): one POSITION:TEXT a line, fixed before the first step",
                           lines=1, max_lines=3, elem_id="sampler-pins", placeholder="28:The end.")
         run = gr.State(None)
@@ -107,12 +111,12 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
     quiet = {"show_progress": "hidden", "api_name": False, "concurrency_limit": 4, "concurrency_id": "sampler"}
 
     def on_start(visitor: Visitor, prompt_text: str, gen_length: Any, block_length: Any, rule: str,
-                 pinned: str) -> list[Any]:
+                 pinned: str, model_name: str) -> list[Any]:
         settings = {"gen_length": gen_length, "block_length": block_length, "scoring": rule, "temperature": 0.0,
                     "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
                     "pins": pinned or ""}
         try:
-            source = visitor_source(visitor)("local-diffusion", **settings)
+            source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
             return board(by_hand.begin(source, prompt_text or ""))
         except SourceError as e:
             return said(str(e))
@@ -150,7 +154,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
         note_text = f"Saved as {path.name} in your recordings; it is in the player above."
         return [*board(finished, note_text), show(path), str(path)]
 
-    start_btn.click(handler(on_start), inputs=[owner, prompt, length, block, scoring, pins], outputs=shown, **quiet)
+    start_btn.click(handler(on_start), inputs=[owner, prompt, length, block, scoring, pins, model], outputs=shown, **quiet)
     commit_btn.click(on_commit, inputs=[run, *pickers], outputs=shown, **quiet)
     canvas.select(on_canvas, inputs=[run, *pickers], outputs=pickers, **quiet)
     model_btn.click(on_model, inputs=[run], outputs=shown, **quiet)
