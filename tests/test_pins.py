@@ -24,7 +24,6 @@ from app.trace import RecordingWriter, make_header, read_recording
 from app.view.side import PINNED, cell_styles, recorded_sides
 from app.view.theme import THEME, hex_rgb, rgb
 from tests.pages import browser_tab
-from tests.test_hf import tiny  # noqa: F401 (the tiny Hugging Face models fixture)
 from tests.test_samplers import PROMPT, config
 from tests.test_ui import ROOT, examples, only_recording, page, server_url, side_text, start, wait_status  # noqa: F401
 
@@ -78,6 +77,17 @@ def test_pins_that_do_not_fit_get_one_sentence_naming_the_fix(pins: list[str], s
     with pytest.raises(SourceError) as e:
         list(make_source("local-diffusion", gen_length=64, pins=pins).stream("Once", threading.Event()))
     assert says in str(e.value) and str(e.value).count(". ") == 0
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """tests/test_hf.py's tiny Hugging Face models, imported here so that without torch only this file's HF test
+    skips (an import at the top would skip the whole file, numpy tests too)."""
+    pytest.importorskip("torch", reason="torch is not installed")
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    from tests.test_hf import build_tiny_models
+
+    return build_tiny_models(tmp_path_factory.mktemp("hf"))
 
 
 def test_hf_diffusion_keeps_pins_and_refuses_text_its_tokenizer_cannot_spell(tiny: dict[str, Path]) -> None:
