@@ -108,6 +108,11 @@ def to_player(payload: dict[str, Any]) -> dict[str, Any]:
     return gr.update(payload=player_json(payload))
 
 
+def show_recording(path: Path) -> dict[str, Any]:
+    """The player's update that loads the recording at `path`, at its start, ready to play."""
+    return to_player(load_payload(path, name=path.name, cursor="start"))
+
+
 def launch_options() -> dict[str, Any]:
     """Safe launch defaults: no monitoring endpoint, no run history in the browser, a file size cap."""
     return {"enable_monitoring": False, "max_file_size": MAX_RECORDING_BYTES, "run_history": False,
@@ -371,8 +376,7 @@ def open_page(policy: Policy) -> Callable[..., tuple[Any, ...]]:
             return token, visitor.owner, table, pick, ids, gr.skip(), gr.skip()
         pick["value"] = first
         path = locate(first)
-        return (token, visitor.owner, table, pick, ids, to_player(load_payload(path, name=path.name, cursor="start")),
-                str(path))
+        return token, visitor.owner, table, pick, ids, show_recording(path), str(path)
     return on_load
 
 
@@ -529,7 +533,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                          head=head, apply_default_css=False, elem_id="player", payload=None)
         wire_lessons = lessons_box(prompt, pins, controls)
         sampled = sampler_box(lambda fn: as_visitor(policy, fn), owner, player, current,
-                              lambda path: to_player(load_payload(path, name=path.name, cursor="start")))
+                              show_recording)
         headline, details = twins_note()
         with gr.Accordion(headline, open=False, elem_id="twins-about"):
             gr.Markdown(details)
@@ -589,8 +593,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
 
         run_event = start_race(run_btn.click(fn=None, **quiet), api_name="race")
         sampled.then(refresh, inputs=[owner], outputs=view, **quiet)
-        race_events = [run_event, *wire_lessons(start_race, lambda path: [
-            to_player(load_payload(path, name=path.name, cursor="start")), str(path)], [player, current])]
+        race_events = [run_event, *wire_lessons(start_race, lambda path: [show_recording(path), str(path)],
+                                                [player, current])]
         reads = {"concurrency_limit": RECORDING_CONCURRENCY, "concurrency_id": "recording"}
         stop_btn.click(fn=None, cancels=race_events).then(after_stop, inputs=None, outputs=[player, current],
                                                           **reads, **quiet) \
