@@ -1,5 +1,6 @@
-"""Be the sampler: a run of the built-in diffusion twin that the learner steps by hand (app/engine/stepper.py),
-turned into the frames a race records and saved as a one-sided recording that the normal player plays.
+"""Be the sampler: a run of a diffusion model (the built-in twin, or a Hugging Face one) that the learner steps by
+hand (app/engine/stepper.py), turned into the frames a race records and saved as a one-sided recording that the
+normal player plays.
 
 Each frame after the first says who chose its commits (`chosen_by`: user or model). Frames are stamped with the
 model's own time (its passes), not the minutes the learner spent choosing, so the recording plays at the model's pace.
@@ -19,7 +20,7 @@ from app.engine.diffusion import DiffusionSettings
 from app.engine.pins import resolve_pins
 from app.errors import SourceError
 from app.sources.local import EOS_MARK, SamplerSource, diffusion_frame, named_candidates
-from app.trace import Frame, RecordingWriter, clean_text, make_header
+from app.trace import Frame, Recording, clean_text, make_header, write_recording
 
 BY_YOU = "you+"  # a saved run's source name is this and the model's: you+local-diffusion, you+hf-diffusion:ID
 UNSTEPPABLE = ("{} cannot be stepped by hand: only a masked diffusion model has an order to choose; name "
@@ -153,17 +154,9 @@ def recording_name() -> str:
 def save(run: HandRun, folder: str | Path) -> Path:
     """Writes the run as a recording in `folder` (one side, named BY_YOU + the model's source name): done when the
     answer is complete, else stopped where the learner left it. Returns its path."""
-    path = Path(folder) / recording_name()
-    sources = {"left": {"name": BY_YOU + run.source.name, "settings": run.source.settings()}}
-    writer = RecordingWriter(path, make_header(run.prompt, sources))
-    try:
-        for frame in run.frames:
-            writer.frame("left", frame)
-        if run.state.done:
-            writer.end("left", "done", t=run.frames[-1].t)
-        else:
-            writer.end("left", "stopped", "Saved before the answer was complete.", t=run.frames[-1].t)
-    finally:
-        writer.close()
-    return path
+    path, t = Path(folder) / recording_name(), run.frames[-1].t
+    end = ({"status": "done", "t": t} if run.state.done else
+           {"status": "stopped", "message": "Saved before the answer was complete.", "t": t})
+    header = make_header(run.prompt, {"left": {"name": BY_YOU + run.source.name, "settings": run.source.settings()}})
+    return write_recording(Recording(header, {"left": list(run.frames)}, {"left": end}, []), path)
 

@@ -267,7 +267,8 @@ def write_recording(rec: Recording, path: str | Path) -> Path:
             for frame in rec.frames.get(side, []):
                 writer.frame(side, frame)
             if side in rec.ends:
-                writer.end(side, rec.ends[side]["status"], rec.ends[side].get("message") or None)
+                end = rec.ends[side]
+                writer.end(side, end["status"], end.get("message") or None, end.get("t"))
     finally:
         writer.close()
     return Path(path)
