@@ -27,6 +27,7 @@ from app import library  # noqa: E402
 from app.engine.about import twins_note  # noqa: E402
 from app.engine.pins import AR_REFUSAL  # noqa: E402
 from app.errors import SourceError  # noqa: E402
+from app.input_limits import MAX_PROMPT_CHARS  # noqa: E402
 from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
@@ -36,6 +37,7 @@ from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E40
 from app.store import locate, make_room, user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library_ui, scratch  # noqa: E402
+from app.ui.guard import GuardedBlocks, declared  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.loading import while_loading  # noqa: E402
@@ -51,7 +53,6 @@ RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides 
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
 RECORDING_CONCURRENCY = 2  # handlers that read a whole recording (after Stop, Load, Upload, Download) at once
-MAX_PROMPT_CHARS = 20_000
 EXAMPLE_PROMPTS = {"Lily's story": STORY, "A dog's story": "Once upon a time, there was a big dog who loved the rain.",
                    "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
 # label -> prompt; the first fills the prompt box when the page opens
@@ -501,7 +502,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
     load_plugins()
     defaults = [p if p in REGISTRY else next(iter(REGISTRY)) for p in DEFAULT_PAIR]
     head = f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
-    with gr.Blocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
+    with GuardedBlocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
         if policy.served:
@@ -620,6 +621,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         cancel_export_btn.click(fn=None, cancels=exports).then(
             lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **quiet)
         demo.unload(end_session)
+    declared(demo)  # every input has a declared limit, or the build fails
     demo.queue(max_size=QUEUE_SIZE)
     return demo
 
