@@ -570,7 +570,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                                     lines=2, max_lines=4, scale=3)
                 download = gr.File(label="Download", interactive=False, elem_id="download-file", height=110, scale=2)
         with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
-            sweeps_tab()
+            sweeps_tab(policy=policy)
         for side, c in controls.items():
             list_models, list_inputs = _models(policy, c)
             listing = {"fn": list_models, "inputs": list_inputs, "outputs": [c.arg], "concurrency_limit": 8,
