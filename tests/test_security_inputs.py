@@ -7,11 +7,16 @@ never reaches the server's log (only its length and a short hash do)."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
+from app.compute import COMPUTE
+from app.input_limits import LIMITS, fingerprint
+from app.ui.guard import NOT_A_CHOICE
 from tests.reliability import tally
 from tests.served import call, config, peak_mb, served_process
 
@@ -88,3 +93,122 @@ def test_every_handler_refuses_oversized_input_with_one_sentence_before_any_work
           f"{max(times):.3f} s, median {sorted(times)[len(times) // 2]:.3f} s")
     assert calls > 100 and len(seen) > 100  # the whole page was attacked, not a corner of it
     assert MARKER not in log.read_text(errors="replace"), "visitor text reached the server log"
+
+
+def handler_of(cfg: dict[str, Any], elem_id: str, event: str) -> tuple[int, list[Any]]:
+    """(fn_index, default inputs) of the handler an event of the component `elem_id` triggers."""
+    ids = {c["id"]: c.get("props", {}).get("elem_id") for c in cfg["components"]}
+    for d in cfg["dependencies"]:
+        if d.get("backend_fn") and any(t[0] is not None and ids.get(t[0]) == elem_id and t[1] == event
+                                       for t in d["targets"]):
+            return d["id"], defaults(cfg, d["inputs"])
+    raise LookupError(f"{elem_id} {event}")
+
+
+def with_value(cfg: dict[str, Any], index: int, data: list[Any], elem_id: str, value: Any) -> list[Any]:
+    """`data` with the input whose elem_id is `elem_id` set to `value`."""
+    ids = {c["id"]: c.get("props", {}).get("elem_id") for c in cfg["components"]}
+    inputs = next(d["inputs"] for d in cfg["dependencies"] if d["id"] == index)
+    return [value if ids[i] == elem_id else v for i, v in zip(inputs, data)]
+
+
+AT_LIMIT = [  # (component, event, input set to exactly its limit, its kind): cheap handlers that then do their work
+    ("library-rename", "click", "library-name", "name"),
+    ("left-key", "submit", "left-key", "key"),
+    ("left-key", "submit", "left-arg", "model"),
+    ("sampler-start", "click", "sampler-prompt", "prompt"),
+    ("sampler-start", "click", "sampler-pins", "pins"),
+    ("sampler-start", "click", "sampler-model-name", "model"),
+    ("sweep-pass-cost", "click", "sweep-pass-cost-hf", "model"),
+]
+
+
+@pytest.mark.parametrize("elem_id,event,field,kind", AT_LIMIT, ids=[f"{a[2]}" for a in AT_LIMIT])
+def test_a_value_at_its_limit_reaches_its_handler_and_one_character_more_is_refused(
+        server: tuple[str, Any, Path], elem_id: str, event: str, field: str, kind: str) -> None:
+    """The control: the limits refuse what is over them, not what the page normally sends."""
+    url, _, _ = server
+    cfg = config(url)
+    index, data = handler_of(cfg, elem_id, event)
+    chars = LIMITS[kind].chars
+    body = "0:" + "a" * (chars - 2) if kind == "pins" else "a" * chars
+    done, _ = call(url, index, with_value(cfg, index, data, field, body), timeout=300)
+    assert done.get("success") is True, str(done)[:300]
+    done, seconds = call(url, index, with_value(cfg, index, data, field, body + "a"))
+    assert done.get("success") is False and done["output"]["error"] == \
+        f"{LIMITS[kind].what} is over {chars:,} characters; shorten it."
+    assert seconds < BOUND_S
+
+
+def test_a_rejected_choice_reaches_the_log_only_as_its_length_and_hash(server: tuple[str, Any, Path]) -> None:
+    """Issue 21: a dropdown value that is not a choice was written verbatim into the server log by Gradio's traceback."""
+    url, _, log = server
+    cfg = config(url)
+    index, data = handler_of(cfg, "library-load", "click")
+    value = MARKER + " a secret the visitor typed"
+    done, seconds = call(url, index, with_value(cfg, index, data, "library-pick", value))
+    assert done.get("success") is False and done["output"]["error"] == NOT_A_CHOICE and seconds < BOUND_S
+    big = oversized(BIG)
+    call(url, index, with_value(cfg, index, data, "library-pick", big))
+    text = log.read_text(errors="replace")
+    assert MARKER not in text
+    assert fingerprint(value) in text and fingerprint(big) in text
+
+
+def test_memory_bombs_are_refused_at_once_without_allocating(tmp_path: Path) -> None:
+    """Issue 21: a 50 MB prompt to Be the sampler took 92 s and raised the server from 1.1 to 6.8 GB, and a race with 20 MB of valid pins froze the
+    server at 5.9 GB; both are now refused in the response bound, and the server's peak memory stays far below the
+    issue's 1.5 GB bound (what remains is Gradio reading the request body)."""
+    with served_process(tmp_path / "server.log", tmp_path / "recordings") as (url, proc):
+        cfg = config(url)
+        before = peak_mb(proc)
+        sampler, data = handler_of(cfg, "sampler-start", "click")
+        prompt = "Once upon a time " * (50_000_000 // 17)
+        done, t_sampler = call(url, sampler, with_value(cfg, sampler, data, "sampler-prompt", prompt))
+        assert done["success"] is False and done["output"]["error"] == "The prompt is over 20,000 characters; shorten it."
+        race = next(d["id"] for d in cfg["dependencies"] if d.get("api_name") == "race")
+        pins = "0:" + "Lily " * (20_000_000 // 5)
+        data = defaults(cfg, next(d["inputs"] for d in cfg["dependencies"] if d["id"] == race))
+        done, t_race = call(url, race, with_value(cfg, race, data, "pins", pins))
+        assert done["success"] is False and done["output"]["error"] == \
+            "The pinned text is over 4,000 characters; shorten it."
+        peak = peak_mb(proc)
+        assert not list((tmp_path / "recordings").rglob("*.jsonl"))  # no race was started, nothing written
+    tally("security_attacks", 2)
+    print(f"50 MB prompt refused in {t_sampler:.2f} s, 20 MB of pins in {t_race:.2f} s; "
+          f"peak memory {before:.0f} MB before, {peak:.0f} MB after")
+    assert max(t_sampler, t_race) < BOUND_S
+    assert peak < 1_500 and peak - before < 500
+
+
+def test_be_the_sampler_waits_for_a_compute_slot_like_a_race(recordings: Path) -> None:
+    """Issue 21: Be the sampler ran its model outside the CPU slots that races and sweeps share."""
+    from app.ui.layout import build
+    from tests.pages import serve_page
+    from tests.test_security_access import OWNER_A, fn_index, inputs, served, session
+
+    demo = build(served())
+    held = COMPUTE.acquire(COMPUTE.slots, threading.Event())
+    assert held == COMPUTE.slots
+    released = False
+    try:
+        with serve_page(demo) as url:
+            index = fn_index(demo, elem_id="sampler-start", event="click")
+            answer: list[dict[str, Any]] = []
+            from tests.served import call as call_fn
+            worker = threading.Thread(target=lambda: answer.append(call_fn(url, index, inputs(demo, index, OWNER_A),
+                                                                           session(demo, url, OWNER_A))[0]))
+            worker.start()
+            deadline = time.monotonic() + 60
+            while COMPUTE.waiting() == 0:  # the condition: the sampler has queued for a slot
+                assert time.monotonic() < deadline and worker.is_alive(), f"the sampler did not wait: {str(answer)[:200]}"
+                time.sleep(0.05)  # polling interval while waiting for the condition, not synchronisation
+            assert not answer  # it is waiting, not answering
+            COMPUTE.release(held)
+            released = True
+            worker.join(120)
+            assert answer and answer[0]["success"], answer
+    finally:
+        if not released:
+            COMPUTE.release(held)
+    assert COMPUTE.in_use == 0
