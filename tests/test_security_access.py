@@ -24,6 +24,7 @@ from app.sources.base import make_source
 from app.store import EXAMPLES_DIR, user_dir
 from app.trace import Frame, read_recording
 from app.ui import scratch
+from app.ui.guard import NOT_A_CHOICE
 from app.ui.layout import build, delete_entry, download_entry, load_entry, rename_entry
 from app.ui.visitor import Visitor, check_side, visitor_source
 from tests import sentinels
@@ -441,7 +442,7 @@ def test_a_visitor_cannot_see_load_rename_delete_or_download_anothers_recordings
         tally("security_attacks", len(attempts))
         for what, out in attempts.items():  # Gradio refuses an id that is not one of B's choices
             text = json.dumps(out)
-            assert "not in the list of choices" in text and "private question" not in text, (what, text[:300])
+            assert NOT_A_CHOICE in text and "private question" not in text, (what, text[:300])
         b = Visitor(served(), OWNER_B)  # and so do the handlers themselves, were the picker not checked
         said = [load_entry(b, theirs)[-1], download_entry(b, theirs)[-1], rename_entry(b, theirs, "stolen", None)[-1],
                 delete_entry(b, theirs)[-1]]
