@@ -30,6 +30,9 @@ ROWS = (
                          "listener, network probes, replay: of outside paths, another visitor's library, uploads when "
                          "off, keys echoed into answers)"),
     ("security_breaches", "attacks that got through"),
+    ("input_attacks", "oversized or mistyped inputs sent by fn_index to every handler of a served page (a 5 MB value in each "
+                      "input, 64 KB in all of a handler's at once, 50 MB prompt and 20 MB pins bombs)"),
+    ("input_misses", "of those, answered with anything but one sentence within 5 s, or echoed into the reply or the log"),
     ("bounded_races", "never-ending races (keep-alive-forever SSE, replay with a frame at t = 1e9) stopped at the limit"),
     ("slot_recoveries", "times every race slot was filled by them and another session's race still completed"),
     ("disconnects_ended", "races ended because their API client went away"),

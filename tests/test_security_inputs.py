@@ -56,13 +56,19 @@ def defaults(cfg: dict[str, Any], inputs: list[int]) -> list[Any]:
     return [None if by_id[i]["type"] in SERVER_STATE else by_id[i].get("props", {}).get("value") for i in inputs]
 
 
-def refused(url: str, index: int, data: list[Any], what: str, times: list[float]) -> None:
+def refused(url: str, index: int, data: list[Any], what: str, times: list[float]) -> str | None:
+    """None when the handler refused the call with one sentence within the bound, without echoing the value; else
+    what went wrong."""
     done, seconds = call(url, index, data)
     times.append(seconds)
     error = (done.get("output") or {}).get("error")
-    assert done.get("success") is False and one_sentence(error), f"{what}: {str(done)[:300]}"
-    assert MARKER not in error and "xxxxxxxx" not in error, f"{what} echoed the value: {error[:200]}"
-    assert seconds < BOUND_S, f"{what} took {seconds:.2f} s"
+    if not (done.get("success") is False and one_sentence(error)):
+        return f"{what}: {str(done)[:300]}"
+    if MARKER in error or "xxxxxxxx" in error:
+        return f"{what} echoed the value: {error[:200]}"
+    if seconds >= BOUND_S:
+        return f"{what} took {seconds:.2f} s"
+    return None
 
 
 def test_every_handler_refuses_oversized_input_with_one_sentence_before_any_work(server: tuple[str, Any, Path]) -> None:
@@ -70,6 +76,7 @@ def test_every_handler_refuses_oversized_input_with_one_sentence_before_any_work
     cfg = config(url)
     kinds = {c["id"]: c["type"] for c in cfg["components"]}
     times: list[float] = []
+    misses: list[str] = []
     seen: set[int] = set()
     calls = 0
     for index, inputs in handlers(cfg):
@@ -78,7 +85,7 @@ def test_every_handler_refuses_oversized_input_with_one_sentence_before_any_work
         if not open_inputs:
             continue
         everything = [oversized(EACH) if n in open_inputs else v for n, v in enumerate(base)]
-        refused(url, index, everything, f"handler {index}, every input oversized", times)
+        misses.append(refused(url, index, everything, f"handler {index}, every input oversized", times))
         calls += 1
         for n in open_inputs:
             if inputs[n] in seen:
@@ -86,13 +93,18 @@ def test_every_handler_refuses_oversized_input_with_one_sentence_before_any_work
             seen.add(inputs[n])
             data = list(base)
             data[n] = oversized(BIG)
-            refused(url, index, data, f"handler {index}, input {n} ({kinds[inputs[n]]} {inputs[n]})", times)
+            misses.append(refused(url, index, data, f"handler {index}, input {n} ({kinds[inputs[n]]} {inputs[n]})",
+                                  times))
             calls += 1
-    tally("security_attacks", calls)
+    if MARKER in log.read_text(errors="replace"):
+        misses.append("visitor text reached the server log")
+    misses = [m for m in misses if m]
+    tally("input_attacks", calls)
+    tally("input_misses", len(misses))
     print(f"{calls} oversized calls to {len(handlers(cfg))} handlers ({len(seen)} inputs): slowest answer "
           f"{max(times):.3f} s, median {sorted(times)[len(times) // 2]:.3f} s")
+    assert misses == []
     assert calls > 100 and len(seen) > 100  # the whole page was attacked, not a corner of it
-    assert MARKER not in log.read_text(errors="replace"), "visitor text reached the server log"
 
 
 def handler_of(cfg: dict[str, Any], elem_id: str, event: str) -> tuple[int, list[Any]]:
@@ -174,7 +186,7 @@ def test_memory_bombs_are_refused_at_once_without_allocating(tmp_path: Path) -> 
             "The pinned text is over 4,000 characters; shorten it."
         peak = peak_mb(proc)
         assert not list((tmp_path / "recordings").rglob("*.jsonl"))  # no race was started, nothing written
-    tally("security_attacks", 2)
+    tally("input_attacks", 2)
     print(f"50 MB prompt refused in {t_sampler:.2f} s, 20 MB of pins in {t_race:.2f} s; "
           f"peak memory {before:.0f} MB before, {peak:.0f} MB after")
     assert max(t_sampler, t_race) < BOUND_S
@@ -212,3 +224,26 @@ def test_be_the_sampler_waits_for_a_compute_slot_like_a_race(recordings: Path) -
         if not released:
             COMPUTE.release(held)
     assert COMPUTE.in_use == 0
+
+
+def test_the_declared_name_limit_is_the_librarys_own() -> None:
+    from app.store import MAX_NAME
+
+    assert LIMITS["name"].chars == MAX_NAME
+
+
+@pytest.mark.browser
+def test_the_page_shows_the_refusal_where_the_visitor_looks(browser: Any, recordings: Path) -> None:
+    """In Chromium: pinned text one character over its limit, then Run; the page shows the one sentence, and no race
+    runs (before, the race ran and tokenised every pin)."""
+    from app.ui.layout import build
+    from tests.pages import browser_tab, serve_page
+    from tests.test_security_access import served
+
+    with serve_page(build(served())) as url, browser_tab(browser, url) as tab:
+        tab.wait_for_selector("#player .cv-player[data-status]")
+        tab.click("#pins-box button.label-wrap")
+        tab.locator("#pins textarea").fill("40:" + "a" * (LIMITS["pins"].chars - 2))
+        tab.click("#run")
+        tab.get_by_text("The pinned text is over 4,000 characters; shorten it.").wait_for()
+    assert not list(recordings.rglob("*.jsonl"))
