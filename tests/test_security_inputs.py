@@ -16,7 +16,7 @@ import pytest
 
 from app.compute import COMPUTE
 from app.input_limits import LIMITS, fingerprint
-from app.ui.guard import NOT_A_CHOICE
+from app.ui.guard import NOT_A_CHOICE, OUT_OF_RANGE
 from tests.reliability import tally
 from tests.served import call, config, peak_mb, served_process
 
@@ -162,9 +162,13 @@ def test_a_rejected_choice_reaches_the_log_only_as_its_length_and_hash(server: t
     assert done.get("success") is False and done["output"]["error"] == NOT_A_CHOICE and seconds < BOUND_S
     big = oversized(BIG)
     call(url, index, with_value(cfg, index, data, "library-pick", big))
+    race = next(d["id"] for d in cfg["dependencies"] if d.get("api_name") == "race")
+    data = defaults(cfg, next(d["inputs"] for d in cfg["dependencies"] if d["id"] == race))
+    done, _ = call(url, race, with_value(cfg, race, data, "left-local-diffusion-steps", 10**9))
+    assert done.get("success") is False and done["output"]["error"] == OUT_OF_RANGE
     text = log.read_text(errors="replace")
-    assert MARKER not in text
-    assert fingerprint(value) in text and fingerprint(big) in text
+    assert MARKER not in text and "1000000000" not in text
+    assert fingerprint(value) in text and fingerprint(big) in text and fingerprint(10**9) in text
 
 
 def test_memory_bombs_are_refused_at_once_without_allocating(tmp_path: Path) -> None:

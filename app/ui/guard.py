@@ -16,7 +16,6 @@ import traceback
 from typing import Any
 
 import gradio as gr
-from gradio.exceptions import Error
 
 from app.input_limits import LIMITS, fingerprint, refusal
 
@@ -33,6 +32,7 @@ TYPE_FIELDS: dict[str, str] = {
     "BrowserState": "owner", "File": "file", "Dataset": "example",
 }
 NOT_A_CHOICE = "That value is not one of the choices offered; pick one from its list."
+OUT_OF_RANGE = "A number setting is outside its range; use its slider."
 UNREADABLE = "One of the values sent could not be read; reload the page and try again."
 FAILED = "Something went wrong on the server; the error is in its log (without your text)."
 
@@ -53,13 +53,34 @@ def field_of(component: Any) -> str | None:
     return kind
 
 
-def first_refusal(block_fn: Any, inputs: list[Any]) -> tuple[str, int, str] | None:
-    """(sentence, input index, kind) for the first input over its limit, or None when all are within them."""
+def out_of_place(component: Any, value: Any) -> str | None:
+    """The sentence for a value within its size that its component would still refuse (a dropdown or radio value not
+    among the choices it offers this session, a slider's number outside its range); Gradio's own refusal would
+    repeat the value in the reply and print it in the log."""
+    kind = type(component).__name__
+    if value is None:
+        return None
+    if kind in ("Dropdown", "Radio") and not getattr(component, "allow_custom_value", False) \
+            and not getattr(component, "multiselect", False):
+        return None if value in [v for _, v in component.choices] else NOT_A_CHOICE
+    if kind == "Slider" and isinstance(value, (int, float)):
+        return None if component.minimum <= value <= component.maximum else OUT_OF_RANGE
+    return None
+
+
+def first_refusal(block_fn: Any, inputs: list[Any], state: Any = None) -> tuple[str, int, str] | None:
+    """(sentence, input index, kind) for the first input over its limit or out of place, or None when all are
+    acceptable; `state` is the session's (a component it updated, such as a picker's choices, is read from it)."""
     for i, (component, value) in enumerate(zip(block_fn.inputs, inputs)):
         field = field_of(component)
-        sentence = refusal(field, value) if field else None
+        if field is None:
+            continue
+        sentence = refusal(field, value)
+        if not sentence:
+            current = state[component._id] if state is not None and component._id in state else component
+            sentence = out_of_place(current, value)
         if sentence:
-            return sentence, i, field or ""
+            return sentence, i, field
     return None
 
 
@@ -72,24 +93,22 @@ class GuardedBlocks(gr.Blocks):
     failures are logged without the visitor's text."""
 
     async def preprocess_data(self, block_fn: Any, inputs: list[Any], state: Any, explicit_call: bool = False) -> Any:
-        found = first_refusal(block_fn, inputs or [])
+        found = first_refusal(block_fn, inputs or [], state)
         if found:
             sentence, i, field = found
             log.warning("refused input %d (%s) of %s: %s", i, field, _where(block_fn), fingerprint(inputs[i]))
             raise gr.Error(sentence, print_exception=False)
         try:
             return await super().preprocess_data(block_fn, inputs, state, explicit_call)
-        except Exception as e:  # Gradio's messages repeat the value (a dropdown's "Value: ... is not in the list")
-            kinds = [type(c).__name__ for c in block_fn.inputs]
-            choice = isinstance(e, Error) and any(k in ("Dropdown", "Radio") for k in kinds)
+        except Exception as e:  # Gradio's own messages repeat the value they refuse
             log.warning("could not read the inputs of %s (%s): %s", _where(block_fn), type(e).__name__,
                         "; ".join(fingerprint(v) for v in inputs or []))
-            raise gr.Error(NOT_A_CHOICE if choice else UNREADABLE, print_exception=False) from None
+            raise gr.Error(UNREADABLE, print_exception=False) from None
 
     async def call_function(self, block_fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return await super().call_function(block_fn, *args, **kwargs)
-        except Error:
+        except gr.Error:
             raise  # the handler's own sentence, printed or not as it chose
         except Exception as e:
             frames = "".join(traceback.format_tb(e.__traceback__))
