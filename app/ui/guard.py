@@ -93,6 +93,7 @@ class GuardedBlocks(gr.Blocks):
     failures are logged without the visitor's text."""
 
     async def preprocess_data(self, block_fn: Any, inputs: list[Any], state: Any, explicit_call: bool = False) -> Any:
+        """Refuses the call before Gradio's preprocessing when an input is over its limit or out of place."""
         found = first_refusal(block_fn, inputs or [], state)
         if found:
             sentence, i, field = found
@@ -106,6 +107,7 @@ class GuardedBlocks(gr.Blocks):
             raise gr.Error(UNREADABLE, print_exception=False) from None
 
     async def call_function(self, block_fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Runs the handler; an exception it raises is logged by its type and frames, since its message may quote input."""
         try:
             return await super().call_function(block_fn, *args, **kwargs)
         except gr.Error:
