@@ -16,7 +16,7 @@ import pytest
 
 from app.compute import COMPUTE
 from app.input_limits import LIMITS, fingerprint
-from app.ui.guard import NOT_A_CHOICE, OUT_OF_RANGE
+from app.ui.guard import FAILED, NOT_A_CHOICE, OUT_OF_RANGE, UNREADABLE
 from tests.reliability import tally
 from tests.served import call, config, peak_mb, served_process
 
@@ -152,8 +152,10 @@ def test_a_value_at_its_limit_reaches_its_handler_and_one_character_more_is_refu
     assert seconds < BOUND_S
 
 
-def test_a_rejected_choice_reaches_the_log_only_as_its_length_and_hash(server: tuple[str, Any, Path]) -> None:
-    """Issue 21: a dropdown value that is not a choice was written verbatim into the server log by Gradio's traceback."""
+def test_a_rejected_value_reaches_the_log_only_as_its_length_and_hash(server: tuple[str, Any, Path]) -> None:
+    """Issue 21: a dropdown value that is not a choice was written verbatim into the server log by Gradio's traceback.
+    Now a refused choice, an out-of-range number, a value Gradio cannot read and a handler that fails are each answered
+    with one sentence and logged by length and hash (or by the exception's type and frames) only."""
     url, _, log = server
     cfg = config(url)
     index, data = handler_of(cfg, "library-load", "click")
@@ -166,9 +168,16 @@ def test_a_rejected_choice_reaches_the_log_only_as_its_length_and_hash(server: t
     data = defaults(cfg, next(d["inputs"] for d in cfg["dependencies"] if d["id"] == race))
     done, _ = call(url, race, with_value(cfg, race, data, "left-local-diffusion-steps", 10**9))
     assert done.get("success") is False and done["output"]["error"] == OUT_OF_RANGE
+    example, _ = handler_of(cfg, "prompt-examples", "click")
+    done, _ = call(url, example, [987654321])  # an example that does not exist: Gradio's own preprocessing fails
+    assert done.get("success") is False and done["output"]["error"] == UNREADABLE
+    row, _ = handler_of(cfg, "library-table", "select")
+    done, _ = call(url, row, [None])  # a select event without its event data: the handler's call fails
+    assert done.get("success") is False and done["output"]["error"] == FAILED
     text = log.read_text(errors="replace")
-    assert MARKER not in text and "1000000000" not in text
+    assert MARKER not in text and "1000000000" not in text and "987654321" not in text
     assert fingerprint(value) in text and fingerprint(big) in text and fingerprint(10**9) in text
+    assert fingerprint(987654321) in text and "pick_row failed with TypeError" in text
 
 
 def test_memory_bombs_are_refused_at_once_without_allocating(tmp_path: Path) -> None:
