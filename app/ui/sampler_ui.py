@@ -145,7 +145,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
             return said("Press Start first.", extra=2)
         try:
             finished = by_hand.finish(current_run)
-            make_room(visitor.owner)
+            make_room(visitor.owner, visitor.address)
             folder = user_dir(visitor.owner)
             folder.mkdir(parents=True, exist_ok=True)
             path = by_hand.save(finished, folder)
