@@ -33,9 +33,10 @@ from app.race import Race  # noqa: E402
 from app.scrub import known_keys, scrub_text  # noqa: E402
 from app.sources.base import REGISTRY, load_plugins  # noqa: E402
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
-from app.store import locate, make_room, user_dir  # noqa: E402
+from app.store import RUN_MAX_BYTES, DiskFull, locate, make_room, user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
 from app.ui import library_ui, scratch  # noqa: E402
+from app.ui.address import address_of  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.loading import while_loading  # noqa: E402
@@ -55,6 +56,8 @@ MAX_PROMPT_CHARS = 20_000
 EXAMPLE_PROMPTS = {"Lily's story": STORY, "A dog's story": "Once upon a time, there was a big dog who loved the rain.",
                    "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
 # label -> prompt; the first fills the prompt box when the page opens
+CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
+            "the rest are shown here but not saved.")
 CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
 
 PLAYER_GLUE = """
@@ -244,7 +247,8 @@ def _session(request: gr.Request | None) -> str:
 
 def visitor_of(policy: Policy, token: Any, request: gr.Request | None) -> Visitor:
     """The visitor behind a request: the page's policy and their owner id (from the browser, else the session)."""
-    return Visitor(policy, owner_of(policy, token, request.session_hash if request is not None else None))
+    return Visitor(policy, owner_of(policy, token, request.session_hash if request is not None else None),
+                   address_of(request))
 
 
 def as_visitor(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -292,11 +296,17 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
                 return
             for st in takers:
                 st["pins"] = pins
+        refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
+
         def build() -> Race:
-            make_room(visitor.owner)
+            try:
+                make_room(visitor.owner, visitor.address)
+            except DiskFull as e:
+                refused.append(str(e))
+            cap = 0 if refused else (RUN_MAX_BYTES if visitor.owner is not None else None)
             return Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                         secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
-                        folder=user_dir(visitor.owner))
+                        folder=user_dir(visitor.owner), max_bytes=cap)
 
         keys = known_keys({"left": lkey, "right": rkey})
         loading = while_loading(build, scrub_text(f"{lspec} and {rspec}", keys), abandon=_abandon)
@@ -313,7 +323,9 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
         updates = live_updates(race, interval=UPDATE_INTERVAL)
         try:
             for seq, snapshot in enumerate(updates):
-                yield to_player(live_payload(snapshot, run_id, seq)), str(race.path)
+                notes = refused or ([CUT_NOTE] if race.writer.full else [])
+                yield to_player({**live_payload(snapshot, run_id, seq), **({"warnings": notes} if notes else {})}), \
+                    (gr.skip() if refused else str(race.path))
         finally:
             updates.close()
             race.stop()
@@ -339,6 +351,8 @@ def after_stop(request: gr.Request) -> Any:
     if race is not None:
         race.stop()
         race.close()
+    if not Path(entry["path"]).is_file():  # a race that was not saved: what it showed stays on screen
+        return gr.skip()
     return to_player(load_payload(entry["path"], run=entry["run"])), str(entry["path"])
 
 
@@ -440,7 +454,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
     if not visitor.policy.can("upload"):
         return (gr.skip(),) * 5 + ("Uploading recordings is off on this server.", None)
     try:
-        make_room(visitor.owner)
+        make_room(visitor.owner, visitor.address)
         new_id = library.save_upload(path, Path(path).name, visitor.owner)
     except (SourceError, OSError) as e:
         return (gr.skip(),) * 5 + (_error_text(e), None)
