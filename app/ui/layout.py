@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
+from starlette.middleware import Middleware  # noqa: E402
 
 from app import library  # noqa: E402
 from app.engine.about import twins_note  # noqa: E402
@@ -35,7 +36,7 @@ from app.sources.base import REGISTRY, load_plugins  # noqa: E402
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
 from app.store import RUN_MAX_BYTES, DiskFull, locate, make_room, user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
-from app.ui import library_ui, scratch  # noqa: E402
+from app.ui import door, library_ui, scratch  # noqa: E402
 from app.ui.address import address_of  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
@@ -119,7 +120,8 @@ def show_recording(path: Path) -> dict[str, Any]:
 def launch_options() -> dict[str, Any]:
     """Safe launch defaults: no monitoring endpoint, no run history in the browser, a file size cap."""
     return {"enable_monitoring": False, "max_file_size": MAX_RECORDING_BYTES, "run_history": False,
-            "ssr_mode": False, "css": PAGE_CSS, "show_error": False}
+            "ssr_mode": False, "css": PAGE_CSS, "show_error": False,
+            "app_kwargs": {"middleware": [Middleware(door.Door)]}}  # fair queueing and uploads (app/ui/door.py)
 
 
 def setting_component(spec: dict[str, Any], elem_id: str) -> gr.components.Component:
@@ -614,7 +616,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                                                           **reads, **quiet) \
             .then(refresh, inputs=[owner], outputs=view, **quiet)
         demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, player, current],
-                  **quiet)
+                  queue=False, **quiet)  # the page opens even while the queue is full
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
         load_btn.click(as_visitor(policy, load_entry), inputs=[owner, pick], outputs=[player, current, status],
                        **reads, **quiet)
@@ -635,6 +637,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
             lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **quiet)
         demo.unload(end_session)
     demo.queue(max_size=QUEUE_SIZE)
+    door.watch(demo, policy)
     return demo
 
 
