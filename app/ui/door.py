@@ -150,8 +150,10 @@ class Door:
             size = int(headers.get("content-length", ""))
         except ValueError:
             return await _respond(send, 411, UPLOAD_SIZE)
-        spent = self._uploads[address]
         now = time.monotonic()
+        for known in [a for a, d in self._uploads.items() if not d or now - d[-1][0] > UPLOAD_WINDOW]:
+            del self._uploads[known]  # addresses whose last upload is older than the window are forgotten
+        spent = self._uploads[address]
         while spent and now - spent[0][0] > UPLOAD_WINDOW:
             spent.popleft()
         if len(spent) >= UPLOAD_FILES or sum(b for _, b in spent) + size > UPLOAD_BYTES:
