@@ -157,6 +157,28 @@ def test_a_disk_bound_evicts_only_the_writers_own_runs_then_refuses(recordings: 
     tally("shared_attacks", 2)
 
 
+def test_a_visitors_recording_stops_at_its_cap_and_a_refused_one_writes_nothing(tmp_path: Path) -> None:
+    """The writer of a visitor's race: frames past the cap are not written (the ends still are, so the file reads back
+    as a finished run), and a run that may not be saved leaves no file at all."""
+    from app.trace import Frame, RecordingWriter, make_header, read_recording
+
+    header = make_header("capped", {s: {"name": "local-ar", "settings": {}} for s in SIDES})
+    capped = RecordingWriter(tmp_path / "capped.jsonl", header, max_bytes=2_000)
+    for k in range(50):
+        capped.frame("left", Frame(t=k / 10, step=k, tokens=["word"] * 10))
+    for side in SIDES:
+        capped.end(side, "done")
+    capped.close()
+    rec = read_recording(capped.path)
+    assert capped.full and 0 < len(rec.frames["left"]) < 50 and capped.path.stat().st_size <= 2_000 + 200
+    assert [rec.ends[s]["status"] for s in SIDES] == ["done", "done"]
+    refused = RecordingWriter(tmp_path / "refused.jsonl", header, max_bytes=0)
+    refused.frame("left", Frame(t=0, step=0, tokens=["a"]))
+    refused.end("left", "done")
+    refused.close()
+    assert not refused.path.exists()
+
+
 # --- item 5: uploads follow the policy -------------------------------------------------------------------------------
 
 UPLOADS = 20  # the probe's count

@@ -105,7 +105,7 @@ class Door:
         return await self.app(scope, receive, send)
 
     async def _join(self, blocks: Any, address: str, path: str, scope: Scope, receive: Receive, send: Send) -> None:
-        """A queue join: refused when the visitor already holds a race or sweep, or the address its share of the queue."""
+        """A queue join: refused when the visitor holds a race or sweep already, or the address its queue share."""
         body = await _read_body(receive)
         try:
             data = json.loads(body or b"{}")
