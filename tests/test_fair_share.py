@@ -20,6 +20,7 @@ from app import limits, store
 from app.store import examples_dir, user_dir
 from app.trace import SIDES
 from app.ui import door
+from app.ui.layout import build
 from tests.loopback_client import Visitor
 from tests.reliability import tally
 from tests.test_security_access import OWNER_B, fn_index, inputs, load_index, page, served
@@ -299,3 +300,34 @@ def test_a_second_race_from_the_same_visitor_gets_one_sentence_in_the_browser(br
             held.post("/gradio_api/cancel", {"session_hash": session, "fn_index": index, "event_id": answer["event_id"]})
     assert all("429" in e for e in errors), errors
     tally("shared_attacks")
+
+
+def test_gradios_copies_of_uploads_are_deleted_on_a_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upload lands in the set Gradio's scheduled cleaner empties (CACHE_LIFETIME, an hour on the page; a second
+    here), and is gone once that age has passed."""
+    from app.ui import layout
+
+    monkeypatch.setattr(layout, "CACHE_LIFETIME", (1, 1))
+    example = (examples_dir() / "01-confidence-blocks.jsonl").read_bytes()
+    with page(served(allow=["upload"])) as (demo, url):
+        status, text = Visitor(url, VICTIM).upload([("kept-a-second.jsonl", example)])
+        assert status == 200
+        stored = Path(json.loads(text)[0])
+        assert str(stored) in demo.upload_file_set
+        deadline = time.monotonic() + 30
+        while stored.exists():  # the cleaner runs every second and deletes copies over a second old
+            assert time.monotonic() < deadline, "the upload was never cleaned"
+            time.sleep(0.1)  # polling for the condition above
+
+
+def test_the_door_names_the_concurrency_groups_the_page_runs_races_and_sweeps_in() -> None:
+    """HEAVY must name real groups: every race and sweep handler of the page is in one, and each group exists."""
+    demo = build(served())
+    groups = {fn.concurrency_id for fn in demo.fns.values()}
+    assert set(door.HEAVY) <= groups
+    race = fn_index(demo, api_name="race")
+    assert demo.fns[race].concurrency_id in door.HEAVY
+    buttons = {demo.blocks[b].elem_id: fn for fn in demo.fns.values() for b, _ in fn.targets
+               if b is not None and b in demo.blocks}
+    sweeps = [fn for elem_id, fn in buttons.items() if (elem_id or "").startswith("sweep-")]
+    assert len(sweeps) == 4 and all(fn.concurrency_id in door.HEAVY for fn in sweeps)
