@@ -32,7 +32,8 @@ ROWS = (
     ("security_breaches", "attacks that got through"),
     ("shared_attacks", "attacks on what visitors share replayed (fresh sessions from one client filling the disk, "
                        "disk bounds on files, uploads while off and over budget, a one-client queue flood with another "
-                       "visitor's page loads and race, a second race from one visitor in Chromium)"),
+                       "visitor's page loads and race, a second race from one visitor and a refused write, both in "
+                       "Chromium)"),
     ("shared_breaches", "of those, that got through (a run of another visitor deleted, an upload taken while off or "
                         "over budget, a page load or race of the other visitor refused)"),
     ("disk_attack_refused", "races of fresh sessions from one client shown but not saved once its address's disk share "

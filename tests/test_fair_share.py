@@ -331,3 +331,29 @@ def test_the_door_names_the_concurrency_groups_the_page_runs_races_and_sweeps_in
                if b is not None and b in demo.blocks}
     sweeps = [fn for elem_id, fn in buttons.items() if (elem_id or "").startswith("sweep-")]
     assert len(sweeps) == 4 and all(fn.concurrency_id in door.HEAVY for fn in sweeps)
+
+
+@pytest.mark.browser
+def test_a_refused_write_still_plays_the_race_with_one_sentence_in_the_browser(browser: Any,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the visitors' disk full, Run still races a replay of the example on the page; the player says, in one
+    sentence, that it is not saved, and no file is written."""
+    from tests.pages import browser_tab
+
+    monkeypatch.setattr(store, "VISITORS_MAX_BYTES", 0)
+    example = "example/01-confidence-blocks.jsonl"
+    with page(served()) as (_, url), browser_tab(browser, url) as tab:
+        tab.wait_for_selector("#player .cv-player[data-status='done']")
+        for side, arg in (("left", example), ("right", f"{example}#right")):
+            tab.click(f"#{side}-source input")
+            tab.click(f"#{side}-source [role=option][aria-label^='replay ']")
+            tab.locator(f"#{side}-arg input, #{side}-arg textarea").fill(arg)
+        tab.click("#run")
+        tab.wait_for_function("""() => {
+          const state = document.querySelector('#player .cv-player').convergePlayer.state;
+          return state.mode === 'live' && state.done && state.warnings.length === 1
+            && state.warnings[0].startsWith('Not saved:') && ['left', 'right'].every(s => state.sides[s].rows.length);
+        }""")
+        assert "Not saved:" in tab.text_content("#player")
+    assert not list((store.recordings_dir() / store.OWNERS).glob("*/*.jsonl"))
+    tally("shared_attacks")
