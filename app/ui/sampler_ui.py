@@ -162,7 +162,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
         try:
             with compute_slot():
                 finished = by_hand.finish(current_run)
-            make_room(visitor.owner)
+            make_room(visitor.owner, visitor.address)
             folder = user_dir(visitor.owner)
             folder.mkdir(parents=True, exist_ok=True)
             path = by_hand.save(finished, folder)

@@ -30,10 +30,12 @@ OWNER_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
 
 @dataclass(frozen=True)
 class Visitor:
-    """The page's policy and the id of the visitor's own library (None: the one shared library)."""
+    """The page's policy, the id of the visitor's own library (None: the one shared library) and the client address
+    their requests come from (app/ui/address.py; None when unknown), which disk bounds are also counted by."""
 
     policy: Policy = LOCAL
     owner: str | None = None
+    address: str | None = None
 
 
 def new_owner() -> str:
