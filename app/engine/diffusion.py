@@ -56,6 +56,13 @@ class DiffusionSettings:
                            help="Chance to reopen an earlier token of the block, scaled by its doubt (ReMDM).")
     eos_discount: float = option(1.0, "End-of-text score factor", min=0.0, max=1.0, step=0.05,
                                  help="Below 1 delays committing end-of-text (shows less EOS flooding).")
+    no_repeat: bool = option(False, "Stutter guard",
+                             help="Never write a token next to the same token: a guess equal to a written neighbour's "
+                                  "is not allowed, and of two equal guesses side by side one pass commits only the "
+                                  "left (positions committed together cannot see each other).")
+    min_length: int = option(0, "Shortest answer (tokens)", min=0, max="gen_length", step=1,
+                             help="End-of-text cannot be written before this many answer tokens (1: never an empty "
+                                  "answer).")
     stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
                                help="End as soon as an end-of-text is committed with everything before it filled in.")
     prefix_cache: bool = option(True, "Prefix cache", help="Reuse the keys/values left of the block within a block.")
@@ -155,6 +162,26 @@ def _parallel(confidence: np.ndarray, s: DiffusionSettings) -> int:
         ok = np.flatnonzero(ranked >= 1.0 - s.factor / (n + 1))
         k = max(k, int(ok[-1]) + 1 if len(ok) else 0)
     return k
+
+
+def _no_repeat(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int, eos_id: int) -> None:
+    """The stutter guard's first half: no block row may guess the token of a written neighbour (the answer's
+    first position: the prompt's last token). End-of-text may follow end-of-text: an answer that ended is
+    end-of-text to its end."""
+    for r in range(len(z)):
+        for nb in (lo + r - 1, lo + r + 1):
+            if nb >= len(masked) or (nb >= 0 and masked[nb]):
+                continue
+            token = x[prompt_len + nb]
+            if token != eos_id:
+                z[r, token] = -np.inf
+
+
+def _apart(pick: np.ndarray, chosen: np.ndarray, eos_id: int) -> np.ndarray:
+    """The guard's second half: of two rows side by side that one pass would commit with the same guess, only the
+    left is committed (they could not see each other); the right stays masked and is guessed again."""
+    keep = [r for r in pick if not (r - 1 in pick and chosen[r] == chosen[r - 1] and chosen[r] != eos_id)]
+    return np.asarray(keep, dtype=np.int64)
 
 
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
@@ -281,7 +308,10 @@ def forward(model: MaskedLM, run: Run) -> Pass:
     logits = np.asarray(logits)[:, : model.vocab_size]
     z = logits[: hi - lo].astype(np.float64)  # the block's rows: the only ones that can commit
     z[:, model.mask_id] = -np.inf
-    z[: max(0, min(hi, last_pin) - lo), model.eos_id] = -np.inf  # the answer cannot end before its pins
+    ends_after = max(last_pin, s.min_length)  # the answer cannot end before its pins or its shortest length
+    z[: max(0, min(hi, ends_after) - lo), model.eos_id] = -np.inf
+    if s.no_repeat:
+        _no_repeat(z, run.x, masked, P, lo, model.eos_id)
     probs = np.exp(z - z.max(axis=-1, keepdims=True))
     probs /= probs.sum(axis=-1, keepdims=True)
     if s.temperature > 0:  # Gumbel-max in float64 (LLaDA: low precision noise hurts quality)
@@ -317,6 +347,8 @@ def forward(model: MaskedLM, run: Run) -> Pass:
         safe = np.asarray(run.judge.observe(rows, lo + cand, chosen[cand]))
         if s.filter is not None:
             pick = np.union1d(pick, cand[safe >= s.filter])
+    if s.no_repeat:
+        pick = _apart(pick, chosen, model.eos_id)
     return Pass(probs, chosen, pick)
 
 

@@ -29,7 +29,7 @@ from app.engine.about import twins_note  # noqa: E402
 from app.engine.pins import AR_REFUSAL  # noqa: E402
 from app.errors import SourceError  # noqa: E402
 from app.input_limits import MAX_PROMPT_CHARS  # noqa: E402
-from app.lessons import STORY  # noqa: E402
+from app.prompts import EXAMPLE_PROMPTS, STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.scrub import known_keys, scrub_text  # noqa: E402
@@ -55,9 +55,6 @@ RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides 
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
 RECORDING_CONCURRENCY = 2  # handlers that read a whole recording (after Stop, Load, Upload, Download) at once
-EXAMPLE_PROMPTS = {"Lily's story": STORY, "A dog's story": "Once upon a time, there was a big dog who loved the rain.",
-                   "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
-# label -> prompt; the first fills the prompt box when the page opens
 CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
             "the rest are shown here but not saved.")
 CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
