@@ -77,5 +77,6 @@ def build_llada(root: Path, seed: int = 0) -> Path:
     model = transformers.AutoModel.from_config(cfg, trust_remote_code=True)
     _randomise(model, seed, std=0.5)
     model.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.46.3
     family_tokenizer(folder, "llada", config["vocab_size"])
     return folder

@@ -74,3 +74,19 @@ def test_llada_decodes_as_its_reference_generate_at_temperature_0(llada: Path) -
 def test_llada_without_trust_remote_code_says_so(llada: Path) -> None:
     with pytest.raises(SourceError, match="ships its own model code.*trust_remote_code"):
         make_source(f"hf-diffusion:{llada}")
+
+
+def test_llada_code_that_breaks_under_this_transformers_names_the_version_and_the_fix(
+        llada: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the mend (app/engine/hf_compat.py), LLaDA's own code fails in transformers 5: the sentence says it
+    is a library version mismatch and how to run it, not that the files are broken."""
+    from app.engine import hf, hf_compat
+
+    monkeypatch.setattr(hf_compat, "compatible", lambda cls: cls)
+    with pytest.raises(SourceError) as err:
+        hf.load_masked(str(llada), trust_remote_code=True, device="cpu")
+    text = str(err.value)
+    assert f"own model code does not run under transformers {transformers.__version__}" in text
+    assert "AttributeError" in text and "all_tied_weights_keys" in text
+    assert 'it was written for transformers 4.46.3: run it with pip install "transformers==4.46.3"' in text
+    assert "download" not in text and "\n" not in text

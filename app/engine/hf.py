@@ -210,12 +210,14 @@ def _load(name: str, trust_remote_code: bool) -> tuple[Any, Any, Any, bool]:
     except ValueError as e:
         if "trust_remote_code" in str(e) and not trust_remote_code:
             raise SourceError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.") from None
-        raise SourceError(f"Cannot load {name}: {_first_line(e)}") from None
-    except OSError:
-        raise SourceError(f"Cannot find the Hugging Face model {name!r} locally and could not download it: "
-                          "check the name, pass a local folder, or download it first while online.") from None
+        raise SourceError(_why(e, name, trust_remote_code)) from None
+    except OSError as e:
+        if "not a valid model identifier" in str(e):
+            raise SourceError(f"Cannot find the Hugging Face model {name!r} locally nor on the Hub: check the name, "
+                              "pass a local folder, or log in if it is private (hf auth login).") from None
+        raise SourceError(_why(e, name, trust_remote_code)) from None
     except Exception as e:  # transformers raises many kinds for half-written folders
-        raise SourceError(f"Cannot load {name}: {_first_line(e)}") from None
+        raise SourceError(_why(e, name, trust_remote_code)) from None
     if not trust_remote_code and getattr(config, "auto_map", None) and not type(config).__module__.startswith(
             "transformers."):  # its own config class was registered by an earlier trusted load in this process
         raise SourceError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.")
@@ -232,12 +234,13 @@ def _cached(transformers: Any, name: str, trust_remote_code: bool) -> bool:
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the Hub's host answers on port 443 (a quick check, instead of minutes of download retries)."""
+    """Whether the Hub's host answers on its port (a quick check, instead of minutes of download retries)."""
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    port = url.port or (80 if url.scheme == "http" else 443)
     try:
-        socket.create_connection((host, 443), timeout=timeout).close()
+        socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout).close()
         return True
     except OSError:
         return False
@@ -246,18 +249,13 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool, runs_on: dict[str, str],
              config: Any = None) -> Any:
     """The model's weights in runs_on's dtype, moved to its device, in eval mode."""
-    torch, _ = _libs()
+    _libs()
     extra = {"config": config} if config is not None else {}
     try:
         model = loader.from_pretrained(name, trust_remote_code=trust_remote_code, dtype=runs_on["dtype"],
                                        local_files_only=local, **extra).to(runs_on["device"])
-    except torch.OutOfMemoryError:
-        raise SourceError(f"{name} does not fit in the memory of {runs_on['device']} in {runs_on['dtype']}: "
-                          "pick a smaller model, a 16-bit dtype or another device.") from None
-    except OSError as e:
-        raise SourceError(f"The weights of {name} are missing or unreadable ({_first_line(e)}): download them again.") from None
     except Exception as e:
-        raise SourceError(f"The weights of {name} could not be loaded ({_first_line(e)}): download them again.") from None
+        raise SourceError(_why(e, name, trust_remote_code, config, runs_on)) from None
     return model.eval()
 
 
@@ -272,12 +270,18 @@ def _remote(config: Any, name: str, local: bool, trust_remote_code: bool, *keys:
     try:
         return remote_class(config, name, local, *keys)
     except Exception as e:
-        raise SourceError(f"The model code of {name} could not be loaded ({_first_line(e)}).") from None
+        raise SourceError(_why(e, name, True, config)) from None
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__).rstrip(".")[:200]
+def _why(e: BaseException, name: str, remote_code: bool, config: Any = None,
+         runs_on: dict[str, str] | None = None) -> str:
+    """The one sentence naming why loading `name` failed (app/engine/hf_errors.py)."""
+    from app.engine.hf_errors import explain
+
+    _, transformers = _libs()
+    return explain(e, name, remote_code=remote_code and bool(getattr(config, "auto_map", None) or config is None),
+                   placement=runs_on, written_for=getattr(config, "transformers_version", None),
+                   installed=transformers.__version__)
 
 
 def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False, device: str = "auto",
