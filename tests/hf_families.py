@@ -80,3 +80,66 @@ def build_llada(root: Path, seed: int = 0) -> Path:
     (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.46.3
     family_tokenizer(folder, "llada", config["vocab_size"])
     return folder
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte-to-character map, which Qwen2-style byte-level BPE vocabularies (Dream's) are written in."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def dream_tokenizer_files(folder: Path) -> None:
+    """vocab.json and merges.txt for Dream's own DreamTokenizer (tokenization_dream.py): the 256 bytes, merges that
+    spell WORDS, fillers up to Dream's first special id, beside Dream's own tokenizer_config.json."""
+    config = json.loads((ASSETS / "dream" / "tokenizer_config.json").read_text(encoding="utf-8"))
+    first_special = min(int(i) for i in config["added_tokens_decoder"])
+    vocab = {ch: i for i, ch in enumerate(_bytes_to_unicode().values())}
+    merges: list[str] = []
+    for word in sorted(set(WORDS)):
+        for form in (word, "Ġ" + word):  # Ġ is the byte-level space
+            pieces = list(form)
+            while len(pieces) > 1:
+                joined = pieces[0] + pieces[1]
+                if joined not in vocab:
+                    merges.append(f"{pieces[0]} {pieces[1]}")
+                    vocab[joined] = len(vocab)
+                pieces = [joined] + pieces[2:]
+    for i in range(len(vocab), first_special):
+        vocab[f"<unused{i}>"] = i
+    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+    for name in ("tokenizer_config.json", "tokenization_dream.py"):
+        shutil.copy(ASSETS / "dream" / name, folder / name)
+
+
+def build_dream(root: Path, seed: int = 0) -> Path:
+    """A 2-layer, 16-wide Dream with Dream-v0-Instruct-7B's vocabulary (152064 ids, mask 151666), saved under root
+    with Dream's own tokenizer code. The model is built in this process on the CPU, so its rotary buffer is right."""
+    import transformers
+
+    from app.engine.hf_compat import legacy_rope_default
+
+    folder = root / "dream"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("modeling_dream.py", "configuration_dream.py", "generation_utils.py", "generation_config.json"):
+        shutil.copy(ASSETS / "dream" / name, folder / name)
+    config = json.loads((ASSETS / "dream" / "config.json").read_text(encoding="utf-8"))
+    config.update(hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+                  num_hidden_layers=2, max_window_layers=2, max_position_embeddings=256)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    legacy_rope_default()  # Dream's code looks up transformers 4's "default" RoPE by name
+    from app.engine.hf_compat import remote_class
+
+    cfg = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
+    model = remote_class(cfg, str(folder), True, "AutoModel")(cfg)  # saving needs transformers 5's tied-keys dict
+    _randomise(model, seed, std=0.5)
+    model.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.46.2
+    dream_tokenizer_files(folder)
+    return folder

@@ -15,9 +15,14 @@ from app.sources.base import make_source
 torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 
-from tests.hf_families import build_llada, vendored  # noqa: E402  (needs torch and transformers)
+from tests.hf_families import build_dream, build_llada, vendored  # noqa: E402  (needs torch and transformers)
 
 PROMPT = "the cat had a red ball"
+
+
+@pytest.fixture(scope="module")
+def dream(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_dream(tmp_path_factory.mktemp("dream"))
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +95,77 @@ def test_llada_code_that_breaks_under_this_transformers_names_the_version_and_th
     assert "AttributeError" in text and "all_tied_weights_keys" in text
     assert 'it was written for transformers 4.46.3: run it with pip install "transformers==4.46.3"' in text
     assert "download" not in text and "\n" not in text
+
+
+def _rope(theta: float, head_dim: int) -> "torch.Tensor":
+    """Plain RoPE inverse frequencies, written out here so the check does not lean on the code under test."""
+    return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+
+
+def test_dream_loads_off_the_meta_device_with_its_rotary_buffer_set(dream: Path) -> None:
+    from safetensors.torch import load_file
+
+    from app.engine.hf import load_masked
+
+    model, tok = load_masked(str(dream), trust_remote_code=True, device="cpu")
+    assert type(model.model).__name__ == "DreamModel" and model.shifted
+    assert model.mask_id == tok.tok.mask_token_id == 151666 == model.model.config.mask_token_id
+    assert model.eos_id == 151643 and type(tok.tok).__name__ == "DreamTokenizer"  # Dream's own tokenizer code
+    assert not any(t.is_meta for t in [*model.model.parameters(), *model.model.buffers()])
+    want = _rope(1e6, 8)
+    rotaries = [m for m in model.model.modules() if hasattr(m, "inv_freq")]
+    assert len(rotaries) == 3  # the base model's and one per layer
+    for m in rotaries:
+        torch.testing.assert_close(m.inv_freq, want, rtol=0, atol=0)
+    saved = load_file(str(dream / "model.safetensors"))
+    state = model.model.state_dict()
+    for key, value in saved.items():
+        assert torch.equal(state[key], value), key
+    ids = np.array(tok.prompt_ids(PROMPT, chat=True) + [model.mask_id] * 8)
+    assert ids[0] == 151644 and 151645 in ids  # Dream's own chat template: <|im_start|>system ... <|im_end|>
+    with torch.inference_mode():
+        raw = model.model(input_ids=torch.as_tensor(ids)[None]).logits[0].numpy()
+    allowed = [i for i in range(model.vocab_size) if i not in model.banned]
+    np.testing.assert_array_equal(model.logits(ids)[1:, allowed], raw[:-1, allowed])  # output i predicts token i+1
+
+
+def test_dream_without_the_rotary_fix_would_run_with_a_garbage_buffer(dream: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why the load path recomputes the buffer: transformers 5 leaves it as whatever memory held."""
+    from app.engine import hf, hf_compat
+
+    monkeypatch.setattr(hf_compat, "fix_rotary_buffers", lambda model: 0)
+    model, _ = hf.load_masked(str(dream), trust_remote_code=True, device="cpu")
+    assert not torch.equal(model.model.model.rotary_emb.inv_freq, _rope(1e6, 8))
+
+
+@pytest.mark.parametrize(("alg", "scoring"), [("maskgit_plus", "confidence"), ("entropy", "entropy"),
+                                              ("topk_margin", "margin")])
+def test_dream_decodes_as_its_diffusion_generate_at_temperature_0(dream: Path, alg: str, scoring: str) -> None:
+    """Dream's own sampler is called with a generation config (its kwargs-only path needs transformers 4's
+    GenerationConfig.from_model_config), carrying the mask id from_model_config would have copied."""
+    import copy
+
+    from app.engine import diffusion
+
+    src = make_source(f"hf-diffusion:{dream}", trust_remote_code=True, device="cpu", gen_length=16, steps=8,
+                      block_length=16, temperature=0.0, threshold=None, stop_at_eos=False, scoring=scoring,
+                      schedule="dream")
+    prompt = src.encode(PROMPT)
+    ours = list(diffusion.generate(src.model, prompt, src.opts))
+    theirs = src.model.model.diffusion_generate(
+        torch.tensor([prompt]), generation_config=copy.deepcopy(src.model.model.generation_config),
+        mask_token_id=151666, max_new_tokens=16, steps=8, temperature=0.0, alg=alg, alg_temp=None,
+        return_dict_in_generate=False)[0, len(prompt):].tolist()
+    assert ours[-1].ids.tolist() == theirs and ours[-1].nfe == 8
+    assert len(set(theirs)) > 4
+
+
+def test_dream_schedule_counts_as_dreams_linspace() -> None:
+    from app.engine.diffusion import dream_count
+
+    for steps in (1, 2, 7, 8, 64, 255):
+        t = torch.linspace(1, 1e-3, steps + 1)
+        for masked in (0, 1, 16, 31, 128):
+            want = [int(torch.tensor(float(masked)) * (1 - t[i + 1] / t[i])) for i in range(steps - 1)] + [masked]
+            assert [dream_count(masked, i, steps) for i in range(steps)] == want

@@ -256,6 +256,10 @@ def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool, runs_
                                        local_files_only=local, **extra).to(runs_on["device"])
     except Exception as e:
         raise SourceError(_why(e, name, trust_remote_code, config, runs_on)) from None
+    if config is not None and getattr(config, "auto_map", None):  # the model's own code, written for transformers 4
+        from app.engine.hf_compat import fix_rotary_buffers
+
+        fix_rotary_buffers(model)
     return model.eval()
 
 
