@@ -75,3 +75,67 @@ def test_record_runs_the_twins_pair_and_pairs_lists_every_pair(tmp_path: Path,
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == list(PAIRS)
     assert next(r for r in rows if r["name"] == "twins")["fits_here"] is True
+
+
+def _controls(policy):
+    import gradio as gr
+
+    from app.ui.layout import side_controls
+
+    with gr.Blocks():
+        return {side: side_controls(side, default, policy) for side, default in
+                (("left", "local-diffusion"), ("right", "local-ar"))}
+
+
+def _set(updates: list, controls: dict) -> dict[tuple[str, str], object]:
+    """The values apply_pair gives each control, by (side, widget) with widget 'kind', 'arg' or 'PREFIX.SETTING'."""
+    names = []
+    for side, c in controls.items():
+        names += [(side, "kind"), (side, "arg"), *((side, f"{p}.{n}") for p, n, _, _ in c.settings)]
+    return {name: u["value"] for name, u in zip(names, updates) if isinstance(u, dict) and "value" in u}
+
+
+def test_the_page_box_sets_both_sides_to_a_pair_with_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.policy import LOCAL
+    from app.sources import pairs
+    from app.ui.pairs_ui import apply_pair
+
+    monkeypatch.setattr(pairs, "available_gb", lambda device: (80.0, "NVIDIA H100"))
+    controls = _controls(LOCAL)
+    about, *updates = apply_pair("dream-7b", controls, LOCAL)
+    got = _set(updates, controls)
+    assert got[("left", "kind")] == "hf-diffusion" and got[("left", "arg")] == "Dream-org/Dream-v0-Instruct-7B"
+    assert got[("right", "kind")] == "hf-ar" and got[("right", "arg")] == "Qwen/Qwen2.5-7B-Instruct"
+    assert got[("left", "hf-diffusion.trust_remote_code")] is True and got[("left", "hf-diffusion.schedule")] == "dream"
+    assert got[("left", "hf-diffusion.threshold")] == 0.0  # off, as the page's widget says it
+    assert "30.5 GB to download" in about["value"] and "Set on both sides" in about["value"]
+
+
+def test_the_page_box_refuses_a_pair_this_machine_cannot_hold_and_touches_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.policy import LOCAL
+    from app.sources import pairs
+    from app.ui.pairs_ui import apply_pair
+
+    monkeypatch.setattr(pairs, "available_gb", lambda device: (None, "no CUDA GPU"))
+    controls = _controls(LOCAL)
+    about, *updates = apply_pair("llada-8b", controls, LOCAL)
+    assert "Not on this machine" in about["value"] and "no CUDA GPU" in about["value"]
+    assert _set(updates, controls) == {}
+
+
+def test_a_served_page_offers_only_the_pairs_its_host_allows() -> None:
+    from app.policy import from_launch
+    from app.ui.layout import build
+    from app.ui.pairs_ui import apply_pair, offered
+
+    strict = from_launch("0.0.0.0", False, env={})
+    assert [p.name for p in PAIRS.values() if offered(p, strict)] == ["twins", "llada2-sglang", "mercury"]
+    listed = from_launch("0.0.0.0", False, env={}, allow=["remote-code"],
+                         hf_models=["Dream-org/Dream-v0-Instruct-7B", "Qwen/Qwen2.5-7B-Instruct"])
+    assert "dream-7b" in [p.name for p in PAIRS.values() if offered(p, listed)]
+    assert "llada-8b" not in [p.name for p in PAIRS.values() if offered(p, listed)]
+    about, *updates = apply_pair("llada-8b", _controls(strict), strict)  # the queue API can still call it
+    assert about["value"] == "This pair is not offered on this page." and _set(updates, _controls(strict)) == {}
+    pick = next(b for b in build(strict).blocks.values() if b.elem_id == "pair-pick")
+    assert [value for _, value in pick.choices] == ["twins", "llada2-sglang", "mercury"]
