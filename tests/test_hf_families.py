@@ -142,8 +142,9 @@ def test_dream_without_the_rotary_fix_would_run_with_a_garbage_buffer(dream: Pat
 @pytest.mark.parametrize(("alg", "scoring"), [("maskgit_plus", "confidence"), ("entropy", "entropy"),
                                               ("topk_margin", "margin")])
 def test_dream_decodes_as_its_diffusion_generate_at_temperature_0(dream: Path, alg: str, scoring: str) -> None:
-    """Dream's own sampler is called with a generation config (its kwargs-only path needs transformers 4's
-    GenerationConfig.from_model_config), carrying the mask id from_model_config would have copied."""
+    """Dream's own sampler is called with the generation config its files give (its kwargs-only path needs
+    transformers 4's GenerationConfig.from_model_config, which also adds top_k=50: tests/test_hf_reference_env.py
+    runs that path under transformers 4.46), carrying the mask id from_model_config would have copied."""
     import copy
 
     from app.engine import diffusion
@@ -169,3 +170,17 @@ def test_dream_schedule_counts_as_dreams_linspace() -> None:
         for masked in (0, 1, 16, 31, 128):
             want = [int(torch.tensor(float(masked)) * (1 - t[i + 1] / t[i])) for i in range(steps - 1)] + [masked]
             assert [dream_count(masked, i, steps) for i in range(steps)] == want
+
+
+def test_top_k_scores_among_the_k_likeliest_only(llada: Path) -> None:
+    """top_k=1 leaves one token a position, so every score ties at certainty (1) and the stable order commits left to
+    right; without it the model's confidences order the commits."""
+    from app.engine import diffusion
+
+    runs = {}
+    for k in (0, 1):
+        src = make_source(f"hf-diffusion:{llada}", trust_remote_code=True, device="cpu", gen_length=16, steps=16,
+                          block_length=16, temperature=0.0, threshold=None, stop_at_eos=False, top_k=k)
+        runs[k] = list(diffusion.generate(src.model, src.encode(PROMPT), src.opts))[1:]
+    assert np.all(runs[1][-1].confidence == 1.0) and [s.committed for s in runs[1]] == [[i] for i in range(16)]
+    assert not np.all(runs[0][-1].confidence == 1.0) and [s.committed for s in runs[0]] != [[i] for i in range(16)]

@@ -50,6 +50,9 @@ class DiffusionSettings:
                            help="even: the block's masked positions spread evenly over its steps (LLaDA); dream: "
                                 "a share 1 - s/t of those still masked, time t falling linearly from 1 (Dream).")
     temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05)
+    top_k: int = option(0, "Top-k (0 = off)", min=0, max=1000, step=1,
+                        help="Choose and score among each position's k likeliest tokens only; Dream's "
+                             "diffusion_generate does so with transformers' default of 50, even at temperature 0.")
     threshold: float | None = option(0.9, "Parallel threshold", min=0.0, max=1.0, step=0.05, off=True,
                                      help="Also commit every position at least this confident (Fast-dLLM).")
     factor: float | None = option(None, "Parallel factor", min=0.0, max=4.0, step=0.25, off=True,
@@ -302,6 +305,9 @@ def forward(model: MaskedLM, run: Run) -> Pass:
     z = logits[: hi - lo].astype(np.float64)  # the block's rows: the only ones that can commit
     z[:, model.mask_id] = -np.inf
     z[: max(0, min(hi, last_pin) - lo), model.eos_id] = -np.inf  # the answer cannot end before its pins
+    if 0 < s.top_k < z.shape[1]:  # as Dream's top_k_logits: below each row's k-th largest logit is out
+        kth = np.partition(z, -s.top_k, axis=-1)[:, -s.top_k][:, None]
+        z = np.where(z < kth, -np.inf, z)
     probs = np.exp(z - z.max(axis=-1, keepdims=True))
     probs /= probs.sum(axis=-1, keepdims=True)
     if s.temperature > 0:  # Gumbel-max in float64 (LLaDA: low precision noise hurts quality)

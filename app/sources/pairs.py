@@ -53,7 +53,8 @@ class Pair:
 LLADA = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_length": 32, "threshold": None,
          "schedule": "even"}  # LLaDA's generate.py defaults (low-confidence remasking, temperature 0)
 DREAM = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_length": 128, "threshold": None,
-         "schedule": "dream", "scoring": "entropy"}  # Dream's diffusion_generate with alg="entropy"
+         "schedule": "dream", "scoring": "entropy", "top_k": 50}  # Dream's diffusion_generate(alg="entropy"), whose
+# generation config takes transformers' default top_k of 50 (tests/test_hf_reference_env.py)
 
 PAIRS: dict[str, Pair] = {p.name: p for p in (
     Pair("twins", "Built-in twins (diffusion vs AR, 4.3M parameters each)", "local-diffusion", "local-ar", "CPU",
