@@ -80,7 +80,7 @@ def explain(e: BaseException, name: str, *, remote_code: bool = False, placement
                 "download it once, or pass a local folder.")
     if "does not recognize this architecture" in text or ("model type" in text and "not recognize" in text):
         return (f"{name} needs a newer transformers than {installed or 'this one'} ({first_line(e)}): "
-                "pip install -U transformers.")
+                "pip install -U transformers (or install the package whose code registers that model type).")
     if isinstance(e, CODE_ERRORS) and (remote_code or _from_remote_code(e)):
         was = f"it was written for transformers {written_for}" if written_for else "it was written for another version"
         pin = f'pip install "transformers=={written_for}"' if written_for else "the transformers version its model card names"
