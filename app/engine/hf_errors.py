@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import re
-from typing import Any
 
 CODE_ERRORS = (AttributeError, TypeError, ImportError, NameError, NotImplementedError)
 DAMAGED = ("deserializing header", "header too large", "incomplete metadata", "invalid load key", "pytorchstreamreader",
