@@ -137,5 +137,10 @@ def test_a_served_page_offers_only_the_pairs_its_host_allows() -> None:
     assert "llada-8b" not in [p.name for p in PAIRS.values() if offered(p, listed)]
     about, *updates = apply_pair("llada-8b", _controls(strict), strict)  # the queue API can still call it
     assert about["value"] == "This pair is not offered on this page." and _set(updates, _controls(strict)) == {}
+    from app.ui.pairs_ui import describe
+
+    assert describe("x" * 5_000_000, strict) == describe(["dream-7b"], strict) == describe("dream-7b", strict) \
+        == "This pair is not offered on this page."
+    assert describe("dream-7b", listed).startswith("**Dream-v0-Instruct-7B vs Qwen2.5-7B-Instruct** (GPU: 30.5 GB")
     pick = next(b for b in build(strict).blocks.values() if b.elem_id == "pair-pick")
     assert [value for _, value in pick.choices] == ["twins", "llada2-sglang", "mercury"]

@@ -18,6 +18,8 @@ from app.policy import LOCAL, Policy
 from app.sources.pairs import PAIRS, Pair, check_memory
 from app.ui.lessons_ui import control_outputs, control_values
 
+NOT_OFFERED = "This pair is not offered on this page."
+
 
 def offered(p: Pair, policy: Policy = LOCAL) -> bool:
     """Whether `policy` lets visitors race pair `p`: each source kind offered, each Hugging Face model allowed, and
@@ -40,6 +42,13 @@ def pair_markdown(p: Pair) -> str:
     return (f"**{p.title}** ({p.device}: {cost})\n\nLeft `{p.left}`, right `{p.right}`.\n\n{p.note}")
 
 
+def describe(name: Any, policy: Policy = LOCAL) -> str:
+    """The box's text for the pair called `name`, or one sentence when the page does not offer it (the handler can be
+    called through the queue API with any value, which is never repeated back)."""
+    p = PAIRS.get(name) if isinstance(name, str) else None
+    return pair_markdown(p) if p is not None and offered(p, policy) else NOT_OFFERED
+
+
 def _page_value(value: Any) -> Any:
     """A pair's setting as the page's widget holds it: an "off" setting (None) is 0 there."""
     return 0.0 if value is None else value
@@ -49,9 +58,9 @@ def apply_pair(name: str, controls: dict[str, Any], policy: Policy = LOCAL) -> l
     """The box's text, then the values of `control_outputs(controls)`: the pair's sources and settings, or, when the
     pair is not offered or this machine lacks its memory, a sentence saying so and every control left alone."""
     skip = [gr.skip()] * len(control_outputs(controls))
-    p = PAIRS.get(str(name))
+    p = PAIRS.get(name) if isinstance(name, str) else None
     if p is None or not offered(p, policy):
-        return [gr.update(value="This pair is not offered on this page."), *skip]
+        return [gr.update(value=NOT_OFFERED), *skip]
     try:
         check_memory(p)
     except SourceError as e:
@@ -74,6 +83,6 @@ def pairs_box(controls: dict[str, Any], policy: Policy = LOCAL) -> None:
             use = gr.Button("Use this pair", variant="primary", elem_id="pair-use", scale=1)
         about = gr.Markdown(pair_markdown(pairs[0]), elem_id="pair-about")
     quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
-    pick.change(lambda name: pair_markdown(PAIRS[name]), inputs=[pick], outputs=[about], **quiet)
+    pick.change(lambda name: describe(name, policy), inputs=[pick], outputs=[about], **quiet)
     use.click(lambda name: apply_pair(name, controls, policy), inputs=[pick],
               outputs=[about, *control_outputs(controls)], **quiet)
