@@ -42,6 +42,7 @@ from app.ui.address import address_of  # noqa: E402
 from app.ui.guard import GuardedBlocks, declared  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
+from app.ui.pairs_ui import pairs_box  # noqa: E402
 from app.ui.loading import while_loading  # noqa: E402
 from app.ui.sampler_ui import sampler_box  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
@@ -86,7 +87,8 @@ PAGE_CSS = """
 #sampler.cv-spotlight { outline: 4px solid var(--body-text-color); outline-offset: 4px; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
-body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about, body.cv-presenting #sampler,
+body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #pairs, body.cv-presenting #twins-about,
+body.cv-presenting #sampler,
 body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
@@ -546,6 +548,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
         wire_lessons = lessons_box(prompt, pins, controls)
+        pairs_box(controls, policy)
         sampled = sampler_box(lambda fn: as_visitor(policy, fn), owner, player, current,
                               show_recording)
         headline, details = twins_note()
