@@ -23,7 +23,10 @@ def serve_page(demo: Any = None) -> Iterator[str]:
 
     demo = demo if demo is not None else build()
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_options())
+    # _frontend=False skips Gradio's own probe of the page, which gives up after 3 s (a loaded machine can take longer
+    # to render it and Gradio then refuses to start); the loop below waits for the page as long as it takes
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, _frontend=False,
+                **launch_options())
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 60
     while True:

@@ -19,7 +19,7 @@ from tests.pages import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = ("import sys; from app.policy import from_launch; from app.ui.layout import launch; "
-         "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', env={}), quiet=True)")
+         "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', env={}), quiet=True, _frontend=False)")  # as pages.serve_page
 
 
 @contextlib.contextmanager
@@ -57,7 +57,9 @@ def config(url: str) -> dict[str, Any]:
 def call(url: str, fn_index: int, data: list[Any], session: str | None = None,
          timeout: float = 60.0) -> tuple[dict[str, Any], float]:
     """Joins the queue for one handler by fn_index and reads its event stream to process_completed; returns that
-    message and the seconds from the join to it."""
+    message and the seconds from the join to it. A join the door refuses for good (a request over its size cap) comes
+    back as a failed message carrying the door's sentence; one it refuses while this client's previous event is still
+    leaving the queue is sent again."""
     session = session or uuid.uuid4().hex
     body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
                        "trigger_id": None}).encode()
@@ -71,9 +73,13 @@ def call(url: str, fn_index: int, data: list[Any], session: str | None = None,
                 event_id = json.loads(r.read())["event_id"]
             break
         except urllib.error.HTTPError as e:
-            if e.code != 429 or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
+            if e.code == 429 and time.monotonic() < deadline:
+                time.sleep(0.02)
+                continue
+            if e.code in (403, 413, 429):  # the door (app/ui/door.py) refused the join with one sentence
+                return {"success": False, "output": {"error": json.loads(e.read())["detail"]}, "door": e.code}, \
+                    time.monotonic() - start
+            raise
     with urllib.request.urlopen(f"{url}gradio_api/queue/data?session_hash={session}", timeout=timeout) as stream:
         for raw in stream:
             line = raw.decode("utf-8").strip()

@@ -16,12 +16,13 @@ import pytest
 
 from app.compute import COMPUTE
 from app.input_limits import LIMITS, fingerprint
+from app.ui import door
 from app.ui.guard import FAILED, NOT_A_CHOICE, OUT_OF_RANGE, UNREADABLE
 from tests.reliability import tally
 from tests.served import call, config, peak_mb, served_process
 
 BOUND_S = 5.0  # the issue asks for an answer in under a second; asserted generously, the measured worst is printed
-BIG = 5_000_000  # characters of one oversized value (5 MB)
+BIG = 1_000_000  # characters of one oversized value (1 MB: under the door's 2 MB cap on a request, so the handler's own limit answers)
 EACH = 65_536  # characters of every value at once when all of a handler's inputs are oversized together
 MARKER = "visitor-text-7f3a"  # starts every value sent, so the log can be searched for any of it
 SERVER_STATE = {"state"}  # kept by the server; what a caller sends for it is ignored
@@ -190,13 +191,12 @@ def test_memory_bombs_are_refused_at_once_without_allocating(tmp_path: Path) -> 
         sampler, data = handler_of(cfg, "sampler-start", "click")
         prompt = "Once upon a time " * (50_000_000 // 17)
         done, t_sampler = call(url, sampler, with_value(cfg, sampler, data, "sampler-prompt", prompt))
-        assert done["success"] is False and done["output"]["error"] == "The prompt is over 20,000 characters; shorten it."
+        assert done["success"] is False and done["output"]["error"] == door.TOO_BIG  # never read past 2 MB
         race = next(d["id"] for d in cfg["dependencies"] if d.get("api_name") == "race")
         pins = "0:" + "Lily " * (20_000_000 // 5)
         data = defaults(cfg, next(d["inputs"] for d in cfg["dependencies"] if d["id"] == race))
         done, t_race = call(url, race, with_value(cfg, race, data, "pins", pins))
-        assert done["success"] is False and done["output"]["error"] == \
-            "The pinned text is over 4,000 characters; shorten it."
+        assert done["success"] is False and done["output"]["error"] == door.TOO_BIG
         peak = peak_mb(proc)
         assert not list((tmp_path / "recordings").rglob("*.jsonl"))  # no race was started, nothing written
     tally("input_attacks", 2)

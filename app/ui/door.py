@@ -31,6 +31,7 @@ UPLOAD_BYTES = 128 * 2**20
 UPLOAD_WINDOW = 3600.0
 UPLOAD_SUFFIX = ".jsonl"
 JOIN_ROUTES = ("/queue/join", "/call/")
+JOIN_BYTES = 2 * 2**20  # a join's body: every input of a handler within its declared limit fits many times over
 
 HELD = ("You already have a race or sweep running or waiting on this server; wait for it to end, or stop it, "
         "before starting another.")
@@ -40,6 +41,7 @@ UPLOAD_SPENT = (f"You have used this server's upload budget ({UPLOAD_FILES} file
                 "hour); try again later.")
 UPLOAD_ONE = f"Upload one {UPLOAD_SUFFIX} recording at a time."
 UPLOAD_SIZE = "An upload must say its size (Content-Length)."
+TOO_BIG = f"This request is larger than the server takes ({JOIN_BYTES // 2**20} MB); shorten what you typed."
 
 _policies: "weakref.WeakKeyDictionary[Any, Policy]" = weakref.WeakKeyDictionary()
 
@@ -68,13 +70,21 @@ async def _respond(send: Send, status: int, sentence: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
+async def _read_body(receive: Receive, limit: int = JOIN_BYTES) -> bytes | None:
+    """The request's body, or None when it passes `limit` bytes: the rest is read and dropped as it comes (never
+    held in memory), so the client gets the refusal rather than a closed connection."""
+    chunks: list[bytes] | None = []
+    size = 0
     while True:
         message = await receive()
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            chunks = None
+        elif chunks is not None:
+            chunks.append(chunk)
         if not message.get("more_body"):
-            return b"".join(chunks)
+            return None if chunks is None else b"".join(chunks)
 
 
 class Door:
@@ -107,6 +117,8 @@ class Door:
     async def _join(self, blocks: Any, address: str, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         """A queue join: refused when the visitor holds a race or sweep already, or the address its queue share."""
         body = await _read_body(receive)
+        if body is None:
+            return await _respond(send, 413, TOO_BIG)
         try:
             data = json.loads(body or b"{}")
         except ValueError:
