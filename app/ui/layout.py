@@ -77,8 +77,8 @@ PAGE_CSS = """
 #run-stop { justify-content: flex-start; }
 #player { min-height: 200px; }
 #player .cv-legend { position: static; }
-#player .cv-player:not(.cv-presenter) .cv-text { min-height: 4.5em; }
-#player .cv-player:not(.cv-presenter) .cv-heatmap { height: 120px; }
+#player .cv-player:not(.cv-presenter) .cv-text { min-height: calc(1.6em * 3); }
+#player .cv-player:not(.cv-presenter) .cv-heatmap { height: 110px; }
 #player .cv-player:not(.cv-presenter) .cv-caption-line { font-size: 1em; }
 #prompt textarea { overflow-wrap: anywhere; }
 #sampler.cv-spotlight { outline: 4px solid var(--body-text-color); outline-offset: 4px; }
@@ -88,6 +88,7 @@ body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twi
 body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
+body.cv-presenting .gradio-container > .main { padding-top: 0 !important; padding-bottom: 0 !important; }
 """
 
 ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appears when picked), "
