@@ -14,6 +14,7 @@ would make a typing side's rows as long as its answer instead of one token each.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
@@ -57,6 +58,17 @@ def status_sentence(statuses: list[str]) -> str:
     if not all(st in TERMINAL or st == "idle" for st in statuses):
         return SENTENCES["racing"]
     return STOPPED if "stopped" in statuses else SENTENCES["finished"]
+
+
+@lru_cache(maxsize=1)
+def setting_defaults() -> dict[str, dict[str, Any]]:
+    """Every registered source's settings defaults (prefix -> name -> default), for titles that name only the settings
+    a side moved from them."""
+    from app.sources.base import REGISTRY, load_plugins
+
+    load_plugins()
+    return {prefix: {name: spec.get("default") for name, spec in kind.settings.items()}
+            for prefix, kind in REGISTRY.items()}
 
 
 def summary(frames: list[Frame]) -> dict[str, Any]:
@@ -145,7 +157,7 @@ def recorded_side(rec: Recording, key: str, label: str | None = None) -> Recorde
 def recorded_sides(rec: Recording) -> dict[str, RecordedSide]:
     """The sides a recording holds (with frames, an end or a source), titled as the live race titled them."""
     sources = _sources(rec)
-    labels = side_labels({side: sources[side] for side in SIDES if side in sources})
+    labels = side_labels({side: sources[side] for side in SIDES if side in sources}, setting_defaults())
     out = {}
     for key in SIDES:
         if rec.frames.get(key) or key in rec.ends or sources.get(key):
