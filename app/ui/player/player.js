@@ -98,7 +98,8 @@ function create(root, options) {
     var t = e.target || {};
     var tag = t.tagName;
     if (state.presenter && t !== root && root.contains(t) && DRIVE[e.key] && !(t === ui.playBtn && e.key === " ") &&
-        !(t.classList && (t.classList.contains("cv-text") || t.classList.contains("cv-insp-pos")))) {
+        !(t.classList && (t.classList.contains("cv-text") || t.classList.contains("cv-insp-pos"))) &&
+        !(t.closest && t.closest("[data-own-keys]"))) {
       /* in presenter mode Space and the arrows always drive the player (a clicker sends them to whatever has the
          focus): a control of the player lets go of the focus instead of taking the key */
       t.blur();
@@ -118,7 +119,7 @@ function create(root, options) {
     if (t === range && (k === "ArrowLeft" || k === "ArrowRight" || k === "Home" || k === "End")) return;
     if (k === "p" || k === "P") { setPresenter(!state.presenter); e.preventDefault(); return; }
     if (k === "f" || k === "F") { toggleClock(); e.preventDefault(); return; }
-    if ((k === "o" || k === "O") && options.onPick) { options.onPick(); e.preventDefault(); return; }
+    if ((k === "o" || k === "O") && options.onPick && state.presenter) { options.onPick(); e.preventDefault(); return; }
     if (!enabled()) return;
     var digit = /^[1-9]$/.test(k) ? parseInt(k, 10) : 0;
     if (k === " ") togglePlay();
