@@ -435,6 +435,14 @@ def load_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, str]:
     return to_player(payload), str(path), f"Loaded {path.name}." + (f" {note}" if note else "")
 
 
+def load_picked(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, Any]:
+    """The presenter's picker: loads the recording whose id it typed (an empty box, cleared for the next pick, does
+    nothing)."""
+    if not (entry_id or "").strip():
+        return gr.skip(), gr.skip(), gr.skip()
+    return load_entry(visitor, entry_id)
+
+
 def rename_entry(visitor: Visitor, entry_id: str | None, new_name: str, current: str | None) -> tuple[Any, ...]:
     """Renames one of the visitor's recordings; the player keeps pointing at it."""
     try:
@@ -635,8 +643,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                   **quiet)
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
         ids.change(lambda v: json.dumps(list(v or [])), inputs=[ids], outputs=[picker_list], queue=False, **quiet)
-        picker_load.input(as_visitor(policy, load_entry), inputs=[owner, picker_load], outputs=[player, current, status],
-                          **reads, **quiet)
+        picker_load.change(as_visitor(policy, load_picked), inputs=[owner, picker_load],
+                           outputs=[player, current, status], **reads, **quiet)
         load_btn.click(as_visitor(policy, load_entry), inputs=[owner, pick], outputs=[player, current, status],
                        **reads, **quiet)
         download_btn.click(as_visitor(policy, download_entry), inputs=[owner, pick], outputs=[download, status],

@@ -60,7 +60,7 @@
         item.appendChild(el("span", "cv-picker-kind", kind));
         item.addEventListener("click", function () {
           var box = field("#presenter-load textarea, #presenter-load input");
-          if (box) setValue(box, name);
+          if (box) { setValue(box, ""); setTimeout(function () { setValue(box, name); }, 0); } /* a change each pick */
           hide();
         });
       });
