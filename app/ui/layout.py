@@ -297,7 +297,8 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             yield to_player(notice_payload(SENTENCES["empty_prompt"])), gr.skip()
             return
         if len(prompt) > MAX_PROMPT_CHARS:
-            yield to_player(notice_payload(f"The prompt is over {MAX_PROMPT_CHARS:,} characters; shorten it.")), gr.skip()
+            yield to_player(message_payload(f"The prompt is over {MAX_PROMPT_CHARS:,} characters; shorten it.",
+                                            run_id)), gr.skip()
             return
         lspec, lset, lkey = left.read(list(values[:n_left]))
         rspec, rset, rkey = right.read(list(values[n_left:]))
