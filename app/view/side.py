@@ -52,12 +52,21 @@ def pinned_positions(rows: list[dict[str, Any]]) -> frozenset[int]:
     return frozenset(rows[0].get("pin") or ()) if rows else frozenset()
 
 
-def status_sentence(statuses: list[str]) -> str:
-    """The line above the panels for sides in these statuses, as a video draws it: racing until every side has
-    ended, then stopped if one was stopped, else finished."""
+def status_sentence(statuses: list[str], names: list[str] | None = None) -> str:
+    """The line above the panels for sides in these statuses, as a video draws it (the player's rule): racing until
+    every side has ended, then stopped if one was stopped, failed if every side failed, finished but naming the side
+    that failed (`names`, one per status), else finished."""
     if not all(st in TERMINAL or st == "idle" for st in statuses):
         return SENTENCES["racing"]
-    return STOPPED if "stopped" in statuses else SENTENCES["finished"]
+    if "stopped" in statuses:
+        return STOPPED
+    failed = [(names or [])[i] if i < len(names or []) else f"side {i + 1}" for i, st in enumerate(statuses)
+              if st == "error"]
+    if failed and "done" not in statuses:
+        return SENTENCES["failed"]
+    if failed:
+        return SENTENCES["partly_failed"].replace("{side}", " and ".join(failed))
+    return SENTENCES["finished"]
 
 
 @lru_cache(maxsize=1)

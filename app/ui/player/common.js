@@ -39,6 +39,7 @@ var KEYS = [
   ["C", "compare by progress (not real time) on / off"],
   ["F", "forward-pass clock on / off (time is the default)"],
   ["P", "presenter mode on / off"],
+  ["O", "presenter mode on the page: run a race or load a recording"],
   ["?", "show / hide this help"],
   ["Tab, then \u2190 \u2192", "in a text panel: inspect the previous / next position (Shift: 10 at a time)"],
   ["Esc", "close this help, or the token inspector"]
