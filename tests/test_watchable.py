@@ -327,7 +327,8 @@ def test_titles_name_only_the_settings_a_side_moved_from_its_default() -> None:
     labels = side_labels({"left": {"name": "local-diffusion", "settings": {"threshold": 0.9, "factor": None}},
                           "right": {"name": "local-diffusion", "settings": {"threshold": None, "factor": 0.5}}},
                          setting_defaults())
-    assert labels == {"left": "local-diffusion", "right": "local-diffusion \u00b7 factor=0.5 \u00b7 threshold=off"}
+    assert labels == {"left": "local-diffusion \u00b7 defaults",
+                      "right": "local-diffusion \u00b7 factor=0.5 \u00b7 threshold=off"}
     assert "None" not in "".join(labels.values())
 
 
