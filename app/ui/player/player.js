@@ -7,7 +7,9 @@
  *   player.update(payload);                     // merge an update (live) or a whole run (replay)
  *   ConvergePlayer.mount(root, data, options);  // the same, in one call, for an exported HTML file
  * options: {presenter: bool, keyboard: bool (default true), clock: "time"|"passes", onPresenter: fn(on),
- *           onClock: fn("time"|"passes"), onPaint: fn(ms)}
+ *           onClock: fn("time"|"passes"), onPaint: fn(ms), onPick: fn() (the page's picker: a "Race / recording"
+ *           button and key O in presenter mode)}
+ * A payload {notice: str} with no run says something in the status line and keeps the run shown.
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
  * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
@@ -30,8 +32,13 @@
  * starts over. The root and each side panel carry data-status, data-frames (frames received) and
  * data-step (the frame shown: a side's row index, the root's shared-timeline index); the root also
  * carries data-view (time|progress|passes), data-key (the timeline's value at the frame shown), data-speed,
- * data-playing and data-presenter; each heatmap
- * canvas carries data-rows (one per frame); the inspector carries data-open, data-side and data-pos.
+ * data-playing, data-presenter, data-failed (a side failed) and data-pace-factor (the share of real time a replay
+ * runs at: below 1 at the watch pace); each side carries data-badge (ready, playing, paused or its status); each
+ * heatmap canvas carries data-rows (one per frame) and data-bands (rows drawn: frames merged so each is at least
+ * MIN_ROW pixels); the inspector carries data-open, data-side and data-pos.
+ * Watch pace: a run whose every side reports forward passes (a model on this machine) replays stretched to last
+ * state.pace seconds (theme.json paces, remembered in localStorage), never faster than it ran; a live race of them
+ * replays so from its first frame as soon as it finishes. The clock and figures keep the real time.
  * Parts the guided lessons point at carry data-part: panel-left, panel-right, legend, heatmap-left,
  * heatmap-right, chart, metrics, scrubber, inspector (player.css .cv-spotlight outlines one).
  *
