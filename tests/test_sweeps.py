@@ -213,5 +213,7 @@ def test_a_sweep_button_fills_its_chart_and_note_in_the_browser(browser: Any, sw
     with browser_tab(browser, sweeps_url, height=1000) as tab:
         traces, text = press_sweep(tab, "steps", "d.length === 4")
         assert traces[0][:2] == ["diffusion twin", [2, 4]] and traces[1][0] == "AR twin (KV cache), same length"
-        assert "From 2 to 4 steps for answers of 8 tokens" in text
+        assert "from 2 to 4 steps for answers of 8 tokens" in text and "medians of 3 runs" in text
+        spread = tab.evaluate("() => document.querySelector('#sweep-steps-plot .js-plotly-plot').data[0].error_y")
+        assert len(spread["array"]) == 2 and min(spread["array"] + spread["arrayminus"]) >= 0  # each point's spread
         assert tab.inner_text("#sweep-length-note").startswith("Not measured yet")
