@@ -301,6 +301,8 @@ def test_the_heatmap_has_axes_readable_rows_and_a_labelled_frame_line_and_a_load
         assert {"masked", "new", "unchanged", "fresh"} <= set(shown)
         assert not {"changed", "remasked", "pinned", "given"} & set(shown), shown  # none occurs in this run
         tab.screenshot(path=str(SHOTS / "converge-heatmap-1366x768.png"))
+        press(tab, "End", "data-step", tab.get_attribute(f"{ROOT} .cv-range", "max"))
+        assert_newest_in_view(tab)  # on the page too, each panel shows its newest line, whole
 
 
 def contrast(a: str, b: str) -> float:
