@@ -19,6 +19,7 @@ from app.engine import stepper
 from app.engine.diffusion import DiffusionSettings
 from app.engine.pins import resolve_pins
 from app.errors import SourceError
+from app.input_limits import refusal
 from app.sources.local import EOS_MARK, SamplerSource, diffusion_frame, named_candidates
 from app.trace import Frame, Recording, clean_text, make_header, write_recording
 
@@ -62,6 +63,10 @@ def begin(source: SamplerSource, prompt: str) -> HandRun:
     if s.block_length > MAX_OPEN:
         raise SourceError(f"A block of {s.block_length} positions is too many to choose from by hand: "
                           f"use a block length of at most {MAX_OPEN}.")
+    for field, value in (("prompt", prompt or ""), ("pins", "\n".join(s.pins))):
+        too_big = refusal(field, value)  # before tokenising: the work grows with the text
+        if too_big:
+            raise SourceError(too_big)
     prompt = clean_text(prompt or "")
     ids = source.encode(prompt)
     pins = resolve_pins(source.tok, s.pins, s.gen_length)

@@ -91,15 +91,15 @@ def twin_points(model: Any, points: Sequence[int] = POINTS) -> list[int]:
     return [n for n in points if n < model.max_len - PROMPT]
 
 
-def load_hf(spec: str, device: str = "auto") -> tuple[Any, int, int, str, str]:
+def load_hf(spec: str, device: str, make: Callable[..., Any]) -> tuple[Any, int, int, str, str]:
     """(torch model, vocabulary size, positions it takes, device, label) of a Hugging Face source such as
-    `hf-ar:gpt2`, loaded as a race loads it; raises SourceError with the sentence to show."""
+    `hf-ar:gpt2`, made by `make(spec, **settings)` (the page's policy-checked factory, or make_source on the command
+    line), as a race makes it; raises SourceError with the sentence to show."""
     from app.errors import SourceError
-    from app.sources.base import make_source
 
     if not spec.startswith(("hf-ar:", "hf-diffusion:")):
-        raise SourceError(f"Name a Hugging Face source such as hf-ar:MODEL or hf-diffusion:MODEL, not {spec!r}.")
-    source = make_source(spec, device=device)
+        raise SourceError(f"Name a Hugging Face source such as hf-ar:MODEL or hf-diffusion:MODEL, not {spec[:80]!r}.")
+    source = make(spec, device=device)
     wrapper = source.model
     placement = wrapper.placement
     return (wrapper.model, wrapper.vocab_size, wrapper.max_len, placement["device"],

@@ -62,11 +62,12 @@ class Race:
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
                  secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
                  make: Callable[..., Source] = make_source, folder: str | Path | None = None,
-                 limit: float | None = None) -> None:
+                 limit: float | None = None, max_bytes: int | None = None) -> None:
         """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk;
         `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy);
         the recording is `out`, or a new file in `folder` (default: recordings_dir()); `limit` is the race's
-        wall-clock limit in seconds (default: app.limits.race_limit()).
+        wall-clock limit in seconds (default: app.limits.race_limit()); `max_bytes` caps the recording's frames (0: the
+        race runs and is shown but nothing is saved, see RecordingWriter).
         Every key the race could hold is scrubbed from the prompt, the header, each frame and each message."""
         settings = settings or {}
         self.limit = race_limit() if limit is None else float(limit)
@@ -96,7 +97,7 @@ class Race:
         }, self._keys)
         named = recording_name(self.sides["left"].spec, self.sides["right"].spec)
         self.path = Path(out) if out else Path(folder or recordings_dir()) / named
-        self.writer = RecordingWriter(self.path, make_header(prompt, self.sources))
+        self.writer = RecordingWriter(self.path, make_header(prompt, self.sources), max_bytes=max_bytes)
         for side, s in self.sides.items():
             if s.source is None:
                 self.writer.end(side, "error", s.message)

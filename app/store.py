@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from pathlib import Path
 
 from app.errors import SourceError
+from app.trace import MAX_RECORDING_BYTES
 
 RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
 EXAMPLES_DIR = RECORDINGS_DIR / "examples"
@@ -22,11 +24,16 @@ OWNERS = "visitors"  # the subfolder of recordings_dir() that holds each owner's
 KINDS = ("user", "example")
 SUFFIX = ".jsonl"
 MAX_NAME = 120
-# disk bounds for visitors of a served page: each owner keeps their newest runs within these, and all owners
-# together stay within the last; the oldest files go first (a finished recording is never needed to run a race)
+# disk bounds for visitors of a served page: each owner keeps their newest runs within the first two (their own
+# oldest go first), the owners written from one client address share the third and all owners the last; a write
+# that only another owner's runs could make room for is refused (make_room)
 OWNER_MAX_FILES = 100
 OWNER_MAX_BYTES = 256 * 2**20
+ADDRESS_MAX_BYTES = 512 * 2**20
 VISITORS_MAX_BYTES = 2 * 2**30
+RUN_MAX_BYTES = MAX_RECORDING_BYTES  # one visitor's recording stops growing here (a longer one could not be read back)
+FROM = ".from"  # in an owner's folder: digests of the client addresses its runs were written from
+_room_lock = threading.Lock()  # one make_room at a time, so two writers never count the same free space
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 
 
@@ -122,21 +129,67 @@ def _oldest_first(files: list[Path]) -> list[tuple[Path, int]]:
     return [(f, size) for _, f, size in sorted(found)]
 
 
-def _drop_oldest(files: list[Path], max_files: int, max_bytes: int, room: int = 1) -> None:
-    """Deletes the oldest of `files` until `room` more files fit within max_files and max_bytes."""
-    kept = _oldest_first(files)
-    total = sum(size for _, size in kept)
-    while kept and (len(kept) + room > max_files or total > max_bytes):
-        f, size = kept.pop(0)
-        f.unlink(missing_ok=True)
-        total -= size
+def address_tag(address: str) -> str:
+    """What an owner's folder keeps of a client address it was written from: a digest, never the address itself."""
+    return hashlib.sha256(address.encode("utf-8")).hexdigest()[:16]
 
 
-def make_room(owner: str | None) -> None:
-    """Before a visitor's new recording: their folder keeps its newest OWNER_MAX_FILES - 1 files within
-    OWNER_MAX_BYTES, and all visitors' folders stay within VISITORS_MAX_BYTES. Nothing for the shared library,
-    which belongs to whoever runs the page on their own machine."""
+def _tags(owner_dir: Path) -> set[str]:
+    try:
+        return set((owner_dir / FROM).read_text(encoding="ascii").split())
+    except (OSError, UnicodeDecodeError):
+        return set()
+
+
+def _usage(mine: Path, address: str | None) -> tuple[int, int]:
+    """(bytes of every other owner's runs, bytes of the other owners' runs written from `address`)."""
+    everyone = same_address = 0
+    tag = address_tag(address) if address else None
+    for owner_dir in (recordings_dir() / OWNERS).glob("*"):
+        if owner_dir == mine or not owner_dir.is_dir():
+            continue
+        size = sum(size for _, size in _oldest_first(list(owner_dir.glob(f"*{SUFFIX}"))))
+        everyone += size
+        if tag is not None and tag in _tags(owner_dir):
+            same_address += size
+    return everyone, same_address
+
+
+class DiskFull(SourceError):
+    """A visitor's new recording refused because a disk bound is reached that only other owners' runs could free."""
+
+
+def make_room(owner: str | None, address: str | None = None) -> None:
+    """Before a visitor's new recording (up to RUN_MAX_BYTES): deletes only that owner's own oldest runs until they keep
+    at most OWNER_MAX_FILES - 1 within OWNER_MAX_BYTES, and the owners written from `address` (ADDRESS_MAX_BYTES) and
+    all visitors (VISITORS_MAX_BYTES) have room; raises DiskFull when even that is not enough, so no other owner's run
+    is ever deleted. The owner's folder notes `address` (a digest). Nothing for the shared library (owner None), which
+    belongs to whoever runs the page on their own machine."""
     if owner is None:
         return
-    _drop_oldest(list(user_dir(owner).glob(f"*{SUFFIX}")), OWNER_MAX_FILES, OWNER_MAX_BYTES)
-    _drop_oldest(list((recordings_dir() / OWNERS).glob(f"*/*{SUFFIX}")), 10**9, VISITORS_MAX_BYTES, room=0)
+    mine = user_dir(owner)
+    with _room_lock:
+        kept = _oldest_first(list(mine.glob(f"*{SUFFIX}")))
+        everyone, same_address = _usage(mine, address)
+
+        def over() -> bool:
+            own = sum(size for _, size in kept) + RUN_MAX_BYTES
+            return (len(kept) + 1 > OWNER_MAX_FILES or own > OWNER_MAX_BYTES
+                    or same_address + own > ADDRESS_MAX_BYTES or everyone + own > VISITORS_MAX_BYTES)
+
+        while kept and over():
+            f, _ = kept.pop(0)
+            f.unlink(missing_ok=True)
+        if over():
+            if same_address + RUN_MAX_BYTES > ADDRESS_MAX_BYTES:
+                raise DiskFull("Not saved: runs made from your network address already fill its share of this "
+                               f"server's disk ({ADDRESS_MAX_BYTES // 2**20} MB), and it never deletes another "
+                               "visitor's runs to make room.")
+            raise DiskFull(f"Not saved: this server's disk space for visitors' runs ({VISITORS_MAX_BYTES // 2**30} GB) "
+                           "is full, and it never deletes another visitor's runs to make room.")
+        if address:
+            mine.mkdir(parents=True, exist_ok=True)
+            tag = address_tag(address)
+            if tag not in _tags(mine):
+                with open(mine / FROM, "a", encoding="ascii") as f:
+                    f.write(tag + "\n")

@@ -208,29 +208,44 @@ def make_header(prompt: str, sources: dict[str, dict[str, Any]]) -> dict[str, An
 
 
 class RecordingWriter:
-    """Appends one flushed JSON line per event; safe to call from both race threads."""
+    """Appends one flushed JSON line per event; safe to call from both race threads.
 
-    def __init__(self, path: str | Path, header: dict[str, Any]) -> None:
+    With `max_bytes`, frames stop being written once the file would pass it (`full` says so; the ends are still
+    written, so the file reads back as a finished run); `max_bytes=0` writes nothing and creates no file, for a run
+    that is shown but may not be saved."""
+
+    def __init__(self, path: str | Path, header: dict[str, Any], max_bytes: int | None = None) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self.written = 0
+        self.full = False
         self._lock = threading.Lock()
+        self._file: Any = None
+        if max_bytes == 0:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "w", encoding="utf-8")
         self._write(header)
 
-    def _write(self, obj: dict[str, Any]) -> None:
+    def _write(self, obj: dict[str, Any], capped: bool = False) -> None:
         try:
             line = json.dumps(obj, ensure_ascii=False, allow_nan=False)
         except ValueError:  # a NaN or an infinity from a source: written as null rather than lost
             line = json.dumps(finite_json(obj), ensure_ascii=False, allow_nan=False)
-        line = clean_text(line)
+        line = clean_text(line) + "\n"
         with self._lock:
-            if self._file.closed:
+            if self._file is None or self._file.closed:
                 return
-            self._file.write(line + "\n")
+            size = len(line.encode("utf-8"))
+            if capped and self.max_bytes is not None and (self.full or self.written + size > self.max_bytes):
+                self.full = True
+                return
+            self._file.write(line)
             self._file.flush()
+            self.written += size
 
     def frame(self, side: str, frame: Frame) -> None:
-        self._write({"type": "frame", "side": side, **frame.to_json()})
+        self._write({"type": "frame", "side": side, **frame.to_json()}, capped=True)
 
     def end(self, side: str, status: str, message: str | None = None, t: float | None = None) -> None:
         """Marks how a side ended: done, stopped or error (with the message the user saw)."""
@@ -243,7 +258,7 @@ class RecordingWriter:
 
     def close(self) -> None:
         with self._lock:
-            if not self._file.closed:
+            if self._file is not None and not self._file.closed:
                 self._file.flush()
                 os.fsync(self._file.fileno())
                 self._file.close()

@@ -166,8 +166,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     from tests import reliability
 
     if not any(k in reliability.COUNTS for k in ("hostile_inputs", "fuzz_stream_cases", "fuzz_recording_cases",
-                                                   "faults_injected", "concurrent_sessions", "security_attacks",
-                                                   "bounded_races", "parser_crashes")):
+                                                   "faults_injected", "concurrent_sessions", "security_attacks", "input_attacks",
+                                                   "shared_attacks", "bounded_races", "parser_crashes")):
         return
     terminalreporter.write_sep("=", "reliability")
     terminalreporter.write_line(reliability.table())

@@ -30,6 +30,19 @@ ROWS = (
                          "listener, network probes, replay: of outside paths, another visitor's library, uploads when "
                          "off, keys echoed into answers)"),
     ("security_breaches", "attacks that got through"),
+    ("input_attacks", "oversized or mistyped inputs sent by fn_index to every handler of a served page (a 5 MB value in each "
+                      "input, 64 KB in all of a handler's at once, 50 MB prompt and 20 MB pins bombs)"),
+    ("input_misses", "of those, answered with anything but one sentence within 5 s, or echoed into the reply or the log"),
+    ("shared_attacks", "attacks on what visitors share replayed (fresh sessions from one client filling the disk, "
+                       "disk bounds on files, uploads while off and over budget, a one-client queue flood with another "
+                       "visitor's page loads and race, a second race from one visitor and a refused write, both in "
+                       "Chromium)"),
+    ("shared_breaches", "of those, that got through (a run of another visitor deleted, an upload taken while off or "
+                        "over budget, a page load or race of the other visitor refused)"),
+    ("disk_attack_refused", "races of fresh sessions from one client shown but not saved once its address's disk share "
+                            "was full (of 40; no other visitor's run deleted)"),
+    ("flood_refused", "race requests of a one-client flood refused at the queue's door (of 72; one holds a slot)"),
+    ("victim_refused", "another visitor's page loads and race refused during that flood (of 29 + 1)"),
     ("bounded_races", "never-ending races (keep-alive-forever SSE, replay with a frame at t = 1e9) stopped at the limit"),
     ("slot_recoveries", "times every race slot was filled by them and another session's race still completed"),
     ("disconnects_ended", "races ended because their API client went away"),

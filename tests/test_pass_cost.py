@@ -17,6 +17,7 @@ import pytest
 
 from app import pass_cost
 from app.errors import SourceError
+from app.sources.base import make_source
 from tests.pages import browser_tab
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +83,7 @@ def test_a_hugging_face_model_is_timed_on_its_device_over_the_positions_asked(tm
     from tests.test_hf import build_tiny_models
 
     path = build_tiny_models(tmp_path)["gpt2"]
-    net, vocab, max_len, device, label = pass_cost.load_hf(f"hf-ar:{path}", "cpu")
+    net, vocab, max_len, device, label = pass_cost.load_hf(f"hf-ar:{path}", "cpu", make_source)
     assert (max_len, device) == (96, "cpu") and label == f"{path} (cpu, float32)"
     assert pass_cost.hf_points(max_len) == [1, 2, 4, 8, 16, 32, 64]
     shapes: list[tuple[int, ...]] = []
@@ -94,7 +95,7 @@ def test_a_hugging_face_model_is_timed_on_its_device_over_the_positions_asked(tm
         handle.remove()
     assert shapes == [(1, 16)] and tuple(out.shape) == (1, 16, vocab)
     with pytest.raises(SourceError, match="Name a Hugging Face source"):
-        pass_cost.load_hf("gpt2")
+        pass_cost.load_hf("gpt2", "cpu", make_source)
 
 
 @needs_twins

@@ -24,6 +24,7 @@ from app.sources.base import make_source
 from app.store import EXAMPLES_DIR, user_dir
 from app.trace import Frame, read_recording
 from app.ui import scratch
+from app.ui.guard import NOT_A_CHOICE
 from app.ui.layout import build, delete_entry, download_entry, load_entry, rename_entry
 from app.ui.visitor import Visitor, check_side, visitor_source
 from tests import sentinels
@@ -441,7 +442,7 @@ def test_a_visitor_cannot_see_load_rename_delete_or_download_anothers_recordings
         tally("security_attacks", len(attempts))
         for what, out in attempts.items():  # Gradio refuses an id that is not one of B's choices
             text = json.dumps(out)
-            assert "not in the list of choices" in text and "private question" not in text, (what, text[:300])
+            assert NOT_A_CHOICE in text and "private question" not in text, (what, text[:300])
         b = Visitor(served(), OWNER_B)  # and so do the handlers themselves, were the picker not checked
         said = [load_entry(b, theirs)[-1], download_entry(b, theirs)[-1], rename_entry(b, theirs, "stolen", None)[-1],
                 delete_entry(b, theirs)[-1]]
@@ -496,15 +497,19 @@ def test_a_shared_library_is_the_hosts_choice(recordings: Path) -> None:
 
 
 def test_uploads_are_refused_through_the_api_when_off(tmp_path: Path) -> None:
+    """Gradio's upload route refuses the file (app/ui/door.py), and the upload handler refuses one it is handed."""
+    import urllib.error
+
+    from app.ui.layout import upload_entry
+
+    src = EXAMPLES_DIR / EXAMPLE.partition("/")[2]
     with page(served()) as (demo, url):
-        index = fn_index(demo, elem_id="load-file", event="upload")
-        src = EXAMPLES_DIR / EXAMPLE.partition("/")[2]
-        upload = json.loads(_upload(url, src))[0]
-        data = inputs(demo, index, OWNER_A)
-        data[1] = {"path": upload, "meta": {"_type": "gradio.FileData"}, "orig_name": src.name}
-        done = call(url, index, data)
-    tally("security_attacks")
-    assert done["success"] and "Uploading recordings is off" in json.dumps(done["output"]["data"])
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _upload(url, src)
+    assert refused.value.code == 403
+    said = upload_entry(Visitor(served(), OWNER_A), str(src))
+    tally("security_attacks", 2)
+    assert "Uploading recordings is off" in said[-2]
 
 
 def _upload(url: str, path: Path) -> str:
@@ -628,32 +633,3 @@ def test_the_model_list_handler_lends_no_host_key_and_asks_no_url_the_host_did_n
         assert note(left_source="openai", left_key=DEFAULT_KEY,
                     **{settings_id("left", "openai", "base_url"): wire_server}).startswith("3 models listed")
         tally("security_attacks", 3)
-
-
-def test_a_visitors_runs_stay_within_the_disk_bounds_the_oldest_going_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    from app import store
-
-    monkeypatch.setenv("CONVERGE_RECORDINGS", str(tmp_path))
-    monkeypatch.setattr(store, "OWNER_MAX_FILES", 3)
-    monkeypatch.setattr(store, "VISITORS_MAX_BYTES", 5_000)
-    mine, theirs = store.user_dir("me"), store.user_dir("them")
-    for folder in (mine, theirs):
-        folder.mkdir(parents=True)
-    for i in range(4):  # mine: 4 files of 1,000 bytes, oldest first
-        f = mine / f"run{i}.jsonl"
-        f.write_bytes(b"x" * 1000)
-        os.utime(f, (100 + i, 100 + i))
-    old = theirs / "old.jsonl"
-    old.write_bytes(b"y" * 1000)
-    os.utime(old, (50, 50))
-    store.make_room(None)  # the shared library of a local page is the host's: never pruned
-    assert len(list(mine.iterdir())) == 4
-    store.make_room("me")  # room for one more of mine: 2 kept; then all visitors within 5,000 bytes
-    assert sorted(f.name for f in mine.iterdir()) == ["run2.jsonl", "run3.jsonl"] and old.exists()
-    for i in range(3):
-        (theirs / f"new{i}.jsonl").write_bytes(b"z" * 1000)
-    monkeypatch.setattr(store, "OWNER_MAX_FILES", 10)  # now only the bound on all visitors together acts
-    store.make_room("them")  # 6,000 bytes in all: the oldest file of anyone goes first, another owner's included
-    assert not old.exists() and len(list(theirs.iterdir())) == 3 and len(list(mine.iterdir())) == 2

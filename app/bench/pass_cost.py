@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from app.errors import SourceError
 from app.pass_cost import (POINTS, REPEATS, TWIN, hf_pass, hf_points, load_hf, note, run_points, twin_pass,
                            twin_points)
+from app.sources.base import make_source
 from app.sources.local import twin
 
 
@@ -24,7 +25,7 @@ def bench(points: Sequence[int] = POINTS, hf: str | None = None, device: str = "
     out["twin"] = {"label": TWIN, "rows": rows, "note": note(rows)}
     if hf:
         try:
-            net, vocab, max_len, dev, label = load_hf(hf, device)
+            net, vocab, max_len, dev, label = load_hf(hf, device, make_source)  # the host's own command: no visitor policy
         except SourceError as e:
             out["hf"] = {"skipped": str(e)}
             return out

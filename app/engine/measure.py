@@ -8,8 +8,10 @@ counted up to end-of-text; seconds are wall time per sample on this machine.
 from __future__ import annotations
 
 import math
+import re
 import time
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -61,6 +63,55 @@ def distinct2(text: str) -> float | None:
     words = text.split()
     pairs = list(zip(words, words[1:]))
     return len(set(pairs)) / len(pairs) if pairs else None
+
+
+def words(text: str) -> list[str]:
+    """The text's words, lower-cased, without the punctuation around them ("Book." and "book" are one word)."""
+    return [w for w in (re.sub(r"^\W+|\W+$", "", t.lower()) for t in text.split()) if w]
+
+
+def stutter(texts: Iterable[str]) -> tuple[int, int]:
+    """(adjacent word pairs that repeat the same word, all adjacent word pairs) over the texts: "book book" and
+    "a book. Book" stutter, "very, very" too (rare in the stories, and cheap to count honestly as one)."""
+    repeats = pairs = 0
+    for text in texts:
+        w = words(text)
+        pairs += max(0, len(w) - 1)
+        repeats += sum(a == b for a, b in zip(w, w[1:]))
+    return repeats, pairs
+
+
+RECITAL_N = 8  # an 8-word run found verbatim in the training text is recited, not written
+
+
+def ngrams(text: str, n: int = RECITAL_N) -> set[tuple[str, ...]]:
+    """The text's runs of n consecutive words (as `words` reads them)."""
+    w = words(text)
+    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+
+
+def recited(texts: Iterable[str], known: set[tuple[str, ...]], n: int = RECITAL_N) -> tuple[int, int]:
+    """(n-word runs of the texts found verbatim in `known`, all n-word runs): how much of an answer is recital."""
+    found = total = 0
+    for text in texts:
+        w = words(text)
+        runs = [tuple(w[i:i + n]) for i in range(len(w) - n + 1)]
+        total += len(runs)
+        found += sum(r in known for r in runs)
+    return found, total
+
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"  # ../shared/corpus beside the checkout
+TRAINING_FILES = ("tinystories-a.txt", "tinystories-b.txt")
+
+
+def training_ngrams(folder: Path | None = None, n: int = RECITAL_N) -> set[tuple[str, ...]] | None:
+    """Every n-word run of the twins' training text (None when the corpus is not beside the checkout)."""
+    folder = folder or CORPUS
+    try:
+        return set().union(*(ngrams(Path(folder, f).read_text(encoding="utf-8"), n) for f in TRAINING_FILES))
+    except OSError:
+        return None
 
 
 def mean(values: Sequence[float | None]) -> float | None:

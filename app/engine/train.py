@@ -264,7 +264,7 @@ def held_out_loss(model: TorchTransformer, val: torch.Tensor, twin: str, mask_id
     if twin == "ar":
         out["ce"] = float(sum(ar_loss(model, v[None]) for v in val) / len(val))
     else:
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator(device=val.device).manual_seed(seed)
         ts = [0.15, 0.3, 0.5, 0.7, 0.85]
         elbo = 0.0
         for t in ts:
@@ -282,8 +282,10 @@ def held_out_loss(model: TorchTransformer, val: torch.Tensor, twin: str, mask_id
 
 # ---------------------------------------------------------------- run
 
-def hardware() -> str:
+def hardware(device: torch.device | None = None) -> str:
     """A one-line description of where training ran."""
+    if device is not None and device.type == "cuda":
+        return f"one {torch.cuda.get_device_name(device)} GPU (CUDA); torch {torch.__version__}"
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
         model = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name")), "?")
@@ -302,11 +304,12 @@ def save_twin(model: TorchTransformer, out: Path, twin: str, config: dict, stats
     (out / f"{twin}.json").write_text(json.dumps({"config": config, "training": stats}, indent=1) + "\n")
 
 
-def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
-    """Linear warm-up then cosine decay to a tenth."""
+def lr_at(step: int, steps: int, lr: float, warmup: int, time_done: float = 0.0) -> float:
+    """Linear warm-up then cosine decay to a tenth, by steps or, when a run has a time limit, by the share of
+    its time spent (`time_done`), whichever is further along, so a run stopped by the clock has decayed."""
     if step < warmup:
         return lr * (step + 1) / warmup
-    p = (step - warmup) / max(1, steps - warmup)
+    p = max((step - warmup) / max(1, steps - warmup), time_done)
     return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
 
 
@@ -347,11 +350,21 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--resume", action="store_true", help="continue from <twin>.ckpt.pt in --out, as if never stopped")
     ap.add_argument("--finish", action="store_true", help="with --resume: write the twin from the checkpoint as it is "
                     "(a run stopped early: its steps, tokens and seconds are the checkpoint's)")
+    ap.add_argument("--augment", type=int, default=0, help="add this many copies of the training stories with their "
+                    "names, animals, colours, objects and places swapped consistently (app/engine/augment.py)")
+    ap.add_argument("--keep-best", action="store_true", help="write the weights of the best held-out evaluation, "
+                    "not the last (early stopping for a model that starts to memorise)")
+    ap.add_argument("--max-minutes", type=float, default=None, help="stop training after this many minutes and "
+                    "write the twin as it is then (its log says how many tokens it saw)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda[:N]: on a GPU, tensors and the generator live there")
     args = ap.parse_args(argv)
     command = "python -m app.engine.train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    if device.type != "cpu":  # the model, the masks and the generator's draws all live on the accelerator
+        torch.set_default_device(device)
     out = Path(args.out)
     t0 = time.time()
 
@@ -364,12 +377,17 @@ def main(argv: list[str] | None = None) -> dict:
 
     tok = Tokenizer.from_file(str(tok_path))
     eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
+    if args.augment:
+        from app.engine.augment import augmented
+
+        train_s = train_s + augmented(train_s, args.augment, args.seed)
     tokens, starts = encode_stream(tok, train_s, eos_id)
     if args.kd_data:
         kd = np.load(args.kd_data)
         tokens, starts = kd["tokens"], kd["starts"]
     val_tokens, val_starts = encode_stream(tok, val_s, eos_id)
-    val = torch.stack([batch_at(i, val_tokens, val_starts, 1, args.seq, args.seed + 1)[0] for i in range(args.val_windows)])
+    val = torch.stack([batch_at(i, val_tokens, val_starts, 1, args.seq, args.seed + 1)[0]
+                       for i in range(args.val_windows)]).to(device)
 
     config = dict(
         vocab_size=tok.get_vocab_size(), n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
@@ -395,7 +413,7 @@ def main(argv: list[str] | None = None) -> dict:
         previous = json.loads(init_json.read_text()).get("training") if init_json.is_file() else None
         was = json.loads(init_json.read_text())["config"].get("causal", True) if init_json.is_file() else True
         kind = "the AR twin's" if was else "the diffusion twin's"
-        init_note = (f"initialised from {kind} weights ({Path(args.init_from).name})" if args.kd_data else
+        init_note = (f"initialised from {kind} weights ({Path(args.init_from).name})" if args.kd_data or not first_step else
                      f"initialised from {kind} checkpoint after {first_step * per_step} tokens ({Path(args.init_from).name})")
         if previous and previous.get("init"):
             init_note += f", which was {previous['init']}"
@@ -405,7 +423,8 @@ def main(argv: list[str] | None = None) -> dict:
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=lr, betas=(0.9, 0.95))
-    gen = torch.Generator().manual_seed(args.seed)
+    gen = torch.Generator(device=device).manual_seed(args.seed)
+    best: dict = {}  # with --keep-best: the held-out figure, step and weights of the best evaluation so far
     n_params = sum(p.numel() for p in model.parameters())
     print(f"{args.twin}: {n_params} params, {len(tokens)} train tokens, {len(val_tokens)} held-out tokens, "
           f"steps {first_step}..{total_steps} of {per_step} tokens", flush=True)
@@ -427,12 +446,18 @@ def main(argv: list[str] | None = None) -> dict:
         if args.finish:  # the run ends here: the twin says what was actually trained
             steps, total_steps = done_steps, first_step + done_steps
     train_start = time.time() - earlier_seconds
+    stopped_early = None
     for i in range(done_steps, steps):
         step = first_step + i
+        if args.max_minutes is not None and time.time() - train_start > 60 * args.max_minutes:
+            stopped_early, steps, total_steps = i, i, first_step + i  # the twin says what was actually trained
+            print(f"stopped after {args.max_minutes} minutes at step {step}", flush=True)
+            break
         for group in opt.param_groups:
-            group["lr"] = lr_at(i, steps, lr, warmup=max(1, min(30, steps // 10)))
-        x = batch_at(step, tokens, starts, args.batch, args.seq, args.seed, args.pad_frac, eos_id)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=not args.no_bf16):
+            group["lr"] = lr_at(i, steps, lr, warmup=max(1, min(30, steps // 10)), time_done=(
+                (time.time() - train_start) / (60 * args.max_minutes) if args.max_minutes else 0.0))
+        x = batch_at(step, tokens, starts, args.batch, args.seq, args.seed, args.pad_frac, eos_id).to(device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=not args.no_bf16):
             if args.twin == "ar":
                 loss = ce = ar_loss(model, x)
             else:
@@ -451,6 +476,10 @@ def main(argv: list[str] | None = None) -> dict:
             val_curve.append({"step": step + 1, "tokens": (step + 1) * per_step,
                               **held_out_loss(model, val, args.twin, mask_id, args.seed)})
             print("held_out", json.dumps(val_curve[-1]), flush=True)
+            figure = val_curve[-1].get("ce", val_curve[-1].get("nelbo_estimate"))
+            if args.keep_best and figure < best.get("figure", math.inf):
+                best = {"figure": figure, "step": step + 1, "i": i + 1,
+                        "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}
         if args.twin == "ar" and step + 1 == fork:
             ckpt_stats = {"tokens": fork * per_step, "seconds": round(time.time() - train_start, 1),
                           "held_out": held_out_loss(model, val, "ar", mask_id, args.seed)}
@@ -467,6 +496,14 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"paused after step {step + 1}; continue with --resume", flush=True)
             return {"paused_at_step": i + 1, "loss_curve": curve}
     seconds = time.time() - train_start
+    if args.keep_best and best:
+        last = held_out_loss(model, val, args.twin, mask_id, args.seed)
+        last_figure = last.get("ce", last.get("nelbo_estimate"))
+        if best["figure"] < last_figure:  # the weights written are those of the best evaluation
+            model.load_state_dict(best["state"])
+            print(f"kept the best held-out weights, step {best['step']} ({best['figure']:.4f} < {last_figure:.4f})",
+                  flush=True)
+            steps, total_steps = best["i"], first_step + best["i"]
     stats = {
         "twin": args.twin,
         "objective": "next-token cross-entropy" if args.twin == "ar" else
@@ -484,7 +521,10 @@ def main(argv: list[str] | None = None) -> dict:
         "steps": steps, "batch": args.batch, "seq": args.seq, "lr": lr, "seed": args.seed,
         "seconds": round(seconds, 1),
         "seconds_including_data": round(time.time() - t0, 1),
-        "hardware": hardware(),
+        "hardware": hardware(device),
+        "augment_copies": args.augment,
+        "stopped_early": {"after_minutes": args.max_minutes, "at_step": stopped_early} if stopped_early else None,
+        "kept_best": {"step": best["step"], "held_out": best["figure"]} if best and args.keep_best else None,
         "data": {"files": [Path(p).name for p in args.corpus], "stories_train": len(train_s),
                  "distilled": json.loads(str(np.load(args.kd_data)["stats"])) if args.kd_data else None,
                  "stories_held_out": len(val_s), "train_tokens": int(len(tokens)), "held_out_tokens": int(len(val_tokens))},

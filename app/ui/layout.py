@@ -23,20 +23,24 @@ from typing import Any, Callable, Iterator
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
+from starlette.middleware import Middleware  # noqa: E402
 
 from app import library  # noqa: E402
 from app.engine.about import twins_note  # noqa: E402
 from app.engine.pins import AR_REFUSAL  # noqa: E402
 from app.errors import SourceError  # noqa: E402
+from app.input_limits import MAX_PROMPT_CHARS  # noqa: E402
 from app.lessons import STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.scrub import known_keys, scrub_text  # noqa: E402
 from app.sources.base import REGISTRY, load_plugins  # noqa: E402
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME  # noqa: E402
-from app.store import locate, make_room, user_dir  # noqa: E402
+from app.store import RUN_MAX_BYTES, DiskFull, locate, make_room, user_dir  # noqa: E402
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError  # noqa: E402
-from app.ui import library_ui, scratch  # noqa: E402
+from app.ui import door, library_ui, scratch  # noqa: E402
+from app.ui.address import address_of  # noqa: E402
+from app.ui.guard import GuardedBlocks, declared  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
 from app.ui.loading import while_loading  # noqa: E402
@@ -53,10 +57,11 @@ RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides 
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
 RECORDING_CONCURRENCY = 2  # handlers that read a whole recording (after Stop, Load, Upload, Download) at once
-MAX_PROMPT_CHARS = 20_000
 EXAMPLE_PROMPTS = {"Lily's story": STORY, "A dog's story": "Once upon a time, there was a big dog who loved the rain.",
                    "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
 # label -> prompt; the first fills the prompt box when the page opens
+CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
+            "the rest are shown here but not saved.")
 CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
 
 PLAYER_GLUE = """
@@ -133,7 +138,8 @@ def show_recording(path: Path) -> dict[str, Any]:
 def launch_options() -> dict[str, Any]:
     """Safe launch defaults: no monitoring endpoint, no run history in the browser, a file size cap."""
     return {"enable_monitoring": False, "max_file_size": MAX_RECORDING_BYTES, "run_history": False,
-            "ssr_mode": False, "css": PAGE_CSS, "show_error": False}
+            "ssr_mode": False, "css": PAGE_CSS, "show_error": False,
+            "app_kwargs": {"middleware": [Middleware(door.Door)]}}  # fair queueing and uploads (app/ui/door.py)
 
 
 def setting_component(spec: dict[str, Any], elem_id: str) -> gr.components.Component:
@@ -261,7 +267,8 @@ def _session(request: gr.Request | None) -> str:
 
 def visitor_of(policy: Policy, token: Any, request: gr.Request | None) -> Visitor:
     """The visitor behind a request: the page's policy and their owner id (from the browser, else the session)."""
-    return Visitor(policy, owner_of(policy, token, request.session_hash if request is not None else None))
+    return Visitor(policy, owner_of(policy, token, request.session_hash if request is not None else None),
+                   address_of(request))
 
 
 def as_visitor(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -309,11 +316,17 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
                 return
             for st in takers:
                 st["pins"] = pins
+        refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
+
         def build() -> Race:
-            make_room(visitor.owner)
+            try:
+                make_room(visitor.owner, visitor.address)
+            except DiskFull as e:
+                refused.append(str(e))
+            cap = 0 if refused else (RUN_MAX_BYTES if visitor.owner is not None else None)
             return Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                         secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
-                        folder=user_dir(visitor.owner))
+                        folder=user_dir(visitor.owner), max_bytes=cap)
 
         keys = known_keys({"left": lkey, "right": rkey})
         loading = while_loading(build, scrub_text(f"{lspec} and {rspec}", keys), abandon=_abandon)
@@ -330,7 +343,9 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
         updates = live_updates(race, interval=UPDATE_INTERVAL)
         try:
             for seq, snapshot in enumerate(updates):
-                yield to_player(live_payload(snapshot, run_id, seq)), str(race.path)
+                notes = refused or ([CUT_NOTE] if race.writer.full else [])
+                yield to_player({**live_payload(snapshot, run_id, seq), **({"warnings": notes} if notes else {})}), \
+                    (gr.skip() if refused else str(race.path))
         finally:
             updates.close()
             race.stop()
@@ -367,6 +382,8 @@ def after_stop(request: gr.Request) -> Any:
     if race is not None:
         race.stop()
         race.close()
+    if not Path(entry["path"]).is_file():  # a race that was not saved: what it showed stays on screen
+        return gr.skip()
     return to_player(load_payload(entry["path"], run=entry["run"])), str(entry["path"])
 
 
@@ -476,7 +493,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
     if not visitor.policy.can("upload"):
         return (gr.skip(),) * 5 + ("Uploading recordings is off on this server.", None)
     try:
-        make_room(visitor.owner)
+        make_room(visitor.owner, visitor.address)
         new_id = library.save_upload(path, Path(path).name, visitor.owner)
     except (SourceError, OSError) as e:
         return (gr.skip(),) * 5 + (_error_text(e), None)
@@ -538,7 +555,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
     defaults = [p if p in REGISTRY else next(iter(REGISTRY)) for p in DEFAULT_PAIR]
     head = (f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
             f"<script>{asset('presenter_picker.js')}</script>")
-    with gr.Blocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
+    with GuardedBlocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
         if policy.served:
@@ -610,7 +627,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                                     lines=2, max_lines=4, scale=3)
                 download = gr.File(label="Download", interactive=False, elem_id="download-file", height=110, scale=2)
         with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
-            sweeps_tab()
+            sweeps_tab(policy=policy)
         for side, c in controls.items():
             list_models, list_inputs = _models(policy, c)
             listing = {"fn": list_models, "inputs": list_inputs, "outputs": [c.arg], "concurrency_limit": 8,
@@ -641,7 +658,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                                                           **reads, **quiet) \
             .then(refresh, inputs=[owner], outputs=view, **quiet)
         demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, player, current],
-                  **quiet)
+                  queue=False, **quiet)  # the page opens even while the queue is full
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
         ids.change(lambda v: json.dumps(list(v or [])), inputs=[ids], outputs=[picker_list], queue=False, **quiet)
         picker_load.change(as_visitor(policy, load_picked), inputs=[owner, picker_load],
@@ -664,7 +681,9 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         cancel_export_btn.click(fn=None, cancels=exports).then(
             lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **quiet)
         demo.unload(end_session)
+    declared(demo)  # every input has a declared limit, or the build fails
     demo.queue(max_size=QUEUE_SIZE)
+    door.watch(demo, policy)
     return demo
 
 

@@ -8,12 +8,15 @@ position's Radio choices); the run lives in a per-session gr.State, so two visit
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import gradio as gr
 
 from app import by_hand
+from app.compute import COMPUTE
 from app.engine.diffusion import SCORINGS
 from app.errors import SourceError
 from app.lessons import STORY
@@ -26,6 +29,17 @@ TWIN = "local-diffusion"  # the model the box steps unless the learner names a H
 LENGTHS = [16, 32, 64]
 BLOCKS = [8, 16, 32]
 COLOURS = {who: light(name) for who, name in THEME["by_hand"].items()}  # who committed each canvas piece (theme.json)
+
+
+@contextlib.contextmanager
+def compute_slot() -> Iterator[None]:
+    """Holds one of the CPU slots races and sweeps share (app/compute.py) while the model runs, first come first
+    served, so hand-stepped runs cannot crowd out the races' local models."""
+    COMPUTE.acquire(1, threading.Event())
+    try:
+        yield
+    finally:
+        COMPUTE.release(1)
 
 
 def read_picks(run: by_hand.HandRun, values: list[Any]) -> dict[int, int | None]:
@@ -116,8 +130,9 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
                     "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
                     "pins": pinned or ""}
         try:
-            source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
-            return board(by_hand.begin(source, prompt_text or ""))
+            with compute_slot():
+                source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
+                return board(by_hand.begin(source, prompt_text or ""))
         except SourceError as e:
             return said(str(e))
 
@@ -125,7 +140,8 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
         if current_run is None:
             return said("Press Start first.")
         try:
-            return board(by_hand.advance(current_run, picks(current_run)))
+            with compute_slot():
+                return board(by_hand.advance(current_run, picks(current_run)))
         except SourceError as e:
             return said(str(e))
 
@@ -144,8 +160,9 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
         if current_run is None:
             return said("Press Start first.", extra=2)
         try:
-            finished = by_hand.finish(current_run)
-            make_room(visitor.owner)
+            with compute_slot():
+                finished = by_hand.finish(current_run)
+            make_room(visitor.owner, visitor.address)
             folder = user_dir(visitor.owner)
             folder.mkdir(parents=True, exist_ok=True)
             path = by_hand.save(finished, folder)

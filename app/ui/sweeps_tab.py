@@ -20,6 +20,8 @@ from app import pass_cost, sweeps
 from app.compute import COMPUTE
 from app.engine.hf import DEVICES
 from app.errors import SourceError
+from app.policy import LOCAL, Policy
+from app.ui.visitor import Visitor, allowed_source, visitor_source
 
 SWEEP_CONCURRENCY = 1  # sweeps at once across all users: each holds a CPU slot for minutes
 TITLES = {"steps": "Steps vs quality and time", "length": "Generation length vs time",
@@ -51,7 +53,15 @@ def describe(axis: str, options: dict[str, Any], prompts: list[str]) -> str:
             f"counted up to end-of-text; {each}.")
 
 
-def run_handler(axis: str, options: dict[str, Any], prompts: list[str]) -> Callable[[], Iterator[tuple[Any, str]]]:
+def twins(policy: Policy) -> sweeps.Models:
+    """The built-in twins and their tokenizer, made through the page's one policy check like every other model."""
+    diffusion: Any = allowed_source(Visitor(policy), "local-diffusion")
+    ar: Any = allowed_source(Visitor(policy), "local-ar")
+    return diffusion.model, ar.model, diffusion.tok
+
+
+def run_handler(axis: str, options: dict[str, Any], prompts: list[str], policy: Policy = LOCAL
+                ) -> Callable[[], Iterator[tuple[Any, str]]]:
     """The click handler of one sweep: yields (chart, caption) before each point and once at the end."""
     extra = {k: v for k, v in options.items() if k != "points"}
 
@@ -62,7 +72,7 @@ def run_handler(axis: str, options: dict[str, Any], prompts: list[str]) -> Calla
             return
         try:
             yield sweeps.figure(axis, []), "Loading the twins..."
-            for rows, done, total, what in sweeps.iter_sweep(axis, options["points"], prompts, **extra):
+            for rows, done, total, what in sweeps.iter_sweep(axis, options["points"], prompts, twins(policy), **extra):
                 if done < total:
                     yield sweeps.figure(axis, rows), f"Measuring {what} ({done + 1} of {total})..."
                 else:
@@ -84,11 +94,10 @@ PASS_COST_INTRO = (
     "bottleneck (compute-bound) and the line climbs.")
 
 
-def pass_cost_handler(points: list[int]) -> Callable[[str, str], Iterator[tuple[Any, str]]]:
-    """The pass-cost button: the twin's points, then the named Hugging Face model's (if any), the chart after each."""
+def pass_cost_handler(points: list[int], policy: Policy = LOCAL) -> Callable[[str, str], Iterator[tuple[Any, str]]]:
+    """The pass-cost button: the twin's points, then the named Hugging Face model's (if any), the chart after each;
+    both made through the page's one policy check (app/ui/visitor.py), as a race makes its sides."""
     def run(hf: str, device: str) -> Iterator[tuple[Any, str]]:
-        from app.sources.local import twin
-
         colours = [sweeps.OKABE_ITO["blue"], sweeps.OKABE_ITO["vermillion"]]
         series: dict[str, list[dict[str, Any]]] = {}
         notes: list[str] = []
@@ -98,7 +107,7 @@ def pass_cost_handler(points: list[int]) -> Callable[[str, str], Iterator[tuple[
         if not COMPUTE.acquire(1, threading.Event()):
             return
         try:
-            model, _ = twin("diffusion")
+            model = twins(policy)[0]
             todo = pass_cost.twin_points(model, points)
             for rows, done in pass_cost.iter_rounds(lambda n: pass_cost.twin_pass(model, n), todo):
                 series[pass_cost.TWIN] = rows
@@ -107,7 +116,7 @@ def pass_cost_handler(points: list[int]) -> Callable[[str, str], Iterator[tuple[
             notes.append(pass_cost.note(series[pass_cost.TWIN]))
             if hf:
                 yield pass_cost.figure(series, colours), f"Loading {hf}..."
-                net, vocab, max_len, dev, label = pass_cost.load_hf(hf, device)
+                net, vocab, max_len, dev, label = pass_cost.load_hf(hf, device, visitor_source(Visitor(policy)))
                 todo = pass_cost.hf_points(max_len, points)
                 for rows, done in pass_cost.iter_rounds(lambda n: pass_cost.hf_pass(net, n, vocab, dev), todo):
                     series[label] = rows
@@ -124,8 +133,9 @@ def pass_cost_handler(points: list[int]) -> Callable[[str, str], Iterator[tuple[
     return run
 
 
-def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
-    """Builds the Sweeps area inside the open gr.Blocks; `settings` overrides app.sweeps.defaults() (for tests)."""
+def sweeps_tab(settings: dict[str, Any] | None = None, policy: Policy = LOCAL) -> None:
+    """Builds the Sweeps area inside the open gr.Blocks under the page's `policy`; `settings` overrides
+    app.sweeps.defaults() (for tests)."""
     warning = ""
     try:
         cfg = sweeps.defaults()
@@ -140,7 +150,7 @@ def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
             button = gr.Button(f"Run {axis} sweep", elem_id=f"sweep-{axis}")
             plot = gr.Plot(label=TITLES[axis], show_label=False, elem_id=f"sweep-{axis}-plot")
             caption = gr.Markdown(f"Not measured yet: press **Run {axis} sweep**.", elem_id=f"sweep-{axis}-note")
-        button.click(run_handler(axis, cfg[axis], cfg["prompts"]), outputs=[plot, caption],
+        button.click(run_handler(axis, cfg[axis], cfg["prompts"], policy), outputs=[plot, caption],
                      concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep", show_progress="hidden",
                      api_name=False)
     with gr.Column(elem_id="sweep-pass-cost-area"):
@@ -153,5 +163,5 @@ def sweeps_tab(settings: dict[str, Any] | None = None) -> None:
         button = gr.Button("Run pass-cost sweep", elem_id="sweep-pass-cost")
         plot = gr.Plot(label="The cost of one forward pass", show_label=False, elem_id="sweep-pass-cost-plot")
         caption = gr.Markdown("Not measured yet: press **Run pass-cost sweep**.", elem_id="sweep-pass-cost-note")
-    button.click(pass_cost_handler(list(cfg["pass_cost"]["points"])), inputs=[hf, device], outputs=[plot, caption],
+    button.click(pass_cost_handler(list(cfg["pass_cost"]["points"]), policy), inputs=[hf, device], outputs=[plot, caption],
                  concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep", show_progress="hidden", api_name=False)

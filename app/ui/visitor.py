@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from app.errors import SourceError
-from app.policy import LOCAL, Policy
+from app.policy import HF_PREFIXES, LOCAL, Policy
 from app.sources.base import REGISTRY, Source, SourceKind, load_plugins, make_source, on_off
 from app.sources.listing import LISTED, TYPE_A_NAME, list_models
 from app.sources.openai_chat import ENTERED_KEY, host_of
@@ -30,10 +30,12 @@ OWNER_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
 
 @dataclass(frozen=True)
 class Visitor:
-    """The page's policy and the id of the visitor's own library (None: the one shared library)."""
+    """The page's policy, the id of the visitor's own library (None: the one shared library) and the client address
+    their requests come from (app/ui/address.py; None when unknown), which disk bounds are also counted by."""
 
     policy: Policy = LOCAL
     owner: str | None = None
+    address: str | None = None
 
 
 def new_owner() -> str:
@@ -59,7 +61,7 @@ def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
     kind = REGISTRY.get(prefix)
     if kind is None:
         return  # make_source names the known sources
-    if prefix in ("hf-diffusion", "hf-ar"):
+    if prefix in HF_PREFIXES:
         if not policy.hf_model_allowed(arg):
             named = ", ".join(policy.hf_models)
             raise SourceError("This server runs only the Hugging Face models its host named"
@@ -100,17 +102,34 @@ class QuietSource:
                               "base URL.") from None
 
 
-def visitor_source(visitor: Visitor) -> Callable[..., Source]:
-    """`make(spec, **settings_and_key)` for a visitor's race (Race's `make`): the policy's checks, then the source,
-    with `replay:` reading library names in the visitor's own library only."""
-    def make(spec: str, **settings: Any) -> Source:
-        check_side(visitor.policy, spec, settings)
-        extra = {"paths": False, "owner": visitor.owner} if spec.partition(":")[0] == "replay" else {}
+HF_LOAD_FAILED = ("That Hugging Face model could not be loaded on this server; check its name (a served page does not "
+                  "say why, so it cannot be used to look around the server's disk).")
+
+
+def allowed_source(visitor: Visitor, spec: str, **settings: Any) -> Source:
+    """The one way the page makes a source or loads a model (races, Be the sampler, sweeps, the pass-cost chart): the
+    policy's checks first, then the source, with `replay:` reading library names in the visitor's own library only.
+    On a served page a Hugging Face load that fails says one sentence whatever the cause, so no error tells a visitor
+    whether a path exists."""
+    check_side(visitor.policy, spec, settings)
+    prefix = spec.partition(":")[0]
+    extra = {"paths": False, "owner": visitor.owner} if prefix == "replay" else {}
+    try:
         source = make_source(spec, **settings, **extra)
-        base_url = str(settings.get("base_url") or "").strip()
-        if visitor.policy.served and base_url:
-            return QuietSource(source, host_of(base_url))
-        return source
+    except SourceError:
+        if visitor.policy.served and prefix in HF_PREFIXES:
+            raise SourceError(HF_LOAD_FAILED) from None
+        raise
+    base_url = str(settings.get("base_url") or "").strip()
+    if visitor.policy.served and base_url:
+        return QuietSource(source, host_of(base_url))
+    return source
+
+
+def visitor_source(visitor: Visitor) -> Callable[..., Source]:
+    """`make(spec, **settings_and_key)` for a visitor's race (Race's `make`): allowed_source for this visitor."""
+    def make(spec: str, **settings: Any) -> Source:
+        return allowed_source(visitor, spec, **settings)
     return make
 
 

@@ -1,0 +1,131 @@
+"""Every handler's inputs checked against their declared limits (app/input_limits.py) before Gradio or the handler
+does any work with them, and no visitor text in the server's log.
+
+Why here: Gradio runs any handler of the page through its queue API by fn_index, hidden ones (api_name=False)
+included, and preprocesses each value (a dropdown's check against its choices, a file's move to the cache) before
+the handler sees it. `GuardedBlocks` is the page's gr.Blocks with one step in front of that: each input's value is
+measured against the limit of its kind and refused with one sentence (a gr.Error the page shows) before anything
+else. A value Gradio's own preprocessing rejects, and an exception inside a handler, are logged by their length and
+hash, or by the traceback's frames alone, never their text, since Gradio's own traceback would print the value.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any
+
+import gradio as gr
+
+from app.input_limits import LIMITS, fingerprint, refusal
+
+log = logging.getLogger("converge.inputs")
+
+# the kind of input behind each free-text box of the page, by elem_id; every other input goes by its component type
+TEXT_FIELDS: dict[str, str] = {
+    "prompt": "prompt", "sampler-prompt": "prompt", "pins": "pins", "sampler-pins": "pins",
+    "left-key": "key", "right-key": "key", "left-arg": "model", "right-arg": "model",
+    "sampler-model-name": "model", "sweep-pass-cost-hf": "model", "library-name": "name", "player-clock": "choice",
+}
+TYPE_FIELDS: dict[str, str] = {
+    "Dropdown": "choice", "Radio": "choice", "Slider": "number", "Number": "number", "Checkbox": "flag",
+    "BrowserState": "owner", "File": "file", "Dataset": "example",
+}
+NOT_A_CHOICE = "That value is not one of the choices offered; pick one from its list."
+OUT_OF_RANGE = "A number setting is outside its range; use its slider."
+UNREADABLE = "One of the values sent could not be read; reload the page and try again."
+FAILED = "Something went wrong on the server; the error is in its log (without your text)."
+
+
+def field_of(component: Any) -> str | None:
+    """The declared kind of input a component takes (None for a server-kept gr.State); LookupError when it has none,
+    so a new input without a limit fails the page's build."""
+    if getattr(component, "stateful", False):
+        return None
+    elem = component.elem_id or ""
+    if elem in TEXT_FIELDS:
+        return TEXT_FIELDS[elem]
+    if elem.endswith("-base_url"):
+        return "base_url"
+    kind = TYPE_FIELDS.get(type(component).__name__)
+    if kind is None:
+        raise LookupError(f"input {type(component).__name__} {elem!r} has no declared limit (app/ui/guard.py)")
+    return kind
+
+
+def out_of_place(component: Any, value: Any) -> str | None:
+    """The sentence for a value within its size that its component would still refuse (a dropdown or radio value not
+    among the choices it offers this session, a slider's number outside its range); Gradio's own refusal would
+    repeat the value in the reply and print it in the log."""
+    kind = type(component).__name__
+    if value is None:
+        return None
+    if kind in ("Dropdown", "Radio") and not getattr(component, "allow_custom_value", False) \
+            and not getattr(component, "multiselect", False):
+        return None if value in [v for _, v in component.choices] else NOT_A_CHOICE
+    if kind == "Slider" and isinstance(value, (int, float)):
+        return None if component.minimum <= value <= component.maximum else OUT_OF_RANGE
+    return None
+
+
+def first_refusal(block_fn: Any, inputs: list[Any], state: Any = None) -> tuple[str, int, str] | None:
+    """(sentence, input index, kind) for the first input over its limit or out of place, or None when all are
+    acceptable; `state` is the session's (a component it updated, such as a picker's choices, is read from it)."""
+    for i, (component, value) in enumerate(zip(block_fn.inputs, inputs)):
+        field = field_of(component)
+        if field is None:
+            continue
+        sentence = refusal(field, value)
+        if not sentence:
+            current = state[component._id] if state is not None and component._id in state else component
+            sentence = out_of_place(current, value)
+        if sentence:
+            return sentence, i, field
+    return None
+
+
+def _where(block_fn: Any) -> str:
+    return str(getattr(block_fn, "name", None) or getattr(getattr(block_fn, "fn", None), "__name__", "handler"))
+
+
+class GuardedBlocks(gr.Blocks):
+    """gr.Blocks whose every handler refuses inputs over their limits before any work, with one sentence, and whose
+    failures are logged without the visitor's text."""
+
+    async def preprocess_data(self, block_fn: Any, inputs: list[Any], state: Any, explicit_call: bool = False) -> Any:
+        """Refuses the call before Gradio's preprocessing when an input is over its limit or out of place."""
+        found = first_refusal(block_fn, inputs or [], state)
+        if found:
+            sentence, i, field = found
+            log.warning("refused input %d (%s) of %s: %s", i, field, _where(block_fn), fingerprint(inputs[i]))
+            raise gr.Error(sentence, print_exception=False)
+        try:
+            return await super().preprocess_data(block_fn, inputs, state, explicit_call)
+        except Exception as e:  # Gradio's own messages repeat the value they refuse
+            log.warning("could not read the inputs of %s (%s): %s", _where(block_fn), type(e).__name__,
+                        "; ".join(fingerprint(v) for v in inputs or []))
+            raise gr.Error(UNREADABLE, print_exception=False) from None
+
+    async def call_function(self, block_fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Runs the handler; an exception it raises is logged by its type and frames, since its message may quote input."""
+        try:
+            return await super().call_function(block_fn, *args, **kwargs)
+        except gr.Error:
+            raise  # the handler's own sentence, printed or not as it chose
+        except Exception as e:
+            frames = "".join(traceback.format_tb(e.__traceback__))
+            log.error("%s failed with %s (message not logged: it may hold visitor text)\n%s", _where(block_fn),
+                      type(e).__name__, frames)
+            raise gr.Error(FAILED, print_exception=False) from None
+
+
+def declared(demo: gr.Blocks) -> dict[str, int]:
+    """How many inputs of the built page take each declared kind; raises LookupError for one without a limit."""
+    counts: dict[str, int] = {}
+    for block_fn in demo.fns.values():
+        for component in block_fn.inputs:
+            field = field_of(component)
+            if field is not None:
+                assert field in LIMITS, field
+                counts[field] = counts.get(field, 0) + 1
+    return counts

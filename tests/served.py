@@ -1,0 +1,84 @@
+"""A served page in its own process, as an attacker meets it: the policy of `python -m app --host 0.0.0.0`, bound on
+loopback, with its log in a file; and Gradio's queue API spoken by hand against it (join, then the event stream)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+from tests.pages import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVE = ("import sys; from app.policy import from_launch; from app.ui.layout import launch; "
+         "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', env={}), quiet=True)")
+
+
+@contextlib.contextmanager
+def served_process(log: Path, recordings: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The whole app under the served policy in a fresh process on 127.0.0.1; yields (url, process) once it answers.
+    Its stdout and stderr (Gradio's tracebacks included) go to `log`."""
+    port = free_port()
+    env = {**os.environ, "CONVERGE_RECORDINGS": str(recordings), "PYTHONPATH": str(ROOT)}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], cwd=ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(url + "config", timeout=5):
+                    break
+            except OSError:
+                assert proc.poll() is None, log.read_text(errors="replace")[-2000:]
+                assert time.monotonic() < deadline, "the served page did not start"
+                time.sleep(0.2)  # polling interval while the server starts, not synchronisation
+        yield url, proc
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def config(url: str) -> dict[str, Any]:
+    """The page's config as a browser (or an attacker) reads it: components and every event's dependency."""
+    with urllib.request.urlopen(url + "config", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def call(url: str, fn_index: int, data: list[Any], session: str | None = None,
+         timeout: float = 60.0) -> tuple[dict[str, Any], float]:
+    """Joins the queue for one handler by fn_index and reads its event stream to process_completed; returns that
+    message and the seconds from the join to it."""
+    session = session or uuid.uuid4().hex
+    body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
+                       "trigger_id": None}).encode()
+    start = time.monotonic()
+    request = urllib.request.Request(url + "gradio_api/queue/join", data=body,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        event_id = json.loads(r.read())["event_id"]
+    with urllib.request.urlopen(f"{url}gradio_api/queue/data?session_hash={session}", timeout=timeout) as stream:
+        for raw in stream:
+            line = raw.decode("utf-8").strip()
+            if not line.startswith("data:"):
+                continue
+            message = json.loads(line[5:])
+            if message.get("msg") == "process_completed" and message.get("event_id") == event_id:
+                return message, time.monotonic() - start
+    raise AssertionError("the event stream ended without process_completed")
+
+
+def peak_mb(proc: subprocess.Popen[bytes]) -> float:
+    """The process's peak resident memory so far (VmHWM), in MB."""
+    for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc")
