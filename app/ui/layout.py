@@ -660,7 +660,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, player, current],
                   queue=False, **quiet)  # the page opens even while the queue is full
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
-        ids.change(lambda v: json.dumps(list(v or [])), inputs=[ids], outputs=[picker_list], queue=False, **quiet)
+        table.change(lambda v: json.dumps(list(v or [])), inputs=[ids], outputs=[picker_list], queue=False, **quiet)
         picker_load.change(as_visitor(policy, load_picked), inputs=[owner, picker_load],
                            outputs=[player, current, status], **reads, **quiet)
         load_btn.click(as_visitor(policy, load_entry), inputs=[owner, pick], outputs=[player, current, status],
