@@ -64,8 +64,11 @@ def launch(argv: list[str]) -> int:
 
 def record(argv: list[str]) -> int:
     parser = command_parser("record", COMMANDS["record"][1])
-    parser.add_argument("--left", default="local-diffusion", help="source for the left side")
-    parser.add_argument("--right", default="local-ar", help="source for the right side")
+    parser.add_argument("--left", default=None, help="source for the left side (default: local-diffusion)")
+    parser.add_argument("--right", default=None, help="source for the right side (default: local-ar)")
+    parser.add_argument("--pair", default=None, metavar="NAME",
+                        help="race a pair of real models (python -m app pairs lists them); --left/--right and their "
+                             "settings override its parts. Checks the memory before anything is downloaded")
     parser.add_argument("--prompt", required=True, help="the prompt both sides answer")
     parser.add_argument("--out", required=True, help="recording file to write (.jsonl)")
     parser.add_argument("--left-settings", default="{}", help="JSON object of settings for the left source")
@@ -80,9 +83,23 @@ def record(argv: list[str]) -> int:
     except ValueError as e:
         print(f"Settings must be JSON objects: {e}.", file=sys.stderr)
         return 2
+    left, right = args.left or "local-diffusion", args.right or "local-ar"
+    if args.pair:
+        from app.errors import SourceError
+        from app.sources.pairs import check_memory, pair
+
+        try:
+            chosen = pair(args.pair)
+            check_memory(chosen)
+        except SourceError as e:
+            print(e, file=sys.stderr)
+            return 2
+        left, right = args.left or chosen.left, args.right or chosen.right
+        settings = {"left": {**(chosen.left_settings if not args.left else {}), **settings["left"]},
+                    "right": {**(chosen.right_settings if not args.right else {}), **settings["right"]}}
     if args.pin:
         settings["left"]["pins"] = args.pin
-    final = run_record(args.prompt, args.left, args.right, args.out, settings=settings)
+    final = run_record(args.prompt, left, right, args.out, settings=settings)
     failed = False
     for side, entry in final["sides"].items():
         m = entry.get("metrics") or {}
@@ -95,6 +112,31 @@ def record(argv: list[str]) -> int:
         print(line)
     print(f"saved {args.out}")
     return 1 if failed else 0
+
+
+def pairs(argv: list[str]) -> int:
+    parser = command_parser("pairs", COMMANDS["pairs"][1])
+    parser.add_argument("--json", action="store_true", help="print the pairs as JSON, with this machine's verdict")
+    args = parser.parse_args(argv)
+    from app.errors import SourceError
+    from app.sources.pairs import PAIRS, check_memory
+
+    rows = []
+    for p in PAIRS.values():
+        try:
+            check_memory(p)
+            fits = None
+        except SourceError as e:
+            fits = str(e)
+        rows.append({**p.to_json(), "fits_here": fits is None, "why_not": fits})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        size = f"{r['download_gb']:g} GB download, {r['memory_gb']:g} GB memory" if r["memory_gb"] else "no download"
+        print(f"{r['name']}: {r['title']} [{r['device']}; {size}]\n  left {r['left']}, right {r['right']}\n"
+              f"  {r['note']}" + (f"\n  not here: {r['why_not']}" if r["why_not"] else ""))
+    return 0
 
 
 def generate(argv: list[str]) -> int:
@@ -124,6 +166,7 @@ def bench(argv: list[str]) -> int:
 # each subcommand and the one line `python -m app --help` shows for it
 COMMANDS = {
     "record": (record, "Run a race headless and save the recording."),
+    "pairs": (pairs, "List the pairs of real models to race (record --pair NAME), their size and the device they suit."),
     "generate": (generate, "Run one source on one prompt and print its answer (or JSON with its figures)."),
     "export": (export, "Export a recorded race as a video (MP4, GIF) or a self-contained HTML page."),
     "stats": (stats, "Print a recording's metrics per side; --csv writes its per-frame figures."),

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.prompts import STORY
 from app.store import EXAMPLES_DIR
 
 MERCURY_EXAMPLE = EXAMPLES_DIR / "04-mercury-wire-format.jsonl"
 MERCURY_EXAMPLE_ID = f"example/{MERCURY_EXAMPLE.name}"  # replay: takes library names on the page
 FORWARD_EXAMPLE = EXAMPLES_DIR / "01-confidence-blocks.jsonl"  # the answer the forward-process lesson masks
 
-STORY = "Once upon a time, there was a little girl named Lily."
 SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0, "filter": 0.0}  # one token per step, 4 blocks
 AR64 = {"gen_length": 64}
 

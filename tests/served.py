@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -60,11 +61,19 @@ def call(url: str, fn_index: int, data: list[Any], session: str | None = None,
     session = session or uuid.uuid4().hex
     body = json.dumps({"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None,
                        "trigger_id": None}).encode()
-    start = time.monotonic()
-    request = urllib.request.Request(url + "gradio_api/queue/join", data=body,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as r:
-        event_id = json.loads(r.read())["event_id"]
+    deadline = time.monotonic() + timeout
+    while True:  # the door refuses a join while this client's previous event is still leaving the queue: wait for that
+        start = time.monotonic()
+        request = urllib.request.Request(url + "gradio_api/queue/join", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as r:
+                event_id = json.loads(r.read())["event_id"]
+            break
+        except urllib.error.HTTPError as e:
+            if e.code != 429 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
     with urllib.request.urlopen(f"{url}gradio_api/queue/data?session_hash={session}", timeout=timeout) as stream:
         for raw in stream:
             line = raw.decode("utf-8").strip()

@@ -325,3 +325,46 @@ def test_threshold_bench_picks_the_fastest_setting_within_the_quality_bound() ->
     assert best_within(rows, 1.1) == {"setting": "threshold_0.3", "tokens_per_forward": 1.4,
                                       "ppl_vs_one_per_step": 1.08, "distinct2": 0.4}
     assert best_within(rows, 0.5) is None
+
+
+def _adjacent_repeats(ids: np.ndarray, eos_id: int) -> int:
+    return int(sum(a == b and a != eos_id for a, b in zip(ids, ids[1:])))
+
+
+def test_the_stutter_guard_never_writes_a_token_next_to_itself() -> None:
+    """A random model with a tiny vocabulary repeats its neighbours often; with the guard, no answer does, whatever
+    the order and however many tokens a pass commits together (positions committed together cannot see each other)."""
+    small = random_model(ModelConfig(vocab_size=8, n_layer=1, n_head=2, n_embd=16, max_len=97, causal=False,
+                                     mask_id=1, eos_id=0, pad_id=2), seed=3)
+    prompt = [5, 6, 7]
+    found = {False: 0, True: 0}
+    for guard in (False, True):
+        for seed, (steps, scoring) in enumerate([(32, "confidence"), (8, "confidence"), (8, "random"), (4, "entropy")]):
+            s = DiffusionSettings(gen_length=32, steps=steps, block_length=16, scoring=scoring, threshold=None,
+                                  temperature=1.0, seed=seed, no_repeat=guard, stop_at_eos=False)
+            last = list(diffusion.generate(small, prompt, s))[-1]
+            assert not last.masked.any()
+            found[guard] += _adjacent_repeats(np.concatenate([[prompt[-1]], last.ids]), small.eos_id)
+    assert found[False] > 5  # the test can fail: without the guard this model stutters
+    assert found[True] == 0
+
+
+def test_the_stutter_guard_commits_only_the_left_of_two_equal_guesses_side_by_side() -> None:
+    chosen = np.array([3, 3, 3, 4])
+    assert diffusion._apart(np.array([0, 1, 2, 3]), chosen, eos_id=0).tolist() == [0, 3]
+    assert diffusion._apart(np.array([1, 3]), chosen, eos_id=0).tolist() == [1, 3]  # not side by side in this pass
+    assert diffusion._apart(np.array([0, 1]), np.array([0, 0, 5, 5]), eos_id=0).tolist() == [0, 1]  # end-of-text may
+
+
+def test_the_shortest_answer_setting_keeps_end_of_text_out_of_the_first_positions() -> None:
+    small = random_model(ModelConfig(vocab_size=8, n_layer=1, n_head=2, n_embd=16, max_len=97, causal=False,
+                                     mask_id=1, eos_id=0, pad_id=2), seed=3)
+    early = {0: 0, 6: 0}
+    for shortest in early:
+        for seed in range(8):
+            s = DiffusionSettings(gen_length=32, steps=16, block_length=16, threshold=None, temperature=1.0, seed=seed,
+                                  min_length=shortest, stop_at_eos=False)
+            last = list(diffusion.generate(small, [5, 6, 7], s))[-1]
+            early[shortest] += int((last.ids[:6] == small.eos_id).sum())
+    assert early[0] > 0  # the test can fail: this model writes end-of-text anywhere
+    assert early[6] == 0

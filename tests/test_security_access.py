@@ -30,6 +30,7 @@ from app.ui.visitor import Visitor, check_side, visitor_source
 from tests import sentinels
 from tests.pages import browser_tab, pick_source, serve_page, watch_errors
 from tests.reliability import tally
+from tests.served import call as queue_call
 from tests.wire_server import DEFAULT_KEY, script, serve, sse
 
 EXAMPLE = "example/01-confidence-blocks.jsonl"
@@ -104,22 +105,7 @@ def session(demo: Any, url: str, owner: str | None) -> str:
 
 def call(url: str, index: int, data: list[Any], session: str | None = None) -> dict[str, Any]:
     """Joins the queue for one handler, reads its event stream to the end; returns the process_completed message."""
-    session = session or uuid.uuid4().hex
-    body = json.dumps({"data": data, "fn_index": index, "session_hash": session, "event_data": None,
-                       "trigger_id": None}).encode()
-    request = urllib.request.Request(url + "gradio_api/queue/join", data=body,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as r:
-        event_id = json.loads(r.read())["event_id"]
-    with urllib.request.urlopen(f"{url}gradio_api/queue/data?session_hash={session}", timeout=300) as stream:
-        for raw in stream:
-            line = raw.decode("utf-8").strip()
-            if not line.startswith("data:"):
-                continue
-            message = json.loads(line[5:])
-            if message.get("msg") == "process_completed" and message.get("event_id") == event_id:
-                return message
-    raise AssertionError("the event stream ended without process_completed")
+    return queue_call(url, index, data, session, timeout=300)[0]
 
 
 def race(demo: Any, url: str, owner: str | None = None, prompt: str = "Hello there", **by_elem_id: Any) -> bool:

@@ -41,12 +41,14 @@ def main(argv: list[str]) -> int:
     parser = command_parser("bench", "Measure Converge's figures.")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--only", choices=SECTIONS, action="append", help="run only this section (repeatable; default: all of them)")
+    parser.add_argument("--models", default=None, help="the twins section on the twins in this folder (default: the "
+                        "shipped ones in assets/models), e.g. an earlier commit's twins to compare")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                                           "platform": platform.platform()}}
     for name in args.only or SECTIONS:
         started = time.perf_counter()
-        result[name] = _section(name)()
+        result[name] = _section(name)(args.models) if name == "twins" and args.models else _section(name)()
         result[name]["bench_seconds"] = round(time.perf_counter() - started, 2)
         if not args.json:
             print(f"{name}: {json.dumps(result[name], indent=2)}", file=sys.stderr)

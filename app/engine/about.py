@@ -46,10 +46,12 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     minutes = {t: sum(r.get("seconds") or 0 for r in c) / 60 for t, c in (("ar", ar), ("diffusion", dm))}
     fork = next((r for r in dm if str(r.get("init", "")).startswith("initialised from the AR twin's")), None)
     forked = fork["tokens_seen_total"] - fork["tokens_this_run"] if fork else 0
+    augment = max((r.get("augment_copies") or 0 for r in (*ar, *dm)), default=0)
     # distillation runs continue the twin on stories its AR twin wrote: their tokens come on top of the shared budget
     taught = [r for r in dm if (r.get("data") or {}).get("distilled")]
-    shared = next((r["tokens_seen_total"] for r in dm if r not in taught), 0)
+    shared = forked + sum(r.get("tokens_this_run") or 0 for r in dm if r not in taught)  # runs on the stories themselves
     tokens["diffusion"] = shared + sum(r["tokens_this_run"] for r in taught)
+    tokens["ar"] = sum(r.get("tokens_this_run") or 0 for r in ar)
     same = tokens["ar"] == shared
     headline = (f"Built-in twins: {params / 1e6:.1f}M parameters each, "
                 + (f"{tokens['ar']:,} training tokens each" if same else "different training budgets")
@@ -57,7 +59,8 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
                 + ("; then it learns from stories the AR twin wrote (distillation)" if taught else ""))
     start = (f"starts from the AR twin's own checkpoint after {forked:,} tokens (those tokens were spent as an "
              f"AR model), then trains on the next {shared - forked:,} with the masked-diffusion loss"
-             if fork else "trained with the masked-diffusion loss")
+             if fork else f"trained from random weights with the masked-diffusion loss, {shared:,} tokens in "
+                          f"{len(dm) - len(taught)} run{'s' * (len(dm) - len(taught) > 1)}")
     written: list[dict[str, Any]] = []  # the teacher's story sets, each counted once however many runs read it
     for run in reversed(taught):  # oldest first
         kd = run["data"]["distilled"]
@@ -76,12 +79,17 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
         f"(TinyStories); the AR twin has seen {tokens['ar']:,} training tokens and the diffusion twin "
         f"{tokens['diffusion']:,}. They write simple children's stories and know nothing else.",
         "",
-        f"- **AR twin** (`local-ar`): next-token loss, {minutes['ar']:.0f} minutes of training (wall clock). "
-        f"Held-out: {_held_out(ar[0]['held_out'])}.",
+        f"- **AR twin** (`local-ar`): next-token loss, {minutes['ar']:.0f} minutes of training (wall clock)"
+        + (f", kept at its best held-out loss (step {ar[0]['kept_best']['step']:,}: early stopping, since it "
+           "learns the stories by heart after that)" if ar[0].get("kept_best") else "")
+        + f". Held-out: {_held_out(ar[0]['held_out'])}.",
         f"- **Diffusion twin** (`local-diffusion`): {start}; {minutes['diffusion']:.0f} minutes of training "
         f"(wall clock{', including the AR part' if fork else ''}"
         f"{f', plus {teacher:.0f} minutes of the AR twin writing its stories' if taught else ''}). "
         f"Held-out: {_held_out(dm[0]['held_out'])}.",
+        *([f"- Data: the training stories and {augment} copies of them with names, animals, colours, objects and "
+           "places swapped consistently within each story (app/engine/augment.py): more ways to tell the same "
+           "stories, no new ones."] if augment else []),
         f"- Hardware: {'; '.join(hardware) or 'not recorded'}.",
         "",
         f"Losses, samples, limitations and the exact commands: `{CARD}`.",

@@ -22,6 +22,8 @@ from app.engine.options import check, option
 from app.errors import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
+SCHEDULES = ("even", "dream")  # how many positions a step commits: spread evenly (LLaDA), or Dream's 1 - s/t
+DREAM_EPS = 1e-3  # Dream's generation_config eps: its time runs from 1 down to this
 LENGTHS = (32, 64, 128, 256)  # the answer lengths the page offers (any is valid)
 BLOCKS = (8, 16, 32, 64, 128, 256)
 TOP_CANDIDATES = 3  # candidates kept per committed or remasked position, for the token inspector
@@ -44,7 +46,13 @@ class DiffusionSettings:
                                help="Blocks are decoded left to right; one as long as the answer is pure diffusion.")
     scoring: str = option("confidence", "Scoring (which positions to commit first)", choices=SCORINGS,
                           help="With random, the confidence colours mean nothing about the order.")
+    schedule: str = option("even", "Schedule (how many to commit each step)", choices=SCHEDULES,
+                           help="even: the block's masked positions spread evenly over its steps (LLaDA); dream: "
+                                "a share 1 - s/t of those still masked, time t falling linearly from 1 (Dream).")
     temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05)
+    top_k: int = option(0, "Top-k (0 = off)", min=0, max=1000, step=1,
+                        help="Choose and score among each position's k likeliest tokens only; Dream's "
+                             "diffusion_generate does so with transformers' default of 50, even at temperature 0.")
     threshold: float | None = option(0.9, "Parallel threshold", min=0.0, max=1.0, step=0.05, off=True,
                                      help="Also commit every position at least this confident (Fast-dLLM).")
     factor: float | None = option(None, "Parallel factor", min=0.0, max=4.0, step=0.25, off=True,
@@ -56,6 +64,13 @@ class DiffusionSettings:
                            help="Chance to reopen an earlier token of the block, scaled by its doubt (ReMDM).")
     eos_discount: float = option(1.0, "End-of-text score factor", min=0.0, max=1.0, step=0.05,
                                  help="Below 1 delays committing end-of-text (shows less EOS flooding).")
+    no_repeat: bool = option(False, "Stutter guard",
+                             help="Never write a token next to the same token: a guess equal to a written neighbour's "
+                                  "is not allowed, and of two equal guesses side by side one pass commits only the "
+                                  "left (positions committed together cannot see each other).")
+    min_length: int = option(0, "Shortest answer (tokens)", min=0, max="gen_length", step=1,
+                             help="End-of-text cannot be written before this many answer tokens (1: never an empty "
+                                  "answer).")
     stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
                                help="End as soon as an end-of-text is committed with everything before it filled in.")
     prefix_cache: bool = option(True, "Prefix cache", help="Reuse the keys/values left of the block within a block.")
@@ -155,6 +170,41 @@ def _parallel(confidence: np.ndarray, s: DiffusionSettings) -> int:
         ok = np.flatnonzero(ranked >= 1.0 - s.factor / (n + 1))
         k = max(k, int(ok[-1]) + 1 if len(ok) else 0)
     return k
+
+
+def _no_repeat(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int, eos_id: int) -> None:
+    """The stutter guard's first half: no block row may guess the token of a written neighbour (the answer's
+    first position: the prompt's last token). End-of-text may follow end-of-text: an answer that ended is
+    end-of-text to its end."""
+    for r in range(len(z)):
+        for nb in (lo + r - 1, lo + r + 1):
+            if nb >= len(masked) or (nb >= 0 and masked[nb]):
+                continue
+            token = x[prompt_len + nb]
+            if token != eos_id:
+                z[r, token] = -np.inf
+
+
+def _apart(pick: np.ndarray, chosen: np.ndarray, eos_id: int) -> np.ndarray:
+    """The guard's second half: of two rows side by side that one pass would commit with the same guess, only the
+    left is committed (they could not see each other); the right stays masked and is guessed again."""
+    keep = [r for r in pick if not (r - 1 in pick and chosen[r] == chosen[r - 1] and chosen[r] != eos_id)]
+    return np.asarray(keep, dtype=np.int64)
+
+
+def dream_count(masked: int, i: int, steps: int, eps: float = DREAM_EPS) -> int:
+    """How many of `masked` positions step `i` of `steps` commits under Dream's schedule: int(masked x (1 - s/t)) with
+    t, s consecutive points of linspace(1, eps, steps + 1), in float32 as Dream's torch code computes it; the last
+    step (or any later one a learner takes) commits all. Why: Dream's diffusion_generate counts so."""
+    if i >= steps - 1:
+        return masked
+    f32 = np.float32
+    step = (f32(eps) - f32(1.0)) / f32(steps)  # torch.linspace: from the start in the first half, from the end after
+
+    def point(k: int) -> np.float32:
+        return f32(1.0) + step * f32(k) if k < (steps + 1) // 2 else f32(eps) - step * f32(steps - k)
+
+    return int(f32(masked) * (f32(1.0) - point(i + 1) / point(i)))
 
 
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
@@ -281,7 +331,13 @@ def forward(model: MaskedLM, run: Run) -> Pass:
     logits = np.asarray(logits)[:, : model.vocab_size]
     z = logits[: hi - lo].astype(np.float64)  # the block's rows: the only ones that can commit
     z[:, model.mask_id] = -np.inf
-    z[: max(0, min(hi, last_pin) - lo), model.eos_id] = -np.inf  # the answer cannot end before its pins
+    ends_after = max(last_pin, s.min_length)  # the answer cannot end before its pins or its shortest length
+    z[: max(0, min(hi, ends_after) - lo), model.eos_id] = -np.inf
+    if s.no_repeat:
+        _no_repeat(z, run.x, masked, P, lo, model.eos_id)
+    if 0 < s.top_k < z.shape[1]:  # as Dream's top_k_logits: below each row's k-th largest logit is out
+        kth = np.partition(z, -s.top_k, axis=-1)[:, -s.top_k][:, None]
+        z = np.where(z < kth, -np.inf, z)
     probs = np.exp(z - z.max(axis=-1, keepdims=True))
     probs /= probs.sum(axis=-1, keepdims=True)
     if s.temperature > 0:  # Gumbel-max in float64 (LLaDA: low precision noise hurts quality)
@@ -304,7 +360,10 @@ def forward(model: MaskedLM, run: Run) -> Pass:
         is_eos = chosen[cand] == model.eos_id
         scores = np.where(is_eos, scores * s.eos_discount, scores)
         sure = np.where(is_eos, sure * s.eos_discount, sure)
-    minimum = math.ceil(len(cand) / max(1, run.budget - (run.passes - 1)))  # a learner may take more passes
+    if s.schedule == "dream":
+        minimum = dream_count(len(cand), run.passes - 1, run.budget)
+    else:
+        minimum = math.ceil(len(cand) / max(1, run.budget - (run.passes - 1)))  # a learner may take more passes
     # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence
     # whatever the order (a random score or exp(-entropy) above 0.9 is not Fast-dLLM's rule) and add
     # every position sure enough
@@ -317,6 +376,8 @@ def forward(model: MaskedLM, run: Run) -> Pass:
         safe = np.asarray(run.judge.observe(rows, lo + cand, chosen[cand]))
         if s.filter is not None:
             pick = np.union1d(pick, cand[safe >= s.filter])
+    if s.no_repeat:
+        pick = _apart(pick, chosen, model.eos_id)
     return Pass(probs, chosen, pick)
 
 

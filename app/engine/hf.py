@@ -210,12 +210,17 @@ def _load(name: str, trust_remote_code: bool) -> tuple[Any, Any, Any, bool]:
     except ValueError as e:
         if "trust_remote_code" in str(e) and not trust_remote_code:
             raise SourceError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.") from None
-        raise SourceError(f"Cannot load {name}: {_first_line(e)}") from None
-    except OSError:
-        raise SourceError(f"Cannot find the Hugging Face model {name!r} locally and could not download it: "
-                          "check the name, pass a local folder, or download it first while online.") from None
+        raise SourceError(_why(e, name, trust_remote_code)) from None
+    except OSError as e:
+        if "not a valid model identifier" in str(e):
+            raise SourceError(f"Cannot find the Hugging Face model {name!r} locally nor on the Hub: check the name, "
+                              "pass a local folder, or log in if it is private (hf auth login).") from None
+        raise SourceError(_why(e, name, trust_remote_code)) from None
     except Exception as e:  # transformers raises many kinds for half-written folders
-        raise SourceError(f"Cannot load {name}: {_first_line(e)}") from None
+        raise SourceError(_why(e, name, trust_remote_code)) from None
+    if not trust_remote_code and getattr(config, "auto_map", None) and not type(config).__module__.startswith(
+            "transformers."):  # its own config class was registered by an earlier trusted load in this process
+        raise SourceError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.")
     return config, tok, transformers, local
 
 
@@ -229,36 +234,58 @@ def _cached(transformers: Any, name: str, trust_remote_code: bool) -> bool:
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the Hub's host answers on port 443 (a quick check, instead of minutes of download retries)."""
+    """Whether the Hub's host answers on its port (a quick check, instead of minutes of download retries)."""
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    port = url.port or (80 if url.scheme == "http" else 443)
     try:
-        socket.create_connection((host, 443), timeout=timeout).close()
+        socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout).close()
         return True
     except OSError:
         return False
 
 
-def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool, runs_on: dict[str, str]) -> Any:
+def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool, runs_on: dict[str, str],
+             config: Any = None) -> Any:
     """The model's weights in runs_on's dtype, moved to its device, in eval mode."""
-    torch, _ = _libs()
+    _libs()
+    extra = {"config": config} if config is not None else {}
     try:
         model = loader.from_pretrained(name, trust_remote_code=trust_remote_code, dtype=runs_on["dtype"],
-                                       local_files_only=local).to(runs_on["device"])
-    except torch.OutOfMemoryError:
-        raise SourceError(f"{name} does not fit in the memory of {runs_on['device']} in {runs_on['dtype']}: "
-                          "pick a smaller model, a 16-bit dtype or another device.") from None
-    except OSError as e:
-        raise SourceError(f"The weights of {name} are missing or unreadable ({_first_line(e)}): download them again.") from None
+                                       local_files_only=local, **extra).to(runs_on["device"])
     except Exception as e:
-        raise SourceError(f"The weights of {name} could not be loaded ({_first_line(e)}): download them again.") from None
+        raise SourceError(_why(e, name, trust_remote_code, config, runs_on)) from None
+    if config is not None and getattr(config, "auto_map", None):  # the model's own code, written for transformers 4
+        from app.engine.hf_compat import fix_rotary_buffers
+
+        fix_rotary_buffers(model)
     return model.eval()
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__).rstrip(".")[:200]
+def _remote(config: Any, name: str, local: bool, trust_remote_code: bool, *keys: str) -> Any:
+    """The model's own class for the first of `keys` its auto_map names, mended for transformers 5
+    (app/engine/hf_compat.py), when remote code is trusted; else None."""
+    if not (trust_remote_code and getattr(config, "auto_map", None)):
+        return None
+    from app.engine.hf_compat import remote_class, restore_use_cache
+
+    restore_use_cache(config, name)
+    try:
+        return remote_class(config, name, local, *keys)
+    except Exception as e:
+        raise SourceError(_why(e, name, True, config)) from None
+
+
+def _why(e: BaseException, name: str, remote_code: bool, config: Any = None,
+         runs_on: dict[str, str] | None = None) -> str:
+    """The one sentence naming why loading `name` failed (app/engine/hf_errors.py)."""
+    from app.engine.hf_errors import explain
+
+    _, transformers = _libs()
+    return explain(e, name, remote_code=remote_code and bool(getattr(config, "auto_map", None) or config is None),
+                   placement=runs_on, written_for=getattr(config, "transformers_version", None),
+                   installed=transformers.__version__)
 
 
 def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False, device: str = "auto",
@@ -269,8 +296,10 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
     runs_on = placement(device, dtype)
     config, tok, tf, local = _load(name, trust_remote_code)
     kind = str(getattr(config, "model_type", "")).lower()
-    if getattr(config, "auto_map", None) and trust_remote_code:
-        loader, causal_class = tf.AutoModel, False
+    remote = _remote(config, name, local, trust_remote_code, "AutoModel", "AutoModelForMaskedLM",
+                     "AutoModelForCausalLM")
+    if remote is not None:
+        loader, causal_class = remote, False
     elif type(config) in tf.MODEL_FOR_MASKED_LM_MAPPING:
         loader, causal_class = tf.AutoModelForMaskedLM, False
     elif type(config) in tf.MODEL_FOR_CAUSAL_LM_MAPPING:
@@ -279,14 +308,15 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
         raise SourceError(f"{name} is neither a masked LM nor a Dream-style model transformers can load: "
                           "pick a masked LM (BERT family, LLaDA, Dream).")
     shifted = shift == "shifted" or (shift == "auto" and (kind == "dream" or causal_class))
-    mask_id = tok.mask_token_id if tok.mask_token_id is not None else (LLADA_MASK_ID if "llada" in kind else None)
+    mask_id = next((i for i in (tok.mask_token_id, getattr(config, "mask_token_id", None)) if isinstance(i, int)),
+                   LLADA_MASK_ID if "llada" in kind else None)
     if mask_id is None:
         raise SourceError(f"{name} has no mask token, so it cannot be sampled as a masked diffusion model: "
                           "use hf-ar for causal models.")
     eos_id = tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
     if eos_id is None:
         raise SourceError(f"{name}'s tokenizer has no end-of-text (or [SEP]) token: pick another model.")
-    model = _weights(loader, name, trust_remote_code, local, runs_on)
+    model = _weights(loader, name, trust_remote_code, local, runs_on, config if remote is not None else None)
     banned = [int(i) for i in getattr(tok, "all_special_ids", [])]
     return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned, runs_on=runs_on),
             HFTokenizer(tok, int(mask_id), int(eos_id)))
@@ -302,6 +332,7 @@ def load_causal(name: str, trust_remote_code: bool = False, device: str = "auto"
     eos_id = tok.eos_token_id
     if eos_id is None:
         raise SourceError(f"{name}'s tokenizer has no end-of-text token: pick another model.")
-    model = _weights(tf.AutoModelForCausalLM, name, trust_remote_code, local, runs_on)
+    loader = _remote(config, name, local, trust_remote_code, "AutoModelForCausalLM") or tf.AutoModelForCausalLM
+    model = _weights(loader, name, trust_remote_code, local, runs_on, config if loader is not tf.AutoModelForCausalLM else None)
     return (HFCausalLM(model, int(eos_id), _max_len(config, tok), runs_on=runs_on),
             HFTokenizer(tok, tok.mask_token_id, int(eos_id)))

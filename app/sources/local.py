@@ -248,9 +248,10 @@ def _plain_prompt(tok: Any, prompt: str) -> list[int]:
 
 # The built-in diffusion twin's defaults: LLaDA's (the class defaults, kept for Hugging Face models) with the
 # order, temperature and block length that read best on the twin (assets/models/MODEL_CARD.md, "Sampler
-# defaults"). Fewer steps would commit 2-3 tokens a pass, but `python -m scripts.choose_twin_defaults` found no such
-# setting whose text the referee rates as well as the previous twin's at these defaults, so they stay.
-TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.5, filter=0.6)
+# defaults"), its learned commit filter, the stutter guard (no token written next to the same token; the bench
+# measures it on and off) and never an empty answer.
+TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.5, filter=0.6, no_repeat=True,
+                                   min_length=1)
 
 
 def make_local_diffusion(**settings: Any) -> SamplerSource:

@@ -30,7 +30,7 @@ from app.engine.about import twins_note  # noqa: E402
 from app.engine.pins import AR_REFUSAL  # noqa: E402
 from app.errors import SourceError  # noqa: E402
 from app.input_limits import MAX_PROMPT_CHARS  # noqa: E402
-from app.lessons import STORY  # noqa: E402
+from app.prompts import EXAMPLE_PROMPTS, STORY  # noqa: E402
 from app.policy import LOCAL, Policy, from_launch  # noqa: E402
 from app.race import Race  # noqa: E402
 from app.scrub import known_keys, scrub_text  # noqa: E402
@@ -43,6 +43,7 @@ from app.ui.address import address_of  # noqa: E402
 from app.ui.guard import GuardedBlocks, declared  # noqa: E402
 from app.ui.visitor import Visitor, new_owner, owner_of, visitor_models, visitor_source  # noqa: E402
 from app.ui.lessons_ui import lessons_box  # noqa: E402
+from app.ui.pairs_ui import pairs_box  # noqa: E402
 from app.ui.loading import while_loading  # noqa: E402
 from app.ui.sampler_ui import sampler_box  # noqa: E402
 from app.ui.export_job import run_export  # noqa: E402
@@ -57,9 +58,6 @@ RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides 
 MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
 QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the queue is full
 RECORDING_CONCURRENCY = 2  # handlers that read a whole recording (after Stop, Load, Upload, Download) at once
-EXAMPLE_PROMPTS = {"Lily's story": STORY, "A dog's story": "Once upon a time, there was a big dog who loved the rain.",
-                   "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
-# label -> prompt; the first fills the prompt box when the page opens
 CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
             "the rest are shown here but not saved.")
 CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
@@ -105,7 +103,8 @@ PAGE_CSS = """
 #sampler.cv-spotlight { outline: 4px solid var(--body-text-color); outline-offset: 4px; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
-body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #twins-about, body.cv-presenting #sampler,
+body.cv-presenting #sweeps, body.cv-presenting #lessons, body.cv-presenting #pairs, body.cv-presenting #twins-about,
+body.cv-presenting #sampler,
 body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
@@ -586,6 +585,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
                          head=head, apply_default_css=False, elem_id="player", payload=None)
         wire_lessons = lessons_box(prompt, pins, controls)
+        pairs_box(controls, policy)
         sampled = sampler_box(lambda fn: as_visitor(policy, fn), owner, player, current,
                               show_recording)
         headline, details = twins_note()

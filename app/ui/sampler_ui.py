@@ -19,7 +19,7 @@ from app import by_hand
 from app.compute import COMPUTE
 from app.engine.diffusion import SCORINGS
 from app.errors import SourceError
-from app.lessons import STORY
+from app.prompts import STORY
 from app.store import make_room, user_dir
 from app.ui.visitor import Visitor, visitor_source
 from app.view.theme import THEME, light

@@ -1,0 +1,15 @@
+"""The prompts the page offers: the first screen's race and the example prompts under the prompt box.
+
+Each is a story opening that neither built-in twin recites: under 5% of the 8-word runs of either twin's answers
+are found verbatim in the training stories (`python -m app bench --only twins`, `page_prompts`; asserted by
+tests/test_twins_quality.py). A prompt the twins recite would show the audience something the twins cannot do on
+any other prompt.
+"""
+
+from __future__ import annotations
+
+STORY = "Once upon a time, a little turtle found a map in the sand."  # the first screen's race
+EXAMPLE_PROMPTS = {"A turtle's map": STORY,
+                   "A rainy day": "Nina wanted to build a boat for her toy bear, but it was raining.",
+                   "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
+# label -> prompt; the first fills the prompt box when the page opens

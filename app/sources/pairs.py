@@ -1,0 +1,121 @@
+"""Real models to race, in pairs: a diffusion model and its autoregressive sibling (or the nearest AR model of its
+size), with what each pair costs to download, the memory it needs and the device it suits.
+
+Only families whose published code this project loads and checks token for token (tests/test_hf_families.py:
+LLaDA, Dream) are offered as Hugging Face pairs; a model served elsewhere races through its OpenAI-compatible API.
+Sizes are the published bfloat16 weights (parameters x 2 bytes); memory is both models' weights at once in the
+dtype the device runs (bfloat16 on a GPU, float32 on the CPU) plus a tenth for activations. `check_memory` says in
+one sentence, before anything is downloaded, when this machine cannot hold a pair.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.errors import SourceError
+
+HEADROOM = 1.1  # activations and the CUDA context on top of the weights
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two sources to race (left: diffusion, right: autoregressive) and what running them takes."""
+
+    name: str
+    title: str
+    left: str
+    right: str
+    device: str  # "CPU", "GPU" or "API"
+    params_b: tuple[float, float] = (0.0, 0.0)  # billions of parameters, left and right
+    left_settings: dict[str, Any] = field(default_factory=dict)
+    right_settings: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def download_gb(self) -> float:
+        """Both models' published bfloat16 weights, in GB."""
+        return round(2 * sum(self.params_b), 1)
+
+    def memory_gb(self, device: str | None = None) -> float:
+        """Both models loaded at once on `device` (this pair's own by default): 2 bytes a parameter on a GPU, 4 on
+        the CPU, plus HEADROOM."""
+        per = 4 if (device or self.device) == "CPU" else 2
+        return round(per * sum(self.params_b) * HEADROOM, 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "left": self.left, "right": self.right, "device": self.device,
+                "download_gb": self.download_gb, "memory_gb": self.memory_gb(), "note": self.note,
+                "left_settings": self.left_settings, "right_settings": self.right_settings}
+
+
+LLADA = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_length": 32, "threshold": None,
+         "schedule": "even"}  # LLaDA's generate.py defaults (low-confidence remasking, temperature 0)
+DREAM = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_length": 128, "threshold": None,
+         "schedule": "dream", "scoring": "entropy", "top_k": 50}  # Dream's diffusion_generate(alg="entropy"), whose
+# generation config takes transformers' default top_k of 50 (tests/test_hf_reference_env.py)
+
+PAIRS: dict[str, Pair] = {p.name: p for p in (
+    Pair("twins", "Built-in twins (diffusion vs AR, 4.3M parameters each)", "local-diffusion", "local-ar", "CPU",
+         note="Ships with Converge: no download, no key."),
+    Pair("llada-8b", "LLaDA-8B-Instruct vs Llama-3.1-8B-Instruct", "hf-diffusion:GSAI-ML/LLaDA-8B-Instruct",
+         "hf-ar:meta-llama/Llama-3.1-8B-Instruct", "GPU", (8.02, 8.03), LLADA,
+         note="LLaDA's paper compares it with LLaMA3 8B. Llama is gated: accept its terms and log in first."),
+    Pair("llada-1.5", "LLaDA-1.5 vs Llama-3.1-8B-Instruct", "hf-diffusion:GSAI-ML/LLaDA-1.5",
+         "hf-ar:meta-llama/Llama-3.1-8B-Instruct", "GPU", (8.02, 8.03), LLADA,
+         note="LLaDA-8B-Instruct after preference alignment (VRPO); the same code. Llama is gated."),
+    Pair("dream-7b", "Dream-v0-Instruct-7B vs Qwen2.5-7B-Instruct", "hf-diffusion:Dream-org/Dream-v0-Instruct-7B",
+         "hf-ar:Qwen/Qwen2.5-7B-Instruct", "GPU", (7.62, 7.62), DREAM,
+         note="Dream was initialised from Qwen2.5-7B: the AR side is its own sibling, with the same tokenizer."),
+    Pair("llada2-sglang", "LLaDA2.1-mini on an SGLang server vs the built-in AR twin",
+         "openai:inclusionAI/LLaDA2.1-mini", "local-ar", "API",
+         note="Serve it with SGLang (--dllm-algorithm) on a GPU box and set the left side's Base URL to it "
+              "(README, Sources); the server streams one chunk per settled block."),
+    Pair("mercury", "Mercury (diffusion, API) vs an OpenAI-compatible AR model", "mercury:mercury-2",
+         "openai:gpt-4o-mini", "API", note="Needs INCEPTION_API_KEY and OPENAI_API_KEY (or keys typed into the page)."),
+)}
+
+
+def available_gb(device: str) -> tuple[float | None, str]:
+    """(free GB, where) on this machine for a pair's device: the first CUDA GPU's free memory for "GPU" (None when
+    there is none or torch is absent), the memory the OS calls available for "CPU"."""
+    if device == "GPU":
+        try:
+            import torch
+        except ImportError:
+            return None, "no torch"
+        if not torch.cuda.is_available():
+            return None, "no CUDA GPU"
+        free, _ = torch.cuda.mem_get_info(0)
+        return free / 1e9, torch.cuda.get_device_name(0)
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            info = {line.split(":")[0]: line.split()[1] for line in f if ":" in line}
+        return int(info["MemAvailable"]) * 1024 / 1e9, "RAM"
+    except (OSError, KeyError, ValueError, IndexError):
+        pages = os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+        return (pages * os.sysconf("SC_PAGE_SIZE") / 1e9 if pages else None), "RAM"
+
+
+def check_memory(pair: Pair, free: tuple[float | None, str] | None = None) -> None:
+    """Raises SourceError (one sentence naming what fits instead) when this machine lacks the memory for `pair`;
+    called before anything is downloaded. `free` overrides the measurement (what `available_gb` returns)."""
+    if pair.device == "API" or not sum(pair.params_b):
+        return
+    free_gb, where = free if free is not None else available_gb(pair.device)
+    need = pair.memory_gb()
+    if free_gb is None:
+        raise SourceError(f"{pair.title} needs a GPU with about {need:g} GB free, and this machine has {where}: "
+                          "pick the twins or an API pair, or run it on a GPU machine.")
+    if free_gb < need:
+        raise SourceError(f"{pair.title} needs about {need:g} GB of {pair.device} memory and {where} has "
+                          f"{free_gb:.1f} GB free: pick a smaller pair (the twins run anywhere) or another machine.")
+
+
+def pair(name: str) -> Pair:
+    """The pair called `name`, or a SourceError listing the names."""
+    try:
+        return PAIRS[name]
+    except KeyError:
+        raise SourceError(f"There is no pair {name!r}: pick one of {', '.join(PAIRS)}.") from None

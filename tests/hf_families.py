@@ -1,0 +1,145 @@
+"""Tiny random models built from each family's own published code (vendored in tests/assets/, see SOURCES.md).
+
+Each builder copies the family's modeling and configuration files next to a shrunk copy of its real config.json,
+builds the model class from them with transformers (as `trust_remote_code` does), gives it seeded random weights
+and saves it with a word-level tokenizer whose special tokens sit at the family's real ids and whose
+tokenizer_config.json (chat template, end-of-text, padding) is the family's own. No weights are downloaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ASSETS = Path(__file__).parent / "assets"
+WORDS = ("once upon a time there was a little cat who liked to play in the sun . she had a red ball and a big dog "
+         "friend they ran to the park every day user assistant system").split()
+
+
+def vendored(family: str, filename: str) -> ModuleType:
+    """A vendored reference module (such as LLaDA's generate.py) imported from its file."""
+    path = ASSETS / family / filename
+    spec = importlib.util.spec_from_file_location(f"vendored_{family}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def family_tokenizer(folder: Path, family: str, vocab_size: int) -> None:
+    """Writes tokenizer.json (words, then fillers up to vocab_size, the family's special tokens at their real ids)
+    beside the family's own tokenizer_config.json."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    config = json.loads((ASSETS / family / "tokenizer_config.json").read_text(encoding="utf-8"))
+    specials = {int(i): t["content"] for i, t in config["added_tokens_decoder"].items()}
+    vocab: dict[str, int] = {"<unk>": 0}
+    for w in sorted(set(WORDS)):
+        vocab[w] = len(vocab)
+    for i in range(len(vocab), vocab_size):
+        if i not in specials:
+            vocab[f"w{i}"] = i
+    vocab.update({text: i for i, text in specials.items()})
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.add_special_tokens([AddedToken(specials[i], special=True, normalized=False) for i in sorted(specials)])
+    tok.save(str(folder / "tokenizer.json"))
+    shutil.copy(ASSETS / family / "tokenizer_config.json", folder / "tokenizer_config.json")
+
+
+def _randomise(model: Any, seed: int, std: float) -> None:
+    """Seeded normal weights (norm scales stay 1), large enough that the tiny model is confident."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() > 1:
+                p.copy_(torch.randn(p.shape, generator=gen) * std)
+
+
+def build_llada(root: Path, seed: int = 0) -> Path:
+    """A 2-layer, 16-wide LLaDA with LLaDA-8B-Instruct's vocabulary (126464 ids, mask 126336), saved under root."""
+    import transformers
+
+    folder = root / "llada"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("modeling_llada.py", "configuration_llada.py"):
+        shutil.copy(ASSETS / "llada" / name, folder / name)
+    config = json.loads((ASSETS / "llada" / "config.json").read_text(encoding="utf-8"))
+    config.update(d_model=16, n_heads=2, n_kv_heads=2, n_layers=2, mlp_hidden_size=32, max_sequence_length=256)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    cfg = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
+    model = transformers.AutoModel.from_config(cfg, trust_remote_code=True)
+    _randomise(model, seed, std=0.5)
+    model.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.46.3
+    family_tokenizer(folder, "llada", config["vocab_size"])
+    return folder
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte-to-character map, which Qwen2-style byte-level BPE vocabularies (Dream's) are written in."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def dream_tokenizer_files(folder: Path) -> None:
+    """vocab.json and merges.txt for Dream's own DreamTokenizer (tokenization_dream.py): the 256 bytes, merges that
+    spell WORDS, fillers up to Dream's first special id, beside Dream's own tokenizer_config.json."""
+    config = json.loads((ASSETS / "dream" / "tokenizer_config.json").read_text(encoding="utf-8"))
+    first_special = min(int(i) for i in config["added_tokens_decoder"])
+    vocab = {ch: i for i, ch in enumerate(_bytes_to_unicode().values())}
+    merges: list[str] = []
+    for word in sorted(set(WORDS)):
+        for form in (word, "Ġ" + word):  # Ġ is the byte-level space
+            pieces = list(form)
+            while len(pieces) > 1:
+                joined = pieces[0] + pieces[1]
+                if joined not in vocab:
+                    merges.append(f"{pieces[0]} {pieces[1]}")
+                    vocab[joined] = len(vocab)
+                pieces = [joined] + pieces[2:]
+    for i in range(len(vocab), first_special):
+        vocab[f"<unused{i}>"] = i
+    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+    for name in ("tokenizer_config.json", "tokenization_dream.py"):
+        shutil.copy(ASSETS / "dream" / name, folder / name)
+
+
+def build_dream(root: Path, seed: int = 0) -> Path:
+    """A 2-layer, 16-wide Dream with Dream-v0-Instruct-7B's vocabulary (152064 ids, mask 151666), saved under root
+    with Dream's own tokenizer code. The model is built in this process on the CPU, so its rotary buffer is right."""
+    import transformers
+
+    from app.engine.hf_compat import legacy_rope_default
+
+    folder = root / "dream"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("modeling_dream.py", "configuration_dream.py", "generation_utils.py", "generation_config.json"):
+        shutil.copy(ASSETS / "dream" / name, folder / name)
+    config = json.loads((ASSETS / "dream" / "config.json").read_text(encoding="utf-8"))
+    config.update(hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+                  num_hidden_layers=2, max_window_layers=2, max_position_embeddings=256)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    legacy_rope_default()  # Dream's code looks up transformers 4's "default" RoPE by name
+    from app.engine.hf_compat import remote_class
+
+    cfg = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
+    model = remote_class(cfg, str(folder), True, "AutoModel")(cfg)  # saving needs transformers 5's tied-keys dict
+    _randomise(model, seed, std=0.5)
+    model.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.46.2
+    dream_tokenizer_files(folder)
+    return folder

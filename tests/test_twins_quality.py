@@ -1,0 +1,82 @@
+"""What the page says of the shipped twins, checked on the shipped twins: the page's prompts are ones neither twin
+recites, and the diffusion twin's stutter guard (on by default, shown on the page) removes adjacent repeats that
+the twin writes without it. Figures over many prompts and seeds are the bench's (`python -m app bench --only twins`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from app.engine import autoregressive, diffusion
+from app.engine.autoregressive import ARSettings
+from app.engine.measure import RECITAL_N, recited, stutter, training_ngrams
+from app.prompts import EXAMPLE_PROMPTS, STORY
+from app.sources.local import TWIN_DIFFUSION
+
+MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
+HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
+pytestmark = pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+SEEDS = (0, 1, 2)
+# held-out openings of the bench (app/bench/twins.py) on which the unguarded twin is known to repeat a word
+GUARD_PROMPTS = ("There was a tall tree in the park. Every day,", "The little car was sad because it was old.",
+                 "The fish swam in the blue sea. One day,", "Lucy had a red kite. She loved to fly it")
+
+
+@pytest.fixture(scope="module")
+def twins():
+    from app.sources.local import twin
+
+    dm, tok = twin("diffusion")
+    am, _ = twin("ar")
+    return dm, am, tok
+
+
+@pytest.fixture(scope="module")
+def known():
+    found = training_ngrams()
+    if found is None:
+        pytest.skip("the training stories (../shared/corpus) are not beside the checkout")
+    return found
+
+
+def _diffusion_text(dm, tok, prompt: str, s) -> str:
+    last = list(diffusion.generate(dm, tok.encode(prompt), s))[-1]
+    return tok.decode(last.ids[: diffusion.answer_length(last.ids, last.masked, dm.eos_id)])
+
+
+@pytest.mark.parametrize("prompt", list(EXAMPLE_PROMPTS.values()))
+def test_neither_twin_recites_a_prompt_the_page_offers(twins, known, prompt: str) -> None:
+    dm, am, tok = twins
+    texts = {"diffusion": [_diffusion_text(dm, tok, prompt, replace(TWIN_DIFFUSION, seed=s)) for s in SEEDS],
+             "ar": [tok.decode(list(autoregressive.generate(am, tok.encode(prompt), ARSettings()))[-1].ids)]}
+    for name, answers in texts.items():
+        found, runs = recited(answers, known)
+        assert runs > 0, f"the {name} twin wrote no {RECITAL_N}-word run"
+        assert found / runs < 0.05, f"the {name} twin recites {found} of {runs} runs on {prompt!r}: {answers[0]!r}"
+
+
+def test_the_first_screen_races_a_page_prompt() -> None:
+    assert STORY == next(iter(EXAMPLE_PROMPTS.values()))
+
+
+def test_the_recital_measure_finds_a_training_story_and_not_a_fresh_one(known) -> None:
+    """The check above can fail: a sentence of the training stories is all recital, a fresh one none."""
+    corpus = (MODELS.parents[2] / "shared" / "corpus" / "tinystories-b.txt").read_text(encoding="utf-8")
+    story = corpus.split("\n")[0][:400]
+    assert recited([story], known)[0] == recited([story], known)[1] > 0
+    fresh = "The purple octopus counted seven umbrellas while the mayor of the moon baked quiet bread."
+    assert recited([fresh], known)[0] == 0
+
+
+def test_the_stutter_guard_removes_the_repeats_the_twin_writes_without_it(twins) -> None:
+    dm, _, tok = twins
+    assert TWIN_DIFFUSION.no_repeat, "the page's default turns the guard on"
+    counts = {}
+    for guard in (False, True):
+        texts = [_diffusion_text(dm, tok, p, replace(TWIN_DIFFUSION, no_repeat=guard, seed=s))
+                 for p in GUARD_PROMPTS for s in SEEDS]
+        counts[guard] = stutter(texts)[0]
+    assert counts[False] > 0, "these prompts should show the unguarded twin's repeats (pick others if it has none)"
+    assert counts[True] < counts[False]
