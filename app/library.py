@@ -20,6 +20,16 @@ from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
 _cache: dict[tuple[str, int, int], dict[str, Any]] = {}
 
 
+def failure(rec: Any) -> str | None:
+    """'Failed: left (its message).' for a recording where a side ended in an error, so the library does not list a
+    failed run as if it were fine; None when every side ended otherwise."""
+    failed = [(side, (rec.ends.get(side) or {}).get("message")) for side in SIDES
+              if (rec.ends.get(side) or {}).get("status") == "error"]
+    if not failed:
+        return None
+    return "Failed: " + "; ".join(side + (f" ({str(m)[:120]})" if m else "") for side, m in failed) + "."
+
+
 def describe(path: Path) -> dict[str, Any]:
     """Prompt, caption, sources, date, duration and frames of one recording (cached by size and mtime)."""
     st = path.stat()
@@ -44,7 +54,7 @@ def describe(path: Path) -> dict[str, Any]:
         info.update(prompt=str(rec.header.get("prompt", "")), sources=" vs ".join(names),
                     caption=caption.strip() if isinstance(caption, str) else "",
                     created=str(rec.header.get("created", "")), duration=max(times) if times else None,
-                    frames=len(times), problem=rec.warnings[0] if rec.warnings else None)
+                    frames=len(times), problem=rec.warnings[0] if rec.warnings else failure(rec))
     if len(_cache) > 512:
         _cache.clear()
     _cache[key] = info

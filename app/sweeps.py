@@ -2,8 +2,9 @@
 
 The page's sweep charts and `python -m app bench --only sweeps` run the same plans through the same helpers
 (app/engine/measure.py, also behind the engine bench), so the charts and the bench agree within noise.
-Each point is one setting run once on every prompt; a row holds the swept value, the series, the mean
-wall seconds per answer, forward passes, tokens per forward pass, perplexity under the AR twin,
+Each point is one setting run on every prompt, REPEATS times over; a row holds the swept value, the series, the
+median over those runs of the mean wall seconds per answer (with the fastest and slowest run, `seconds_min` and
+`seconds_max`, drawn as the chart's error bars), forward passes, tokens per forward pass, perplexity under the AR twin,
 distinct-2 and the texts. `CONVERGE_SWEEPS` (JSON, merged over DEFAULTS) changes the points for both.
 The pass-cost sweep (milliseconds of one forward pass against the positions it recomputes) lives in
 app/pass_cost.py; its options are DEFAULTS["pass_cost"] and the bench reports it beside these three.
@@ -15,6 +16,7 @@ import copy
 import json
 import math
 import os
+import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 SWEEPS = ("steps", "length", "threshold")
+REPEATS = 3  # runs of each point whose median time is charted (passes and perplexity are the same every run)
 DEFAULTS: dict[str, Any] = {
     "prompts": list(PROMPTS),
     "steps": {"points": [8, 16, 32, 64], "length": 64},
@@ -37,10 +40,11 @@ DEFAULTS: dict[str, Any] = {
     "pass_cost": {"points": list(pass_cost.POINTS), "hf": None, "device": "auto"},
 }
 SWEEP_NOTES = {
-    "steps": "From {lo} to {hi} steps for answers of {length} tokens, diffusion took {time_ratio}x the time "
+    "steps": "In medians of {runs} runs (the bars span the fastest to the slowest), "
+             "from {lo} to {hi} steps for answers of {length} tokens, diffusion took {time_ratio}x the time "
              "({s_lo} s to {s_hi} s) and its perplexity under the AR twin {ppl} (lower is better); "
              "the AR twin took {ar_s} s at perplexity {ar_p}.",
-    "length": "From {lo} to {hi} tokens, diffusion took {d_ratio}x the time at a fixed {d_nfe} forward passes"
+    "length": "In medians of {runs} runs (the bars span the fastest to the slowest), from {lo} to {hi} tokens, diffusion took {d_ratio}x the time at a fixed {d_nfe} forward passes"
               "{lookahead}, while the AR twin took {a_ratio}x the time as its passes went from {a_nfe_lo} to {a_nfe_hi}.",
     "threshold": "From {first} to {last}, the diffusion twin's tokens per forward pass {tpf} (the AR twin "
                  "always makes 1) and its perplexity under the AR twin {ppl} (lower is better).",
@@ -135,16 +139,23 @@ def warm(models: Models, prompt_ids: list[int]) -> None:
     run_ar(am, prompt_ids, ARSettings(gen_length=4))
 
 
-def measure(point: Point, prompt_ids: Sequence[list[int]], models: Models) -> dict[str, Any]:
-    """One row: the point's series and swept value, then samples() over every prompt."""
+def measure(point: Point, prompt_ids: Sequence[list[int]], models: Models, repeats: int = REPEATS) -> dict[str, Any]:
+    """One row: the point's series and swept value, then samples() over every prompt, its time the median of
+    `repeats` runs over every prompt (each run's time the mean per answer), with the fastest and slowest."""
     dm, am, tok = models
     kind = "ar" if point.series == "ar" else "diffusion"
-    return {"series": point.series, point.axis: point.x,
-            **samples(kind, am if kind == "ar" else dm, am, tok, prompt_ids, point.settings)}
+    model = am if kind == "ar" else dm
+    row = {"series": point.series, point.axis: point.x, **samples(kind, model, am, tok, prompt_ids, point.settings)}
+    times = [row["seconds"]]
+    for _ in range(max(1, repeats) - 1):
+        run = run_ar if kind == "ar" else run_diffusion
+        times.append(sum(run(model, p, point.settings)[2] for p in prompt_ids) / len(prompt_ids))
+    row.update(seconds=statistics.median(times), seconds_min=min(times), seconds_max=max(times), runs=len(times))
+    return row
 
 
 def iter_sweep(axis: str, points: Sequence[Any], prompts: Sequence[str] = PROMPTS, models: Models | None = None,
-               **options: Any) -> Iterator[tuple[list[dict[str, Any]], int, int, str]]:
+               repeats: int = REPEATS, **options: Any) -> Iterator[tuple[list[dict[str, Any]], int, int, str]]:
     """Yields (rows so far, points done, points in all, what runs next) before each point and once at the end."""
     todo = plan(axis, points, **options)
     models = models or load()
@@ -155,7 +166,7 @@ def iter_sweep(axis: str, points: Sequence[Any], prompts: Sequence[str] = PROMPT
     rows: list[dict[str, Any]] = []
     for i, p in enumerate(todo):
         yield list(rows), i, len(todo), p.what
-        rows.append(measure(p, prompt_ids, models))
+        rows.append(measure(p, prompt_ids, models, repeats))
     yield list(rows), len(todo), len(todo), "done"
 
 
@@ -232,7 +243,7 @@ def note(axis: str, rows: Sequence[dict[str, Any]]) -> str:
         if not ar:
             return ""
         return SWEEP_NOTES["steps"].format(
-            lo=lo["steps"], hi=hi["steps"], length=lo["settings"]["gen_length"],
+            runs=lo.get("runs", 1), lo=lo["steps"], hi=hi["steps"], length=lo["settings"]["gen_length"],
             time_ratio=_ratio(hi["seconds"], lo["seconds"]), s_lo=_n(lo["seconds"]), s_hi=_n(hi["seconds"]),
             ppl=_change(lo["ppl"], hi["ppl"]), ar_s=_n(ar[0]["seconds"]), ar_p=_n(ar[0]["ppl"]))
     if axis == "length":
@@ -245,7 +256,7 @@ def note(axis: str, rows: Sequence[dict[str, Any]]) -> str:
             lookahead = (f" ({_ratio(w[-1]['seconds'], w[0]['seconds'])}x with a lookahead of "
                          f"{w[0]['settings']['lookahead']} tokens)")
         return SWEEP_NOTES["length"].format(
-            lo=lo["length"], hi=hi["length"], d_ratio=_ratio(hi["seconds"], lo["seconds"]),
+            runs=lo.get("runs", 1), lo=lo["length"], hi=hi["length"], d_ratio=_ratio(hi["seconds"], lo["seconds"]),
             d_nfe=_n(nfe[0]) if len(nfe) == 1 else f"{_n(nfe[0])} to {_n(nfe[-1])}", lookahead=lookahead,
             a_ratio=_ratio(ar[-1]["seconds"], ar[0]["seconds"]), a_nfe_lo=_n(ar[0]["nfe"]), a_nfe_hi=_n(ar[-1]["nfe"]))
     if axis == "threshold":
@@ -255,15 +266,26 @@ def note(axis: str, rows: Sequence[dict[str, Any]]) -> str:
     raise ValueError(f"unknown sweep {axis!r}")
 
 
+def _spread(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Error bars from each row's median time to its fastest and slowest run."""
+    return {"type": "data", "symmetric": False, "thickness": 1.5, "width": 5,
+            "array": [r.get("seconds_max", r["seconds"]) - r["seconds"] for r in rows],
+            "arrayminus": [r["seconds"] - r.get("seconds_min", r["seconds"]) for r in rows]}
+
+
 def _trace(go: Any, name: str, x: list[Any], y: list[Any], rows: Sequence[dict[str, Any]] | None = None,
-           showlegend: bool = True, label: str | None = None) -> Any:
-    """One series in its Okabe-Ito colour, marker and dash (so it also reads in greyscale)."""
+           showlegend: bool = True, label: str | None = None, spread: bool = False) -> Any:
+    """One series in its Okabe-Ito colour, marker and dash (so it also reads in greyscale); `spread`: the rows' time
+    bars (fastest to slowest run)."""
     text, colour, symbol, dash = SERIES[name]
     hover = None
     if rows is not None:
-        hover = [f"{r['seconds']} s per answer, {r['nfe']} passes, {r['tokens_per_forward']} tokens per pass, "
+        hover = [f"{r['seconds']:.3g} s per answer (median of {r.get('runs', 1)} runs, "
+                 f"{r.get('seconds_min', r['seconds']):.3g} to {r.get('seconds_max', r['seconds']):.3g} s), "
+                 f"{r['nfe']} passes, {r['tokens_per_forward']} tokens per pass, "
                  f"perplexity {r['ppl']}, distinct-2 {r['distinct2']}" for r in rows]
     return go.Scatter(x=x, y=y, name=label or text, legendgroup=name, showlegend=showlegend,
+                      error_y={**_spread(rows), "color": colour} if spread and rows is not None else None,
                       mode="lines+markers" if rows is not None else "lines", hovertext=hover,
                       line={"color": colour, "dash": dash, "width": 2.5},
                       marker={"color": colour, "symbol": symbol, "size": 9})
@@ -286,13 +308,14 @@ def figure(axis: str, rows: Sequence[dict[str, Any]]) -> "go.Figure":
         fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
                             subplot_titles=("Time per answer", "Quality (lower is better)"))
         for col, key in ((1, "seconds"), (2, "ppl")):
-            fig.add_trace(_trace(go, "diffusion", xs, [r[key] for r in d], d, showlegend=col == 1), row=1, col=col)
+            fig.add_trace(_trace(go, "diffusion", xs, [r[key] for r in d], d, showlegend=col == 1,
+                                 spread=key == "seconds"), row=1, col=col)
             for r in _series(rows, "ar"):
                 fig.add_trace(_reference(go, "ar", xs, r[key], "AR twin (KV cache), same length", col == 1),
                               row=1, col=col)
             fig.update_xaxes(title_text=f"diffusion steps for {length or 'the'} tokens (log scale)", type="log",
                              tickvals=xs, row=1, col=col)
-        fig.update_yaxes(title_text="seconds per answer (s)", rangemode="tozero", row=1, col=1)
+        fig.update_yaxes(title_text="seconds per answer (s), median", rangemode="tozero", row=1, col=1)
         fig.update_yaxes(title_text="perplexity under the AR twin (log scale)", type="log", row=1, col=2)
         title = "Steps: time and quality"
     elif axis == "length":
@@ -306,10 +329,10 @@ def figure(axis: str, rows: Sequence[dict[str, Any]]) -> "go.Figure":
                 label = f"diffusion twin, lookahead of {part[0]['settings']['lookahead']} tokens"
             if part:
                 fig.add_trace(_trace(go, name, [r["length"] for r in part], [r["seconds"] for r in part], part,
-                                     label=label))
+                                     label=label, spread=True))
         lengths = sorted({r["length"] for r in rows})
         fig.update_xaxes(title_text="generation length (tokens)", tickvals=lengths, rangemode="tozero")
-        fig.update_yaxes(title_text="seconds per answer (s)", rangemode="tozero")
+        fig.update_yaxes(title_text="seconds per answer (s), median", rangemode="tozero")
         title = "Length: time per answer"
     elif axis == "threshold":
         labels = ["off" if x is None else f"{x:g}" for x in xs]

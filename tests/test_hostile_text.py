@@ -122,7 +122,8 @@ def test_each_entry_round_trips_through_a_recording_the_library_and_an_export(na
     assert rec.warnings == [] and rec.header["prompt"] == stored and rec.frames["left"][-1].text == stored
     assert rec.frames["left"][0].tokens[0] == stored and rec.ends["left"]["message"] == stored
     entry = library.describe(path)
-    assert entry["prompt"] == stored and entry["sources"] == "openai:" + stored and entry["problem"] is None
+    assert entry["prompt"] == stored and entry["sources"] == "openai:" + stored
+    assert entry["problem"] == f"Failed: left ({stored[:120]})."  # the side ended in an error: the library says so
     payload = load_payload(path)
     assert payload["prompt"] == stored and payload["sides"]["left"]["message"] == stored
     html = render(payload)

@@ -71,6 +71,21 @@ def test_each_sweep_measures_every_point_on_the_real_twins_and_reports_progress(
     assert threshold[0]["tokens_per_forward"] == 1.0 and threshold[1]["tokens_per_forward"] >= 1.0
     for r in steps + length + threshold:
         assert MEASURED <= r.keys() and r["seconds"] >= 0 and r["ppl"] > 0 and len(r["samples"]) == 1
+        # the time is the median of several runs, with the fastest and slowest kept for the chart's bars
+        assert r["runs"] == sweeps.REPEATS >= 3 and r["seconds_min"] <= r["seconds"] <= r["seconds_max"]
+
+
+def test_the_time_charts_draw_each_points_spread_as_error_bars() -> None:
+    rows = [{**r, "runs": 3, "seconds_min": r["seconds"] * 0.8, "seconds_max": r["seconds"] * 1.5}
+            for r in FAKE["length"]]
+    fig = sweeps.figure("length", rows)
+    diffusion = next(t for t in fig.data if t.legendgroup == "diffusion")
+    assert list(diffusion.error_y.array) == pytest.approx([0.15, 0.375])
+    assert list(diffusion.error_y.arrayminus) == pytest.approx([0.06, 0.15])
+    assert "median of 3 runs" in diffusion.hovertext[0]
+    assert sweeps.note("length", rows).startswith("In medians of 3 runs")
+    steps = sweeps.figure("steps", FAKE["steps"])
+    assert next(t for t in steps.data if t.legendgroup == "diffusion").error_y.array is not None
 
 
 def test_a_bad_point_is_refused_before_anything_runs() -> None:
@@ -102,13 +117,13 @@ def test_the_figures_have_their_series_colours_and_axis_titles_with_units() -> N
     assert steps.data[0].line.color == "#0072B2" and steps.data[1].line.color == "#E69F00"
     assert list(steps.data[0].x) == [8, 64] and list(steps.data[1].y) == [0.1, 0.1]
     assert steps.layout.xaxis.title.text == "diffusion steps for 64 tokens (log scale)"
-    assert steps.layout.yaxis.title.text == "seconds per answer (s)"
+    assert steps.layout.yaxis.title.text == "seconds per answer (s), median"
     assert steps.layout.yaxis2.title.text == "perplexity under the AR twin (log scale)"
     length = sweeps.figure("length", FAKE["length"])
     assert [t.line.color for t in length.data] == ["#0072B2", "#009E73", "#E69F00"]
     assert list(length.data[2].x) == [32, 128] and list(length.data[2].y) == [0.05, 0.2]
     assert length.layout.xaxis.title.text == "generation length (tokens)"
-    assert length.layout.yaxis.title.text == "seconds per answer (s)"
+    assert length.layout.yaxis.title.text == "seconds per answer (s), median"
     threshold = sweeps.figure("threshold", FAKE["threshold"])
     assert list(threshold.data[0].x) == ["off", "0.9", "0.3"] and list(threshold.data[0].y) == [1.0, 1.07, 1.6]
     assert list(threshold.data[2].y) == [20.0, 20.5, 26.0]
@@ -198,5 +213,7 @@ def test_a_sweep_button_fills_its_chart_and_note_in_the_browser(browser: Any, sw
     with browser_tab(browser, sweeps_url, height=1000) as tab:
         traces, text = press_sweep(tab, "steps", "d.length === 4")
         assert traces[0][:2] == ["diffusion twin", [2, 4]] and traces[1][0] == "AR twin (KV cache), same length"
-        assert "From 2 to 4 steps for answers of 8 tokens" in text
+        assert "from 2 to 4 steps for answers of 8 tokens" in text and "medians of 3 runs" in text
+        spread = tab.evaluate("() => document.querySelector('#sweep-steps-plot .js-plotly-plot').data[0].error_y")
+        assert len(spread["array"]) == 2 and min(spread["array"] + spread["arrayminus"]) >= 0  # each point's spread
         assert tab.inner_text("#sweep-length-note").startswith("Not measured yet")

@@ -494,7 +494,8 @@ class Scene:
             if idx != tr.shown:
                 self._side(i, tr, idx)
         self._clock(t)
-        status = status_sentence([tr.status(tr.shown if tr.shown is not None else -1) for tr in self.tracks])
+        status = status_sentence([tr.status(tr.shown if tr.shown is not None else -1) for tr in self.tracks],
+                                 [tr.name for tr in self.tracks])
         if self.warning:
             status += " " + self.warning
         if status != self.status_text:

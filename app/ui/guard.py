@@ -26,6 +26,7 @@ TEXT_FIELDS: dict[str, str] = {
     "prompt": "prompt", "sampler-prompt": "prompt", "pins": "pins", "sampler-pins": "pins",
     "left-key": "key", "right-key": "key", "left-arg": "model", "right-arg": "model",
     "sampler-model-name": "model", "sweep-pass-cost-hf": "model", "library-name": "name", "player-clock": "choice",
+    "presenter-load": "choice",  # the presenter picker's recording id (app/ui/presenter_picker.js)
 }
 TYPE_FIELDS: dict[str, str] = {
     "Dropdown": "choice", "Radio": "choice", "Slider": "number", "Number": "number", "Checkbox": "flag",

@@ -12,6 +12,7 @@ come below it. `?presenter=1` opens the page in presenter mode, which shows only
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -49,7 +50,8 @@ from app.ui.export_job import run_export  # noqa: E402
 from app.ui.sweeps_tab import sweeps_tab  # noqa: E402
 from app.view.live import live_updates  # noqa: E402
 from app.view.payload import (UPDATE_INTERVAL, asset, live_payload, load_payload, message_payload,  # noqa: E402
-                              new_run_id, player_json)
+                              new_run_id, notice_payload, player_json)
+from app.view.side import SENTENCES  # noqa: E402
 
 DEFAULT_PAIR = ("local-diffusion", "local-ar")
 RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/compute.py)
@@ -64,8 +66,15 @@ PLAYER_GLUE = """
 const mount = element.querySelector('.cv-mount');
 const query = new URLSearchParams(window.location.search);
 const onPresenter = (on) => document.body.classList.toggle('cv-presenting', on);
-const player = window.ConvergePlayer.create(mount, {presenter: query.get('presenter') === '1', onPresenter});
-const show = () => { if (props.payload) player.update(JSON.parse(props.payload)); };
+let picker = null;  // the presenter's compact picker (app/ui/presenter_picker.js), made on first use
+const onPick = () => { picker = picker || window.ConvergePicker(mount); picker.toggle(); };
+const player = window.ConvergePlayer.create(mount, {presenter: query.get('presenter') === '1', onPresenter, onPick});
+const show = () => {
+  if (!props.payload) return;
+  const data = JSON.parse(props.payload);
+  player.update(data);
+  if (data.reveal) mount.scrollIntoView({block: 'start'});  // a recording loaded from the library shows itself
+};
 show();
 watch('payload', show);
 """
@@ -80,10 +89,17 @@ PAGE_CSS = """
 #run-stop { justify-content: flex-start; }
 #player { min-height: 200px; }
 #player .cv-legend { position: static; }
-#player .cv-player:not(.cv-presenter) .cv-text { min-height: 4.5em; }
-#player .cv-player:not(.cv-presenter) .cv-heatmap { height: 120px; }
+#player .cv-player:not(.cv-presenter) .cv-text { min-height: calc(1.6em * 3); }
+#player .cv-player:not(.cv-presenter) .cv-heatmap { height: 110px; }
 #player .cv-player:not(.cv-presenter) .cv-caption-line { font-size: 1em; }
 #prompt textarea { overflow-wrap: anywhere; }
+#left-settings, #right-settings, #pins-box { position: relative; overflow: visible !important; }
+#left-settings > .label-wrap ~ div, #right-settings > .label-wrap ~ div, #pins-box > .label-wrap ~ div {
+  position: absolute; left: -1px; right: -1px; top: 100%; z-index: 60; max-height: min(62vh, 560px); overflow: auto;
+  background: var(--block-background-fill); border: 1px solid var(--border-color-primary);
+  border-radius: 0 0 var(--block-radius) var(--block-radius); box-shadow: 0 8px 18px rgba(0, 0, 0, 0.25);
+  padding: 8px; box-sizing: border-box;
+}  /* settings open over the page instead of pushing the panels down */
 #sampler.cv-spotlight { outline: 4px solid var(--body-text-color); outline-offset: 4px; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
@@ -92,6 +108,7 @@ body.cv-presenting #sampler,
 body.cv-presenting #trust-note,
 body.cv-presenting footer { display: none !important; }
 body.cv-presenting .gradio-container { max-width: 100% !important; padding-top: 0 !important; }
+body.cv-presenting .gradio-container > .main { padding-top: 0 !important; padding-bottom: 0 !important; }
 """
 
 ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appears when picked), "
@@ -282,8 +299,8 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
         visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
         prompt = prompt or ""
-        if not prompt.strip():
-            yield to_player(message_payload("Type a prompt first.", run_id)), gr.skip()
+        if not prompt.strip():  # a word in the player's status; the run it shows stays loaded
+            yield to_player(notice_payload(SENTENCES["empty_prompt"])), gr.skip()
             return
         if len(prompt) > MAX_PROMPT_CHARS:
             yield to_player(message_payload(f"The prompt is over {MAX_PROMPT_CHARS:,} characters; shorten it.",
@@ -294,7 +311,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
         if (pins or "").strip():
             takers = [st for spec, st in ((lspec, lset), (rspec, rset)) if spec.split(":")[0].endswith("diffusion")]
             if not takers:
-                yield to_player(message_payload(AR_REFUSAL, run_id)), gr.skip()
+                yield to_player(notice_payload(AR_REFUSAL)), gr.skip()
                 return
             for st in takers:
                 st["pins"] = pins
@@ -333,8 +350,19 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             race.stop()
             race.close()
             entry["race"] = None  # the file is complete; let the frames go
+            discard_if_empty(race)
 
     return run
+
+
+def discard_if_empty(race: Race) -> None:
+    """A race whose every side failed before a frame leaves nothing to replay: its file is removed, so the library
+    lists no failed run as if it were one (a run where a side failed after frames stays, marked failed)."""
+    if all(s.status == "error" and not s.frames for s in race.sides.values()):
+        try:
+            race.path.unlink()
+        except OSError:
+            pass
 
 
 def _abandon(race: Race) -> None:
@@ -417,11 +445,19 @@ def load_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, str]:
         path = locate(entry_id or "", visitor.owner)
     except SourceError as e:
         return gr.skip(), gr.skip(), str(e)
-    payload = load_payload(path, name=path.name, cursor="start")
+    payload = {**load_payload(path, name=path.name, cursor="start"), "reveal": True}  # the player scrolls into view
     if payload["mode"] == "message":
         return to_player(payload), gr.skip(), payload["message"]
     note = " ".join(payload.get("warnings") or [])
     return to_player(payload), str(path), f"Loaded {path.name}." + (f" {note}" if note else "")
+
+
+def load_picked(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, Any]:
+    """The presenter's picker: loads the recording whose id it typed (an empty box, cleared for the next pick, does
+    nothing)."""
+    if not (entry_id or "").strip():
+        return gr.skip(), gr.skip(), gr.skip()
+    return load_entry(visitor, entry_id)
 
 
 def rename_entry(visitor: Visitor, entry_id: str | None, new_name: str, current: str | None) -> tuple[Any, ...]:
@@ -462,7 +498,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
         return (gr.skip(),) * 5 + (_error_text(e), None)
     saved = locate(new_id, visitor.owner)
     table, pick, ids = library_view(visitor, new_id)
-    payload = load_payload(saved, name=saved.name, cursor="start")
+    payload = {**load_payload(saved, name=saved.name, cursor="start"), "reveal": True}
     note = " ".join(payload.get("warnings") or [])
     return table, pick, ids, to_player(payload), str(saved), f"Added {saved.name} to your recordings." + (
         f" {note}" if note else ""), None
@@ -516,7 +552,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
     """The whole page as a gr.Blocks under `policy` (launch it with `launch()` or `demo.launch(**launch_options())`)."""
     load_plugins()
     defaults = [p if p in REGISTRY else next(iter(REGISTRY)) for p in DEFAULT_PAIR]
-    head = f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
+    head = (f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
+            f"<script>{asset('presenter_picker.js')}</script>")
     with GuardedBlocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
@@ -581,6 +618,10 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
                             "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
                             "at its recorded pace. All three keep the player's clock (seconds or forward passes). CSV: each frame's figures (time, passes, tokens, changes, "
                             "settled fraction), as `python -m app stats --csv` writes them.")
+            # the presenter's compact picker (app/ui/presenter_picker.js) reads the library's ids here and loads one
+            # by typing its id into presenter-load
+            picker_list = gr.Textbox(visible="hidden", elem_id="presenter-list", label="Recordings (ids)")
+            picker_load = gr.Textbox(visible="hidden", elem_id="presenter-load", label="Recording to load")
             with gr.Row():
                 status = gr.Textbox(label="Library and export messages", interactive=False, elem_id="library-status",
                                     lines=2, max_lines=4, scale=3)
@@ -619,6 +660,9 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, player, current],
                   queue=False, **quiet)  # the page opens even while the queue is full
         table.select(pick_row, inputs=[ids], outputs=[pick, new_name], **quiet)
+        table.change(lambda v: json.dumps(list(v or [])), inputs=[ids], outputs=[picker_list], queue=False, **quiet)
+        picker_load.change(as_visitor(policy, load_picked), inputs=[owner, picker_load],
+                           outputs=[player, current, status], **reads, **quiet)
         load_btn.click(as_visitor(policy, load_entry), inputs=[owner, pick], outputs=[player, current, status],
                        **reads, **quiet)
         download_btn.click(as_visitor(policy, download_entry), inputs=[owner, pick], outputs=[download, status],

@@ -26,8 +26,9 @@ from app.ui.visitor import Visitor, allowed_source, visitor_source
 SWEEP_CONCURRENCY = 1  # sweeps at once across all users: each holds a CPU slot for minutes
 TITLES = {"steps": "Steps vs quality and time", "length": "Generation length vs time",
           "threshold": "Threshold vs tokens per forward pass and quality"}
-INTRO = ("Each chart is measured live on this machine with the built-in twins: every point runs once per prompt "
-         "(greedy) and the chart fills in as points finish. Times are wall seconds on this CPU, so a race running "
+INTRO = ("Each chart is measured live on this machine with the built-in twins: every point runs on every prompt "
+         f"(greedy), {sweeps.REPEATS} times over, and the chart fills in as points finish. Times are the median of "
+         "those runs in wall seconds on this CPU, with bars from the fastest to the slowest run; a race running "
          "at the same time slows them; `python -m app bench --only sweeps` measures the same points.")
 
 

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 from app.analysis import SideAnalyzer, side_labels
 from app.race import Race
-from app.view.side import entry, summary
+from app.view.side import entry, setting_defaults, summary
 
 
 class LiveView:
@@ -16,7 +16,7 @@ class LiveView:
 
     def __init__(self, race: Race) -> None:
         self.race = race
-        self.labels = side_labels(race.sources)
+        self.labels = side_labels(race.sources, setting_defaults())
         self._analyzers = {side: SideAnalyzer() for side in race.sides}
         self._sent = {side: 0 for side in race.sides}
         self._done: dict[str, dict[str, Any]] = {}

@@ -87,6 +87,11 @@ def message_payload(message: str, run: str | None = None) -> dict[str, Any]:
             "done": True, "message": message, "sides": {}}
 
 
+def notice_payload(message: str) -> dict[str, Any]:
+    """A payload that only says something (an empty prompt) and keeps the run the player shows."""
+    return {"notice": message}
+
+
 def recording_payload(rec: Recording, name: str = "", run: str | None = None, cursor: str | None = None
                       ) -> dict[str, Any]:
     """The whole of a saved recording as one player payload (rows, statuses, metrics, settled series).

@@ -14,6 +14,7 @@ would make a typing side's rows as long as its answer instead of one token each.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
@@ -51,12 +52,32 @@ def pinned_positions(rows: list[dict[str, Any]]) -> frozenset[int]:
     return frozenset(rows[0].get("pin") or ()) if rows else frozenset()
 
 
-def status_sentence(statuses: list[str]) -> str:
-    """The line above the panels for sides in these statuses, as a video draws it: racing until every side has
-    ended, then stopped if one was stopped, else finished."""
+def status_sentence(statuses: list[str], names: list[str] | None = None) -> str:
+    """The line above the panels for sides in these statuses, as a video draws it (the player's rule): racing until
+    every side has ended, then stopped if one was stopped, failed if every side failed, finished but naming the side
+    that failed (`names`, one per status), else finished."""
     if not all(st in TERMINAL or st == "idle" for st in statuses):
         return SENTENCES["racing"]
-    return STOPPED if "stopped" in statuses else SENTENCES["finished"]
+    if "stopped" in statuses:
+        return STOPPED
+    failed = [(names or [])[i] if i < len(names or []) else f"side {i + 1}" for i, st in enumerate(statuses)
+              if st == "error"]
+    if failed and "done" not in statuses:
+        return SENTENCES["failed"]
+    if failed:
+        return SENTENCES["partly_failed"].replace("{side}", " and ".join(failed))
+    return SENTENCES["finished"]
+
+
+@lru_cache(maxsize=1)
+def setting_defaults() -> dict[str, dict[str, Any]]:
+    """Every registered source's settings defaults (prefix -> name -> default), for titles that name only the settings
+    a side moved from them."""
+    from app.sources.base import REGISTRY, load_plugins
+
+    load_plugins()
+    return {prefix: {name: spec.get("default") for name, spec in kind.settings.items()}
+            for prefix, kind in REGISTRY.items()}
 
 
 def summary(frames: list[Frame]) -> dict[str, Any]:
@@ -145,7 +166,7 @@ def recorded_side(rec: Recording, key: str, label: str | None = None) -> Recorde
 def recorded_sides(rec: Recording) -> dict[str, RecordedSide]:
     """The sides a recording holds (with frames, an end or a source), titled as the live race titled them."""
     sources = _sources(rec)
-    labels = side_labels({side: sources[side] for side in SIDES if side in sources})
+    labels = side_labels({side: sources[side] for side in SIDES if side in sources}, setting_defaults())
     out = {}
     for key in SIDES:
         if rec.frames.get(key) or key in rec.ends or sources.get(key):

@@ -8,8 +8,10 @@ var EOS = { "<|endoftext|>": 1, "<|eos|>": 1, "<|eot_id|>": 1, "<|im_end|>": 1, 
             "<eos>": 1, "[EOS]": 1 };
 var STATUS_TEXT = THEME.status;
 var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
+var PACE_KEY = "converge-pace"; /* localStorage: the watch pace this browser chose */
 var PASS_RATE = THEME.pass_rate; /* forward passes per second of playback at 1x, on the forward-pass clock */
 var BLOCK = 16; /* token positions per block of a text panel (see paintTokens) */
+var DRIVE = { " ": 1, ArrowLeft: 1, ArrowRight: 1, Home: 1, End: 1 }; /* presenter keys no control may take */
 var HOVER_MS = 600; /* how long the pointer rests on a token before the inspector shows it */
 var MAX_EVENTS = 24; /* events the inspector lists for one position (a long Mercury draft can have more) */
 var SPARK = [360, 64], SPARK_PAD = [30, 6]; /* the inspector's sparkline, CSS pixels: size, left/right padding */
@@ -37,6 +39,7 @@ var KEYS = [
   ["C", "compare by progress (not real time) on / off"],
   ["F", "forward-pass clock on / off (time is the default)"],
   ["P", "presenter mode on / off"],
+  ["O", "presenter mode on the page: run a race or load a recording"],
   ["?", "show / hide this help"],
   ["Tab, then \u2190 \u2192", "in a text panel: inspect the previous / next position (Shift: 10 at a time)"],
   ["Esc", "close this help, or the token inspector"]
@@ -58,6 +61,8 @@ function count(v) { return v == null ? "\u2014" : String(v); }
 function fixed1(v) { return v == null ? "\u2014" : v.toFixed(1); }
 function fixed2(v) { return v == null ? "\u2014" : v.toFixed(2); }
 function speedText(v) { return String(v) + "\u00D7"; }
+function rateText(v) { return (v >= 0.1 ? v.toFixed(2) : v.toPrecision(2)).replace(/\.?0+$/, "") + "\u00D7"; }
+function paceText(v) { return v > 0 ? v + " s" : "real time"; }
 
 function el(tag, cls, text, attrs) {
   var node = document.createElement(tag);
@@ -100,6 +105,10 @@ function setAttr(node, name, value) {
 function rgba(c) { return (255 << 24 | c[2] << 16 | c[1] << 8 | c[0]) >>> 0; }
 var HEAT32 = {};
 for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
+/* merging frames into one heatmap row: a change within the band wins over the band's last state */
+var HEAT_RANK = {};
+HEAT_RANK[HEAT32.fresh] = 1; HEAT_RANK[HEAT32.remasked] = 2; HEAT_RANK[HEAT32.changed] = 3;
+var MIN_ROW = 3; /* CSS pixels: the least height a heatmap row is drawn at (more frames are merged) */
 
 /* a token's class by style = masked | change code << 1 | draft << 3 | inspected << 4 | pinned << 5
    (pinned, text given before the run, wins over the rest but the inspection outline) */
@@ -137,7 +146,7 @@ function cellColour(code, masked, pinned) {
 
 function newSide() {
   return { spec: "", label: "", status: "idle", message: "", rows: [], gaps: 0, metrics: null, settled: null,
-           maxLen: 0, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0, pinned: null };
+           maxLen: 0, seen: {}, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0, pinned: null };
 }
 
 function legendItem(cls, sample, label) {

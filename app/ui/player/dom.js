@@ -25,25 +25,27 @@ function buildDom(root) {
   passesBanner.hidden = true;
 
   var legend = el("div", "cv-legend", null, { role: "list", "aria-label": "Legend", "data-part": "legend" });
-  var pinsOnly = []; /* the legend entries shown only while a side has pinned text (theme.json pins_only) */
+  var legendItems = []; /* every entry, each shown only while what it names occurs in the run (player paintLegend) */
   THEME.legend.forEach(function (name) {
     var st = STYLES[name], masked = st.glyph === "mask";
     var cls = st["class"] + (masked && name !== "masked" ? " " + STYLES.masked["class"] : "");
     var item = legendItem(cls, masked ? MASK : THEME.sample, st.label);
     item.setAttribute("role", "listitem");
     item.setAttribute("data-style", name);
-    if (PINS_ONLY[name]) { item.hidden = true; pinsOnly.push(item); }
+    if (PINS_ONLY[name]) item.hidden = true;
+    legendItems.push(item);
     legend.appendChild(item);
   });
   var heatKey = el("span", "cv-legend-item cv-heat-key");
   heatKey.appendChild(el("span", "cv-label", "Heatmap:"));
   THEME.heat_key.forEach(function (x) {
-    var box = PINS_ONLY[x[0]] ? heatKey.appendChild(el("span", "cv-legend-item", null, { "data-heat": x[0] })) : heatKey;
+    var box = heatKey.appendChild(el("span", "cv-legend-item", null, { "data-heat": x[0] }));
     var sw = el("span", "cv-swatch", null, { "aria-hidden": "true" });
     sw.style.background = "rgb(" + HEAT[x[0]].join(",") + ")";
     box.appendChild(sw);
     box.appendChild(el("span", "cv-legend-label", x[1]));
-    if (box !== heatKey) { box.hidden = true; pinsOnly.push(box); }
+    if (PINS_ONLY[x[0]]) box.hidden = true;
+    legendItems.push(box);
   });
   legend.appendChild(heatKey);
 
@@ -86,11 +88,25 @@ function buildDom(root) {
     var heatWrap = el("div", "cv-heat-wrap", null, { "data-part": "heatmap-" + s });
     var heat = el("canvas", "cv-heatmap", null, {
       "data-rows": "0", role: "img",
-      "aria-label": sideWord(s) + " changes per frame: rows are frames, columns are positions" });
+      "aria-label": sideWord(s) + " changes per frame: rows are frames, first at the top, columns are positions" });
     heat.width = 1; heat.height = 1;
     var marker = el("div", "cv-heat-marker", null, { "aria-hidden": "true" });
-    heatWrap.appendChild(heat);
-    heatWrap.appendChild(marker);
+    var markerLabel = marker.appendChild(el("span", "cv-heat-marker-label"));
+    /* the axes: frames down (labelled by time or passes, first at the top), answer positions across */
+    var yAxis = el("div", "cv-heat-y", null, { "aria-hidden": "true" });
+    var yTop = yAxis.appendChild(el("span", "cv-heat-tick"));
+    var yName = yAxis.appendChild(el("span", "cv-heat-axis-name"));
+    var yBottom = yAxis.appendChild(el("span", "cv-heat-tick"));
+    var xAxis = el("div", "cv-heat-x", null, { "aria-hidden": "true" });
+    var xFirst = xAxis.appendChild(el("span", "cv-heat-tick", "0"));
+    var xName = xAxis.appendChild(el("span", "cv-heat-axis-name", "position in the answer \u2192"));
+    var xLast = xAxis.appendChild(el("span", "cv-heat-tick"));
+    var heatBox = el("div", "cv-heat-box");
+    heatBox.appendChild(heat);
+    heatBox.appendChild(marker);
+    heatWrap.appendChild(yAxis);
+    heatWrap.appendChild(heatBox);
+    heatWrap.appendChild(xAxis);
     section.appendChild(head);
     section.appendChild(figs);
     section.appendChild(message);
@@ -101,7 +117,8 @@ function buildDom(root) {
     sidesBox.appendChild(section);
     views[s] = { section: section, name: name, badge: badge, counter: counter, message: message, note: note, text: text,
                  inner: inner, heat: heat, heatSrc: document.createElement("canvas"), heatSize: null, heatGen: 0,
-                 heatOut: "", marker: marker, elapsed: elapsed, rate: rate, rateLabel: rateLabel,
+                 heatOut: "", marker: marker, markerLabel: markerLabel, yTop: yTop, yName: yName, yBottom: yBottom,
+                 xFirst: xFirst, xLast: xLast, xName: xName, heatLabel: heat.getAttribute("aria-label"), elapsed: elapsed, rate: rate, rateLabel: rateLabel,
                  elapsedLabel: elapsedLabel,
                  blocks: [], shown: [], shownText: [], lastLen: 0, atEnd: true, pin: false };
   });
@@ -199,6 +216,14 @@ function buildDom(root) {
     if (v === 1) o.selected = true;
     speedSel.appendChild(o);
   });
+  var paceId = "cv-pace-" + Math.random().toString(36).slice(2, 9);
+  var paceLabel = el("label", "cv-label cv-pace-label", "Watch pace", { for: paceId });
+  var paceSel = el("select", "cv-speed cv-pace", null, {
+    id: paceId, title: "How long a replay of a race of the built-in models lasts on screen (never faster than it ran; " +
+      "the clock still shows real time). API races keep their real timing. Remembered in this browser." });
+  THEME.paces.forEach(function (v) {
+    paceSel.appendChild(el("option", null, paceText(v), { value: String(v) }));
+  });
   /* an <output> is a polite live region by default; this one changes every frame, so it is kept quiet */
   var timeOut = el("output", "cv-time", "", { for: rangeId, "aria-live": "off" });
   var viewLabel = el("label", "cv-view-toggle");
@@ -208,8 +233,10 @@ function buildDom(root) {
   var clockBtn = button("cv-btn cv-clock-btn", "Clock: seconds", "Forward-pass clock", { "aria-pressed": "false" });
   var presenterBtn = button("cv-btn cv-presenter-btn", "Presenter", "Presenter mode", { "aria-pressed": "false" });
   var helpBtn = button("cv-btn cv-help-btn", "?", "Keyboard shortcuts", { "aria-expanded": "false" });
-  [startBtn, prevBtn, playBtn, nextBtn, endBtn, rangeLabel, range, speedSel, timeOut, viewLabel, clockBtn,
-   presenterBtn, helpBtn].forEach(function (n) { scrub.appendChild(n); });
+  var pickBtn = button("cv-btn cv-pick-btn", "Race / recording\u2026", "Run a race or load a recording (O)");
+  pickBtn.hidden = true; /* shown where the page offers a picker (options.onPick) */
+  [startBtn, prevBtn, playBtn, nextBtn, endBtn, rangeLabel, range, speedSel, paceLabel, paceSel, timeOut, viewLabel,
+   clockBtn, pickBtn, presenterBtn, helpBtn].forEach(function (n) { scrub.appendChild(n); });
 
   var helpId = "cv-help-" + Math.random().toString(36).slice(2, 9);
   var help = el("div", "cv-help", null, { role: "dialog", "aria-modal": "false", "aria-labelledby": helpId + "-t",
@@ -241,14 +268,14 @@ function buildDom(root) {
 
   return {
     promptLine: promptLine, promptText: promptText, captionLine: captionLine, statusLine: statusLine, warningBox: warningBox,
-    pinsOnly: pinsOnly,
+    legendItems: legendItems,
     progressBanner: progressBanner, passesBanner: passesBanner, views: views, insp: insp, inspTitle: inspTitle,
     inspSide: inspSide, inspPos: inspPos, inspClose: inspClose, inspHint: inspHint, inspBody: inspBody,
     inspNow: inspNow, sparkWrap: sparkWrap, spark: spark, sparkMarker: sparkMarker, sparkNote: sparkNote,
     inspEvents: inspEvents, inspNote: inspNote, chart: chart, chartNote: chartNote, chartMarker: chartMarker,
     colHeads: colHeads, cells: cells, scrub: scrub, startBtn: startBtn, prevBtn: prevBtn,
     playBtn: playBtn, nextBtn: nextBtn, endBtn: endBtn, rangeLabel: rangeLabel, range: range,
-    speedSel: speedSel, timeOut: timeOut, viewBox: viewBox, clockBtn: clockBtn, presenterBtn: presenterBtn,
+    speedSel: speedSel, paceSel: paceSel, pickBtn: pickBtn, legend: legend, heatKey: heatKey, timeOut: timeOut, viewBox: viewBox, clockBtn: clockBtn, presenterBtn: presenterBtn,
     helpBtn: helpBtn, help: help, helpClose: helpClose
   };
 }

@@ -13,8 +13,10 @@ function panelsPart(p) {
     setText(v.name, name);
     setAttr(v.section, "aria-label", sideWord(s) + " panel: " + name);
     setAttr(v.text, "aria-label", sideWord(s) + " output: " + name);
-    setText(v.badge, STATUS_TEXT[side.status] || side.status);
-    var badgeClass = "cv-badge cv-st-" + (STATUS_TEXT[side.status] ? side.status : "other");
+    var key = badgeKey(side, idx, done, scrubbing);
+    setText(v.badge, STATUS_TEXT[key] || key);
+    setAttr(v.section, "data-badge", key);
+    var badgeClass = "cv-badge cv-st-" + (STATUS_TEXT[key] ? key : "other");
     if (v.badge.className !== badgeClass) v.badge.className = badgeClass;
     setText(v.counter, side.rows.length ? "frame " + (idx + 1) + " / " + side.rows.length : "");
     setText(v.message, side.message);
@@ -28,6 +30,14 @@ function panelsPart(p) {
     v.idx = idx;
     paintTokens(v, row, side, idx, done, state.inspect && state.inspect.side === s ? state.inspect.pos : -1);
     paintHeat(v, side, scrubbing ? idx : -1);
+  }
+
+  function badgeKey(side, idx, done, scrubbing) {
+    /* what the side is doing on screen: while a replay is scrubbed or played, ready (nothing played yet), playing,
+       paused, or how it ended once its last frame is shown; live, its own status */
+    if (!done || !scrubbing || !side.rows.length || idx >= lastRow(side)) return side.status;
+    if (state.playing) return "playing";
+    return p.timeline.cursorIndex() === 0 ? "ready" : "paused";
   }
 
   function paintFigures(v, side, row, idx, K) {
@@ -103,8 +113,14 @@ function panelsPart(p) {
     if (cut && dirty[dirty.length - 1] !== nBlocks - 1) dirty.push(nBlocks - 1);
     for (var k = 0; k < dirty.length; k++) fillBlock(v, dirty[k], n);
     setAttr(v.text, "data-tokens", String(n));
-    /* a typing side that was scrolled to its end keeps its newest words in view (applied after all writes) */
-    v.pin = !!textSource && n > v.lastLen && v.atEnd;
+    /* the newest change stays in view (applied after all writes, see follow): a diffusion side's last position
+       changed at this frame, a typing side's end while it was scrolled there or the timeline moves it */
+    var newest = -1;
+    if (dirty.length) {
+      if (textSource) newest = (v.atEnd || done) && n ? n - 1 : -1;
+      else if (ch) for (var q = n - 1; q >= 0; q--) if (ch[q]) { newest = q; break; }
+    }
+    v.follow = newest;
     v.lastLen = n;
   }
 
@@ -133,6 +149,31 @@ function panelsPart(p) {
     }
   }
 
+  function follow(v) {
+    /* Scrolls a panel, by whole lines, so the line block holding its newest change is in view; the box is a whole
+       number of lines tall (player.css), so no line is cut in half. Reads layout: call after every write. */
+    var pos = v.follow;
+    v.follow = -1;
+    if (pos == null || pos < 0) return;
+    var block = v.blocks[(pos / BLOCK) | 0];
+    var t = v.text;
+    if (!block || t.scrollHeight <= t.clientHeight) { if (t.scrollTop) t.scrollTop = 0; return; }
+    var rects = block.getClientRects();
+    if (!rects.length) return;
+    var cs = getComputedStyle(t), lh = parseFloat(cs.lineHeight), pad = parseFloat(cs.paddingTop) || 0;
+    if (!(lh > 0)) return;
+    var box = t.getBoundingClientRect(), top0 = box.top + t.clientTop + pad - t.scrollTop;
+    var last = rects[rects.length - 1], first = rects[0];
+    var lastLine = Math.max(0, Math.round((last.bottom - top0) / lh) - 1);
+    var firstLine = Math.max(0, Math.min(lastLine, Math.round((first.top - top0) / lh)));
+    var lines = Math.max(1, Math.floor((t.clientHeight - 2 * pad) / lh + 0.01));
+    var from = Math.round(t.scrollTop / lh);
+    if (lastLine >= from + lines) from = lastLine - lines + 1;
+    if (firstLine < from) from = firstLine;
+    var want = Math.round(from * lh);
+    if (Math.abs(t.scrollTop - want) >= 1) t.scrollTop = want;
+  }
+
   function setRunText(node, text) {
     /* through the text node's data where there is one: the browser then reshapes only what changed */
     var t = node.nodeType === 3 ? node : node.firstChild;
@@ -141,19 +182,22 @@ function panelsPart(p) {
   }
 
   function paintHeat(v, side, idx) {
-    /* idx: the frame to mark while scrubbing, -1 for none. New rows are put, one pixel per cell, on an
-       offscreen canvas; the visible canvas gets that image scaled once to its own device pixels, and only
-       when rows arrive or its size changes. The compositor then copies it unscaled on every frame,
-       instead of filtering a 1,000-column image down to the panel each time anything near it moves. */
+    /* idx: the frame to mark while scrubbing, -1 for none. New rows are put, one pixel per cell, in a buffer; the
+       heatmap shows them one row a frame while each row gets MIN_ROW CSS pixels, else merged into bands of
+       consecutive frames (a cell shows any change within its band, else the band's last state), so every row stays
+       readable. The bands go on an offscreen canvas; the visible canvas gets that image scaled once to its own
+       device pixels, and only when rows arrive or its size changes. */
     var rows = side.rows, n = rows.length, w = Math.max(1, side.maxLen);
     var canvas = v.heat;
     if (!n) {
       if (canvas.width !== 1 || canvas.height !== 1) { canvas.width = 1; canvas.height = 1; }
       canvas.getContext("2d").clearRect(0, 0, 1, 1);
       setAttr(canvas, "data-rows", "0");
+      setAttr(canvas, "data-bands", "0");
       v.marker.hidden = true;
       v.heatOut = "";
       side.heatDrawn = 0;
+      setText(v.yTop, ""); setText(v.yBottom, ""); setText(v.xLast, ""); setText(v.yName, "");
       return;
     }
     if (!side.heat || side.heatW !== w || side.heat.length < w * n) {
@@ -172,42 +216,84 @@ function panelsPart(p) {
         buf32[base + c] = cellColour(row.ch ? row.ch[c] : 0, !!(row.m && row.m[c]), !!(pinned && pinned[c]));
       }
     }
+    if (side.heatRows !== n) side.heatGen = (side.heatGen || 0) + 1;
     side.heatRows = n;
+    var cssH = v.heatSize[1];
+    var per = Math.max(1, Math.ceil(n / Math.max(1, Math.floor(cssH / MIN_ROW)))); /* whole frames a row */
+    var bands = Math.ceil(n / per);
     var cells = v.heatSrc;
-    if (cells.width !== w || cells.height !== n) {
+    var drawn = side.heatGen + ":" + bands;
+    if (cells.width !== w || cells.height !== bands) {
       cells.width = w;
-      cells.height = n;
+      cells.height = bands;
       side.heatDrawn = 0;
+      v.heatDrawnKey = "";
     }
-    if (side.heatDrawn < n) {
+    if (bands === n && side.heatDrawn < n && v.heatDrawnKey !== drawn) {
       var from = side.heatDrawn;
       var image = new ImageData(new Uint8ClampedArray(buf32.buffer, from * w * 4, w * (n - from) * 4), w, n - from);
       cells.getContext("2d").putImageData(image, 0, from);
       side.heatDrawn = n;
       v.heatGen++;
-      setAttr(canvas, "data-rows", String(n));
-      setAttr(canvas, "data-cols", String(w));
+      v.heatDrawnKey = drawn;
+    } else if (bands < n && v.heatDrawnKey !== drawn) {
+      var merged = new Uint32Array(w * bands);
+      for (var g = 0; g < bands; g++) {
+        var a = g * per, b = Math.min(n, a + per);
+        for (var col = 0; col < w; col++) {
+          var best = buf32[(b - 1) * w + col], rank = 0;
+          for (var f = a; f < b; f++) {
+            var k = HEAT_RANK[buf32[f * w + col]] || 0;
+            if (k > rank) { rank = k; best = buf32[f * w + col]; }
+          }
+          merged[g * w + col] = best;
+        }
+      }
+      cells.getContext("2d").putImageData(new ImageData(new Uint8ClampedArray(merged.buffer), w, bands), 0, 0);
+      side.heatDrawn = 0;
+      v.heatGen++;
+      v.heatDrawnKey = drawn;
     }
+    setAttr(canvas, "data-rows", String(n));
+    setAttr(canvas, "data-bands", String(bands));
+    setAttr(canvas, "data-cols", String(w));
     var dpr = global.devicePixelRatio || 1;
-    var W = Math.round(v.heatSize[0] * dpr), H = Math.round(v.heatSize[1] * dpr);
+    var W = Math.round(v.heatSize[0] * dpr), H = Math.round(cssH * dpr);
     var out = W + "x" + H + ":" + v.heatGen;
     if (W > 0 && H > 0 && v.heatOut !== out) {
       if (canvas.width !== W) canvas.width = W;
       if (canvas.height !== H) canvas.height = H;
       var ctx = canvas.getContext("2d");
       /* crisp cells while each gets at least a pixel; averaged when squeezed */
-      ctx.imageSmoothingEnabled = n > H || w > W;
+      ctx.imageSmoothingEnabled = w > W;
       ctx.imageSmoothingQuality = "medium"; /* mipmapped averaging, at half the cost of "high" */
       ctx.clearRect(0, 0, W, H);
-      ctx.drawImage(cells, 0, 0, w, n, 0, 0, W, H);
+      ctx.drawImage(cells, 0, 0, w, bands, 0, 0, W, H);
       v.heatOut = out;
     }
+    /* the axes: frames down by time or passes (the first and last frame's), positions across */
+    var passes = onPasses(side), first = rows[0], lastR = rows[lastRow(side)];
+    setText(v.yName, (passes ? "passes" : "time") + " \u2193");
+    setText(v.xName, "position in the answer \u2192" + (per > 1 ? " \u00B7 " + per + " frames a row" : ""));
+    setText(v.yTop, first ? whenText(first, passes) : "");
+    setText(v.yBottom, lastR ? whenText(lastR, passes) : "");
+    setText(v.xLast, String(w - 1));
+    setAttr(canvas, "aria-label", v.heatLabel + (per > 1 ? "; each row merges " + per +
+      " frames and shows any change in them" : "; one row a frame"));
     if (v.marker.hidden !== idx < 0) v.marker.hidden = idx < 0;
     /* the marker spans the heatmap's height and is moved by a transform: no repaint of the heatmap */
     if (idx >= 0) {
-      var move = "translateY(" + ((idx + 0.5) / n * 100).toFixed(3) + "%)";
+      var band = Math.floor(idx / per);
+      var move = "translateY(" + ((band + 0.5) / bands * 100).toFixed(3) + "%)";
       if (v.marker.style.transform !== move) v.marker.style.transform = move;
+      var shown = rows[idx];
+      setText(v.markerLabel, "frame " + (idx + 1) + (shown ? " \u00B7 " + whenText(shown, passes) : ""));
+      setAttr(v.marker, "data-label-below", band < bands / 2 ? "true" : "false");
     }
+  }
+
+  function whenText(row, passes) {
+    return passes && row.nfe != null ? "pass " + row.nfe : row.t.toFixed(2) + " s";
   }
 
   function paintMetrics() {
@@ -230,5 +316,5 @@ function panelsPart(p) {
     });
   }
 
-  return { paintSide: paintSide, paintMetrics: paintMetrics };
+  return { paintSide: paintSide, paintMetrics: paintMetrics, follow: follow };
 }

@@ -7,7 +7,9 @@
  *   player.update(payload);                     // merge an update (live) or a whole run (replay)
  *   ConvergePlayer.mount(root, data, options);  // the same, in one call, for an exported HTML file
  * options: {presenter: bool, keyboard: bool (default true), clock: "time"|"passes", onPresenter: fn(on),
- *           onClock: fn("time"|"passes"), onPaint: fn(ms)}
+ *           onClock: fn("time"|"passes"), onPaint: fn(ms), onPick: fn() (the page's picker: a "Race / recording"
+ *           button and key O in presenter mode)}
+ * A payload {notice: str} with no run says something in the status line and keeps the run shown.
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
  * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
@@ -30,8 +32,13 @@
  * starts over. The root and each side panel carry data-status, data-frames (frames received) and
  * data-step (the frame shown: a side's row index, the root's shared-timeline index); the root also
  * carries data-view (time|progress|passes), data-key (the timeline's value at the frame shown), data-speed,
- * data-playing and data-presenter; each heatmap
- * canvas carries data-rows (one per frame); the inspector carries data-open, data-side and data-pos.
+ * data-playing, data-presenter, data-failed (a side failed) and data-pace-factor (the share of real time a replay
+ * runs at: below 1 at the watch pace); each side carries data-badge (ready, playing, paused or its status); each
+ * heatmap canvas carries data-rows (one per frame) and data-bands (rows drawn: frames merged so each is at least
+ * MIN_ROW pixels); the inspector carries data-open, data-side and data-pos.
+ * Watch pace: a run whose every side reports forward passes (a model on this machine) replays stretched to last
+ * state.pace seconds (theme.json paces, remembered in localStorage), never faster than it ran; a live race of them
+ * replays so from its first frame as soon as it finishes. The clock and figures keep the real time.
  * Parts the guided lessons point at carry data-part: panel-left, panel-right, legend, heatmap-left,
  * heatmap-right, chart, metrics, scrubber, inspector (player.css .cv-spotlight outlines one).
  *
@@ -46,7 +53,7 @@ function create(root, options) {
   options = options || {};
   var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "",
                 warnings: [], done: false, sides: {}, cursor: null, playing: false, speed: 1, playKey: 0,
-                playLast: 0, view: options.clock === "passes" ? "passes" : "time", presenter: !!options.presenter, help: false,
+                playLast: 0, pace: THEME.pace, autoPlayed: false, notice: "", view: options.clock === "passes" ? "passes" : "time", presenter: !!options.presenter, help: false,
                 inspect: null /* {side, pos, pinned}: the position the inspector shows */ };
   SIDES.forEach(function (s) { state.sides[s] = newSide(); });
   var scheduled = false;
@@ -72,9 +79,15 @@ function create(root, options) {
   ui.endBtn.addEventListener("click", function () { stopPlaying(); seek(getTimeline().length - 1); });
   ui.playBtn.addEventListener("click", togglePlay);
   ui.speedSel.addEventListener("change", function () { setSpeed(parseFloat(ui.speedSel.value)); });
+  ui.paceSel.addEventListener("change", function () { timeline.setPace(parseFloat(ui.paceSel.value)); });
+  if (options.onPick) {
+    ui.pickBtn.hidden = false;
+    ui.pickBtn.addEventListener("click", function () { ui.pickBtn.blur(); options.onPick(); });
+  }
   viewBox.addEventListener("change", function () { setView(viewBox.checked ? "progress" : "time"); });
   ui.clockBtn.addEventListener("click", toggleClock);
-  presenterBtn.addEventListener("click", function () { setPresenter(!state.presenter); });
+  /* the button lets go of the focus, so the next Space plays instead of pressing it again */
+  presenterBtn.addEventListener("click", function () { setPresenter(!state.presenter); presenterBtn.blur(); });
   helpBtn.addEventListener("click", function () { setHelp(!state.help); });
   helpClose.addEventListener("click", function () { setHelp(false); helpBtn.focus(); });
   if (typeof ResizeObserver !== "undefined") {
@@ -91,6 +104,15 @@ function create(root, options) {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
     var t = e.target || {};
     var tag = t.tagName;
+    if (state.presenter && t !== root && root.contains(t) && DRIVE[e.key] && !(t === ui.playBtn && e.key === " ") &&
+        !(t.classList && (t.classList.contains("cv-text") || t.classList.contains("cv-insp-pos"))) &&
+        !(t.closest && t.closest("[data-own-keys]"))) {
+      /* in presenter mode Space and the arrows always drive the player (a clicker sends them to whatever has the
+         focus): a control of the player lets go of the focus instead of taking the key */
+      t.blur();
+      t = {};
+      tag = undefined;
+    }
     if (t.isContentEditable || tag === "TEXTAREA" || tag === "SELECT" ||
         (tag === "INPUT" && t !== range && t !== viewBox)) return;
     var k = e.key;
@@ -104,6 +126,7 @@ function create(root, options) {
     if (t === range && (k === "ArrowLeft" || k === "ArrowRight" || k === "Home" || k === "End")) return;
     if (k === "p" || k === "P") { setPresenter(!state.presenter); e.preventDefault(); return; }
     if (k === "f" || k === "F") { toggleClock(); e.preventDefault(); return; }
+    if ((k === "o" || k === "O") && options.onPick && state.presenter) { options.onPick(); e.preventDefault(); return; }
     if (!enabled()) return;
     var digit = /^[1-9]$/.test(k) ? parseInt(k, 10) : 0;
     if (k === " ") togglePlay();
@@ -137,10 +160,27 @@ function create(root, options) {
     if (state.help) helpClose.focus();
   }
 
+  function paintLegend() {
+    /* only what occurs in the run shown (all of it while nothing is loaded) */
+    var seen = { unchanged: 1, inspected: 1 }, any = false;
+    SIDES.forEach(function (s) {
+      var side = state.sides[s];
+      if (!side.rows.length) return;
+      any = true;
+      for (var name in side.seen) if (side.seen[name]) seen[name] = 1;
+      if (side.pinned) { seen.pinned = 1; seen.given = 1; }
+    });
+    ui.legendItems.forEach(function (item) {
+      var name = item.getAttribute("data-style") || item.getAttribute("data-heat");
+      var hide = any && !seen[name];
+      if (item.hidden !== hide) item.hidden = hide;
+    });
+  }
+
   function reset() {
     stopPlaying();
     state.seq = -1; state.prompt = ""; state.recording = ""; state.message = ""; state.done = false;
-    state.caption = ""; state.warnings = [];
+    state.caption = ""; state.warnings = []; state.autoPlayed = false; state.notice = "";
     state.cursor = null;
     state.inspect = null;
     SIDES.forEach(function (s) {
@@ -154,7 +194,15 @@ function create(root, options) {
 
   function update(payload) {
     if (!payload || typeof payload !== "object") return;
+    if (payload.notice != null && payload.run == null) {
+      /* a word about the page (an empty prompt) that keeps the run shown */
+      state.notice = str(payload.notice);
+      schedule();
+      return;
+    }
     var fresh = payload.run !== state.run;
+    state.notice = "";
+    var wasDone = finished();
     if (fresh) { reset(); state.run = payload.run; }
     if (typeof payload.seq === "number") state.seq = payload.seq;
     if (payload.mode) state.mode = str(payload.mode);
@@ -172,6 +220,13 @@ function create(root, options) {
     });
     timeline.invalidate();
     if (fresh && payload.cursor === "start" && getTimeline().length) state.cursor = 0;
+    /* a race of the built-in models that has just finished replays at the watch pace, from its first frame */
+    if (!wasDone && state.mode === "live" && finished() && !state.autoPlayed && timeline.watchable() &&
+        getTimeline().length > 1) {
+      state.autoPlayed = true;
+      state.cursor = 0;
+      startPlaying();
+    }
     schedule();
   }
 
@@ -197,7 +252,7 @@ function create(root, options) {
     var scrubbing = done && state.cursor != null && tl.length > 0;
     var K = scrubbing ? tl[cursorIndex()] : null;
     var total = 0;
-    var anyRunning = false, anyStopped = false, anyError = false, anyDone = false;
+    var anyRunning = false, anyStopped = false, anyError = false, anyDone = false, failed = [];
     SIDES.forEach(function (s) {
       /* read before any write, while layout is still clean from the last frame */
       var v = views[s], t = v.text;
@@ -211,7 +266,7 @@ function create(root, options) {
       total += side.rows.length;
       if (side.status === "running" || side.status === "waiting") anyRunning = true;
       if (side.status === "stopped") anyStopped = true;
-      if (side.status === "error") anyError = true;
+      if (side.status === "error") { anyError = true; failed.push(displayName(side, s)); }
       if (side.status === "done") anyDone = true;
     });
     var overall = state.run == null || state.mode === "message" ? "idle" : !done ? "running" : anyStopped ? "stopped"
@@ -230,8 +285,7 @@ function create(root, options) {
     promptLine.hidden = !state.prompt;
     setText(captionLine, state.caption);
     captionLine.hidden = !state.caption;
-    var pins = !!(state.sides.left.pinned || state.sides.right.pinned);
-    ui.pinsOnly.forEach(function (item) { if (item.hidden === pins) item.hidden = !pins; });
+    paintLegend();
     progressBanner.hidden = state.view !== "progress";
     timeline.paintClock();
     var status = state.message;
@@ -242,15 +296,21 @@ function create(root, options) {
       else if (overall === "running") status = anyRunning ? say.racing : say.finishing;
       else if (overall === "stopped") status = say.stopped;
       else if (overall === "error") status = say.failed;
+      else if (anyError) status = say.partly_failed.replace("{side}", failed.join(" and "));
       else status = state.mode === "replay" ? say.loaded : say.finished;
-      if (state.recording && overall !== "idle") {
+      if (state.recording && overall !== "idle" && !(overall === "error" && !total)) {
         status += (overall === "running" ? " Recording to " : state.mode === "replay" ? " \u2014 " : " Saved as ") +
           state.recording + ".";
       }
       if (state.mode === "replay" && overall !== "idle" && tl.length && !state.playing && cursorIndex() === 0) {
         status += " Press Play (or Space) to start.";
       }
+      if (state.playing && state.autoPlayed && timeline.paceFactor() < 1) {
+        status += " Replaying at the watch pace (" + paceText(state.pace) + "); the clock shows real time.";
+      }
     }
+    if (state.notice) status = state.notice + " " + status;
+    setAttr(root, "data-failed", failed.length ? "true" : "false");
     setText(statusLine, status);
     var warnings = state.warnings.join(" ");
     setText(warningBox, warnings ? "Warning: " + warnings : "");
@@ -258,7 +318,7 @@ function create(root, options) {
     timeline.paintScrub(done, tl);
     charts.paint(K, done);
     if (!state.presenter) panels.paintMetrics();
-    SIDES.forEach(function (s) { if (views[s].pin) views[s].text.scrollTop = views[s].text.scrollHeight; });
+    SIDES.forEach(function (s) { panels.follow(views[s]); });
     inspector.paint();
     var hook = options.onPaint || (api && api.onPaint);
     if (hook) hook(performance.now() - started);
@@ -269,7 +329,7 @@ function create(root, options) {
   paint();
   api = { update: update, reset: function () { state.run = null; reset(); schedule(); }, root: root,
               state: state, paint: paint, play: startPlaying, pause: stopPlaying, seek: seek,
-              setSpeed: setSpeed, setView: setView, setPresenter: setPresenter, speeds: SPEEDS.slice() };
+              setSpeed: setSpeed, setView: setView, setPace: timeline.setPace, setPresenter: setPresenter, speeds: SPEEDS.slice() };
   root.convergePlayer = api; /* for tests and the browser console */
   return api;
 }

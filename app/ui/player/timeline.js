@@ -70,11 +70,26 @@ function mergeSide(side, entry) {
     /* the first row lists the positions given before the run (app/view/side.py pinned_positions) */
     if (start + k === 0) side.pinned = Array.isArray(rows[k].pin) && rows[k].pin.length ? pinFlags(rows[k].pin) : null;
     if (row.tok.length > side.maxLen) side.maxLen = row.tok.length;
+    noteSeen(side.seen, row);
     if (start + k < side.heatRows) side.heatRows = side.heatDrawn = start + k;
   }
   if (entry.metrics) side.metrics = JSON.parse(JSON.stringify(entry.metrics));
   if (entry.settled && entry.settled.length) {
     side.settled = entry.settled.map(function (p) { return [p[0], p[1]]; });
+  }
+}
+
+function noteSeen(seen, row) {
+  /* what a row shows, for the legend: masked positions, draft text, new / changed / remasked cells (the heatmap's
+     fresh, changed, remasked) */
+  var n = row.tok.length, ch = row.ch, m = row.m;
+  if (m) for (var k = 0; k < m.length; k++) if (m[k]) { seen.masked = 1; break; }
+  for (var j = 0; j < ch.length; j++) {
+    var c = ch[j];
+    if (c === 1) seen["new"] = seen.fresh = 1;
+    else if (c === 2) seen.changed = 1;
+    else if (c === 3) seen.remasked = 1;
+    else if (!m && !row.final && j >= row.sp && j < n) seen.draft = 1;
   }
 }
 
@@ -84,6 +99,13 @@ function timelinePart(p) {
   var passesBanner = ui.passesBanner, scrub = ui.scrub, range = ui.range, rangeLabel = ui.rangeLabel;
   var timeOut = ui.timeOut;
   var controls = [ui.startBtn, ui.prevBtn, playBtn, ui.nextBtn, ui.endBtn, range, speedSel, viewBox];
+  /* the watch pace (theme.json paces, seconds a replay of the built-in models lasts; 0: real time), as this browser
+     last chose it */
+  try {
+    var stored = global.localStorage && global.localStorage.getItem(PACE_KEY);
+    if (stored != null && THEME.paces.indexOf(+stored) >= 0) state.pace = +stored;
+  } catch (e) { /* storage off (a sandboxed file): the default */ }
+  ui.paceSel.value = String(state.pace);
   var timeline = null; /* the sorted keys of every frame of either side; null until asked for again */
 
   function invalidate() { timeline = null; }
@@ -158,13 +180,45 @@ function timelinePart(p) {
     schedule();
   }
 
+  function watchable() {
+    /* whether the watch pace applies: every side that has frames ran a model here (it reports forward passes);
+       an API side (no passes) keeps its real timing, and the forward-pass clock has its own rate */
+    if (state.view === "passes" || !(state.pace > 0)) return false;
+    var any = false;
+    for (var k = 0; k < SIDES.length; k++) {
+      var side = state.sides[SIDES[k]];
+      if (lastRow(side) < 0) continue;
+      if (!hasPasses(side)) return false;
+      any = true;
+    }
+    return any;
+  }
+
+  function longest() { getTimeline(); return Math.max(state.sides.left.end, state.sides.right.end); }
+
+  function paceFactor() {
+    /* the share of real time a replay runs at (1: real time): a run of the built-in models is stretched to last
+       the watch pace (never sped up), so a race over in half a second can be followed; the clock keeps real time */
+    var end = longest();
+    return watchable() && end > 0 && end < state.pace ? end / state.pace : 1;
+  }
+
   function keyRate() {
     /* timeline units per second of playback: seconds of race time, or (progress view) the share of the
-       longer side's run, so 1x lasts as long as the slower side did */
+       longer side's run, so 1x lasts as long as the slower side did; both at the watch pace */
     if (state.view === "passes") return state.speed * PASS_RATE;
-    if (state.view !== "progress") return state.speed;
-    var longest = Math.max(state.sides.left.end, state.sides.right.end);
-    return longest > 0 ? state.speed / longest : state.speed;
+    var end = longest(), f = paceFactor();
+    if (state.view !== "progress") return state.speed * f;
+    return end > 0 ? state.speed * f / end : state.speed;
+  }
+
+  function setPace(v) {
+    v = +v;
+    if (!(v >= 0)) return;
+    state.pace = v;
+    if (ui.paceSel.value !== String(v)) ui.paceSel.value = String(v);
+    try { global.localStorage.setItem(PACE_KEY, String(v)); } catch (e) { /* storage off: the pace lasts this page */ }
+    schedule();
   }
 
   function tick(now) {
@@ -258,6 +312,9 @@ function timelinePart(p) {
       : state.view === "passes" ? "pass " + tl[i] + " (" + (i + 1) + " / " + tl.length + ")"
       : state.view === "progress" ? "progress " + (tl[i] * 100).toFixed(1) + " % (" + (i + 1) + " / " + tl.length + ") \u2014 not real time"
       : "t = " + tl[i].toFixed(3) + " s (" + (i + 1) + " / " + tl.length + ")";
+    var f = on && state.view !== "passes" ? paceFactor() : 1;
+    if (f < 1) where += " \u00B7 watch pace: " + rateText(f * state.speed) + " real time";
+    setAttr(p.root, "data-pace-factor", f < 1 ? f.toFixed(4) : "1");
     setText(timeOut, where);
     setAttr(range, "aria-valuetext", where || "no frames yet");
   }
@@ -265,5 +322,6 @@ function timelinePart(p) {
   return { invalidate: invalidate, finished: finished, enabled: enabled, onPasses: onPasses,
            getTimeline: getTimeline, cursorIndex: cursorIndex, seek: seek, togglePlay: togglePlay,
            startPlaying: startPlaying, stopPlaying: stopPlaying, rowAt: rowAt, setSpeed: setSpeed,
-           toggleClock: toggleClock, setView: setView, paintClock: paintClock, paintScrub: paintScrub };
+           toggleClock: toggleClock, setView: setView, paintClock: paintClock, paintScrub: paintScrub,
+           setPace: setPace, watchable: watchable, paceFactor: paceFactor };
 }
