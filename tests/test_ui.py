@@ -118,7 +118,7 @@ def test_page_title_legend_and_pickers(page: Any) -> None:
     assert page.input_value("#left-source input").startswith("local-diffusion")
     assert page.input_value("#right-source input").startswith("local-ar")
     about = page.text_content("#twins-about")
-    assert "training tokens each" in about and "starts from the AR twin" in about
+    assert "Built-in twins" in about and "parameters each" in about
     page.click("#twins-about button")
     page.wait_for_selector("#twins-about >> text=minutes of training", state="visible")
     assert not page.is_visible("#left-key")
