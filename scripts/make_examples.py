@@ -44,8 +44,9 @@ EXAMPLES: list[dict[str, Any]] = [
      "prompt": "A small robot lived in a box under the stairs.",
      "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence", "filter": 0, "no_repeat": False}},
     {"name": "05-learned-filter",
-     "caption": "The page's defaults: entropy order in blocks of 16, and the twin's learned commit filter adds every "
-                "position it judges final, so several tokens land in one forward pass, not always the leftmost.",
+     "caption": "Entropy order in blocks of 16 with the twin's learned commit filter at 0.6: it adds every position it "
+                "judges final, so several tokens land in one forward pass, not always the leftmost (the page's defaults "
+                "leave the filter off: it costs this twin text quality).",
      "prompt": "Once upon a time, a little turtle found a map in the sand.",
      "left": {"gen_length": 128, "filter": 0.6}, "right": {"gen_length": 128, "temperature": 0.0}},
     {"name": "04-mercury-wire-format",

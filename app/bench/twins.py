@@ -49,11 +49,13 @@ EVAL_PROMPTS = (
 )
 RACE_PROMPT = STORY  # the first screen's race: the prompt a new user sees first
 SEEDS = (0, 1, 2)  # one seed is not enough: the referee's perplexity moves by half from one to the next
-# the built-in diffusion twin's defaults without the learned filter: one token per step unless the threshold fires
-PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, filter=None)
+# the page's defaults until the fresh-stories twins: sampled at 0.5 with the learned filter at 0.6, no stutter guard
+PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, temperature=0.5, filter=0.6, no_repeat=False, min_length=0)
+# the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the level it had before
+FILTERED = replace(TWIN_DIFFUSION, filter=0.6)
 # the most parallel setting `scripts.choose_twin_defaults` weighed: 48 steps for 128 tokens, at least 2-3 a pass
 PARALLEL = DiffusionSettings(block_length=16, scoring="confidence", temperature=0.3, steps=48, no_repeat=True)
-# the page's defaults with a bolder learned commit filter (app/engine/commit_filter.py)
+# ... and bolder
 BOLDER = replace(TWIN_DIFFUSION, filter=0.5)
 # where diffusion might win on wall time: each block starts with a pass over everything the model sees, so a
 # short lookahead makes that refresh cheaper, and a longer answer lengthens what the AR twin attends to per token
@@ -145,10 +147,10 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     return {"prompts": len(prompts), "gen_length": TWIN_DIFFUSION.gen_length, "seeds": list(seeds),
             "diffusion_default": diffusion_runs(TWIN_DIFFUSION),
             "diffusion_without_stutter_guard": diffusion_runs(replace(TWIN_DIFFUSION, no_repeat=False)),
-            "diffusion_previous_defaults": diffusion_runs(replace(TWIN_DIFFUSION, no_repeat=False, min_length=0)),
-            "diffusion_48_steps": diffusion_runs(PARALLEL),
-            "diffusion_without_filter": diffusion_runs(PREVIOUS_DEFAULTS),
+            "diffusion_previous_defaults": diffusion_runs(PREVIOUS_DEFAULTS),
+            "diffusion_filter_0.6": diffusion_runs(FILTERED),
             "diffusion_filter_0.5": diffusion_runs(BOLDER),
+            "diffusion_48_steps": diffusion_runs(PARALLEL),
             f"diffusion_lookahead_{LOOKAHEAD}": diffusion_runs(replace(TWIN_DIFFUSION, lookahead=LOOKAHEAD)),
             "ar_default": ar_runs(ar),
             "page_prompts": page_prompts,
