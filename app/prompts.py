@@ -10,6 +10,6 @@ from __future__ import annotations
 
 STORY = "Once upon a time, a little turtle found a map in the sand."  # the first screen's race
 EXAMPLE_PROMPTS = {"A turtle's map": STORY,
-                   "A rainy day": "Nina wanted to build a boat for her toy bear, but it was raining.",
+                   "A tiny door": "Rosa and her brother found a tiny door in the garden wall.",
                    "Explain diffusion": "Explain what a diffusion language model is, in one paragraph."}
 # label -> prompt; the first fills the prompt box when the page opens

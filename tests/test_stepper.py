@@ -87,7 +87,7 @@ def test_letting_the_model_choose_each_time_is_the_samplers_own_run(mlm, kw) -> 
 
 def test_the_model_choice_follows_the_twins_configured_rule_and_filter() -> None:
     model, tok = twin("diffusion")
-    s = dataclasses.replace(TWIN_DIFFUSION, gen_length=32, steps=32)
+    s = dataclasses.replace(TWIN_DIFFUSION, gen_length=32, steps=32, filter=0.6)  # the twin ships a filter: use it
     prompt = tok.encode("Once upon a time, there was a little girl named Lily.")
     expected = list(diffusion.generate(model, prompt, s))
     state = stepper.start(model, prompt, s)
