@@ -51,7 +51,7 @@ RACE_PROMPT = STORY  # the first screen's race: the prompt a new user sees first
 SEEDS = (0, 1, 2)  # one seed is not enough: the referee's perplexity moves by half from one to the next
 # the page's defaults until the fresh-stories twins: sampled at 0.5 with the learned filter at 0.6, no stutter guard
 PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, temperature=0.5, filter=0.6, no_repeat=False, min_length=0)
-# the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the level it had before
+# the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the bolder level it had before
 FILTERED = replace(TWIN_DIFFUSION, filter=0.6)
 # the most parallel setting an earlier search weighed: 48 steps for 128 tokens, at least 2-3 a pass
 PARALLEL = DiffusionSettings(block_length=16, scoring="confidence", temperature=0.3, steps=48, no_repeat=True)
