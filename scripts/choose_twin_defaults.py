@@ -3,12 +3,12 @@
     python -m scripts.choose_twin_defaults [MODELS_DIR]
 
 Runs temperature x scoring x learned-filter level, in blocks of 16 with the stutter guard and a shortest answer of one
-token, at 128 tokens on six selection prompts (sampled settings pooled over seeds 0, 1 and 2; greedy ones once, since
+token, at 128 tokens on 24 selection prompts (sampled settings pooled over seeds 0, 1 and 2; greedy ones once, since
 a seed changes nothing there), and prints each setting's answer tokens per forward pass (every network call counted),
 referee perplexity, distinct-2 and stutter beside the AR twin's (greedy) on the same prompts. The rule: the most tokens
 per pass among the settings whose referee perplexity is at most the AR twin's, whose distinct-2 is at least 0.55 and
 whose stutter (adjacent repeated words) is at most 1%: the fresh-stories issue's quality bounds.
-The referee (an AR model trained with another seed, `referee.safetensors`) judges: it taught neither twin. These six
+The referee (an AR model trained with another seed, `referee.safetensors`) judges: it taught neither twin. These 24
 prompts are not the bench's: the bench's held-out prompts (app.bench.twins.EVAL_PROMPTS) are never tuned on.
 """
 
@@ -25,15 +25,28 @@ from app.engine.measure import distinct2, mean, nll, stutter
 from app.sources.local import TWIN_DIFFUSION, twin
 
 SELECTION_PROMPTS = ("Once upon a time, there was a big dog.", "Once upon a time", "Lily and Ben went to the beach.",
-                     "The little girl had a doll.", "One day, a boy found a ball in the park.", "The bird sang a song.")
+                     "The little girl had a doll.", "One day, a boy found a ball in the park.", "The bird sang a song.",
+                     # 18 more, so a choice rests on two dozen openings (added for the fresh-stories twin)
+                     "Grandpa had an old red truck.", "The moon was big and bright that night.",
+                     "Kim lost her blue mitten in the snow.", "A tiny mouse lived under the kitchen floor.",
+                     "The school bus was late today.", "Dad made pancakes for breakfast.",
+                     "There was a puddle in front of the house.", "Leo wanted to be a pilot.",
+                     "The baby duck could not swim yet.", "It was the first day of spring.",
+                     "Zoe found a feather on her way home.", "The old clock in the hall stopped.",
+                     "Mom planted seeds in the garden.", "A big storm came to the little town.",
+                     "The teddy bear fell behind the bed.", "Sam and his sister built a snowman.",
+                     "The fox was hungry and cold.", "Everyone in the class drew a picture.")
 MIN_DISTINCT2 = 0.55
 MAX_STUTTER = 0.01
-GRID = [(temperature, scoring, level) for temperature in (0.0, 0.3, 0.5) for scoring in ("entropy", "confidence")
-        for level in (None, 0.9, 0.8, 0.7, 0.6, 0.5)]
+GRID = [(temperature, scoring, level, guard, ngram) for temperature in (0.0, 0.3, 0.5)
+        for scoring in ("entropy", "confidence") for level in (None, 0.9, 0.8, 0.7, 0.6, 0.5)
+        for guard, ngram in ((True, 0), (False, 0), (False, 6), (False, 8))]
 
 
 def main() -> None:
-    folder = sys.argv[1] if len(sys.argv) > 1 else None
+    folder = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else None
+    if "--greedy-filter-0.9" in sys.argv:  # the last round of the fresh-stories twin's choice: the guards compared
+        GRID[:] = [g for g in GRID if g[0] == 0.0 and g[1] == "entropy" and g[2] == 0.9]
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
     dm, tok = twin("diffusion", folder)
@@ -51,8 +64,9 @@ def main() -> None:
     ar = judged([(p, list(list(autoregressive.generate(am, p, ARSettings()))[-1].ids)) for p in prompts])
     print(f"AR twin (greedy): perplexity {ar['ppl']}, distinct-2 {ar['distinct2']}, stutter {ar['stutter']}", flush=True)
     rows = []
-    for temperature, scoring, level in GRID:
-        s = replace(TWIN_DIFFUSION, temperature=temperature, scoring=scoring, filter=level)
+    for temperature, scoring, level, guard, ngram in GRID:
+        s = replace(TWIN_DIFFUSION, temperature=temperature, scoring=scoring, filter=level, no_repeat=guard,
+                    no_repeat_ngram=ngram)
         runs, tokens, passes = [], 0, 0
         for seed in (0,) if temperature == 0 else (0, 1, 2):
             for p in prompts:
@@ -62,12 +76,14 @@ def main() -> None:
                 tokens, passes = tokens + n, passes + last.nfe
         r = {"tokens_per_pass": round(tokens / passes, 3), **judged(runs)}
         rows.append((s, r))
-        print(f"t={temperature:<4} {scoring:10s} filter {level}: {r['tokens_per_pass']} tokens/pass, perplexity "
+        print(f"t={temperature:<4} {scoring:10s} filter {level} guard {guard} no-repeat runs {ngram}: "
+              f"{r['tokens_per_pass']} tokens/pass, perplexity "
               f"{r['ppl']:6.2f}, distinct-2 {r['distinct2']}, stutter {r['stutter']}", flush=True)
     ok = [(s, r) for s, r in rows
           if (r["distinct2"] or 0) >= MIN_DISTINCT2 and r["ppl"] <= ar["ppl"] and r["stutter"] <= MAX_STUTTER]
     best = max(ok, key=lambda sr: sr[1]["tokens_per_pass"]) if ok else None
-    print("chosen:", f"temperature={best[0].temperature} scoring={best[0].scoring} filter={best[0].filter}"
+    print("chosen:", f"temperature={best[0].temperature} scoring={best[0].scoring} filter={best[0].filter} "
+          f"no_repeat={best[0].no_repeat} no_repeat_ngram={best[0].no_repeat_ngram}"
           if best else "none within the bounds")
 
 

@@ -368,3 +368,23 @@ def test_the_shortest_answer_setting_keeps_end_of_text_out_of_the_first_position
             early[shortest] += int((last.ids[:6] == small.eos_id).sum())
     assert early[0] > 0  # the test can fail: this model writes end-of-text anywhere
     assert early[6] == 0
+
+
+def test_no_repeated_runs_never_writes_the_same_run_of_tokens_twice() -> None:
+    small = random_model(ModelConfig(vocab_size=8, n_layer=1, n_head=2, n_embd=16, max_len=97, causal=False,
+                                     mask_id=1, eos_id=0, pad_id=2), seed=3)
+
+    def repeated_runs(ids: list[int], n: int) -> int:
+        runs = [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1) if 0 not in ids[i:i + n]]
+        return len(runs) - len(set(runs))
+
+    found = {}
+    for n in (0, 3):
+        found[n] = 0
+        for seed in range(4):
+            s = DiffusionSettings(gen_length=32, steps=32, block_length=16, threshold=None, temperature=1.0, seed=seed,
+                                  no_repeat_ngram=n, stop_at_eos=False)
+            last = list(diffusion.generate(small, [5, 6, 7], s))[-1]
+            found[n] += repeated_runs([5, 6, 7, *last.ids.tolist()], 3)
+    assert found[0] > 0  # the test can fail: with six usable tokens, runs of three repeat without the setting
+    assert found[3] == 0

@@ -68,6 +68,10 @@ class DiffusionSettings:
                              help="Never write a token next to the same token: a guess equal to a written neighbour's "
                                   "is not allowed, and of two equal guesses side by side one pass commits only the "
                                   "left (positions committed together cannot see each other).")
+    no_repeat_ngram: int = option(0, "No repeated runs (tokens, 0 = off)", min=0, max=16, step=1,
+                                  help="Never complete a run of this many tokens that the prompt or answer already has "
+                                       "(as Hugging Face's no_repeat_ngram_size): breaks the loops greedy decoding "
+                                       "falls into.")
     min_length: int = option(0, "Shortest answer (tokens)", min=0, max="gen_length", step=1,
                              help="End-of-text cannot be written before this many answer tokens (1: never an empty "
                                   "answer).")
@@ -183,6 +187,36 @@ def _no_repeat(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int
             token = x[prompt_len + nb]
             if token != eos_id:
                 z[r, token] = -np.inf
+
+
+def _no_repeat_ngram(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int, n: int,
+                     eos_id: int) -> None:
+    """No block row may take a token that would complete a run of n tokens the prompt or answer already has: for each
+    run of n positions through the row whose other positions are written, the tokens that would repeat a written run
+    are out (end-of-text runs excepted). Positions commit in any order, so runs to the row's right count too."""
+    tokens = x.tolist()
+    written = [True] * prompt_len + (~masked).tolist()
+    done = [i for i in range(len(tokens) - n + 1) if all(written[i:i + n]) and eos_id not in tokens[i:i + n]]
+    holes: dict[tuple[int, tuple[int, ...]], set[int]] = {}  # (place in the run, the run without it) -> its tokens
+    for i in done:
+        run = tokens[i:i + n]
+        for j in range(n):
+            holes.setdefault((j, tuple(run[:j] + run[j + 1:])), set()).add(run[j])
+    for r in range(len(z)):
+        pos = prompt_len + lo + r
+        through = []  # the runs through this row whose other positions are written: (start, place of the row)
+        for j in range(n):
+            start = pos - j
+            others = [k for k in range(start, start + n) if k != pos]
+            if start >= 0 and start + n <= len(tokens) and all(written[k] for k in others):
+                through.append((start, j))
+                for token in holes.get((j, tuple(tokens[k] for k in others)), ()):
+                    z[r, token] = -np.inf
+        if len(through) > 1:  # one token could also make two of these runs alike ("4 4 _ 4" at runs of three)
+            for token in {tokens[k] for start, _ in through for k in range(start, start + n) if k != pos}:
+                runs = [tuple(token if k == pos else tokens[k] for k in range(start, start + n)) for start, _ in through]
+                if len(set(runs)) < len(runs) and token != eos_id:
+                    z[r, token] = -np.inf
 
 
 def _apart(pick: np.ndarray, chosen: np.ndarray, eos_id: int) -> np.ndarray:
@@ -335,6 +369,8 @@ def forward(model: MaskedLM, run: Run) -> Pass:
     z[: max(0, min(hi, ends_after) - lo), model.eos_id] = -np.inf
     if s.no_repeat:
         _no_repeat(z, run.x, masked, P, lo, model.eos_id)
+    if s.no_repeat_ngram:
+        _no_repeat_ngram(z, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
     if 0 < s.top_k < z.shape[1]:  # as Dream's top_k_logits: below each row's k-th largest logit is out
         kth = np.partition(z, -s.top_k, axis=-1)[:, -s.top_k][:, None]
         z = np.where(z < kth, -np.inf, z)
