@@ -219,6 +219,33 @@ def _no_repeat_ngram(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_le
                     z[r, token] = -np.inf
 
 
+def _fresh_runs(pick: np.ndarray, chosen: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int,
+                n: int, eos_id: int) -> np.ndarray:
+    """The second half of no-repeated-runs: rows one pass commits together could not see each other, so they are taken
+    left to right and a row that would make a run of n tokens repeat with the rows taken before it stays masked (the
+    first is always taken: the first half already kept it from repeating the written text)."""
+    tokens = x.tolist()
+    written = [True] * prompt_len + (~masked).tolist()
+
+    def repeats() -> int:
+        runs = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)
+                if all(written[i:i + n]) and eos_id not in tokens[i:i + n]]
+        return len(runs) - len(set(runs))
+
+    keep: list[int] = []
+    before = repeats()  # a prompt may repeat itself: only new repeats count
+    for r in sorted(int(r) for r in pick):
+        pos = prompt_len + lo + r
+        tokens[pos], written[pos] = int(chosen[r]), True
+        now = repeats()
+        if keep and now > before:
+            tokens[pos], written[pos] = int(x[pos]), False
+            continue
+        keep.append(r)
+        before = now
+    return np.asarray(keep, dtype=np.int64)
+
+
 def _apart(pick: np.ndarray, chosen: np.ndarray, eos_id: int) -> np.ndarray:
     """The guard's second half: of two rows side by side that one pass would commit with the same guess, only the
     left is committed (they could not see each other); the right stays masked and is guessed again."""
@@ -414,6 +441,8 @@ def forward(model: MaskedLM, run: Run) -> Pass:
             pick = np.union1d(pick, cand[safe >= s.filter])
     if s.no_repeat:
         pick = _apart(pick, chosen, model.eos_id)
+    if s.no_repeat_ngram:
+        pick = _fresh_runs(pick, chosen, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
     return Pass(probs, chosen, pick)
 
 
