@@ -70,10 +70,10 @@ def test_the_recital_measure_finds_a_training_story_and_not_a_fresh_one(known) -
     assert recited([fresh], known)[0] == 0
 
 
-def test_the_twins_default_never_repeats_a_run_of_six_tokens_which_it_writes_without_the_setting(twins) -> None:
+def test_the_twins_default_never_repeats_a_run_of_tokens_which_it_writes_without_the_setting(twins) -> None:
     dm, _, tok = twins
     n = TWIN_DIFFUSION.no_repeat_ngram
-    assert n == 6, "the page's default turns no-repeated-runs on"
+    assert n > 0, "the page's default turns no-repeated-runs on"
     counts = {}
     for setting in (0, n):
         repeats = 0
