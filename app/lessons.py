@@ -92,8 +92,8 @@ LESSONS: list[Lesson] = [
              "as this lesson's race shows without the t line: the twin unmasks one position a step, in a random "
              "order, from all 64 masked (t = 1) to none (t = 0).",
         point=part("panel-left"), look="the left panel: t and the share masked, above the text",
-        try_it="Set the left steps to 16 and run again: each step now unmasks 4 of the 64 positions, so t falls "
-               "by 1/16 a step instead of 1/64.",
+        try_it="Set the left steps to 16 and run again: each step now unmasks about 4 of the 64 positions, "
+               "so t falls by 1/16 a step instead of 1/64.",
         try_side="left", try_settings={"steps": 16},
         left_settings={**SHORT, "block_length": 64, "scoring": "random"},
         noising=FORWARD_EXAMPLE,
@@ -205,12 +205,13 @@ LESSONS: list[Lesson] = [
         title="End of text: flooding, and why blocks hold it back",
         text="A diffusion model must fill every position of its canvas, so the positions after the story ends "
              "get end-of-text (shown as <eos>). End-of-text far from the prompt is an easy, confident guess: with "
-             "one block of 256 (left) the twin commits over a hundred <eos> in its first pass and the story stops "
-             "after a few words. With blocks of 32 (right), nothing right of the current block can be committed, so "
+             "one block of 256 (left) the twin commits about 40 <eos> in its first pass, over a hundred by its "
+             "second, and the story stops after a few words. With blocks of 32 (right), nothing right of the current block can be committed, so "
              "the story runs past a hundred tokens.",
         point=part("panel-left"), look="the <eos> marks in the left panel",
         try_it="Set the left end-of-text score factor to 0.3 and run again: end-of-text now needs a much "
-               "higher score to be committed, so the story fills the canvas.",
+               "higher score to be committed (by the schedule or the learned filter), so the story runs past a "
+               "hundred tokens.",
         try_side="left", try_settings={"eos_discount": 0.3},
         right="local-diffusion",
         left_settings={"gen_length": 256, "steps": 256, "block_length": 256, "threshold": 0.0, "stop_at_eos": False},
