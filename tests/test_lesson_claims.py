@@ -36,6 +36,7 @@ def lesson(title: str) -> Lesson:
 
 @functools.lru_cache(maxsize=None)
 def _race(spec: str, settings: str, prompt: str) -> tuple[Frame, ...]:
+    """One race side's ready frames, cached: several claims read the same race."""
     src = make_source(spec, **json.loads(settings))
     return tuple(f.ready() for f in src.stream(prompt, threading.Event()))
 
@@ -51,6 +52,7 @@ def race(x: Lesson, side: str, seed: int = 0, changed: bool = False, **extra: An
 
 def runs(x: Lesson, side: str, seeds: tuple[int, ...] = SEEDS, changed: bool = False,
          **extra: Any) -> list[tuple[Frame, ...]]:
+    """One side's frames for each seed: claims hold over seeds, not on one lucky run."""
     return [race(x, side, s, changed, **extra) for s in seeds]
 
 
@@ -84,6 +86,7 @@ def stray(frames: list[tuple[Frame, ...]]) -> float:
 
 
 def order(frames: tuple[Frame, ...]) -> list[int]:
+    """The positions of a diffusion run in the order it committed them."""
     return [pos for _, pos_list, _ in commits(frames) for pos in pos_list]
 
 
