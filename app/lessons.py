@@ -75,11 +75,12 @@ LESSONS: list[Lesson] = [
     Lesson(
         title="A diffusion model starts from a fully masked canvas",
         text="The left panel is the masked-diffusion twin. Its answer starts as a row of blank, masked positions "
-             "(grey), and each step the model guesses every masked position at once and keeps a few guesses. "
-             "Scrub back to the first frame to see the empty canvas.",
+             "(grey), and each step the model guesses every masked position at once and keeps only some of its "
+             "guesses, here one a step (later lessons keep more). Scrub back to the first frame to see the empty "
+             "canvas.",
         point=part("panel-left"), look="the left panel",
         try_it="Set the left answer length to 128 and run again: the canvas is twice as long and is filled in "
-               "the same way, a few positions per step.",
+               "the same way, one position per step, in twice the steps.",
         try_side="left", try_settings={"gen_length": 128, "steps": 128},
     ),
     Lesson(
@@ -88,10 +89,11 @@ LESSONS: list[Lesson] = [
              "(t = 0.35 masks about 35%), and learns to restore them. When this lesson opens, the left panel plays "
              "that forward process on an answer the twin wrote, t rising from 0 to 1 and every masked position "
              "staying masked, beside the twin's own run that wrote it. Decoding is the same process backwards, "
-             "which this lesson's race shows: the twin unmasks its canvas in a random order, t falling from 1 to 0.",
+             "as this lesson's race shows without the t line: the twin unmasks one position a step, in a random "
+             "order, from all 64 masked (t = 1) to none (t = 0).",
         point=part("panel-left"), look="the left panel: t and the share masked, above the text",
-        try_it="Set the left steps to 16 and run again: each step now unmasks 4 of the 64 positions, so t falls "
-               "by 1/16 a step instead of 1/64.",
+        try_it="Set the left steps to 16 and run again: each step now unmasks about 4 of the 64 positions, "
+               "so t falls by 1/16 a step instead of 1/64.",
         try_side="left", try_settings={"steps": 16},
         left_settings={**SHORT, "block_length": 64, "scoring": "random"},
         noising=FORWARD_EXAMPLE,
@@ -102,8 +104,8 @@ LESSONS: list[Lesson] = [
              "guess and a confidence for every masked position. The sampler then commits some of those guesses "
              "and leaves the rest masked for the next step. The metrics count the forward passes.",
         point=part("metrics"), look="the metrics table (forward passes, tokens per forward pass)",
-        try_it="Set the left steps to 16: each step must now commit 4 of the 64 tokens, so the answer takes a "
-               "quarter of the forward passes. Compare the text with the 64-step run.",
+        try_it="Set the left steps to 16: each step must now commit 4 of the 64 tokens, so the answer takes about "
+               "a quarter of the forward passes. Compare the text with the 64-step run: words go missing.",
         try_side="left", try_settings={"steps": 16},
     ),
     Lesson(
@@ -133,9 +135,10 @@ LESSONS: list[Lesson] = [
     Lesson(
         title="Blocks: why diffusion is often run semi-autoregressively",
         text="With blocks, the answer is cut into chunks that are decoded one after another from the left; "
-             "inside a block, positions fill in any order. Blocks exist because a model allowed to commit "
-             "anywhere tends to settle easy, far-away tokens (punctuation, end-of-text) first and then has to "
-             "write text that leads up to them.",
+             "inside a block, positions fill in any order. A model allowed to commit anywhere strays further from "
+             "the left: here each commit lands on average about 5 positions right of the first masked one with one "
+             "block of 64 (left), about 2 with blocks of 16 (right). Blocks exist because at longer lengths that "
+             "freedom lets easy, far-away tokens such as end-of-text settle first (the end-of-text lesson shows it).",
         point=part("heatmap-right"), look="the right heatmap: one block at a time",
         try_it="Set the right block length to 8 and run again: decoding gets closer to left to right.",
         try_side="right", try_settings={"block_length": 8},
@@ -146,10 +149,11 @@ LESSONS: list[Lesson] = [
     Lesson(
         title="Steps against quality",
         text="Fewer steps means more tokens committed per forward pass, and tokens committed in the same step "
-             "were guessed at the same time, without seeing each other. That is where repetition and broken "
-             "grammar come from: compare the 64-step text on the left with the 8-step text on the right.",
+             "were guessed at the same time, without seeing each other. That is where broken grammar and missing "
+             "words come from: compare the 64-step text on the left with the 8-step text on the right.",
         point=part("panel-right"), look="the two panels' text, and the forward passes in the metrics",
-        try_it="Set the right steps to 32 and run again: twice the passes, and usually better text.",
+        try_it="Set the right steps to 32 and run again: four times the passes of 8, and better text, though "
+               "still worse than 64 steps.",
         try_side="right", try_settings={"steps": 32},
         right="local-diffusion",
         right_settings={**SHORT, "steps": 8},
@@ -159,12 +163,13 @@ LESSONS: list[Lesson] = [
         text="Instead of a fixed number of steps, Fast-dLLM's threshold commits every masked position whose "
              "confidence is above it (and at least one per step), so the model decides how many tokens each "
              "pass yields. The threshold trades speed for quality: lower means more tokens per pass and more "
-             "mistakes. Even after learning from its AR twin's stories, this small twin is rarely sure of more "
-             "than the next word or two, so the threshold alone gains little here; its learned commit filter "
-             "gains more (the next lesson).",
+             "mistakes. This small twin is rarely 90% sure of any word, so at Fast-dLLM's 0.9 (left) the threshold "
+             "never fires and the left text is the right's, one token per pass; its learned commit filter gains more "
+             "(the next lesson).",
         point=part("metrics"), look="'Tokens per forward pass' in the metrics",
-        try_it="Set the left threshold to 0.5 and run again: more tokens per pass; read what it does to the text.",
-        try_side="left", try_settings={"threshold": 0.5},
+        try_it="Set the left threshold to 0.1 and run again: about two tokens per pass, and the text falls apart "
+               "(the twin's referee finds it about three times less likely).",
+        try_side="left", try_settings={"threshold": 0.1},
         right="local-diffusion",
         left_settings={**SHORT, "threshold": 0.9},
         right_settings=dict(SHORT),
@@ -175,10 +180,11 @@ LESSONS: list[Lesson] = [
              "network fitted to the twin's own decoding (Learn2PD) reads what the model shows at each masked "
              "position (its confidence, its neighbours, how long its guess has held) and commits every position "
              "it judges final, wherever it is in the block. The page's defaults use it; here it races the same "
-             "twin committing one token per pass. It commits more per pass where the story is predictable and "
-             "falls back to one where it is not.",
+             "twin committing one token per pass. At 0.6 it commits about 1.3 tokens per pass, several in some passes "
+             "and one in others, with text as likely as the one-per-pass run's.",
         point=part("metrics"), look="'Tokens per forward pass' in both metrics, and the left heatmap's wider steps",
-        try_it="Set the left learned commit filter to 0.5 and run again: bolder, more tokens per pass.",
+        try_it="Set the left learned commit filter to 0.5 and run again: bolder, more tokens per pass, and the "
+               "text starts to suffer.",
         try_side="left", try_settings={"filter": 0.5},
         right="local-diffusion",
         left_settings={**SHORT, "filter": 0.6},
@@ -190,7 +196,7 @@ LESSONS: list[Lesson] = [
              "of the current block, more often the less sure the model was when it committed them, so a later "
              "step can correct them; the heatmap marks them as masked again.",
         point=part("heatmap-right"), look="the right heatmap: cells masked again",
-        try_it="Set the right remasking to 0.9 and run again: more tokens are reopened and rewritten.",
+        try_it="Set the right remasking to 0.9 and run again: more tokens are reopened and guessed again.",
         try_side="right", try_settings={"remask": 0.9},
         right="local-diffusion",
         right_settings={**SHORT, "remask": 0.4},
@@ -198,31 +204,34 @@ LESSONS: list[Lesson] = [
     Lesson(
         title="End of text: flooding, and why blocks hold it back",
         text="A diffusion model must fill every position of its canvas, so the positions after the story ends "
-             "get end-of-text (shown as <eos>). End-of-text is an easy, confident guess: once one is committed, "
-             "the rest of the canvas floods with <eos> and the story stops short, as on the left (one block). "
-             "With blocks (right), nothing right of the current block can be committed, so the story runs longer.",
+             "get end-of-text (shown as <eos>). End-of-text far from the prompt is an easy, confident guess: with "
+             "one block of 256 (left) the twin commits about 40 <eos> in its first pass, over a hundred by its "
+             "second, and the story stops after a few words. With blocks of 32 (right), nothing right of the current block can be committed, so "
+             "the story runs past a hundred tokens.",
         point=part("panel-left"), look="the <eos> marks in the left panel",
         try_it="Set the left end-of-text score factor to 0.3 and run again: end-of-text now needs a much "
-               "higher score to be committed, so the story fills the canvas.",
+               "higher score to be committed (by the schedule or the learned filter), so the story runs past a "
+               "hundred tokens.",
         try_side="left", try_settings={"eos_discount": 0.3},
         right="local-diffusion",
-        prompt="Once upon a time, there was a big dog.",
         left_settings={"gen_length": 256, "steps": 256, "block_length": 256, "threshold": 0.0, "stop_at_eos": False},
         right_settings={"gen_length": 256, "steps": 256, "block_length": 32, "threshold": 0.0, "stop_at_eos": False},
     ),
     Lesson(
         title="Why diffusion wins on a GPU: what one forward pass costs",
-        text="At an answer length of 256 tokens the diffusion twin makes 32 forward passes and the AR twin 256, "
+        text="At an answer length of 256 tokens the diffusion twin here makes about 32 forward passes (8 blocks of "
+             "32, 4 passes each) and the AR twin 256, "
              "so on the forward-pass clock (press F) diffusion is far ahead. Whether that makes it faster in seconds "
              "depends on what a pass over many positions costs: on a GPU reading the weights takes longer than "
              "the arithmetic (memory-bound), so a pass over 32 positions costs about as much as a pass over one. "
              "On a CPU the arithmetic is the limit (compute-bound): run the pass-cost chart under Sweep charts "
              "to see what each extra position costs on this machine, then press F again to compare in seconds.",
         point=part("metrics"), look="'Forward passes' and 'Time to final' in the metrics, then the pass-cost chart",
-        try_it="Set the left answer length to 64 and run again: the same 32 passes, each over fewer positions, "
-               "so the time drops by less than the length does, while the AR twin's time depends on every token.",
+        try_it="Set the left answer length to 64 and run again: still about 32 passes, each over a quarter of the "
+               "positions; the pass-cost chart says what that saves on this machine.",
         try_side="left", try_settings={"gen_length": 64},
-        left_settings={"gen_length": 256, "steps": 32, "block_length": 256, "threshold": 0.0},
+        left_settings={"gen_length": 256, "steps": 32, "block_length": 32, "threshold": 0.0, "filter": 0.0,
+                       "stop_at_eos": False},
         right_settings={"gen_length": 256},
     ),
     Lesson(
@@ -240,15 +249,15 @@ LESSONS: list[Lesson] = [
     ),
     Lesson(
         title="Write the ending first",
-        text="The last words of the left answer are pinned before the run: the diffusion twin sees them from the "
-             "first step and writes the story towards them, because it conditions on both sides of every masked "
-             "position. The AR twin cannot: it only sees what comes before the token it writes, so it just "
+        text="The last words of the left answer, \"The end.\", are pinned before the run: the diffusion twin sees "
+             "them from the first step and writes towards them, because it conditions on both sides of every masked "
+             "position: its last sentence ends where they begin. The AR twin cannot: it only sees what comes before the token it writes, so it just "
              "continues the prompt.",
         point=part("panel-left"), look="the end of the left panel, where the pinned words sit from the first frame",
-        try_it="Make the left side one block of 64 and run again: the whole canvas is open at once, so the "
-               "model can fill in from the ending backwards as easily as from the prompt forwards.",
+        try_it="Make the left side one block of 64 and run again: the whole canvas is open at once, and the story "
+               "still ends on a full sentence just before the pinned words.",
         try_side="left", try_settings={"block_length": 64},
-        pins="56: The end.",
+        pins="61: The end.",  # the answer's last 3 tokens
     ),
     Lesson(
         title="Be the sampler: you choose the order",
@@ -256,7 +265,8 @@ LESSONS: list[Lesson] = [
              "and its confidence for every masked position of the block, and you choose which to commit. Press "
              "'Let the model choose' to see which position its confidence rule takes, and compare its order with "
              "yours; the race here shows confidence order (left) beside random order (right) on the same twin. "
-             "Any order is allowed, but not every order reads well, which is why the sampler's rule matters.",
+             "Any order is allowed, but not every order reads well: the random order writes another story, which "
+             "the twins' referee finds about twice as unlikely, which is why the sampler's rule matters.",
         point="#sampler", look="the 'Be the sampler' box under the lessons, and the two heatmaps",
         try_it="Set the left block length to 8 and run again: the model's order comes close to left to right; "
                "in Be the sampler, a block of 8 leaves you eight positions to choose from.",

@@ -437,6 +437,8 @@ def forward(model: MaskedLM, run: Run) -> Pass:
         run.guess[lo:hi] = chosen
         rows = features(probs, chosen, run.x[P + lo:P + hi], masked[lo:hi], model.eos_id, run.held[lo:hi])[cand]
         safe = np.asarray(run.judge.observe(rows, lo + cand, chosen[cand]))
+        if s.eos_discount < 1.0:  # the factor holds end-of-text back from the filter too, not only the schedule
+            safe = np.where(chosen[cand] == model.eos_id, safe * s.eos_discount, safe)
         if s.filter is not None:
             pick = np.union1d(pick, cand[safe >= s.filter])
     if s.no_repeat:

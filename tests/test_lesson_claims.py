@@ -1,0 +1,242 @@
+"""Each lesson's claim, measured: its races (and its "Try it" change) run on the shipped twins over a few seeds,
+and what the lesson text says about them (direction and size) is asserted, against the setting it compares with.
+
+Numpy only, no timings. The figures the lessons quote come from these same measurements (six seeds when written).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import threading
+from typing import Any
+
+import pytest
+
+from app.engine.measure import nll, recited, training_ngrams
+from app.engine.model import DEFAULT_MODELS_DIR
+from app.lessons import LESSONS, MERCURY_EXAMPLE, Lesson
+from app.sources.base import make_source
+from app.sources.local import EOS_MARK, twin
+from app.trace import Frame, read_recording
+
+pytestmark = pytest.mark.skipif(
+    not all((DEFAULT_MODELS_DIR / f"{k}.safetensors").is_file() for k in ("diffusion", "ar", "referee")),
+    reason="the shipped twins (assets/models/) are absent")
+
+SEEDS = (0, 1, 2)
+SENTENCE_END = (".", "!", "?", '"', "\n")
+
+
+def lesson(title: str) -> Lesson:
+    """The lesson whose title starts with `title`."""
+    return next(x for x in LESSONS if x.title.startswith(title))
+
+
+@functools.lru_cache(maxsize=None)
+def _race(spec: str, settings: str, prompt: str) -> tuple[Frame, ...]:
+    """One race side's ready frames, cached: several claims read the same race."""
+    src = make_source(spec, **json.loads(settings))
+    return tuple(f.ready() for f in src.stream(prompt, threading.Event()))
+
+
+def race(x: Lesson, side: str, seed: int = 0, changed: bool = False, **extra: Any) -> tuple[Frame, ...]:
+    """One side's frames as the page runs the lesson (its pins go to a diffusion side), at `seed`."""
+    spec, settings = (x.changed() if changed else x.sources())[side]
+    settings = {**settings, **extra, "seed": seed}
+    if x.pins and spec == "local-diffusion" and "pins" not in extra:
+        settings["pins"] = x.pins
+    return _race(spec, json.dumps(settings, sort_keys=True), x.prompt)
+
+
+def runs(x: Lesson, side: str, seeds: tuple[int, ...] = SEEDS, changed: bool = False,
+         **extra: Any) -> list[tuple[Frame, ...]]:
+    """One side's frames for each seed: claims hold over seeds, not on one lucky run."""
+    return [race(x, side, s, changed, **extra) for s in seeds]
+
+
+def per_pass(frames: list[tuple[Frame, ...]]) -> float:
+    """Answer tokens per forward pass, pooled over the runs."""
+    return sum(len(f[-1].tokens) for f in frames) / sum(f[-1].nfe for f in frames)
+
+
+def perplexity(prompt: str, frames: list[tuple[Frame, ...]]) -> float:
+    """The referee's perplexity of the answers (pooled over their tokens): lower reads better."""
+    ref, tok = twin("referee")
+    p = tok.encode(prompt.rstrip())
+    answers = [tok.encode(f[-1].text) for f in frames]
+    return math.exp(sum(nll(ref, p, a) for a in answers) / sum(len(a) for a in answers))
+
+
+def commits(frames: tuple[Frame, ...]) -> list[tuple[int, list[int], int]]:
+    """(step, positions committed, first masked position before the step) for each step of a diffusion run."""
+    out = []
+    masked = list(frames[0].masked)
+    for f in frames[1:]:
+        out.append((f.step, list(f.committed or []), masked.index(True) if True in masked else len(masked)))
+        masked = list(f.masked) + masked[len(f.masked):]
+    return out
+
+
+def stray(frames: list[tuple[Frame, ...]]) -> float:
+    """How far right of the first masked position a commit lands, on average: 0 is strictly left to right."""
+    d = [pos - first for f in frames for _, pos_list, first in commits(f) for pos in pos_list]
+    return sum(d) / len(d)
+
+
+def order(frames: tuple[Frame, ...]) -> list[int]:
+    """The positions of a diffusion run in the order it committed them."""
+    return [pos for _, pos_list, _ in commits(frames) for pos in pos_list]
+
+
+def test_an_ar_twin_types_left_to_right_one_pass_a_token_and_sampling_changes_the_story() -> None:
+    x = lesson("An autoregressive model")
+    for changed in (False, True):
+        for f in runs(x, "right", changed=changed):
+            assert f[-1].nfe == len(f[-1].tokens) == 64
+            assert all(a.tokens == b.tokens[:len(a.tokens)] and len(b.tokens) == len(a.tokens) + 1
+                       for a, b in zip(f[1:], f[2:]))  # one token a pass, always at the end, never revised
+    greedy = {f[-1].text for f in runs(x, "right")}
+    sampled = {f[-1].text for f in runs(x, "right", changed=True)}
+    assert len(greedy) == 1 and len(sampled) == len(SEEDS) and not greedy & sampled
+
+
+def test_the_diffusion_canvas_starts_fully_masked_and_keeps_one_guess_a_step() -> None:
+    x = lesson("A diffusion model starts")
+    for changed, n in ((False, 64), (True, 128)):
+        for f in runs(x, "left", (0,), changed):
+            assert len(f[0].masked) == n and all(f[0].masked)
+            assert [len(c) for _, c, _ in commits(f)] == [1] * n and f[-1].nfe == n
+
+
+def test_the_forward_process_race_unmasks_in_random_order_one_then_four_a_step() -> None:
+    x = lesson("The forward process")
+    for changed, per, steps in ((False, 1, 64), (True, 4, 16)):
+        for f in runs(x, "left", (0, 1), changed):
+            sizes = [len(c) for _, c, _ in commits(f)]  # the stutter guard may hold one back to the next step
+            assert len(sizes) == steps and sizes.count(per) >= steps * 3 / 4 and not any(f[-1].masked)
+            out_of_order = sum(p != first for _, c, first in commits(f) for p in c)
+            assert out_of_order > 64 / 2  # random: most commits are not the leftmost masked position
+
+
+def test_a_step_is_one_pass_and_a_quarter_of_the_steps_breaks_the_text() -> None:
+    x = lesson("A step is one forward pass")
+    base, fast = runs(x, "left"), runs(x, "left", changed=True)
+    assert all(f[-1].nfe == 64 for f in base)
+    assert all(16 <= f[-1].nfe <= 20 for f in fast)  # about a quarter of the passes
+    assert perplexity(x.prompt, fast) > 2 * perplexity(x.prompt, base)  # words go missing
+
+
+def test_the_heatmap_is_a_diagonal_for_ar_and_the_blocks_order_for_diffusion() -> None:
+    x = lesson("Reading the heatmap")
+    ar = race(x, "right")
+    assert [f.committed for f in ar] == [[i] for i in range(64)]  # the diagonal
+    for _, c, first in commits(race(x, "left")):
+        assert all(p // 16 == first // 16 for p in c)  # inside the current block of 16
+    one_block = [commits(f) for f in runs(x, "left", changed=True)]
+    assert any(p // 16 > first // 16 for run in one_block for _, c, first in run for p in c)  # anywhere in the row
+
+
+def test_the_two_orders_commit_different_positions_and_margin_is_a_third() -> None:
+    x = lesson("Which positions get committed")
+    for seed in SEEDS:
+        confidence, random_, margin = race(x, "left", seed), race(x, "right", seed), race(x, "right", seed, True)
+        assert order(confidence) != order(random_) and order(margin) != order(random_)
+
+
+def test_one_block_strays_about_five_positions_blocks_of_16_about_two_and_8_less() -> None:
+    x = lesson("Blocks: why")
+    one, sixteen, eight = stray(runs(x, "left")), stray(runs(x, "right")), stray(runs(x, "right", changed=True))
+    assert 3.5 <= one <= 7 and 1.3 <= sixteen <= 3 and eight < sixteen - 0.5
+
+
+def test_fewer_steps_write_worse_text_and_32_steps_sit_between() -> None:
+    x = lesson("Steps against quality")
+    seeds = (0, 1, 2, 3)
+    p64, p8, p32 = (perplexity(x.prompt, r) for r in (runs(x, "left", seeds), runs(x, "right", seeds),
+                                                      runs(x, "right", seeds, changed=True)))
+    assert per_pass(runs(x, "right", seeds)) > 6 and p8 > 5 * p64
+    assert p64 * 1.5 < p32 < p8 / 2
+
+
+def test_a_threshold_of_09_never_fires_and_01_doubles_the_yield_and_breaks_the_text() -> None:
+    x = lesson("Parallel decoding by threshold")
+    at09, plain, at01 = runs(x, "left"), runs(x, "right"), runs(x, "left", changed=True)
+    assert [f[-1].text for f in at09] == [f[-1].text for f in plain] and per_pass(at09) == 1.0
+    assert per_pass(at01) > 1.7
+    assert perplexity(x.prompt, at01) > 2 * perplexity(x.prompt, at09)
+
+
+def test_the_filter_commits_about_13_a_pass_at_the_same_quality_and_05_is_bolder() -> None:
+    x = lesson("A learned commit rule")
+    seeds = (0, 1, 2, 3)
+    f06, plain, f05 = runs(x, "left", seeds), runs(x, "right", seeds), runs(x, "left", seeds, changed=True)
+    assert 1.15 <= per_pass(f06) <= 1.5 and per_pass(plain) == 1.0
+    sizes = [len(c) for f in f06 for _, c, _ in commits(f)]
+    assert sizes.count(1) > len(sizes) / 2 and max(sizes) >= 3  # several in some passes, one in others
+    assert perplexity(x.prompt, f06) < 1.2 * perplexity(x.prompt, plain)
+    assert per_pass(f05) > per_pass(f06) + 0.1 and perplexity(x.prompt, f05) > perplexity(x.prompt, f06)
+
+
+def test_remasking_reopens_tokens_and_more_at_09() -> None:
+    x = lesson("Remasking")
+    reopened = [sum(len(f.remasked or []) for fr in runs(x, "right", changed=c) for f in fr) for c in (False, True)]
+    assert 0 < reopened[0] and reopened[1] > 1.3 * reopened[0]
+    assert not any(f.remasked for fr in runs(x, "left") for f in fr)  # plain: a committed token is final
+
+
+def test_one_block_floods_end_of_text_and_blocks_or_the_factor_let_the_story_run() -> None:
+    x = lesson("End of text")
+    for f in runs(x, "left"):
+        floods = [fr.tokens.count(EOS_MARK) for fr in f[1:3]]  # after the first and the second pass
+        assert floods[0] >= 30 and floods[1] > 100 and len(f[-1].tokens) < 16
+    assert all(len(f[-1].tokens) > 100 for f in runs(x, "right"))
+    assert all(len(f[-1].tokens) > 100 for f in runs(x, "left", (0, 1), changed=True))
+
+
+def test_256_tokens_take_about_32_diffusion_passes_against_256_and_64_tokens_the_same() -> None:
+    x = lesson("Why diffusion wins")
+    assert all(32 <= f[-1].nfe <= 36 for f in runs(x, "left", (0,)) + runs(x, "left", (0,), changed=True))
+    assert race(x, "right")[-1].nfe == 256
+
+
+def test_the_mercury_stream_settles_from_the_left_and_the_change_halves_the_speed() -> None:
+    x = lesson("Mercury")
+    drafts = [f.text or "" for f in read_recording(MERCURY_EXAMPLE).frames["left"]]
+    final = drafts[-1]
+    settled = [next((i for i, (a, b) in enumerate(zip(d, final)) if a != b), min(len(d), len(final))) for d in drafts]
+    assert settled == sorted(settled) and settled[0] < 5 and settled[-1] == len(final)
+    spec, settings = x.changed()["left"]
+    assert make_source(spec, **settings).speed == 0.5
+
+
+def test_a_pinned_ending_ends_a_sentence_that_leads_to_it_and_the_ar_twin_ignores_it() -> None:
+    x = lesson("Write the ending first")
+    pin = x.pins.partition(":")[2].strip()
+    for changed in (False, True):
+        for f in runs(x, "left", changed=changed):
+            text = f[-1].text
+            assert text.endswith(" " + pin) and text[:-len(pin)].rstrip(" ").endswith(SENTENCE_END), text
+    unpinned = [race(x, "left", s, pins="")[-1].tokens for s in SEEDS]  # without the pin, position 61 is anywhere
+    assert sum("".join(t[:61]).rstrip(" ").endswith(SENTENCE_END) for t in unpinned) < len(SEEDS)
+    assert all(pin not in f[-1].text for f in runs(x, "right"))
+
+
+def test_random_order_writes_another_story_about_twice_as_unlikely_and_a_block_of_8_is_near_left_to_right() -> None:
+    x = lesson("Be the sampler")
+    seeds = (0, 1, 2, 3)
+    confidence, random_ = runs(x, "left", seeds), runs(x, "right", seeds)
+    assert all(a[-1].text != b[-1].text for a, b in zip(confidence, random_))
+    assert perplexity(x.prompt, random_) > 1.6 * perplexity(x.prompt, confidence)
+    assert stray(runs(x, "left", changed=True)) < stray(confidence) - 1
+
+
+def test_the_lessons_race_prompts_the_twins_do_not_recite() -> None:
+    known = training_ngrams()
+    if known is None:
+        pytest.skip("the training corpus (../shared/corpus) is not beside the checkout")
+    texts = [race(x, side)[-1].text for x in LESSONS for side, (spec, _) in x.sources().items()
+             if spec.startswith("local-")]
+    found, total = recited(texts, known)
+    assert total > 500 and found < 0.05 * total
