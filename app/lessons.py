@@ -22,6 +22,10 @@ FORWARD_EXAMPLE = EXAMPLES_DIR / "01-confidence-blocks.jsonl"  # the answer the 
 
 SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0, "filter": 0.0}  # one token per step, 4 blocks
 AR64 = {"gen_length": 64}
+# The diffusion twin's settings when these lessons were measured (tests/test_lesson_claims.py): sampled at 0.5, the
+# learned filter at 0.6, the stutter guard on, no run guard. Each lesson's diffusion side starts from them, so what it
+# shows stays what its test checks when the page's own defaults (app/sources/local.py) move.
+LESSON_TWIN = {"temperature": 0.5, "filter": 0.6, "no_repeat": True, "no_repeat_ngram": 0, "min_length": 1}
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,10 @@ class Lesson:
 
     def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings before the change."""
-        return {"left": (self.left, dict(self.left_settings)), "right": (self.right, dict(self.right_settings))}
+        def side(spec: str, settings: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+            return spec, ({**LESSON_TWIN, **settings} if spec == "local-diffusion" else dict(settings))
+
+        return {"left": side(self.left, self.left_settings), "right": side(self.right, self.right_settings)}
 
     def changed(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings after the "try it" change."""
