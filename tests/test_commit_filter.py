@@ -77,22 +77,25 @@ def test_the_built_in_twin_loads_with_its_filter_and_uses_it() -> None:
     assert filtered[-1].nfe < plain[-1].nfe  # the filter commits some positions together
 
 
-def test_the_twins_bench_reports_the_filtered_defaults_beside_the_plain_ones() -> None:
+def test_the_twins_bench_reports_the_defaults_beside_the_filter_and_guards_on_and_off() -> None:
     from app.bench.twins import EVAL_PROMPTS, bench
 
-    out = bench(prompts=EVAL_PROMPTS[:2])
-    assert out["diffusion_default"]["settings"]["filter"] == 0.6
-    assert out["diffusion_without_filter"]["settings"]["filter"] is None
-    for row in ("diffusion_default", "diffusion_without_filter", "diffusion_filter_0.5", "diffusion_48_steps"):
+    out = bench(prompts=EVAL_PROMPTS[:2], seeds=(0,))
+    assert out["diffusion_default"]["settings"]["filter"] == 0.9
+    assert out["diffusion_filter_0.6"]["settings"]["filter"] == 0.6
+    assert out["diffusion_without_no_repeat_runs"]["settings"]["no_repeat_ngram"] == 0
+    assert out["diffusion_with_stutter_guard"]["settings"]["no_repeat"] is True
+    for row in ("diffusion_default", "diffusion_previous_defaults", "diffusion_filter_0.5", "diffusion_48_steps"):
         assert out[row]["passes"] >= out[row]["refreshes"] > 0 and out[row]["referee_ppl"] > 1
+        assert out[row]["word_pairs"] > 0 and out[row]["answers"] == 2
 
 
-def test_the_page_counts_the_teachers_stories_once_when_two_runs_read_them() -> None:
+def test_the_page_names_the_shipped_twins_data_early_stopping_and_hardware() -> None:
     from app.engine.about import twins_note
 
-    _, details = twins_note()
-    assert details.count("stories the AR twin wrote") == 1 and "with certainty forcing (dParallel)" in details
-    assert "plus 33 minutes of the AR twin writing its stories" in details
+    headline, details = twins_note()
+    assert "different training budgets" in headline and "trained from random weights" in details
+    assert "early stopping" in details and "40 copies" in details and "H200" in details
 
 
 def test_fit_filter_writes_a_filter_the_twin_then_loads(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def test_plain_output_is_the_final_text_and_trace_keeps_every_frame(tiny: dict[s
     (["--length", "16", "--block-length", "5"], "does not divide"),
     (["--length", "16", "--steps", "40"], "Steps"),
     (["--steps", "many"], "whole number"),
-    (["--top-k", "3"], "no setting 'top_k'"),
+    (["--top-p", "0.5"], "no setting 'top_p'"),
     (["--prompt", "   "], "empty"),
     (["--prompt", "the cat " * 60], "shorten the prompt"),
 ])

@@ -129,8 +129,8 @@ def test_settings_from_the_ui_are_coerced_and_checked() -> None:
     assert local.coerce(DiffusionSettings, {"factor": 1.0}, "local-diffusion").threshold is None
     with pytest.raises(SourceError, match="not both"):
         local.coerce(DiffusionSettings, {"factor": 1.0, "threshold": 0.8}, "local-diffusion")
-    with pytest.raises(SourceError, match="no setting 'top_k'"):
-        local.coerce(DiffusionSettings, {"top_k": 3}, "local-diffusion")
+    with pytest.raises(SourceError, match="no setting 'top_p'"):
+        local.coerce(DiffusionSettings, {"top_p": 0.5}, "local-diffusion")
     with pytest.raises(SourceError, match="whole number"):
         local.coerce(ARSettings, {"gen_length": "lots"}, "local-ar")
     with pytest.raises(SourceError, match="does not divide"):
