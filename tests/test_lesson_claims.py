@@ -10,7 +10,7 @@ import functools
 import json
 import math
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -32,6 +32,13 @@ SENTENCE_END = (".", "!", "?", '"', "\n")
 def lesson(title: str) -> Lesson:
     """The lesson whose title starts with `title`."""
     return next(x for x in LESSONS if x.title.startswith(title))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forget_races() -> Iterator[None]:
+    """The cached races go with this module: later tests check that no frame outlives its session."""
+    yield
+    _race.cache_clear()
 
 
 @functools.lru_cache(maxsize=None)
