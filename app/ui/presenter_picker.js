@@ -5,13 +5,7 @@
 (function (global) {
   "use strict";
 
-  function el(tag, cls, text, attrs) {
-    var node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text != null) node.textContent = text;
-    if (attrs) for (var k in attrs) node.setAttribute(k, attrs[k]);
-    return node;
-  }
+  var el = global.ConvergePlayer.el;  /* the player's own element maker (app/ui/player/common.js), loaded first */
 
   function field(sel) { return document.querySelector(sel); }
 

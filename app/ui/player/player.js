@@ -340,4 +340,4 @@ function mount(root, data, options) {
   return player;
 }
 
-global.ConvergePlayer = { create: create, mount: mount, version: 2 };
+global.ConvergePlayer = { create: create, mount: mount, version: 2, el: el };  // el: for the presenter picker
