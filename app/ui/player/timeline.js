@@ -314,7 +314,7 @@ function timelinePart(p) {
       : "t = " + tl[i].toFixed(3) + " s (" + (i + 1) + " / " + tl.length + ")";
     var f = on && state.view !== "passes" ? paceFactor() : 1;
     if (f < 1) where += " \u00B7 watch pace: " + rateText(f * state.speed) + " real time";
-    setAttr(p.root, "data-pace-factor", f < 1 ? f.toFixed(4) : "1");
+    setAttr(p.root, "data-pace-factor", f < 1 ? f.toPrecision(6) : "1");  // six significant digits: small factors stay exact enough to check
     setText(timeOut, where);
     setAttr(range, "aria-valuetext", where || "no frames yet");
   }
