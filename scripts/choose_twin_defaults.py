@@ -14,14 +14,13 @@ prompts are not the bench's: the bench's held-out prompts (app.bench.twins.EVAL_
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import replace
 from typing import Any
 
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
-from app.engine.measure import distinct2, mean, nll, stutter
+from app.engine.measure import quality
 from app.sources.local import TWIN_DIFFUSION, twin
 
 SELECTION_PROMPTS = ("Once upon a time, there was a big dog.", "Once upon a time", "Lily and Ben went to the beach.",
@@ -55,11 +54,8 @@ def main() -> None:
     prompts = [tok.encode(p) for p in SELECTION_PROMPTS]
 
     def judged(runs: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
-        texts = [tok.decode(a) for _, a in runs]
-        tokens = sum(len(a) for _, a in runs)
-        repeats, pairs = stutter(texts)
-        return {"ppl": round(math.exp(sum(nll(referee, p, a) for p, a in runs) / tokens), 2),
-                "distinct2": mean([distinct2(t) for t in texts]), "stutter": round(repeats / max(pairs, 1), 4)}
+        figures, _ = quality(referee, tok, runs)
+        return {"ppl": figures["referee_ppl"], "distinct2": figures["distinct2"], "stutter": figures["stutter"] or 0.0}
 
     ar = judged([(p, list(list(autoregressive.generate(am, p, ARSettings()))[-1].ids)) for p in prompts])
     print(f"AR twin (greedy): perplexity {ar['ppl']}, distinct-2 {ar['distinct2']}, stutter {ar['stutter']}", flush=True)

@@ -11,7 +11,7 @@ import pytest
 
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
-from app.engine.measure import RECITAL_N, recited, training_ngrams
+from app.engine.measure import CORPUS, RECITAL_N, recited, training_ngrams
 from app.prompts import EXAMPLE_PROMPTS, STORY
 from app.sources.local import TWIN_DIFFUSION
 
@@ -63,7 +63,7 @@ def test_the_first_screen_races_a_page_prompt() -> None:
 
 def test_the_recital_measure_finds_a_training_story_and_not_a_fresh_one(known) -> None:
     """The check above can fail: a sentence of the training stories is all recital, a fresh one none."""
-    corpus = (MODELS.parents[2] / "shared" / "corpus" / "tinystories-b.txt").read_text(encoding="utf-8")
+    corpus = (CORPUS / "tinystories-b.txt").read_text(encoding="utf-8")
     story = corpus.split("\n")[0][:400]
     assert recited([story], known)[0] == recited([story], known)[1] > 0
     fresh = "The purple octopus counted seven umbrellas while the mayor of the moon baked quiet bread."

@@ -77,7 +77,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     repeated words), recital (8-word runs found verbatim in the training stories) and empty answers; the stutter
     guards and the filter on and off; and both twins alone on the first screen's prompt."""
     from app.engine.parallel import decode_order, summarise
-    from app.engine.measure import distinct2, mean, nll, recited, stutter, timed, training_ngrams
+    from app.engine.measure import quality, recited, timed, training_ngrams
     from app.engine import autoregressive, diffusion
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
     from app.sources.local import twin
@@ -95,16 +95,10 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     def judged(runs: list[tuple[list[int], list[int], float]]) -> dict[str, Any]:
         """Quality over (prompt ids, answer ids, seconds) runs: referee perplexity pooled over the answers' tokens,
         distinct-2, stutter and recital shares, empty answers, seconds and the first six texts."""
-        texts = [tok.decode(a) for _, a, _ in runs]
-        tokens = sum(len(a) for _, a, _ in runs)
-        nlls = sum(nll(referee, p, a) for p, a, _ in runs)
-        repeats, pairs = stutter(texts)
+        figures, texts = quality(referee, tok, [(p, a) for p, a, _ in runs])
         found, spans = recited(texts, known) if known is not None else (0, 0)
         secs = [sec for _, _, sec in runs]
-        return {"answers": len(runs), "answer_tokens": tokens,
-                "referee_ppl": round(float(np.exp(nlls / tokens)), 2) if tokens else None,
-                "distinct2": mean([distinct2(t) for t in texts]),
-                "stutter": round(repeats / pairs, 4) if pairs else None, "stuttered_pairs": repeats, "word_pairs": pairs,
+        return {"answers": len(runs), **figures,
                 "recited": round(found / spans, 4) if spans else None, "recited_runs": found, "eight_word_runs": spans,
                 "empty_answers": sum(not a for _, a, _ in runs),
                 "seconds_mean": round(float(np.mean(secs)), 3), "seconds_worst": round(max(secs), 3),

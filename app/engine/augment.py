@@ -30,7 +30,7 @@ PLACES = ("park", "garden", "forest", "beach", "farm", "school", "store", "zoo",
 KINDS = (GIRLS, BOYS, ANIMALS, COLOURS, OBJECTS, PLACES)
 # irregular plurals of the words above; the rest take "s"
 PLURALS = {"puppy": "puppies", "bunny": "bunnies", "wolf": "wolves", "box": "boxes", "teddy": "teddies",
-           "library": "libraries", "penguin": "penguins"}
+           "library": "libraries"}
 
 _SINGULAR = {PLURALS.get(w, w + "s"): w for kind in KINDS[2:] for w in kind}
 _ALL = {w.lower() for kind in KINDS for w in kind} | set(_SINGULAR)

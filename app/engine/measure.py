@@ -84,20 +84,24 @@ def stutter(texts: Iterable[str]) -> tuple[int, int]:
 RECITAL_N = 8  # an 8-word run found verbatim in the training text is recited, not written
 
 
-def ngrams(text: str, n: int = RECITAL_N) -> set[tuple[str, ...]]:
-    """The text's runs of n consecutive words (as `words` reads them)."""
+def runs(text: str, n: int = RECITAL_N) -> list[tuple[str, ...]]:
+    """The text's runs of n consecutive words (as `words` reads them), in order."""
     w = words(text)
-    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+    return [tuple(w[i:i + n]) for i in range(len(w) - n + 1)]
+
+
+def ngrams(text: str, n: int = RECITAL_N) -> set[tuple[str, ...]]:
+    """The text's distinct runs of n consecutive words."""
+    return set(runs(text, n))
 
 
 def recited(texts: Iterable[str], known: set[tuple[str, ...]], n: int = RECITAL_N) -> tuple[int, int]:
     """(n-word runs of the texts found verbatim in `known`, all n-word runs): how much of an answer is recital."""
     found = total = 0
     for text in texts:
-        w = words(text)
-        runs = [tuple(w[i:i + n]) for i in range(len(w) - n + 1)]
-        total += len(runs)
-        found += sum(r in known for r in runs)
+        these = runs(text, n)
+        total += len(these)
+        found += sum(r in known for r in these)
     return found, total
 
 
@@ -112,6 +116,19 @@ def training_ngrams(folder: Path | None = None, n: int = RECITAL_N) -> set[tuple
         return set().union(*(ngrams(Path(folder, f).read_text(encoding="utf-8"), n) for f in TRAINING_FILES))
     except OSError:
         return None
+
+
+def quality(referee: Any, tok: Any, runs: Sequence[tuple[list[int], list[int]]]) -> tuple[dict[str, Any], list[str]]:
+    """Referee perplexity pooled over the answers' tokens, distinct-2 and stutter of (prompt ids, answer ids) runs, and
+    the answers' texts: the fresh-stories issue's quality figures, one way for the bench and the defaults' chooser."""
+    texts = [tok.decode(a) for _, a in runs]
+    tokens = sum(len(a) for _, a in runs)
+    nlls = sum(nll(referee, p, a) for p, a in runs)
+    repeats, pairs = stutter(texts)
+    return {"answer_tokens": tokens, "referee_ppl": round(math.exp(nlls / tokens), 2) if tokens else None,
+            "distinct2": mean([distinct2(t) for t in texts]),
+            "stutter": round(repeats / pairs, 4) if pairs else None, "stuttered_pairs": repeats,
+            "word_pairs": pairs}, texts
 
 
 def mean(values: Sequence[float | None]) -> float | None:
