@@ -31,22 +31,23 @@ EXAMPLES: list[dict[str, Any]] = [
     {"name": "01-confidence-blocks",
      "caption": "Confidence order in blocks of 16: the diffusion twin commits its surest tokens first, block by block, "
                 "while the AR twin types left to right.",
-     "prompt": "Once upon a time, a little turtle found a map in the sand.",
+     "prompt": "A small robot lived in a box under the stairs.",
      "left": {"gen_length": 64, "steps": 32, "block_length": 16, "scoring": "confidence", "filter": 0}},
     {"name": "02-random-order-no-blocks",
      "caption": "Random order, no blocks: positions open anywhere in the answer in a random order, "
                 "so the text converges everywhere at once (and the colours say nothing about confidence).",
-     "prompt": "Nina wanted to build a boat for her toy bear, but it was raining.",
+     "prompt": "Rosa and her brother found a tiny door in the garden wall.",
      "left": {"gen_length": 64, "steps": 32, "block_length": 64, "scoring": "random", "filter": 0}},
     {"name": "03-few-steps-parallel",
      "caption": "Parallel decoding by budget: 16 steps for 64 tokens commits 4 tokens per forward pass, "
                 "so the diffusion twin finishes in a quarter of the passes, and the text shows what that costs.",
-     "prompt": "A small robot lived in a box under the stairs.",
-     "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence", "filter": 0, "no_repeat": False}},
+     "prompt": "The old bus stopped at the edge of the town.",
+     "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence", "filter": 0, "no_repeat": False,
+              "no_repeat_ngram": 0}},
     {"name": "05-learned-filter",
      "caption": "Entropy order in blocks of 16 with the twin's learned commit filter at 0.6: it adds every position it "
-                "judges final, so several tokens land in one forward pass, not always the leftmost (the page's defaults "
-                "leave the filter off: it costs this twin text quality).",
+                "judges final, so several tokens land in one forward pass, not always the leftmost (the page's default "
+                "is a cautious 0.9: bolder levels cost this twin text quality).",
      "prompt": "Once upon a time, a little turtle found a map in the sand.",
      "left": {"gen_length": 128, "filter": 0.6}, "right": {"gen_length": 128, "temperature": 0.0}},
     {"name": "04-mercury-wire-format",
