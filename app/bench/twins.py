@@ -62,6 +62,11 @@ BOLDER = replace(TWIN_DIFFUSION, filter=0.5)
 LOOKAHEAD = 16
 # (answer length, lookahead) on the race prompt; the first is the page's defaults, the race prompt alone
 WALL = ((TWIN_DIFFUSION.gen_length, 0), (128, LOOKAHEAD), (256, 0), (256, LOOKAHEAD))
+# the curve of tokens per pass against quality: the learned filter bolder and bolder, then fewer steps (no filter)
+CURVE = tuple(("filter", level) for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)) + tuple(
+    ("steps", n) for n in (64, 43, 32))
+CURVE_KEYS = ("answer_tokens_per_pass", "share_not_leftmost", "referee_ppl", "distinct2", "stutter", "recited",
+              "empty_answers")
 TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out openings and seeds (greedy: the seeds agree): "
            "stutter <= 1% of "
            "adjacent word pairs, referee perplexity no worse than the AR twin's, distinct-2 >= 0.55, no empty answer, "
@@ -104,15 +109,28 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
                 "seconds_mean": round(float(np.mean(secs)), 3), "seconds_worst": round(max(secs), 3),
                 "samples": texts[:6]}
 
-    def diffusion_runs(s: DiffusionSettings, on: tuple[str, ...] = prompts) -> dict[str, Any]:
+    def diffusion_runs(s: DiffusionSettings, on: tuple[str, ...] = prompts,
+                       with_seeds: tuple[int, ...] = seeds) -> dict[str, Any]:
         orders, runs = [], []
-        for seed in seeds:
+        for seed in with_seeds:
             for text in on:
                 p = tok.encode(text)
                 steps, sec = timed(lambda: list(diffusion.generate(dm, p, replace(s, seed=seed))))
                 orders.append(decode_order(steps, s.block_length, dm.eos_id))
                 runs.append((p, [int(i) for i in steps[-1].ids[: orders[-1]["answer_tokens"]]], sec))
-        return {"settings": s.to_json(), "seeds": list(seeds), **summarise(orders), **judged(runs)}
+        return {"settings": s.to_json(), "seeds": list(with_seeds), **summarise(orders), **judged(runs)}
+
+    def curve() -> list[dict[str, Any]]:
+        """The page's defaults with one lever moved at a time along CURVE: tokens per pass against quality. A greedy
+        setting in a deterministic order runs one seed, which stands for all (the main rows run every seed regardless)."""
+        points = []
+        for lever, value in CURVE:
+            s = (replace(TWIN_DIFFUSION, filter=value) if lever == "filter" else
+                 replace(TWIN_DIFFUSION, filter=None, steps=value))
+            greedy = s.temperature == 0 and s.scoring != "random" and s.remask == 0  # then every seed writes the same
+            r = diffusion_runs(s, with_seeds=seeds[:1] if greedy else seeds)
+            points.append({"lever": lever, "value": value, **{k: r[k] for k in CURVE_KEYS}})
+        return points
 
     def ar_runs(s: ARSettings, on: tuple[str, ...] = prompts) -> dict[str, Any]:
         runs, passes = [], 0
@@ -149,6 +167,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
             "diffusion_48_steps": diffusion_runs(PARALLEL),
             f"diffusion_lookahead_{LOOKAHEAD}": diffusion_runs(replace(TWIN_DIFFUSION, lookahead=LOOKAHEAD)),
             "ar_default": ar_runs(ar),
+            "curve": curve(),
             "page_prompts": page_prompts,
             "race_prompt_alone": race,
             "targets": TARGETS}
