@@ -50,7 +50,7 @@ def server_url() -> Iterator[str]:
 def page(browser: Any, server_url: str) -> Iterator[Any]:
     """A fresh tab on the page; the test fails if the page logs a console error or throws."""
     with browser_tab(browser, server_url) as tab:
-        tab.wait_for_selector(f"{ROOT}[data-status='idle']")
+        tab.wait_for_selector(f"{ROOT}[data-status='idle'], {ROOT}[data-mode='replay']")  # empty, or the first example loaded
         yield tab
 
 
