@@ -100,7 +100,10 @@ def test_an_export_keeps_the_clock_an_api_side_keeps_its_seconds_and_each_length
 
 @needs_twins
 def test_a_video_on_the_forward_pass_clock_lasts_its_passes_and_counts_them(twin_race: Path, tmp_path: Path) -> None:
-    from app.export.video import PASS_RATE, Scene, export_video, frame_count, load
+    from app.export.video import export_video, frame_count
+    from app.export.video.palette import PASS_RATE
+    from app.export.video.scene import Scene
+    from app.export.video.track import load
 
     scene = Scene(load(twin_race), (640, 360), clock="passes")
     passes = max(f.nfe for frames in read_recording(twin_race).frames.values() for f in frames)

@@ -18,7 +18,7 @@ from app.errors import SourceError
 from app.sources.base import make_source
 from tests.hostile import HOSTILE, as_stored
 from app.export.html import export_html
-from app.export.video import Scene
+from app.export.video.scene import Scene
 from app.store import EXAMPLES_DIR
 from app.trace import RecordingWriter, make_header, read_recording
 from app.view.side import PINNED, cell_styles, recorded_sides
