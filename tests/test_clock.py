@@ -14,11 +14,9 @@ from app.lessons import MERCURY_EXAMPLE
 from app.view.live import record
 from app.trace import read_recording
 from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
+from tests.fixtures import needs_twins
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
-needs_twins = pytest.mark.skipif(
-    not all((ROOT_DIR / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar")),
-    reason="assets/models/*.safetensors are absent (train the twins first)")
 TWINS = {"left": {"gen_length": 32, "steps": 16, "block_length": 16}, "right": {"gen_length": 24}}
 
 

@@ -25,7 +25,7 @@ from app.view.side import PINNED, cell_styles, recorded_sides
 from app.view.theme import THEME, hex_rgb, rgb
 from tests.pages import browser_tab
 from tests.test_samplers import PROMPT, config
-from tests.test_ui import ROOT, examples, only_recording, page, server_url, side_text, start, wait_status  # noqa: F401
+from tests.test_ui import ROOT, examples, only_recording, page, side_text, start, wait_status  # noqa: F401
 
 PINS = {3: 11, 4: 12, 20: 13, 31: 14}
 
