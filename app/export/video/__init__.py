@@ -19,6 +19,10 @@ blended once, so a row is one array gather), the heatmap
 gains one row per new trace frame, MP4 frames go to ffmpeg as raw RGB through imageio-ffmpeg, and a
 GIF frame stores only the rectangle that changed. Output is written to a temporary file beside `out`
 and renamed into place, so a failed export leaves nothing behind.
+
+The parts: palette.py (the theme's colours and styles as arrays), fonts.py (fonts and the glyph atlas), track.py
+(one side on the video's clock, its heatmap), scene.py (the picture), encoders.py (MP4, GIF); this module checks
+the request and runs them.
 """
 
 from __future__ import annotations
