@@ -15,12 +15,16 @@ from typing import Any
 from app.cli_help import command_parser
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.options import bounds, declared
+from app.engine.options import Option, bounds, declared, number
 from app.errors import SourceError
 from app.sources.base import make_source
-from app.sources.hf import HFLoad
+from app.sources.hf import HF_AR, HF_DIFFUSION, HFLoad
+from app.sources.local import TWIN_DIFFUSION
 
 SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad}
+# what each source starts from when a flag is left out (app/sources/local.py, app/sources/hf.py), for --help
+DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-ar", ARSettings()), ("hf-diffusion", HF_DIFFUSION),
+            ("hf-ar", HF_AR), ("hf-*", HFLoad()))
 
 
 def describe(cls: type, name: str) -> str:
@@ -32,13 +36,39 @@ def describe(cls: type, name: str) -> str:
     return f"{o.label}{': ' + accepts if accepts else ''}. {o.help}".strip()
 
 
+def shown(value: Any, o: Option) -> str:
+    """A default as --help writes it: 0.9, true, off (a feature left off), none (no pins)."""
+    if value is None:
+        return "off" if o.off else "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        return ", ".join(value) or "none"
+    return number(value) if isinstance(value, float) else str(value)
+
+
+def default_of(name: str) -> str:
+    """A setting's default for --help: "(default: 0)", or where sources start from different values, each value
+    with the sources that use it: "(default: 128 for local-diffusion, local-ar; 64 for hf-diffusion, hf-ar)"."""
+    sources: dict[str, list[str]] = {}
+    for source, settings in DEFAULTS:
+        if name in declared(type(settings)):
+            sources.setdefault(shown(getattr(settings, name), declared(type(settings))[name][1]), []).append(source)
+    if len(sources) == 1:
+        return f"(default: {next(iter(sources))})"
+    return "(default: " + "; ".join(f"{value} for {', '.join(who)}" for value, who in sources.items()) + ")"
+
+
 def parser() -> argparse.ArgumentParser:
     """The flags of `generate`: every declared setting (app/engine/options.py) of the samplers and the HF loader.
     They default to unset, so only the flags given are passed and each source keeps its own defaults."""
     p = command_parser("generate", __doc__.splitlines()[0],
-                       epilog="Options left out keep the source's own defaults; --json prints the settings that ran.")
+                       epilog="Options left out keep the source's own defaults (above, per source where they differ); "
+                              "left-out steps keep the default ratio of steps to --length, and --factor replaces the "
+                              "default threshold. --json prints the settings that ran.")
     p.add_argument("--source", default="local-diffusion", help="local-diffusion, local-ar, hf-diffusion:ID, hf-ar:ID...")
-    p.add_argument("--prompt", required=True)
+    p.add_argument("--prompt", required=True,
+                   help="the text the model answers: the built-in twins continue it as a story, chat models reply to it")
     owners: dict[str, list[str]] = {}
     for who, cls in SETTINGS.items():
         for name in declared(cls):
@@ -47,6 +77,7 @@ def parser() -> argparse.ArgumentParser:
         cls = SETTINGS[who[0]]
         kind, o = declared(cls)[name]
         text = describe(cls, name) if len(who) > 1 else f"{who[0]}: {describe(cls, name)}"
+        text = f"{text} {default_of(name)}"
         extra = {"action": "append", "metavar": "POSITION:TEXT"} if kind is tuple else {}  # pins: one flag each
         p.add_argument("--" + (o.cli or name).replace("_", "-"), dest=name, default=None, help=text, **extra)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")

@@ -1,4 +1,5 @@
-"""Shared fixtures: a loopback server speaking Inception's wire format, a recordings folder, the page, a browser."""
+"""The suite's hooks and its per-test recordings folder; twins, servers and browsers come from tests/fixtures.py,
+loaded here as a plugin, so every test module sees them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Iterator
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytest_plugins = ["tests.fixtures"]
 
 
 @pytest.fixture(autouse=True)
@@ -19,58 +20,6 @@ def recordings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     monkeypatch.setenv("CONVERGE_RECORDINGS", str(folder))
     return folder
-
-
-@pytest.fixture(scope="session")
-def wire_server() -> Iterator[str]:
-    """Base URL (ending in /v1) of a real HTTP server on 127.0.0.1 that speaks the Mercury wire format."""
-    from tests.wire_server import serve
-
-    with serve() as base_url:
-        yield base_url
-
-
-def point_sources_at(base_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Points both the Mercury and the OpenAI-compatible sources at a loopback server, with its key."""
-    from tests.wire_server import DEFAULT_KEY as TEST_KEY
-
-    for prefix in ("INCEPTION", "OPENAI"):
-        monkeypatch.setenv(f"{prefix}_API_KEY", TEST_KEY)
-        monkeypatch.setenv(f"{prefix}_BASE_URL", base_url)
-    return base_url
-
-
-@pytest.fixture
-def api_env(wire_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both API sources on the loopback server at its normal pace."""
-    return point_sources_at(wire_server, monkeypatch)
-
-
-@pytest.fixture(scope="session")
-def fast_server() -> Iterator[str]:
-    """A wire server that sends as fast as it can, so a race takes only as long as its fault."""
-    from tests.wire_server import serve
-
-    with serve(fps=0) as base_url:
-        yield base_url
-
-
-@pytest.fixture
-def fast_env(fast_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both API sources on the fast wire server."""
-    return point_sources_at(fast_server, monkeypatch)
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """Debian's Chromium driven by playwright; skipped with a reason where it is not installed."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 _gradio_dir: list[str] = []  # the folder pytest_configure made for this run, removed when it ends

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 from app.trace import read_recording
+from tests.fixtures import needs_twins
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,6 +44,29 @@ def test_record_reports_a_missing_key_and_still_saves_the_other_side(api_env: st
     assert proc.returncode == 1
     assert "INCEPTION_API_KEY" in proc.stdout
     assert read_recording(out).frames["right"][-1].final
+
+
+def first_readme_command(command: str) -> list[str]:
+    """The README's first `python -m app COMMAND ...`, inline or in a code block, as argv (a trailing comment dropped,
+    continued lines joined)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    rest = text[text.index(f"python -m app {command} "):].replace("\\\n", " ")
+    end = min(i for i in (rest.find("`"), rest.find("\n")) if i >= 0)
+    return shlex.split(rest[:end], comments=True)
+
+
+@needs_twins
+def test_the_readmes_first_record_example_races_the_built_in_twins_with_no_key(tmp_path: Path) -> None:
+    argv = first_readme_command("record")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    proc = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**env, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tmp_path / argv[argv.index("--out") + 1]
+    rec = read_recording(out)
+    assert {side: source["name"] for side, source in rec.header["sources"].items()} == {
+        "left": "local-diffusion", "right": "local-ar"}
+    assert all(rec.frames[side] and rec.frames[side][-1].final for side in ("left", "right"))
 
 
 def test_bench_prints_one_json_object_with_the_pipeline_figures() -> None:

@@ -14,11 +14,9 @@ from app.lessons import MERCURY_EXAMPLE
 from app.view.live import record
 from app.trace import read_recording
 from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
+from tests.fixtures import needs_twins
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
-needs_twins = pytest.mark.skipif(
-    not all((ROOT_DIR / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar")),
-    reason="assets/models/*.safetensors are absent (train the twins first)")
 TWINS = {"left": {"gen_length": 32, "steps": 16, "block_length": 16}, "right": {"gen_length": 24}}
 
 
@@ -100,7 +98,10 @@ def test_an_export_keeps_the_clock_an_api_side_keeps_its_seconds_and_each_length
 
 @needs_twins
 def test_a_video_on_the_forward_pass_clock_lasts_its_passes_and_counts_them(twin_race: Path, tmp_path: Path) -> None:
-    from app.export.video import PASS_RATE, Scene, export_video, frame_count, load
+    from app.export.video import export_video, frame_count
+    from app.export.video.palette import PASS_RATE
+    from app.export.video.scene import Scene
+    from app.export.video.track import load
 
     scene = Scene(load(twin_race), (640, 360), clock="passes")
     passes = max(f.nfe for frames in read_recording(twin_race).frames.values() for f in frames)

@@ -18,10 +18,9 @@ from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import recording_payload
 from tests.pages import watch_errors
+from tests.fixtures import HAVE_TWINS
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = ROOT / "assets" / "models"
-HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 HOSTILE = ["</script><script>window.__pwned=1</script>", "<!--", "</SCRIPT >", "\u2028\u2029", "${window.__pwned=1}",
            '<img src=x onerror="window.__pwned=1">', "https://evil.example/x.js", "//cdn.example.com/a.css", "&amp;"]
 URL = re.compile(r"(?i)\b(?:https?|ftp|wss?|file|data|javascript|blob):|//[a-z0-9-]+\.[a-z0-9.-]+")

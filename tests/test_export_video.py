@@ -12,8 +12,11 @@ from PIL import Image
 
 from app.export.cli import main as cli_main
 from app.analysis import metrics
-from app.export.video import (CHANGED, FG, HEAT, MIN_SIZE, NEW, Glyphs, Scene, clean,
-                              export_video, load, render_still, timer_text)
+from app.export.video import export_video, render_still
+from app.export.video.fonts import Glyphs, clean
+from app.export.video.palette import CHANGED, FG, HEAT, NEW
+from app.export.video.scene import MIN_SIZE, Scene
+from app.export.video.track import load, timer_text
 from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header
 

@@ -21,9 +21,9 @@ from app.view.live import live_updates
 from app.trace import read_recording
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, script, serve
+from tests.fixtures import HAVE_TWINS
 
 ROOT = Path(__file__).resolve().parent.parent
-HAVE_TWINS = all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 OTHER = ["openai:gpt-test", "local-ar"] if HAVE_TWINS else ["openai:gpt-test"]
 
 FAULTS = [  # (model on the faulty side, frames it keeps, what its message says)

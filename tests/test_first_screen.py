@@ -3,11 +3,11 @@ mode, at common laptop and projector sizes, in a real Chromium."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from tests.pages import browser_tab, serve_page
+from tests.pages import browser_tab
 
 pytestmark = pytest.mark.browser
 ROOT = "#player .cv-player"
@@ -16,12 +16,6 @@ FIRST_SCREEN = ("#prompt", "#prompt-examples", "#left-source", "#right-source", 
 PRESENTED = (f"{ROOT} .cv-caption-line", f"{ROOT} .cv-prompt", f"{ROOT} .cv-legend", f"{ROOT} .cv-side[data-side=left]",
              f"{ROOT} .cv-side[data-side=right]", f"{ROOT} .cv-side[data-side=left] .cv-fig-num",
              f"{ROOT} .cv-heatmap", f"{ROOT} .cv-chart-box")
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with serve_page() as url:
-        yield url
 
 
 def outside_viewport(tab: Any, selectors: tuple[str, ...]) -> dict[str, Any]:

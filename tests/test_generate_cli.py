@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from app.generate import main
+from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import DiffusionSettings
+from app.engine.options import declared
+from app.generate import main, parser, shown
+from app.sources.base import make_source
+from tests.fixtures import needs_twins
 
 ROOT = Path(__file__).resolve().parent.parent
-HAVE_TWINS = all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +75,60 @@ def test_unknown_source_and_unknown_model(capsys, monkeypatch: pytest.MonkeyPatc
     assert "local folder" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+@needs_twins
 def test_local_twins_generate(capsys) -> None:
     for source in ("local-diffusion", "local-ar"):
         assert main(["--source", source, "--prompt", "Once upon a time", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["text"] and out["nfe"] >= 1 and out["frames"] >= 1 and out["seconds"] > 0
+
+
+def options_help() -> dict[str, str]:
+    """Each option of `generate --help` (its last flag) and its help as rendered on a terminal wide enough that argparse
+    breaks no word (it wraps after a hyphen), words joined by single spaces."""
+    p = parser()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLUMNS", "2000")
+        words = " ".join(p.format_help().split("options:", 1)[1].split())
+    flags = [a.option_strings[-1] for a in p._actions if a.option_strings]
+    starts = [words.index(f"{flag} ") if f"{flag} " in words else words.index(flag) for flag in flags]
+    ends = starts[1:] + [len(words)]
+    return {flag: words[start:end] for flag, start, end in zip(flags, starts, ends)}
+
+
+def defaults_shown(text: str) -> dict[str, str]:
+    """The sources named in an option's "(default: ...)" and the value each starts from; "*" when all share one."""
+    found = re.search(r"\(default: ([^)]*)\)", text)
+    assert found, text
+    parts = [part.rsplit(" for ", 1) for part in found.group(1).split("; ")]
+    if len(parts) == 1 and len(parts[0]) == 1:
+        return {"*": parts[0][0]}
+    return {source: value for value, sources in parts for source in sources.split(", ")}
+
+
+def test_generate_help_shows_every_options_default_and_says_what_the_prompt_is() -> None:
+    helps = options_help()
+    assert "the text the model answers" in helps["--prompt"]
+    flags_and_required = {"--help", "--json", "--trace", "--prompt"}
+    for flag, text in helps.items():
+        if flag not in flags_and_required:
+            assert "(default: " in text, text
+
+
+def check_defaults(source: str, settings: dict[str, object], cls: type) -> None:
+    """Every setting of `cls` that `source` recorded shows, in `generate --help`, as the value the source ran with."""
+    helps = options_help()
+    flags = {a.dest: a.option_strings[-1] for a in parser()._actions if a.option_strings}
+    for name, (_, o) in declared(cls).items():
+        table = defaults_shown(helps[flags[name]])
+        assert table.get(source, table.get("*")) == shown(settings[name], o), (source, name, table)
+
+
+def test_the_defaults_in_generate_help_are_the_ones_the_built_in_twins_run_with() -> None:
+    for source, cls in (("local-diffusion", DiffusionSettings), ("local-ar", ARSettings)):
+        check_defaults(source, make_source(source).settings(), cls)
+
+
+def test_the_defaults_in_generate_help_are_the_ones_hugging_face_sources_run_with(tiny: dict[str, Path]) -> None:
+    for source, model, cls in (("hf-diffusion", tiny["bert"], DiffusionSettings), ("hf-ar", tiny["gpt2"], ARSettings)):
+        check_defaults(source, make_source(f"{source}:{model}").settings(), cls)

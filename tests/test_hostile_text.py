@@ -24,13 +24,12 @@ from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import load_payload, wire_rows
 from tests.hostile import BIG, HOSTILE, SENTINEL, as_stored, big_prompt, big_token, joined
 from tests.reliability import tally
-from tests.test_ui import ROOT, choose, examples, page, server_url, side_text, start, wait_status  # noqa: F401 (page fixtures)
+from tests.test_ui import ROOT, choose, examples, page, side_text, start, wait_status  # noqa: F401 (page fixtures)
 from tests.wire_server import script
+from tests.fixtures import needs_twins
 
 PATHS = ("prompt box", "built-in models", "wire-server output", "recording", "upload and library", "HTML export",
          "GIF and MP4 export")
-MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
-HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 TEXT_AREAS = (".cv-text, .cv-prompt-text, .cv-spec, .cv-message, .cv-caption-line, .cv-warning, .cv-status, "
               "#library-table [role=gridcell] span, #library-pick ul")
 INJECTED = ("script, img, svg, iframe, object, embed, video, audio, source, form, button, input, textarea, base, meta, "
@@ -150,7 +149,7 @@ def test_a_recording_of_every_entry_exports_as_a_video(fmt: str, tmp_path: Path)
     tally("hostile_inputs", len(HOSTILE))
 
 
-@pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+@needs_twins
 def test_each_entry_as_a_prompt_to_the_built_in_twins_is_answered_or_refused_clearly() -> None:
     twins = [make_source("local-diffusion", gen_length=8, steps=8, block_length=8), make_source("local-ar", gen_length=8)]
     for name, text in HOSTILE.items():

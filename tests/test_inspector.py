@@ -15,11 +15,9 @@ from app.trace import Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import asset, load_payload
 from tests.pages import browser_tab, serve_page, watch_errors
 from tests.wire import expand_rows
+from tests.fixtures import HAVE_TWINS, needs_twins
 
 ROOT = "#converge"
-MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
-HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
-needs_twins = pytest.mark.skipif(not HAVE_TWINS, reason="the twin weights are not in assets/models")
 PARTS = ("panel-left", "panel-right", "legend", "heatmap-left", "heatmap-right", "chart", "metrics", "scrubber",
          "inspector")
 

@@ -4,7 +4,7 @@ part of the page that exists, and a learner can walk all of them, making each "t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -18,7 +18,7 @@ from app.trace import read_recording
 from app.ui.lessons_ui import lesson_markdown, noising_file
 from app.view.payload import recording_payload
 from app.view.theme import THEME
-from tests.pages import browser_tab, serve_page
+from tests.pages import browser_tab
 from tests.wire import expand_rows
 
 ROOT = "#player .cv-player"
@@ -95,12 +95,6 @@ def test_only_the_forward_process_lesson_shows_a_recording_when_chosen() -> None
     assert [title for title, path in shown.items() if path] == ["The forward process: what the model learned to undo"]
     path = next(p for p in shown.values() if p)
     assert read_recording(path).frames == forward_recording(read_recording(FORWARD_EXAMPLE)).frames
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with serve_page() as url:
-        yield url
 
 
 def race_finished(tab: Any, before: str | None) -> str:

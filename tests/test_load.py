@@ -24,9 +24,8 @@ from tests.pages import free_port, watch_errors
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, start, wait_status
 from tests.wire_server import script
+from tests.fixtures import needs_twins
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "models"
-HAVE_TWINS = all((ASSETS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 LOCAL, WIRE = 4, 3
 
 
@@ -114,7 +113,7 @@ def test_cpu_slots_go_first_come_first_served_and_a_cancelled_waiter_leaves() ->
 
 @pytest.mark.slow
 @pytest.mark.browser
-@pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+@needs_twins
 def test_eight_sessions_race_at_once_each_keeps_its_own_frames_and_stop_works_under_load(
         app_url: str, api_env: str, browser: Any, recordings: Path) -> None:
     from gradio_client import Client

@@ -14,10 +14,10 @@ from app.errors import SourceError
 from app.sources import local
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.trace import Frame
+from tests.fixtures import needs_twins
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 TOKENIZER = MODELS / "tokenizer.json"
-HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 UI_KEYS = {"default", "label", "choices", "min", "max", "step", "info"}
 
 
@@ -166,7 +166,7 @@ def test_missing_or_corrupt_twin_files_give_one_sentence(tmp_path: Path) -> None
             local.twin("ar", str(tmp_path))
 
 
-@pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+@needs_twins
 def test_the_shipped_twins_tell_a_story_with_their_default_settings() -> None:
     words = {"the", "a", "was", "and", "to", "he", "she", "they", "it", "day", "happy", "play"}
     for name in ("local-diffusion", "local-ar"):

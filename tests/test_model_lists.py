@@ -16,7 +16,7 @@ from app.trace import read_recording
 from app.ui.visitor import listing_endpoint, visitor_models
 from tests import sentinels
 from tests.pages import pick_source
-from tests.test_ui import examples, only_recording, page, server_url, start, wait_status  # noqa: F401 (page fixtures)
+from tests.test_ui import examples, only_recording, page, start, wait_status  # noqa: F401 (page fixtures)
 from tests.wire_server import DEFAULT_KEY, MODELS
 
 SERVED = Policy(served=True, reason="--host 0.0.0.0")

@@ -19,10 +19,9 @@ from app import pass_cost
 from app.errors import SourceError
 from app.sources.base import make_source
 from tests.pages import browser_tab
+from tests.fixtures import needs_twins
 
 ROOT = Path(__file__).resolve().parent.parent
-HAVE_TWINS = all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
-needs_twins = pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
 
 
 @pytest.fixture(scope="module")

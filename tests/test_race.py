@@ -10,6 +10,7 @@ import pytest
 from app.race import Race
 from app.view.live import live_updates, record
 from app.trace import Frame, RecordingWriter, make_header, read_recording
+from tests.fixtures import needs_twins
 
 
 def make_recording(path: Path, times: list[float], end: str = "done", message: str | None = None) -> Path:
@@ -106,10 +107,6 @@ def test_the_race_bench_reads_each_race_like_the_page_and_compares_each_twin_wit
     assert out["seconds_worst"] == med  # one run: the worst is the median
     assert out["ar_slowdown_in_race"] == round(med["ar_in_race"] / med["ar_alone"], 2)
 
-ROOT = Path(__file__).resolve().parent.parent
-needs_twins = pytest.mark.skipif(
-    not all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar")),
-    reason="assets/models/*.safetensors are absent (train the twins first)")
 
 
 @needs_twins

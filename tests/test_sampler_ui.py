@@ -15,17 +15,11 @@ from app.policy import LOCAL
 from app.store import user_dir
 from app.trace import read_recording
 from tests.hostile import HOSTILE
-from tests.pages import browser_tab, serve_page
+from tests.pages import browser_tab
 from tests.test_inspector import click_position, inspector
 from tests.test_security_access import OWNER_A, OWNER_B, call, fn_index, inputs, page, served, session
 
 ROOT = "#player .cv-player"
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with serve_page() as url:
-        yield url
 
 
 @pytest.fixture

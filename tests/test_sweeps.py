@@ -20,10 +20,9 @@ from app import sweeps
 from app.engine.measure import PROMPTS
 from app.errors import SourceError
 from tests.pages import browser_tab, serve_page
+from tests.fixtures import needs_twins
 
 ROOT = Path(__file__).resolve().parent.parent
-HAVE_TWINS = all((ROOT / "assets" / "models" / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
-needs_twins = pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
 PROMPT = ["Once upon a time"]
 TINY = {"prompts": PROMPT, "steps": {"points": [2, 4], "length": 8},
         "length": {"points": [8, 16], "steps": 4, "lookahead": 8},

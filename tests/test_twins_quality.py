@@ -5,7 +5,6 @@ the twin writes without it. Figures over many prompts and seeds are the bench's 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -14,10 +13,9 @@ from app.engine.autoregressive import ARSettings
 from app.engine.measure import CORPUS, RECITAL_N, recited, training_ngrams
 from app.prompts import EXAMPLE_PROMPTS, STORY
 from app.sources.local import TWIN_DIFFUSION
+from tests.fixtures import needs_twins
 
-MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
-HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
-pytestmark = pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+pytestmark = needs_twins
 SEEDS = (0, 1, 2)  # the defaults are greedy, so the seeds agree; kept so a sampled default would be covered
 # selection openings (scripts/choose_twin_defaults.py) on which the greedy twin loops without the setting
 GUARD_PROMPTS = ("The moon was big and bright that night.", "The baby duck could not swim yet.",

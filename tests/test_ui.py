@@ -20,15 +20,14 @@ from app.race import Race
 from app.view.live import live_updates
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
-from tests.pages import browser_tab, pick_source, serve_page, watch_errors
+from tests.pages import browser_tab, pick_source, watch_errors
 from tests.wire import expand_rows
+from tests.fixtures import needs_twins
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
            "${window.__pwned=1}", "{{constructor.constructor('window.__pwned=1')()}}")
 ROOT = "#player .cv-player"
 SHOTS = Path("/tmp")
-MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
-HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 
 
 @pytest.fixture(autouse=True)
@@ -38,12 +37,6 @@ def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     monkeypatch.setenv("CONVERGE_EXAMPLES", str(folder))
     return folder
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with serve_page() as url:
-        yield url
 
 
 @pytest.fixture
@@ -238,7 +231,7 @@ def test_api_errors_show_a_clear_message_in_that_sides_panel(page: Any, api_env:
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+@needs_twins
 def test_the_default_pair_races_with_settings_from_the_page(page: Any, recordings: Path) -> None:
     for side, prefix in (("left", "local-diffusion"), ("right", "local-ar")):
         page.click(f"#{side}-settings button.label-wrap")

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from app.trace import Frame, RecordingWriter, make_header
 from app.view.theme import THEME, hex_rgb
-from tests.pages import browser_tab, serve_page
+from tests.pages import browser_tab
+from tests.fixtures import needs_twins
 
 ROOT = "#player .cv-player"
 SHOTS = Path("/tmp")
-MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
-HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
-needs_twins = pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins)")
 PRESENTED = (f"{ROOT} .cv-caption-line", f"{ROOT} .cv-legend", f"{ROOT} .cv-side[data-side=left]",
              f"{ROOT} .cv-side[data-side=right]", f"{ROOT} .cv-heatmap", f"{ROOT} .cv-chart-box")
 N = 200  # tokens of the long race: many lines in a panel
@@ -44,12 +42,6 @@ def long_race(path: Path, caption: str = "Long race") -> Path:
     w.end("right", "done")
     w.close()
     return path
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with serve_page() as url:
-        yield url
 
 
 def ready(tab: Any) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import SourceError
-from app.export.video import FORMATS, X264, _export
+from app.export.video import FORMATS, _export
+from app.export.video.encoders import X264
 from app.trace import Frame, RecordingWriter, make_header
 
 
