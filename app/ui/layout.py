@@ -6,7 +6,7 @@ The server never builds HTML from model output, prompts or files: it sends data 
 their settings are rendered from the registry, so a new source needs no change here. The first screen
 is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
 first bundled example loaded and ready to play; the lessons, the twins' note, the library, exports and sweeps
-come below it. `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and
+come below it (the lessons move above it once a lesson's race runs, app/ui/lessons_ui.py). `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and
 `openai` pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules).
 """
 
