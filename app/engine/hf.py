@@ -72,10 +72,11 @@ class HFTokenizer:
         return out
 
     def prompt_ids(self, text: str, chat: bool) -> list[int]:
-        """The prompt as the model expects it: the chat template when asked and available, else BOS (or CLS) + text."""
+        """The prompt as the model expects it: the chat template when asked and available (without a thinking preamble,
+        as dllm's tokenizers and a race want), else BOS (or CLS) + text."""
         if chat and getattr(self.tok, "chat_template", None):
             ids = self.tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                               tokenize=True)
+                                               tokenize=True, enable_thinking=False)  # Qwen3's: answer, no trace
             if isinstance(ids, dict) or hasattr(ids, "input_ids"):
                 ids = ids["input_ids"]
             return [int(i) for i in ids]
@@ -296,8 +297,8 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
     runs_on = placement(device, dtype)
     config, tok, tf, local = _load(name, trust_remote_code)
     kind = str(getattr(config, "model_type", "")).lower()
-    remote = _remote(config, name, local, trust_remote_code, "AutoModel", "AutoModelForMaskedLM",
-                     "AutoModelForCausalLM")
+    remote = _remote(config, name, local, trust_remote_code, "AutoModelForMaskedLM", "AutoModel",
+                     "AutoModelForCausalLM")  # a masked-LM class has the LM head; AutoModel may be bare (dllm's A2D)
     if remote is not None:
         loader, causal_class = remote, False
     elif type(config) in tf.MODEL_FOR_MASKED_LM_MAPPING:
