@@ -29,15 +29,15 @@ def vendored(family: str, filename: str) -> ModuleType:
     return module
 
 
-def family_tokenizer(folder: Path, family: str, vocab_size: int) -> None:
-    """Writes tokenizer.json (words, then fillers up to vocab_size, the family's special tokens at their real ids)
-    beside the family's own tokenizer_config.json."""
+def family_tokenizer(folder: Path, family: str, vocab_size: int, words: tuple[str, ...] = ()) -> None:
+    """Writes tokenizer.json (WORDS and `words`, then fillers up to vocab_size, the family's special tokens at their
+    real ids) beside the family's own tokenizer_config.json."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     config = json.loads((ASSETS / family / "tokenizer_config.json").read_text(encoding="utf-8"))
     specials = {int(i): t["content"] for i, t in config["added_tokens_decoder"].items()}
     vocab: dict[str, int] = {"<unk>": 0}
-    for w in sorted(set(WORDS)):
+    for w in sorted(set(WORDS) | set(words)):
         vocab[w] = len(vocab)
     for i in range(len(vocab), vocab_size):
         if i not in specials:
@@ -184,4 +184,28 @@ def build_a2d(root: Path, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.57.0
     bpe_tokenizer_files(folder, "a2d")
+    return folder
+
+
+def build_modernbert_chat(root: Path, seed: int = 0) -> Path:
+    """A 3-layer, 16-wide ModernBERT (transformers' own ModernBertForMaskedLM, ModernBERT-large's config and
+    vocabulary: 50368 ids, [MASK] 50284, [PAD] 50283) saved with its tokenizer as dllm's BERT-chat fine-tuning saves it:
+    dllm's get_tokenizer sets end-of-text and BOS to the padding and the chat template to its [Question]/[Answer]
+    template (vendored from dllm/utils/models.py), and sft.py saves that tokenizer beside the model."""
+    import transformers
+
+    folder = root / "modernbert-chat"
+    folder.mkdir(parents=True, exist_ok=True)
+    config = json.loads((ASSETS / "modernbert" / "config.json").read_text(encoding="utf-8"))
+    config.update(hidden_size=16, intermediate_size=32, num_attention_heads=2, num_hidden_layers=3)
+    cfg = transformers.ModernBertConfig.from_dict(config)
+    torch_model = transformers.ModernBertForMaskedLM(cfg)
+    _randomise(torch_model, seed, std=0.5)
+    torch_model.save_pretrained(folder)
+    family_tokenizer(folder, "modernbert", config["vocab_size"], words=("[", "[/", "]", "Question", "Answer"))
+    tok = transformers.AutoTokenizer.from_pretrained(folder)
+    tok.eos_token = tok.pad_token  # dllm's get_tokenizer: `if not tokenizer.eos_token: eos = pad` (and bos)
+    tok.bos_token = tok.pad_token
+    tok.chat_template = (ASSETS / "modernbert" / "chat_template.jinja").read_text(encoding="utf-8")
+    tok.save_pretrained(folder)
     return folder
