@@ -202,6 +202,7 @@ def build_modernbert_chat(root: Path, seed: int = 0) -> Path:
     torch_model = transformers.ModernBertForMaskedLM(cfg)
     _randomise(torch_model, seed, std=0.5)
     torch_model.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.47
     family_tokenizer(folder, "modernbert", config["vocab_size"], words=("[", "[/", "]", "Question", "Answer"))
     tok = transformers.AutoTokenizer.from_pretrained(folder)
     tok.eos_token = tok.pad_token  # dllm's get_tokenizer: `if not tokenizer.eos_token: eos = pad` (and bos)
