@@ -55,7 +55,8 @@ def test_a2d_loads_with_its_own_code_mask_end_of_text_and_chat_template(a2d: Pat
     assert type(model.model).__name__ == "A2DQwen3LMHeadModel"  # the masked-LM class, not the bare AutoModel one
     assert model.mask_id == tok.tok.mask_token_id == 151669 and tok.tok.convert_ids_to_tokens(151669) == "<|mask|>"
     assert model.eos_id == 151645 == tok.tok.convert_tokens_to_ids("<|im_end|>") and not model.shifted
-    assert 151643 in model.banned and 151645 not in model.banned  # padding is never proposed, end-of-text is
+    assert {151644, 151669} <= set(model.banned)  # <|im_start|>, the mask and the like are never proposed
+    assert 151643 not in model.banned and 151645 not in model.banned  # padding (after the answer) and end-of-text are
     saved = load_file(str(a2d / "model.safetensors"))
     state = model.model.state_dict()
     for key, value in saved.items():
