@@ -85,6 +85,27 @@ def test_a2d_code_under_transformers_5_needs_the_layers_attention_types(a2d: Pat
         model.logits(np.array(tok.prompt_ids(PROMPT, chat=True) + [model.mask_id] * 8))
 
 
+def test_a2d_code_without_the_package_it_imports_names_the_package_not_the_version(a2d: Path,
+                                                                                   tmp_path: Path) -> None:
+    """dllm's modeling_qwen3.py imports `dllm` (in its `__main__` block), which transformers' import check asks for:
+    without it the sentence says to install it, in a fresh process whose path lacks the vendored package."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from app.sources.base import make_source\n"
+            "from app.errors import SourceError\n"
+            "try:\n"
+            f"    make_source('hf-diffusion:{a2d}', trust_remote_code=True, device='cpu')\n"
+            "except SourceError as e:\n"
+            "    print(e)\n")
+    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip().endswith("own model code imports dllm, which is not installed here: pip install dllm, "
+                                       "then load it again."), out.stderr[-2000:]
+
+
 @pytest.mark.parametrize(("length", "steps", "block"), RUNS)
 def test_a2d_mdlm_decodes_as_dllms_mdlm_sampler(a2d: Path, samplers, length: int, steps: int, block: int) -> None:
     prompt, ours, src = _ours(a2d, length, steps, block, trust_remote_code=True)
