@@ -160,7 +160,8 @@ def test_block_attention_runs_the_prefix_once_a_block_then_only_the_block(a2d: P
     padded = len(prompt) + (-len(prompt)) % 8
     prefixes = [w for w in widths if w != 8]
     assert prefixes == [padded, padded + 8, padded + 16]
-    assert len(widths) - len(prefixes) == steps[-1].nfe == 12
+    assert len(widths) - len(prefixes) == 12  # block steps
+    assert steps[-1].nfe == len(widths) and steps[-1].refreshes == len(prefixes)  # every call of the network counts
 
 
 def test_block_attention_needs_the_prefix_cache_and_is_not_an_ar_setting(a2d: Path) -> None:

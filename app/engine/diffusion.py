@@ -125,7 +125,7 @@ class Step:
     nfe: int = 0
     done: bool = False
     candidates: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
-    refreshes: int = 0  # of nfe, the block-start passes over the whole sequence
+    refreshes: int = 0  # of nfe, the block-start passes that fill the cache
 
 
 def top_candidates(probs: np.ndarray, k: int = TOP_CANDIDATES) -> list[tuple[int, float]]:
@@ -403,8 +403,10 @@ def forward(model: MaskedLM, run: Run) -> Pass:
     elif not s.prefix_cache:
         logits = model.logits(view)[start:]
     else:
-        if run.passes == 0:
+        if run.passes == 0:  # a call of the network of its own, over the prefix: it counts as a pass
             run.cache = block_cache(model, view, start)
+            run.nfe += 1
+            run.refreshes += 1
         logits = model.logits(view, run.cache, start, stop=P + hi) if dual else model.logits(view, run.cache, start)
     run.nfe += 1
     run.step += 1
@@ -519,7 +521,8 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     nfe counts every call of the network. With the prefix cache and a model that offers `refresh`, each
     block starts with one pass over the whole sequence that both refreshes the cache and gives the block's
     first step its logits (as in Fast-dLLM), so every step is exactly one pass; `refreshes` counts those
-    block-start passes. A model without `refresh` (Hugging Face) runs each step over the whole sequence."""
+    block-start passes. A model without `refresh` (Hugging Face) fills its cache at each block start in a pass of
+    its own, counted in nfe and refreshes too; without the cache each step runs over the whole sequence."""
     run = begin(model, prompt_ids, settings, pins, commit_filter)
     yield run.snapshot()
     while next_block(run):
