@@ -19,14 +19,12 @@ import numpy as np
 from app.engine.base import MaskedLM
 from app.engine.commit_filter import features
 from app.engine.options import check, option
+from app.engine.sampling import BLOCKS, LENGTHS, check_prompt, top_candidates
 from app.errors import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
 SCHEDULES = ("even", "dream")  # how many positions a step commits: spread evenly (LLaDA), or Dream's 1 - s/t
 DREAM_EPS = 1e-3  # Dream's generation_config eps: its time runs from 1 down to this
-LENGTHS = (32, 64, 128, 256)  # the answer lengths the page offers (any is valid)
-BLOCKS = (8, 16, 32, 64, 128, 256)
-TOP_CANDIDATES = 3  # candidates kept per committed or remasked position, for the token inspector
 
 
 @dataclass
@@ -124,31 +122,10 @@ class Step:
     refreshes: int = 0  # of nfe, the block-start passes over the whole sequence
 
 
-def top_candidates(probs: np.ndarray, k: int = TOP_CANDIDATES) -> list[tuple[int, float]]:
-    """The k most probable (token id, probability) pairs of one distribution, best first."""
-    idx = np.argpartition(probs, -k)[-k:] if len(probs) > k else np.arange(len(probs))
-    idx = idx[np.argsort(-probs[idx], kind="stable")]
-    return [(int(i), float(probs[i])) for i in idx]
-
-
 def answer_length(ids: np.ndarray, masked: np.ndarray, eos_id: int) -> int:
     """Tokens before the first committed end-of-text (the whole answer when there is none)."""
     hits = np.flatnonzero((ids == eos_id) & ~masked)
     return int(hits[0]) if len(hits) else len(ids)
-
-
-def check_prompt(prompt_ids: list[int] | np.ndarray, gen_length: int, max_len: int) -> np.ndarray:
-    """The prompt as int64, or a SourceError when it is empty or leaves no room for the answer."""
-    ids = np.asarray(prompt_ids, dtype=np.int64).reshape(-1)
-    if len(ids) == 0:
-        raise SourceError("The prompt is empty: type a prompt.")
-    if len(ids) + gen_length > max_len:
-        room = max_len - len(ids)
-        if room < 1:
-            raise SourceError(f"The prompt is {len(ids)} tokens but the model's context is {max_len}: shorten the prompt.")
-        raise SourceError(f"Prompt ({len(ids)} tokens) plus answer length ({gen_length}) exceeds the model's context "
-                          f"of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
-    return ids
 
 
 def _scores(probs: np.ndarray, chosen: np.ndarray, scoring: str, rng: np.random.Generator) -> np.ndarray:
