@@ -29,7 +29,7 @@ def test_every_pair_names_registered_sources_and_says_its_cost_and_device() -> N
 
 def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
     from app.engine.diffusion import DiffusionSettings
-    from app.sources.local import coerce
+    from app.engine.options import coerce
 
     for p in PAIRS.values():
         if p.left.startswith("hf-diffusion:"):

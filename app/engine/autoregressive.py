@@ -11,7 +11,6 @@ import numpy as np
 from app.engine.base import CausalLM
 from app.engine.options import check, option
 from app.engine.sampling import LENGTHS, check_prompt, top_candidates
-from app.errors import SourceError
 
 
 @dataclass

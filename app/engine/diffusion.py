@@ -38,9 +38,9 @@ class DiffusionSettings:
     """
 
     gen_length: int = option(128, "Answer length (tokens)", min=1, presets=LENGTHS, cli="length")
-    steps: int = option(128, "Steps (total over blocks)", min=1, max="gen_length", step=1,
+    steps: int = option(128, "Steps (total over blocks)", min=1, max="gen_length", step=1, follows="gen_length",
                         help="At most the answer length; fewer steps commit more tokens per step.")
-    block_length: int = option(32, "Block length", min=1, presets=BLOCKS,
+    block_length: int = option(32, "Block length", min=1, max="gen_length", presets=BLOCKS, clamp=True,
                                help="Blocks are decoded left to right; one as long as the answer is pure diffusion.")
     scoring: str = option("confidence", "Scoring (which positions to commit first)", choices=SCORINGS,
                           help="With random, the confidence colours mean nothing about the order.")
@@ -53,7 +53,7 @@ class DiffusionSettings:
                              "diffusion_generate does so with transformers' default of 50, even at temperature 0.")
     threshold: float | None = option(0.9, "Parallel threshold", min=0.0, max=1.0, step=0.05, off=True,
                                      help="Also commit every position at least this confident (Fast-dLLM).")
-    factor: float | None = option(None, "Parallel factor", min=0.0, max=4.0, step=0.25, off=True,
+    factor: float | None = option(None, "Parallel factor", min=0.0, max=4.0, step=0.25, off=True, replaces="threshold",
                                   help="Commit the largest n whose n-th confidence is >= 1 - f/(n+1) (Fast-dLLM).")
     filter: float | None = option(None, "Learned commit filter", min=0.0, max=1.0, step=0.05, off=True,
                                   help="Also commit every position the model's learned filter (the built-in twin "

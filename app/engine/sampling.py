@@ -30,7 +30,8 @@ def check_prompt(prompt_ids: list[int] | np.ndarray, gen_length: int, max_len: i
     if len(ids) + gen_length > max_len:
         room = max_len - len(ids)
         if room < 1:
-            raise SourceError(f"The prompt is {len(ids)} tokens but the model's context is {max_len}: shorten the prompt.")
+            raise SourceError(f"The prompt is {len(ids)} tokens but the model's context is {max_len}: "
+                              "shorten the prompt.")
         raise SourceError(f"Prompt ({len(ids)} tokens) plus answer length ({gen_length}) exceeds the model's context "
                           f"of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
     return ids
