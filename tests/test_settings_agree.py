@@ -118,3 +118,12 @@ def test_every_setting_has_a_generate_flag_described_by_its_declaration(prefix: 
             room = {o.max: top} if isinstance(o.max, str) else {}
             assert getattr(read(d, {**room, name: args[name]}), name) == top, (prefix, name)
 
+
+
+def test_titles_compare_a_following_setting_with_its_declared_default_not_the_controls_0() -> None:
+    from app.analysis import side_labels
+    from app.view.side import setting_defaults
+
+    labels = side_labels({"left": {"name": "local-diffusion", "settings": {"steps": 128}},
+                          "right": {"name": "local-diffusion", "settings": {"steps": 32}}}, setting_defaults())
+    assert labels == {"left": "local-diffusion \u00b7 defaults", "right": "local-diffusion \u00b7 steps=32"}
