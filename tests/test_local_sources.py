@@ -128,7 +128,8 @@ def test_settings_from_the_ui_are_coerced_and_checked() -> None:
     assert (s.gen_length, s.steps, s.threshold, s.factor, s.block_length, s.stop_at_eos) == (64, 32, None, None, 64, False)
     assert coerce(DiffusionSettings, {"gen_length": 32}, "local-diffusion").steps <= 32
     assert coerce(DiffusionSettings, {"factor": 1.0}, "local-diffusion").threshold is None
-    assert coerce(DiffusionSettings, {"factor": 1.0, "threshold": 0.9}, "local-diffusion").threshold is None  # untouched
+    untouched = {"factor": 1.0, "threshold": 0.9}  # the page passes the threshold it shows
+    assert coerce(DiffusionSettings, untouched, "local-diffusion").threshold is None
     assert coerce(DiffusionSettings, {"gen_length": 64, "steps": 0}, "local-diffusion").steps == 64  # the page's 0
     with pytest.raises(SourceError, match="not both"):
         coerce(DiffusionSettings, {"factor": 1.0, "threshold": 0.8}, "local-diffusion")

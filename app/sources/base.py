@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
+from app.engine.options import settings_spec
 from app.errors import SourceError
 from app.trace import Frame
 
@@ -33,15 +34,20 @@ class SourceKind:
     """A registered kind of source: `prefix` is the part of the name before ':'; `takes_key`: its factory
     accepts an `api_key` (the page then offers a key box, and a served page requires a typed key); `options`: the
     settings dataclasses its settings are declared in (app/engine/options.py), as the defaults it starts from;
-    `settings`: the page's controls, built from them (`settings_spec`)."""
+    `settings`: the page's controls, built from them (`settings_spec`) but for the `hidden` ones."""
 
     prefix: str
     make: Callable[..., Source]
     label: str
     takes_arg: bool = False
     takes_key: bool = False
-    settings: dict[str, Any] = field(default_factory=dict)
     options: tuple[Any, ...] = ()
+    hidden: tuple[str, ...] = ()
+    settings: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        specs = [settings_spec(o) for o in self.options]
+        self.settings = {k: v for spec in specs for k, v in spec.items() if k not in self.hidden}
 
 
 REGISTRY: dict[str, SourceKind] = {}

@@ -15,10 +15,10 @@ from typing import Any
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.hf import DEVICES, DTYPES, SHIFTS
-from app.engine.options import check, coerce, declared, option, settings_spec
+from app.engine.options import check, coerce, declared, option
 from app.errors import SourceError
 from app.sources.base import SourceKind, register
-from app.sources.local import SamplerSource, diffusion_spec, sampler_settings
+from app.sources.local import SamplerSource, sampler_settings
 
 
 @dataclass
@@ -97,11 +97,9 @@ def _ran(source: SamplerSource) -> SamplerSource:
     return source
 
 
-_LOAD_SPEC = settings_spec(HFLoad())
-
+# the learned commit filter is offered only for a model that ships one (the built-in twin); a causal model has no
+# logit shift to choose
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
-                    takes_arg=True, settings={**diffusion_spec(HF_DIFFUSION), **_LOAD_SPEC},
-                    options=(HF_DIFFUSION, HFLoad())))
+                    takes_arg=True, options=(HF_DIFFUSION, HFLoad()), hidden=("filter",)))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
-                    settings={**settings_spec(HF_AR), **{k: v for k, v in _LOAD_SPEC.items() if k != "shift"}},
-                    options=(HF_AR, HFLoad())))
+                    options=(HF_AR, HFLoad()), hidden=("shift",)))

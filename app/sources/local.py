@@ -16,7 +16,7 @@ import numpy as np
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.options import coerce, declared, lines, settings_spec
+from app.engine.options import coerce, declared, lines
 from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
 from app.errors import SourceError
 from app.sources.base import SourceKind, register
@@ -203,14 +203,7 @@ def make_local_ar(**settings: Any) -> SamplerSource:
     return SamplerSource("local-ar", lambda: twin("ar"), s, _plain_prompt)
 
 
-def diffusion_spec(d: DiffusionSettings) -> dict[str, dict[str, Any]]:
-    """The diffusion settings as the page renders them (defaults from `d`); the learned commit filter only for a
-    model that ships one (the built-in twin), which is what a default filter says."""
-    spec = settings_spec(d)
-    return spec if d.filter is not None else {k: v for k, v in spec.items() if k != "filter"}
-
-
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
-                    settings=diffusion_spec(TWIN_DIFFUSION), options=(TWIN_DIFFUSION,)))
+                    options=(TWIN_DIFFUSION,)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
-                    settings=settings_spec(ARSettings()), options=(ARSettings(),)))
+                    options=(ARSettings(),)))

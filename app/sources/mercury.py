@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from app.engine.options import coerce, declared, option, settings_spec
+from app.engine.options import coerce, declared, option
 from app.errors import SourceError
 from app.sources.base import SourceKind, register
 from app.sources.openai_chat import DEFAULT_TIMEOUT, ENTERED_KEY, check_base_url, public_url, stream_chat
@@ -89,6 +89,5 @@ class MercurySource:
                                cancel=cancel, timeout=self.timeout)
 
 
-register(SourceKind(prefix="mercury", make=MercurySource, label="Inception Mercury, diffusing stream (INCEPTION_API_KEY)",
-                    takes_arg=True, takes_key=True, settings=settings_spec(MercurySettings()),
-                    options=(MercurySettings(),)))
+register(SourceKind(prefix="mercury", make=MercurySource, takes_arg=True, takes_key=True,
+                    label="Inception Mercury, diffusing stream (INCEPTION_API_KEY)", options=(MercurySettings(),)))

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
-from app.engine.options import coerce, option, settings_spec
+from app.engine.options import coerce, option
 from app.errors import SourceError
 from app.scrub import scrub_text
 from app.sources.base import SourceKind, register
@@ -370,4 +370,4 @@ class OpenAIChatSource:
 
 register(SourceKind(prefix="openai", make=OpenAIChatSource,
                     label="OpenAI-compatible chat model (OPENAI_API_KEY, OPENAI_BASE_URL)", takes_arg=True,
-                    takes_key=True, settings=settings_spec(ChatSettings()), options=(ChatSettings(),)))
+                    takes_key=True, options=(ChatSettings(),)))

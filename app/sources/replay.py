@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from app.engine.options import coerce, option, settings_spec
+from app.engine.options import coerce, option
 from app.errors import SourceError
 from app.sources.base import SourceKind, register
 from app.store import is_id, locate
@@ -75,4 +75,4 @@ class ReplaySource:
 
 
 register(SourceKind(prefix="replay", make=ReplaySource, label="Recording", takes_arg=True,
-                    settings=settings_spec(ReplaySettings()), options=(ReplaySettings(),)))
+                    options=(ReplaySettings(),)))
