@@ -16,8 +16,8 @@ from app.sources.base import REGISTRY, load_plugins
 load_plugins()
 KINDS = sorted(REGISTRY)
 # settings a kind declares but does not offer on the page, and why: the HF diffusion models ship no learned filter,
-# and a causal model has no logit shift to choose
-NOT_ON_PAGE = {("hf-diffusion", "filter"), ("hf-ar", "shift")}
+# and a causal model has no logit shift or block attention to choose
+NOT_ON_PAGE = {("hf-diffusion", "filter"), ("hf-ar", "shift"), ("hf-ar", "block_attention")}
 
 
 def declarations(prefix: str) -> list[tuple[Any, str, type, Option]]:

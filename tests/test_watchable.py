@@ -101,6 +101,55 @@ def assert_newest_in_view(tab: Any) -> None:
         assert abs(seen["offset"] - round(seen["offset"])) < 0.03, (side, seen)
 
 
+SIZES = [(1366, 768), (1440, 900), (1920, 1080), (1280, 720)]
+PANELS = (f"{ROOT} .cv-side[data-side=left]", f"{ROOT} .cv-side[data-side=right]")
+
+
+def outside_viewport(tab: Any, selectors: tuple[str, ...]) -> dict[str, Any]:
+    """Each selector whose first element is missing, hidden or not wholly inside the viewport, with its box."""
+    return tab.evaluate("""(sels) => {
+      const out = {};
+      for (const sel of sels) {
+        const e = document.querySelector(sel);
+        const r = e && e.getBoundingClientRect();
+        if (!r || r.width === 0 || r.height === 0 || r.top < 0 || r.left < 0 || r.bottom > innerHeight
+            || r.right > innerWidth) out[sel] = r ? [r.left, r.top, r.right, r.bottom] : null;
+      }
+      return out;
+    }""", list(selectors))
+
+
+# -- 1. Each lesson's claim is a test: the lesson box and its "Try it" result on screen together -----------------------
+
+@pytest.mark.browser
+@needs_twins
+@pytest.mark.parametrize("size", SIZES)
+def test_the_lesson_box_and_its_try_it_result_are_on_screen_together(
+        browser: Any, server_url: str, size: tuple[int, int]) -> None:
+    from app.lessons import LESSONS
+    from app.ui.lessons_ui import lesson_markdown
+
+    longest = max(range(len(LESSONS)), key=lambda i: len(lesson_markdown(i)))  # the tallest lesson box
+    width, height = size
+    with browser_tab(browser, server_url, width=width, height=height) as tab:
+        ready(tab)
+        tab.click("#lesson-pick input")
+        tab.click(f"#lesson-pick [role=option][aria-label^='{longest + 1}. ']")
+        tab.wait_for_function(f"document.querySelector('#lesson-text').textContent.includes('Lesson {longest + 1} of')")
+        for button in ("#lesson-run", "#lesson-try"):
+            before = tab.evaluate(f"document.querySelector('{ROOT}').convergePlayer.state.recording")
+            tab.click(button)
+            tab.wait_for_function("""(before) => {
+              const root = document.querySelector('#player .cv-player'), st = root.convergePlayer.state;
+              const ends = [...root.querySelectorAll('.cv-side')].every(s => +s.dataset.step === +s.dataset.frames - 1);
+              return st.mode === 'live' && st.done && st.recording !== before && st.autoPlayed && !st.playing
+                && root.dataset.playing === 'false' && ends;
+            }""", arg=before, timeout=120_000)  # the race, then its replay at the watch pace, ended: the whole result
+            assert tab.get_attribute(ROOT, "data-status") == "done", button
+            assert outside_viewport(tab, ("#lesson-text", *PANELS)) == {}, (size, button)
+        tab.screenshot(path=str(SHOTS / f"converge-lesson-try-{width}x{height}.png"))
+
+
 # -- 2. Watchable by default ------------------------------------------------------------------------------------------
 
 @pytest.mark.browser
@@ -243,6 +292,18 @@ def test_the_compact_picker_runs_a_race_without_leaving_presenter_mode(browser: 
 
 
 # -- 4. The player explains itself ---------------------------------------------------------------------------------------
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", SIZES)
+def test_the_first_screen_shows_the_play_row_the_status_asks_for_with_both_panels(
+        browser: Any, server_url: str, size: tuple[int, int]) -> None:
+    width, height = size
+    with browser_tab(browser, server_url, width=width, height=height) as tab:
+        ready(tab)
+        assert "Press Play" in tab.text_content(f"{ROOT} .cv-status")
+        assert tab.evaluate("scrollY") == 0
+        assert outside_viewport(tab, (f"{ROOT} .cv-status", f"{ROOT} .cv-scrub", f"{ROOT} .cv-play", *PANELS)) == {}, size
+
 
 @pytest.mark.browser
 def test_badges_say_ready_playing_paused_and_finished_as_they_are(browser: Any, server_url: str) -> None:

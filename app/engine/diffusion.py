@@ -23,7 +23,8 @@ from app.engine.sampling import BLOCKS, LENGTHS, check_prompt, top_candidates
 from app.errors import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
-SCHEDULES = ("even", "dream")  # how many positions a step commits: spread evenly (LLaDA), or Dream's 1 - s/t
+SCHEDULES = ("even", "dream", "dllm")  # how many positions a step commits: spread evenly (LLaDA), Dream's 1 - s/t, or
+# dllm's linear schedule (1/k of those left, rounded, steps that round to none skipped)
 DREAM_EPS = 1e-3  # Dream's generation_config eps: its time runs from 1 down to this
 
 
@@ -46,7 +47,10 @@ class DiffusionSettings:
                           help="With random, the confidence colours mean nothing about the order.")
     schedule: str = option("even", "Schedule (how many to commit each step)", choices=SCHEDULES,
                            help="even: the block's masked positions spread evenly over its steps (LLaDA); dream: "
-                                "a share 1 - s/t of those still masked, time t falling linearly from 1 (Dream).")
+                                "a share 1 - s/t of those still masked, time t falling linearly from 1 (Dream); dllm: "
+                                "a share 1/k of those still masked with k steps left, rounded, a step that rounds to "
+                                "none skipped, each block given steps / blocks rounded up (dllm's MDLM and BD3LM "
+                                "samplers).")
     temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05)
     top_k: int = option(0, "Top-k (0 = off)", min=0, max=1000, step=1,
                         help="Choose and score among each position's k likeliest tokens only; Dream's "
@@ -245,6 +249,24 @@ def dream_count(masked: int, i: int, steps: int, eps: float = DREAM_EPS) -> int:
     return int(f32(masked) * (f32(1.0) - point(i + 1) / point(i)))
 
 
+def dllm_counts(masked: int, steps: int) -> list[int]:
+    """How many of a block's `masked` positions each of its passes commits under dllm's linear schedule: step j of
+    `steps` commits round(left x (1 - s/t)), s/t computed in float32 as dllm's LinearAlphaScheduler does, rounded half
+    to even as torch.round; steps that commit none are dropped. Why: dllm's get_num_transfer_tokens counts so."""
+    f32 = np.float32
+    left, counts = masked, []
+    for j in range(steps):
+        t, s = (steps - j) / steps, (steps - 1 - j) / steps
+        ratio = (f32(1) - (f32(1) - f32(s))) / (f32(1) - (f32(1) - f32(t)))
+        n = min(int(np.round(np.float64(left) * (1.0 - float(ratio)))), left)
+        left -= n
+        if n:
+            counts.append(n)
+        if not left:
+            break
+    return counts
+
+
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
     """Keys/values of x[:start] for this block (Fast-dLLM PrefixCache). Where the model can, they are
     computed with the whole sequence in view, so the block's first step equals the uncached one."""
@@ -402,6 +424,9 @@ def forward(model: MaskedLM, run: Run) -> Pass:
         sure = np.where(is_eos, sure * s.eos_discount, sure)
     if s.schedule == "dream":
         minimum = dream_count(len(cand), run.passes - 1, run.budget)
+    elif s.schedule == "dllm":  # planned from the block's masked count at its start, with dllm's per-block budget
+        plan = dllm_counts(int((~run.pinned[lo:hi]).sum()), math.ceil(s.steps / (s.gen_length // s.block_length)))
+        minimum = plan[run.passes - 1] if run.passes <= len(plan) else len(cand)
     else:
         minimum = math.ceil(len(cand) / max(1, run.budget - (run.passes - 1)))  # a learner may take more passes
     # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence

@@ -34,6 +34,10 @@ class HFLoad:
                         help="auto: bfloat16 on a GPU that supports it (else float16), float32 on the CPU.")
     shift: str = option("auto", "Logit shift (how outputs align with tokens)", choices=SHIFTS,
                         help="shifted: output i predicts token i+1 (Dream).")
+    block_attention: bool = option(False, "Block attention (BD3LM)",
+                                   help="Each block sees only itself and the blocks before it, whose keys/values are "
+                                        "cached, as dllm's BD3LM models are trained and sampled; blocks are the "
+                                        "sampler's block length.")
 
     def validate(self) -> "HFLoad":
         """Checks each option against its declaration; the loader checks the device against this machine."""
@@ -76,13 +80,30 @@ def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
     if not arg:
         raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
     load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
+    if o.block_attention:
+        load = _block_load(load, s)
     return _ran(SamplerSource(f"hf-diffusion:{arg}", load, s, _prompt(o.chat),
-                              {"model": arg, "shift": o.shift, "chat": o.chat}))
+                              {"model": arg, "shift": o.shift, "chat": o.chat, "block_attention": o.block_attention}))
+
+
+def _block_load(load: Any, s: DiffusionSettings) -> Any:
+    """`load` with its model run as block diffusion in blocks of the sampler's block length (app/engine/hf_block.py),
+    which decodes with its block cache: a SourceError when the prefix cache is off."""
+    if not s.prefix_cache:
+        raise SourceError("Block attention decodes with its block cache: turn the prefix cache on.")
+
+    def loaded() -> tuple[Any, Any]:
+        from app.engine.hf_block import block_model
+
+        return block_model(load(), s.block_length)
+
+    return loaded
 
 
 def make_hf_ar(arg: str, **settings: Any) -> SamplerSource:
-    if "shift" in settings:
-        raise SourceError("hf-ar has no setting 'shift' (that is for hf-diffusion).")
+    for name in ("shift", "block_attention"):
+        if name in settings:
+            raise SourceError(f"hf-ar has no setting '{name}' (that is for hf-diffusion).")
     o, rest = _options(dict(settings), "hf-ar")
     s = sampler_settings(ARSettings, rest, "hf-ar", HF_AR)
     if not arg:
@@ -98,8 +119,8 @@ def _ran(source: SamplerSource) -> SamplerSource:
 
 
 # the learned commit filter is offered only for a model that ships one (the built-in twin); a causal model has no
-# logit shift to choose
+# logit shift or block attention to choose
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
                     takes_arg=True, options=(HF_DIFFUSION, HFLoad()), hidden=("filter",)))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
-                    options=(HF_AR, HFLoad()), hidden=("shift",)))
+                    options=(HF_AR, HFLoad()), hidden=("shift", "block_attention")))

@@ -6,7 +6,7 @@ The server never builds HTML from model output, prompts or files: it sends data 
 their settings are rendered from the registry, so a new source needs no change here. The first screen
 is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
 first bundled example loaded and ready to play; the lessons, the twins' note, the library, exports and sweeps
-come below it. `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and
+come below it (the lessons move above it once a lesson's race runs, app/ui/lessons_ui.py). `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and
 `openai` pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules).
 """
 
@@ -90,9 +90,11 @@ PAGE_CSS = """
 #player { min-height: 200px; }
 #player .cv-legend { position: static; }
 #player .cv-player:not(.cv-presenter) .cv-text { min-height: calc(1.6em * 3); }
-#player .cv-player:not(.cv-presenter) .cv-heatmap { height: 110px; }
+#player .cv-player:not(.cv-presenter) .cv-heatmap { height: 72px; }
 #player .cv-player:not(.cv-presenter) .cv-caption-line { font-size: 1em; }
 #prompt textarea { overflow-wrap: anywhere; }
+#controls .column { gap: 8px; }  /* with the one-line prompt and the 72 px heatmaps, the Play row shows on the first screen */
+@media (max-height: 740px) { #converge-title { display: none; } }  /* and at 1280x720 too */
 #left-settings, #right-settings, #pins-box { position: relative; overflow: visible !important; }
 #left-settings > .label-wrap ~ div, #right-settings > .label-wrap ~ div, #pins-box > .label-wrap ~ div {
   position: absolute; left: -1px; right: -1px; top: 100%; z-index: 60; max-height: min(62vh, 560px); overflow: auto;
@@ -100,6 +102,9 @@ PAGE_CSS = """
   border-radius: 0 0 var(--block-radius) var(--block-radius); box-shadow: 0 8px 18px rgba(0, 0, 0, 0.25);
   padding: 8px; box-sizing: border-box;
 }  /* settings open over the page instead of pushing the panels down */
+body.cv-lesson-on #player, body.cv-lesson-on #player ~ * { order: 2; }
+body.cv-lesson-on #lessons { order: 1; }  /* once a lesson races, its box sits right above the player */
+body.cv-lesson-on #player .cv-player:not(.cv-presenter) .cv-text { --cv-lines: 5; }  /* and the panels fit under it */
 #sampler.cv-spotlight { outline: 4px solid var(--body-text-color); outline-offset: 4px; }
 .gradio-container { overflow: clip !important; }
 body.cv-presenting #converge-title, body.cv-presenting #controls, body.cv-presenting #library-area,
@@ -549,7 +554,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         ids = gr.State([])  # the library table's row ids
         with gr.Row(elem_id="controls", equal_height=False):
             with gr.Column(scale=5, min_width=320):
-                prompt = gr.Textbox(label="Prompt", lines=2, max_lines=6, elem_id="prompt", value=STORY,
+                prompt = gr.Textbox(label="Prompt", lines=1, max_lines=6, elem_id="prompt", value=STORY,
                                     placeholder="Ask something, then press Run.")
                 gr.Examples([[p] for p in EXAMPLE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
                             example_labels=list(EXAMPLE_PROMPTS), elem_id="prompt-examples",

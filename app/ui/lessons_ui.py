@@ -33,6 +33,21 @@ SPOTLIGHT_JS = """
 }
 """
 
+# A lesson's race (Run or Try it) moves the lessons box right above the player (page CSS `body.cv-lesson-on`) and
+# scrolls it up to its Run and Try it buttons (to its text where the window is too short for both), so the lesson and
+# the panels showing its race are on screen together. The panels' text grows to at most 5 lines in lesson mode (page
+# CSS) and the status to two lines as the race runs: GROWTH leaves room for that.
+BESIDE_RACE_JS = """
+(i) => {
+  const GROWTH = 3 * 1.6 * 14 + 24;
+  document.body.classList.add('cv-lesson-on');
+  const top = (sel) => document.querySelector(sel).getBoundingClientRect().top - 8;
+  const panels = document.querySelector('#player .cv-sides').getBoundingClientRect().bottom + GROWTH;
+  window.scrollBy(0, panels - top('#lesson-run') <= innerHeight ? top('#lesson-run') : top('#lesson-text'));
+  return [];
+}
+"""
+
 
 def lesson_markdown(i: int) -> str:
     """A lesson as the page shows it: number, title, the explanation, where to look and what to try."""
@@ -98,10 +113,10 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
                                value=0, label="Lesson", elem_id="lesson-pick", scale=4)
             prev_btn = gr.Button("\u25c0 Previous", elem_id="lesson-prev", scale=1)
             next_btn = gr.Button("Next \u25b6", elem_id="lesson-next", scale=1)
-        text = gr.Markdown(lesson_markdown(0), elem_id="lesson-text")
         with gr.Row():
             run_btn = gr.Button("Run this lesson's race", variant="primary", elem_id="lesson-run")
             try_btn = gr.Button("Try it: make the change and run again", elem_id="lesson-try")
+        text = gr.Markdown(lesson_markdown(0), elem_id="lesson-text")  # last, so it sits right above the player
     outputs = control_outputs(controls)
     spotlight = SPOTLIGHT_JS % json.dumps([lesson.point for lesson in LESSONS])
     quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
@@ -124,9 +139,11 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
         prev_btn.click(lambda i: max(0, int(i) - 1), inputs=[pick], outputs=[pick], **quiet)
         next_btn.click(lambda i: min(len(LESSONS) - 1, int(i) + 1), inputs=[pick], outputs=[pick], **quiet)
         ran = start_race(run_btn.click(setup, inputs=[pick], outputs=[prompt, pins, *outputs], **quiet)
-                         .then(fn=None, js=spotlight, inputs=[pick], **quiet))
+                         .then(fn=None, js=spotlight, inputs=[pick], **quiet)
+                         .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet))
         tried = start_race(try_btn.click(change, inputs=[pick], outputs=outputs, **quiet)
-                           .then(fn=None, js=spotlight, inputs=[pick], **quiet))
+                           .then(fn=None, js=spotlight, inputs=[pick], **quiet)
+                           .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet))
         return [ran, tried]
 
     return wire

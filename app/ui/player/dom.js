@@ -260,8 +260,8 @@ function buildDom(root) {
   root.appendChild(passesBanner);
   root.appendChild(legend);
   root.appendChild(sidesBox);
+  root.appendChild(scrub);  /* the Play row right under the panels, so the first screen shows it */
   root.appendChild(insp);
-  root.appendChild(scrub);
   root.appendChild(chartBox);
   root.appendChild(table);
   root.appendChild(help);
