@@ -20,11 +20,16 @@ from app.errors import SourceError
 from app.sources.base import make_source
 from app.sources.hf import HF_AR, HF_DIFFUSION, HFLoad
 from app.sources.local import TWIN_DIFFUSION
+from app.sources.mercury import MercurySettings
+from app.sources.openai_chat import ChatSettings
+from app.sources.replay import ReplaySettings
 
-SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad}
-# what each source starts from when a flag is left out (app/sources/local.py, app/sources/hf.py), for --help
+SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad, "mercury": MercurySettings,
+            "openai": ChatSettings, "replay": ReplaySettings}
+# what each source starts from when a flag is left out (app/sources/*.py), for --help
 DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-ar", ARSettings()), ("hf-diffusion", HF_DIFFUSION),
-            ("hf-ar", HF_AR), ("hf-*", HFLoad()))
+            ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("mercury", MercurySettings()), ("openai", ChatSettings()),
+            ("replay", ReplaySettings()))
 
 
 def describe(cls: type, name: str) -> str:
@@ -33,7 +38,24 @@ def describe(cls: type, name: str) -> str:
     accepts = ("true or false" if kind is bool else f"one of {', '.join(map(str, o.choices))}" if o.choices else
                f"e.g. {', '.join(o.presets)}" if kind is str and o.presets else
                bounds(cls, o) if kind in (int, float) else "")
+    if o.clamp:
+        accepts += ", a value beyond moved to the nearest"
+    if o.follows:
+        accepts += f"; left out, the {declared(cls)[o.follows][1].name.lower()}"
     return f"{o.label}{': ' + accepts if accepts else ''}. {o.help}".strip()
+
+
+def flag_help(name: str, owners: list[str]) -> str:
+    """A flag's help: its declaration's description, or where the settings of that name differ between sources
+    (the temperature's range, say), each description after the sources it is theirs for."""
+    texts: dict[str, list[str]] = {}
+    for who in owners:
+        texts.setdefault(describe(SETTINGS[who], name), []).append(who)
+    if len(owners) == 1:
+        return f"{owners[0]}: {describe(SETTINGS[owners[0]], name)}"
+    if len(texts) == 1:
+        return next(iter(texts))
+    return " ".join(f"{', '.join(who)}: {text}" for text, who in texts.items())
 
 
 def shown(value: Any, o: Option) -> str:
@@ -44,6 +66,8 @@ def shown(value: Any, o: Option) -> str:
         return str(value).lower()
     if isinstance(value, tuple):
         return ", ".join(value) or "none"
+    if value == "":
+        return "empty"
     return number(value) if isinstance(value, float) else str(value)
 
 
@@ -60,24 +84,23 @@ def default_of(name: str) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The flags of `generate`: every declared setting (app/engine/options.py) of the samplers and the HF loader.
+    """The flags of `generate`: every declared setting (app/engine/options.py) of every source kind.
     They default to unset, so only the flags given are passed and each source keeps its own defaults."""
     p = command_parser("generate", __doc__.splitlines()[0],
                        epilog="Options left out keep the source's own defaults (above, per source where they differ); "
-                              "left-out steps keep the default ratio of steps to --length, and --factor replaces the "
-                              "default threshold. --json prints the settings that ran.")
-    p.add_argument("--source", default="local-diffusion", help="local-diffusion, local-ar, hf-diffusion:ID, hf-ar:ID...")
+                              "left-out steps follow --length, and --factor replaces the default threshold. --json "
+                              "prints the settings that ran.")
+    p.add_argument("--source", default="local-diffusion",
+                   help="local-diffusion, local-ar, hf-diffusion:ID, hf-ar:ID, mercury, openai:MODEL, replay:NAME...")
     p.add_argument("--prompt", required=True,
                    help="the text the model answers: the built-in twins continue it as a story, chat models reply to it")
     owners: dict[str, list[str]] = {}
     for who, cls in SETTINGS.items():
         for name in declared(cls):
             owners.setdefault(name, []).append(who)
-    for name, who in owners.items():  # a setting of one sampler only says whose it is
-        cls = SETTINGS[who[0]]
-        kind, o = declared(cls)[name]
-        text = describe(cls, name) if len(who) > 1 else f"{who[0]}: {describe(cls, name)}"
-        text = f"{text} {default_of(name)}"
+    for name, who in owners.items():  # a setting of one source only says whose it is
+        kind, o = declared(SETTINGS[who[0]])[name]
+        text = f"{flag_help(name, who)} {default_of(name)}"
         extra = {"action": "append", "metavar": "POSITION:TEXT"} if kind is tuple else {}  # pins: one flag each
         p.add_argument("--" + (o.cli or name).replace("_", "-"), dest=name, default=None, help=text, **extra)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")

@@ -11,6 +11,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
 from app.errors import SourceError
+from app.engine.options import coerce
 from app.sources import local
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.trace import Frame
@@ -122,19 +123,22 @@ def test_cancel_stops_the_stream(tok) -> None:
 
 
 def test_settings_from_the_ui_are_coerced_and_checked() -> None:
-    s = local.coerce(DiffusionSettings, {"gen_length": 64.0, "steps": "32", "threshold": 0, "factor": "off",
+    s = coerce(DiffusionSettings, {"gen_length": 64.0, "steps": "32", "threshold": 0, "factor": "off",
                                          "block_length": 256, "stop_at_eos": "false"}, "local-diffusion")
     assert (s.gen_length, s.steps, s.threshold, s.factor, s.block_length, s.stop_at_eos) == (64, 32, None, None, 64, False)
-    assert local.coerce(DiffusionSettings, {"gen_length": 32}, "local-diffusion").steps <= 32
-    assert local.coerce(DiffusionSettings, {"factor": 1.0}, "local-diffusion").threshold is None
+    assert coerce(DiffusionSettings, {"gen_length": 32}, "local-diffusion").steps <= 32
+    assert coerce(DiffusionSettings, {"factor": 1.0}, "local-diffusion").threshold is None
+    untouched = {"factor": 1.0, "threshold": 0.9}  # the page passes the threshold it shows
+    assert coerce(DiffusionSettings, untouched, "local-diffusion").threshold is None
+    assert coerce(DiffusionSettings, {"gen_length": 64, "steps": 0}, "local-diffusion").steps == 64  # the page's 0
     with pytest.raises(SourceError, match="not both"):
-        local.coerce(DiffusionSettings, {"factor": 1.0, "threshold": 0.8}, "local-diffusion")
+        coerce(DiffusionSettings, {"factor": 1.0, "threshold": 0.8}, "local-diffusion")
     with pytest.raises(SourceError, match="no setting 'top_p'"):
-        local.coerce(DiffusionSettings, {"top_p": 0.5}, "local-diffusion")
+        coerce(DiffusionSettings, {"top_p": 0.5}, "local-diffusion")
     with pytest.raises(SourceError, match="whole number"):
-        local.coerce(ARSettings, {"gen_length": "lots"}, "local-ar")
+        coerce(ARSettings, {"gen_length": "lots"}, "local-ar")
     with pytest.raises(SourceError, match="does not divide"):
-        local.coerce(DiffusionSettings, {"gen_length": 64, "block_length": 24}, "local-diffusion")
+        coerce(DiffusionSettings, {"gen_length": 64, "block_length": 24}, "local-diffusion")
 
 
 def test_registered_settings_use_only_the_keys_the_ui_renders_and_their_defaults_are_valid() -> None:
@@ -146,7 +150,7 @@ def test_registered_settings_use_only_the_keys_the_ui_renders_and_their_defaults
         spec = REGISTRY[prefix].settings
         assert all(set(entry) <= UI_KEYS and "default" in entry and "label" in entry for entry in spec.values())
         sampler = {k: v["default"] for k, v in spec.items() if k not in LOAD_OPTIONS}
-        local.coerce(cls, sampler, prefix)
+        coerce(cls, sampler, prefix)
         for entry in spec.values():
             if "choices" in entry:
                 assert entry["default"] in entry["choices"]
@@ -225,7 +229,7 @@ def test_models_declare_the_caches_their_methods_offer() -> None:
 
 def test_one_on_off_reader_refuses_what_is_neither() -> None:
     from app.errors import SourceError
-    from app.sources.base import on_off
+    from app.engine.options import on_off
 
     assert [on_off(v, "x") for v in (True, "on", " YES ", "1", 1, False, "off", "No", "0", 0)] == [True] * 5 + [False] * 5
     for bad in ("maybe", None, 2, 0.5):

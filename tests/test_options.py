@@ -13,10 +13,9 @@ import pytest
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.options import declared, number
+from app.engine.options import coerce, declared, number
 from app.errors import SourceError
 from app.generate import describe
-from app.sources import local
 from app.sources.base import REGISTRY
 from app.sources.hf import HFLoad
 
@@ -25,7 +24,6 @@ CLASSES = (DiffusionSettings, ARSettings, HFLoad)
 # a valid base for trying each number at its declared extremes: room for the largest values, and for the smallest
 LARGE = {DiffusionSettings: DiffusionSettings(threshold=None), ARSettings: ARSettings()}
 SMALL = {DiffusionSettings: DiffusionSettings(gen_length=1, steps=1, block_length=1, threshold=None), ARSettings: ARSettings()}
-PAGES = {"local-diffusion": DiffusionSettings, "local-ar": ARSettings, "hf-diffusion": DiffusionSettings, "hf-ar": ARSettings}
 
 
 def numbers(cls: type) -> list[tuple[str, type, object]]:
@@ -50,7 +48,7 @@ def test_each_number_validates_at_its_declared_bounds_and_is_refused_one_step_be
         if o.max is not None:
             top = getattr(LARGE[cls], o.max) if isinstance(o.max, str) else o.max
             dataclasses.replace(LARGE[cls], **{name: kind(top)}).validate()
-            assert getattr(local.coerce(cls, {name: str(top)}, "test", LARGE[cls]), name) == top
+            assert getattr(coerce(cls, {name: str(top)}, "test", LARGE[cls]), name) == top
             with pytest.raises(SourceError, match=rf"^{o.name} must be .*{number(top)}.*: change {name}\.$"):
                 dataclasses.replace(LARGE[cls], **{name: kind(top + step)}).validate()
         low = o.min + step if o.off else o.min
@@ -68,38 +66,18 @@ def test_both_samplers_offer_and_accept_temperatures_from_0_to_2() -> None:
 
 
 def test_coercion_reads_each_value_as_its_declared_type() -> None:
-    s = local.coerce(DiffusionSettings, {"steps": 32.0, "temperature": "1", "scoring": "margin", "prefix_cache": "off",
+    s = coerce(DiffusionSettings, {"steps": 32.0, "temperature": "1", "scoring": "margin", "prefix_cache": "off",
                                          "threshold": "off", "filter": "0.5", "pins": "3:cat"}, "test")
     assert (s.steps, s.temperature, s.scoring, s.prefix_cache, s.threshold, s.filter, s.pins) == \
         (32, 1.0, "margin", False, None, 0.5, ("3:cat",))
     assert type(s.steps) is int and type(s.temperature) is float
     with pytest.raises(SourceError, match="Setting seed of test cannot be 1.5: give a whole number"):
-        local.coerce(ARSettings, {"seed": 1.5}, "test")
+        coerce(ARSettings, {"seed": 1.5}, "test")
     with pytest.raises(SourceError, match="Setting top_p of test cannot be 'most': give a number"):
-        local.coerce(ARSettings, {"top_p": "most"}, "test")
-    assert local.coerce(HFLoad, {"chat": "no", "device": "cuda:1"}, "test") == HFLoad(chat=False, device="cuda:1")
+        coerce(ARSettings, {"top_p": "most"}, "test")
+    assert coerce(HFLoad, {"chat": "no", "device": "cuda:1"}, "test") == HFLoad(chat=False, device="cuda:1")
     with pytest.raises(SourceError, match="Dtype must be one of auto, float32, bfloat16, float16, not 'int4'"):
-        local.coerce(HFLoad, {"dtype": "int4"}, "test")
-
-
-@pytest.mark.parametrize("prefix", PAGES)
-def test_the_page_controls_show_the_declared_label_range_choices_and_help(prefix: str) -> None:
-    spec = REGISTRY[prefix].settings
-    for cls in (PAGES[prefix], HFLoad) if prefix.startswith("hf") else (PAGES[prefix],):
-        for name, (kind, o) in declared(cls).items():
-            if kind is tuple or name not in spec:
-                assert kind is tuple or (name, prefix) in {("filter", "hf-diffusion"), ("shift", "hf-ar"),
-                                                              ("block_attention", "hf-ar")}, name
-                continue
-            entry = spec[name]
-            assert entry["label"] == o.label + (" (0 = off)" if o.off else "") and entry.get("info", "") == o.help
-            if kind is bool:
-                assert entry["choices"] == [True, False]
-            elif o.choices or o.presets:
-                assert entry["choices"] == list(o.choices or o.presets)
-            else:
-                top = max(declared(cls)[o.max][1].presets) if isinstance(o.max, str) else o.max
-                assert (entry["min"], entry["max"], entry["step"]) == (o.min, top, o.step), name
+        coerce(HFLoad, {"dtype": "int4"}, "test")
 
 
 def test_the_filter_control_is_offered_only_where_the_default_model_ships_a_filter() -> None:

@@ -29,8 +29,8 @@ def test_every_pair_names_registered_sources_and_says_its_cost_and_device() -> N
 
 def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
     from app.engine.diffusion import DiffusionSettings
+    from app.engine.options import coerce
     from app.sources.hf import LOAD_OPTIONS
-    from app.sources.local import coerce
 
     for p in PAIRS.values():
         if p.left.startswith("hf-diffusion:"):

@@ -9,9 +9,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine.base import CausalLM
-from app.engine.diffusion import LENGTHS, check_prompt, top_candidates
 from app.engine.options import check, option
-from app.errors import SourceError
+from app.engine.sampling import LENGTHS, check_prompt, top_candidates
 
 
 @dataclass

@@ -19,15 +19,13 @@ import numpy as np
 from app.engine.base import MaskedLM
 from app.engine.commit_filter import features
 from app.engine.options import check, option
+from app.engine.sampling import BLOCKS, LENGTHS, check_prompt, top_candidates
 from app.errors import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
 SCHEDULES = ("even", "dream", "dllm")  # how many positions a step commits: spread evenly (LLaDA), Dream's 1 - s/t, or
 # dllm's linear schedule (1/k of those left, rounded, steps that round to none skipped)
 DREAM_EPS = 1e-3  # Dream's generation_config eps: its time runs from 1 down to this
-LENGTHS = (32, 64, 128, 256)  # the answer lengths the page offers (any is valid)
-BLOCKS = (8, 16, 32, 64, 128, 256)
-TOP_CANDIDATES = 3  # candidates kept per committed or remasked position, for the token inspector
 
 
 @dataclass
@@ -41,9 +39,9 @@ class DiffusionSettings:
     """
 
     gen_length: int = option(128, "Answer length (tokens)", min=1, presets=LENGTHS, cli="length")
-    steps: int = option(128, "Steps (total over blocks)", min=1, max="gen_length", step=1,
+    steps: int = option(128, "Steps (total over blocks)", min=1, max="gen_length", step=1, follows="gen_length",
                         help="At most the answer length; fewer steps commit more tokens per step.")
-    block_length: int = option(32, "Block length", min=1, presets=BLOCKS,
+    block_length: int = option(32, "Block length", min=1, max="gen_length", presets=BLOCKS, clamp=True,
                                help="Blocks are decoded left to right; one as long as the answer is pure diffusion.")
     scoring: str = option("confidence", "Scoring (which positions to commit first)", choices=SCORINGS,
                           help="With random, the confidence colours mean nothing about the order.")
@@ -59,7 +57,7 @@ class DiffusionSettings:
                              "diffusion_generate does so with transformers' default of 50, even at temperature 0.")
     threshold: float | None = option(0.9, "Parallel threshold", min=0.0, max=1.0, step=0.05, off=True,
                                      help="Also commit every position at least this confident (Fast-dLLM).")
-    factor: float | None = option(None, "Parallel factor", min=0.0, max=4.0, step=0.25, off=True,
+    factor: float | None = option(None, "Parallel factor", min=0.0, max=4.0, step=0.25, off=True, replaces="threshold",
                                   help="Commit the largest n whose n-th confidence is >= 1 - f/(n+1) (Fast-dLLM).")
     filter: float | None = option(None, "Learned commit filter", min=0.0, max=1.0, step=0.05, off=True,
                                   help="Also commit every position the model's learned filter (the built-in twin "
@@ -128,31 +126,10 @@ class Step:
     refreshes: int = 0  # of nfe, the block-start passes that fill the cache
 
 
-def top_candidates(probs: np.ndarray, k: int = TOP_CANDIDATES) -> list[tuple[int, float]]:
-    """The k most probable (token id, probability) pairs of one distribution, best first."""
-    idx = np.argpartition(probs, -k)[-k:] if len(probs) > k else np.arange(len(probs))
-    idx = idx[np.argsort(-probs[idx], kind="stable")]
-    return [(int(i), float(probs[i])) for i in idx]
-
-
 def answer_length(ids: np.ndarray, masked: np.ndarray, eos_id: int) -> int:
     """Tokens before the first committed end-of-text (the whole answer when there is none)."""
     hits = np.flatnonzero((ids == eos_id) & ~masked)
     return int(hits[0]) if len(hits) else len(ids)
-
-
-def check_prompt(prompt_ids: list[int] | np.ndarray, gen_length: int, max_len: int) -> np.ndarray:
-    """The prompt as int64, or a SourceError when it is empty or leaves no room for the answer."""
-    ids = np.asarray(prompt_ids, dtype=np.int64).reshape(-1)
-    if len(ids) == 0:
-        raise SourceError("The prompt is empty: type a prompt.")
-    if len(ids) + gen_length > max_len:
-        room = max_len - len(ids)
-        if room < 1:
-            raise SourceError(f"The prompt is {len(ids)} tokens but the model's context is {max_len}: shorten the prompt.")
-        raise SourceError(f"Prompt ({len(ids)} tokens) plus answer length ({gen_length}) exceeds the model's context "
-                          f"of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
-    return ids
 
 
 def _scores(probs: np.ndarray, chosen: np.ndarray, scoring: str, rng: np.random.Generator) -> np.ndarray:

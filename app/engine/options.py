@@ -1,15 +1,20 @@
-"""Each sampler setting declared once, as dataclass field metadata: its label, range or choices, and help.
+"""Each source setting declared once, as dataclass field metadata: its label, range or choices, and help.
 
-Validation (`check`), the page's controls and coercion (app/sources/local.py) and the flags of
-`python -m app generate` (app/generate.py) are all derived from the declaration, so they cannot disagree.
+Validation (`check`), reading a value from the page or the CLI (`coerce`), the page's controls (`settings_spec`)
+and the flags of `python -m app generate` (app/generate.py) are all derived from the declaration, so they cannot
+disagree. Every source kind declares its settings this way: the samplers here, the Hugging Face loader, the API
+sources and replay in app/sources/.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import types
 import typing
 from dataclasses import dataclass, field, fields
+from typing import Callable
 from typing import Any
 
 from app.errors import SourceError
@@ -18,7 +23,13 @@ from app.errors import SourceError
 @dataclass(frozen=True)
 class Option:
     """One setting. `max` may name another setting (steps: at most gen_length); `presets` are the values the page
-    offers in a list (others in range are valid too); with `off`, None turns the feature off (0 or "off" when given)."""
+    offers in a list (others in range are valid too); with `off`, None turns the feature off (0 or "off" when given).
+
+    Rules a reading follows (`coerce`): with `clamp`, a number out of range is moved into it rather than refused (the
+    API sources, whose servers clamp too); with `follows`, the setting left unset (or given as 0) takes that other
+    setting's value (steps: one per answer token); with `replaces`, turning this setting on turns that one off unless
+    it was moved from its default (the factor rule replaces the default threshold). `shown`: whether the page offers
+    a control (the CLI offers every setting)."""
 
     label: str
     min: float | None = None
@@ -29,6 +40,10 @@ class Option:
     off: bool = False
     help: str = ""
     cli: str | None = None  # the flag of `python -m app generate` when not the setting's own name
+    clamp: bool = False
+    follows: str | None = None
+    replaces: str | None = None
+    shown: bool = True
 
     @property
     def name(self) -> str:
@@ -91,3 +106,135 @@ def check(settings: Any) -> None:
             hi = getattr(settings, o.max) if isinstance(o.max, str) else o.max
             if not (o.min < v if o.off else o.min <= v) or (hi is not None and v > hi):
                 raise SourceError(f"{o.name} must be {bounds(type(settings), o, hi)}, {fix}")
+
+
+_ON = ("true", "on", "yes", "1")
+_NO = ("false", "off", "no", "0")
+OFF = (None, "", "off", "none", "None")  # with 0: the values that turn an optional number off (or let it follow)
+
+
+def on_off(value: Any, name: str) -> bool:
+    """The one reading of an on/off setting from the page, the CLI or JSON (True, "on", "yes", "1", ...);
+    anything else is refused with a sentence naming the setting."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if text in _ON or text in _NO:
+        return text in _ON
+    raise SourceError(f"The {name} setting must be on or off (true or false), not {value!r}.")
+
+
+def _finite(value: Any) -> float:
+    """A number from a float, an int or a string; ValueError for a bool, NaN or infinity."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(value)
+    return x
+
+
+def _read(key: str, kind: type, o: Option, value: Any, read_tuple: Callable[[Any], tuple[Any, ...]]) -> Any:
+    """One given value as its declared type; ValueError or TypeError when it cannot be."""
+    if kind is bool:
+        return on_off(value, key)
+    if kind is int:
+        x = _finite(value)
+        if x != int(x):
+            raise ValueError(value)
+        return int(x)
+    if kind is float:
+        return _finite(value)
+    if kind is tuple:
+        return read_tuple(value)
+    text = str(value)
+    if o.choices is not None and text not in o.choices:  # a choice is matched ignoring case and spaces
+        return next((c for c in o.choices if str(c).lower() == text.strip().lower()), text)
+    return text
+
+
+def _unset(value: Any) -> bool:
+    """Whether a given value means "none given" for a setting that follows another (None, "off", 0)."""
+    try:
+        return value in OFF or _finite(value) == 0
+    except (TypeError, ValueError):
+        return False
+
+
+def lines(value: Any) -> tuple[str, ...]:
+    """A list setting from the CLI (a list) or the page (one item a line), blank items dropped."""
+    items = value.splitlines() if isinstance(value, str) else list(value or ())
+    return tuple(str(v) for v in items if str(v).strip())
+
+
+def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None,
+           read_tuple: Callable[[Any], tuple[Any, ...]] = lines) -> Any:
+    """Builds `cls` (a settings dataclass) from the page's or the CLI's raw values, each read as its declared type,
+    then checked; settings not given come from `base` (default: cls()), or follow the setting they are declared to.
+
+    Numbers may come as floats or strings; 0 or "off" turns an optional setting off; None leaves a setting unset;
+    `read_tuple` reads a list setting (pins). The declared rules then apply: clamp, follows, replaces (`Option`)."""
+    settings = declared(cls)
+    defaults = base if base is not None else cls()
+    out: dict[str, Any] = {}
+    follow = [k for k, (_, o) in settings.items() if o.follows and k not in given]
+    for key, value in given.items():
+        if key not in settings:
+            raise SourceError(f"{source} has no setting {key!r}; its settings are: {', '.join(settings)}.")
+        kind, o = settings[key]
+        if o.follows and _unset(value):
+            follow.append(key)
+            continue
+        try:
+            if o.off and (value in OFF or _finite(value) == 0):
+                out[key] = None
+            elif value is not None:
+                out[key] = _read(key, kind, o, value, read_tuple)
+        except (TypeError, ValueError, OverflowError):
+            give = {int: "a whole number", float: "a number"}.get(kind, "text")
+            raise SourceError(f"Setting {key} of {source} cannot be {value!r}: give {give}.") from None
+    s = dataclasses.replace(defaults, **out)
+    for key, (kind, o) in settings.items():
+        v = getattr(s, key)
+        if o.clamp and v is not None:
+            hi = getattr(s, o.max) if isinstance(o.max, str) else o.max
+            setattr(s, key, kind(max(o.min, v) if hi is None else min(max(o.min, v), hi)))
+    for key in follow:
+        setattr(s, key, getattr(s, settings[key][1].follows))
+    for key, (_, o) in settings.items():
+        if o.replaces and out.get(key) is not None and out.get(o.replaces, getattr(defaults, o.replaces)) == \
+                getattr(defaults, o.replaces):
+            setattr(s, o.replaces, None)
+    if hasattr(s, "validate"):
+        return s.validate()
+    check(s)
+    return s
+
+
+def settings_spec(s: Any) -> dict[str, dict[str, Any]]:
+    """The page's control for each shown setting of `s` (a settings dataclass, giving the defaults), from its
+    declaration: a setting that may be off, or that follows another, offers 0 for that."""
+    settings = declared(type(s))
+    out: dict[str, dict[str, Any]] = {}
+    for name, (kind, o) in settings.items():
+        if kind is tuple or not o.shown:
+            continue  # pins have their own box on the page
+        value = getattr(s, name)
+        entry = {"default": value, "label": o.label}
+        if o.off:
+            entry.update(default=value or 0.0, label=f"{o.label} (0 = off)")
+        if o.follows:
+            follows = f"0 = the {settings[o.follows][1].name.lower()}"
+            label = f"{o.label[:-1]}; {follows})" if o.label.endswith(")") else f"{o.label} ({follows})"
+            entry.update(default=0, label=label)
+        if kind is bool:
+            entry["choices"] = [True, False]
+        elif o.choices or o.presets:
+            entry["choices"] = list(o.choices or o.presets)
+        elif kind in (int, float):  # a slider; a maximum named after another setting is its largest offered value
+            top = max(settings[o.max][1].presets) if isinstance(o.max, str) else o.max
+            entry.update(min=0 if o.follows else o.min, max=top, step=o.step)
+        if o.help:
+            entry["info"] = o.help
+        out[name] = entry
+    return out

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from app.engine.base import MaskedLM
-from app.engine.diffusion import DiffusionSettings, Pass, Run, Step, begin, commit, forward, next_block, top_candidates
+from app.engine.diffusion import DiffusionSettings, Pass, Run, Step, begin, commit, forward, next_block
+from app.engine.sampling import top_candidates
 from app.errors import SourceError
 
 USER, MODEL = "user", "model"  # who chose a step's commits

@@ -10,23 +10,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
+from app.engine.options import settings_spec
 from app.errors import SourceError
 from app.trace import Frame
-
-
-_ON = ("true", "on", "yes", "1")
-_OFF = ("false", "off", "no", "0")  # local.OFF is another thing: the words that turn an optional number off
-
-
-def on_off(value: Any, name: str) -> bool:
-    """The one reading of an on/off setting from the page, the CLI or JSON (True, "on", "yes", "1", ...);
-    anything else is refused with a sentence naming the setting."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
-    if text in _ON or text in _OFF:
-        return text in _ON
-    raise SourceError(f"The {name} setting must be on or off (true or false), not {value!r}.")
 
 
 class Source(Protocol):
@@ -46,14 +32,22 @@ class Source(Protocol):
 @dataclass
 class SourceKind:
     """A registered kind of source: `prefix` is the part of the name before ':'; `takes_key`: its factory
-    accepts an `api_key` (the page then offers a key box, and a served page requires a typed key)."""
+    accepts an `api_key` (the page then offers a key box, and a served page requires a typed key); `options`: the
+    settings dataclasses its settings are declared in (app/engine/options.py), as the defaults it starts from;
+    `settings`: the page's controls, built from them (`settings_spec`) but for the `hidden` ones."""
 
     prefix: str
     make: Callable[..., Source]
     label: str
     takes_arg: bool = False
     takes_key: bool = False
-    settings: dict[str, Any] = field(default_factory=dict)
+    options: tuple[Any, ...] = ()
+    hidden: tuple[str, ...] = ()
+    settings: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        specs = [settings_spec(o) for o in self.options]
+        self.settings = {k: v for spec in specs for k, v in spec.items() if k not in self.hidden}
 
 
 REGISTRY: dict[str, SourceKind] = {}

@@ -15,10 +15,10 @@ from typing import Any
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.hf import DEVICES, DTYPES, SHIFTS
-from app.engine.options import check, declared, option
+from app.engine.options import check, coerce, declared, option
 from app.errors import SourceError
 from app.sources.base import SourceKind, register
-from app.sources.local import SamplerSource, coerce, diffusion_spec, settings_spec
+from app.sources.local import SamplerSource, sampler_settings
 
 
 @dataclass
@@ -76,7 +76,7 @@ def _prompt(chat: bool):
 
 def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
     o, rest = _options(dict(settings), "hf-diffusion")
-    s = coerce(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
+    s = sampler_settings(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
     if not arg:
         raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
     load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
@@ -105,7 +105,7 @@ def make_hf_ar(arg: str, **settings: Any) -> SamplerSource:
         if name in settings:
             raise SourceError(f"hf-ar has no setting '{name}' (that is for hf-diffusion).")
     o, rest = _options(dict(settings), "hf-ar")
-    s = coerce(ARSettings, rest, "hf-ar", HF_AR)
+    s = sampler_settings(ARSettings, rest, "hf-ar", HF_AR)
     if not arg:
         raise SourceError("Name a model: hf-ar:MODEL_ID_OR_PATH.")
     load = functools.partial(_causal, arg, o.trust_remote_code, o.device, o.dtype)
@@ -118,10 +118,9 @@ def _ran(source: SamplerSource) -> SamplerSource:
     return source
 
 
-_LOAD_SPEC = settings_spec(HFLoad())
-
+# the learned commit filter is offered only for a model that ships one (the built-in twin); a causal model has no
+# logit shift or block attention to choose
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
-                    takes_arg=True, settings={**diffusion_spec(HF_DIFFUSION), **_LOAD_SPEC}))
+                    takes_arg=True, options=(HF_DIFFUSION, HFLoad()), hidden=("filter",)))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
-                    settings={**settings_spec(HF_AR), **{k: v for k, v in _LOAD_SPEC.items()
-                                                         if k not in ("shift", "block_attention")}}))
+                    options=(HF_AR, HFLoad()), hidden=("shift", "block_attention")))

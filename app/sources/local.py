@@ -7,7 +7,6 @@ at the first end-of-text and carries the answer text. The Hugging Face sources r
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import threading
 from typing import Any, Callable, Iterator
@@ -17,90 +16,28 @@ import numpy as np
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.options import declared
+from app.engine.options import coerce, declared, lines
 from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
 from app.errors import SourceError
-from app.sources.base import SourceKind, on_off, register
+from app.sources.base import SourceKind, register
 from app.trace import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
-OFF = (None, "", "off", "none", "None")  # with 0: the values that turn an optional setting off
 
 
-def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None) -> Any:
-    """Builds `cls` (a settings dataclass) from UI/CLI values, each read as its declared type (app/engine/options.py);
-    unset values come from `base` (default: cls()).
-
-    Numbers may come as floats or strings; 0 or "off" turns an optional setting off (a factor replaces the default
-    threshold); a block longer than the answer means one block; unset steps keep the default ratio of steps to
-    length (one token per step), so a longer answer gets more steps."""
-    settings = declared(cls)
-    defaults = base if base is not None else cls()
-    out: dict[str, Any] = {}
-    for key, value in given.items():
-        if key == "pins" and key not in settings:  # an AR source: no pins is fine, any pin is refused
-            if as_pins(value):
-                raise SourceError(AR_REFUSAL)
-            continue
-        if key not in settings:
-            raise SourceError(f"{source} has no setting {key!r}; its settings are: {', '.join(settings)}.")
-        kind, o = settings[key]
-        try:
-            if o.off and (value in OFF or float(value) == 0):
-                out[key] = None
-            elif kind is bool:
-                out[key] = on_off(value, key)
-            elif kind is int:
-                number = float(value)
-                if number != int(number):
-                    raise ValueError
-                out[key] = int(number)
-            elif kind is tuple:
-                out[key] = as_pins(value)
-            else:
-                out[key] = kind(value)
-        except (TypeError, ValueError, OverflowError):
-            give = {int: "a whole number", float: "a number"}.get(kind, "text")
-            raise SourceError(f"Setting {key} of {source} cannot be {value!r}: give {give}.") from None
-    if out.get("factor") is not None and "threshold" not in out:
-        out["threshold"] = None  # asking for the factor rule replaces the default threshold
-    s = dataclasses.replace(defaults, **out)
-    if isinstance(s, DiffusionSettings):
-        s.block_length = min(s.block_length, s.gen_length)
-        if "steps" not in given:
-            blocks = s.gen_length // s.block_length if s.gen_length % s.block_length == 0 else 1
-            s.steps = max(blocks, min(s.gen_length, round(s.gen_length * defaults.steps / defaults.gen_length)))
-    return s.validate()
-
-
-def settings_spec(s: Any) -> dict[str, dict[str, Any]]:
-    """The page's control for each setting of `s` (a settings dataclass, giving the defaults), from its declaration."""
-    settings = declared(type(s))
-    out: dict[str, dict[str, Any]] = {}
-    for name, (kind, o) in settings.items():
-        if kind is tuple:
-            continue  # pins have their own box on the page
-        value = getattr(s, name)
-        entry = {"default": value, "label": o.label}
-        if o.off:
-            entry.update(default=value or 0.0, label=f"{o.label} (0 = off)")
-        if kind is bool:
-            entry["choices"] = [True, False]
-        elif o.choices or o.presets:
-            entry["choices"] = list(o.choices or o.presets)
-        else:  # a slider; a maximum named after another setting is that setting's largest offered value
-            top = max(settings[o.max][1].presets) if isinstance(o.max, str) else o.max
-            entry.update(min=o.min, max=top, step=o.step)
-        if o.help:
-            entry["info"] = o.help
-        out[name] = entry
-    return out
+def sampler_settings(cls: type, given: dict[str, Any], source: str, base: Any = None) -> Any:
+    """A sampler's settings from the page's or the CLI's raw values (`coerce`, with pins read and checked); an AR
+    sampler takes no pins: none given is fine, any pin is refused."""
+    given = dict(given)
+    if "pins" in given and "pins" not in declared(cls):
+        if as_pins(given.pop("pins")):
+            raise SourceError(AR_REFUSAL)
+    return coerce(cls, given, source, base, read_tuple=as_pins)
 
 
 def as_pins(value: Any) -> tuple[str, ...]:
     """Pins from the CLI (a list) or the page (one "POSITION:TEXT" a line), each checked for its form."""
-    items = value.splitlines() if isinstance(value, str) else list(value or ())
-    pins = tuple(clean_text(str(v)) for v in items if str(v).strip())
+    pins = tuple(clean_text(v) for v in lines(value))
     for spec in pins:
         parse_pin(spec)
     return pins
@@ -257,23 +194,16 @@ TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperatu
 
 
 def make_local_diffusion(**settings: Any) -> SamplerSource:
-    s = coerce(DiffusionSettings, settings, "local-diffusion", base=TWIN_DIFFUSION)
+    s = sampler_settings(DiffusionSettings, settings, "local-diffusion", base=TWIN_DIFFUSION)
     return SamplerSource("local-diffusion", lambda: twin("diffusion"), s, _plain_prompt)
 
 
 def make_local_ar(**settings: Any) -> SamplerSource:
-    s = coerce(ARSettings, settings, "local-ar")
+    s = sampler_settings(ARSettings, settings, "local-ar")
     return SamplerSource("local-ar", lambda: twin("ar"), s, _plain_prompt)
 
 
-def diffusion_spec(d: DiffusionSettings) -> dict[str, dict[str, Any]]:
-    """The diffusion settings as the page renders them (defaults from `d`); the learned commit filter only for a
-    model that ships one (the built-in twin), which is what a default filter says."""
-    spec = settings_spec(d)
-    return spec if d.filter is not None else {k: v for k, v in spec.items() if k != "filter"}
-
-
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
-                    settings=diffusion_spec(TWIN_DIFFUSION)))
+                    options=(TWIN_DIFFUSION,)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
-                    settings=settings_spec(ARSettings())))
+                    options=(ARSettings(),)))

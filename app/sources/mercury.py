@@ -10,27 +10,42 @@ from __future__ import annotations
 import os
 import re
 import threading
+from dataclasses import dataclass
 from typing import Any, Iterator
 
+from app.engine.options import coerce, declared, option
 from app.errors import SourceError
-from app.sources.base import SourceKind, on_off, register
-from app.sources.openai_chat import (DEFAULT_TIMEOUT, ENTERED_KEY, check_base_url, number, public_url,
-                                     stream_chat)
+from app.sources.base import SourceKind, register
+from app.sources.openai_chat import DEFAULT_TIMEOUT, ENTERED_KEY, check_base_url, public_url, stream_chat
 from app.trace import Frame
 
 DEFAULT_BASE_URL = "https://api.inceptionlabs.ai/v1"
 DEFAULT_MODEL = "mercury-2"
 EFFORTS = ("instant", "low", "medium", "high")
-TEMPERATURE_RANGE = (0.5, 1.0)
-DEFAULT_TEMPERATURE = 0.75
-DEFAULT_MAX_TOKENS = 1024
-MAX_TOKENS = 50_000
 MARKER = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>")
 
 
 def display_text(raw: str) -> str:
     """Raw model text minus `<|think_end|>`-style control markers, which should not be shown (the record keeps them)."""
     return MARKER.sub("", raw)
+
+
+@dataclass
+class MercurySettings:
+    """Mercury's settings, each declared once (app/engine/options.py); a number out of range is moved into it."""
+
+    temperature: float = option(0.75, "Temperature", min=0.5, max=1.0, step=0.05, clamp=True,
+                                help="Mercury accepts 0.5 to 1.0.")
+    reasoning_effort: str = option("instant", "Reasoning effort", choices=EFFORTS,
+                                   help="instant shows text at once; higher efforts reason first, hidden, before any "
+                                        "text.")
+    max_tokens: int = option(1024, "Max tokens", min=1, max=50_000, step=1, clamp=True,
+                             help="Reasoning tokens count against this budget.")
+    diffusing: bool = option(True, "Diffusing stream", help="Off shows Mercury's ordinary block-by-block stream.")
+    base_url: str = option("", "Base URL", shown=False,
+                           help=f"Empty uses INCEPTION_BASE_URL or {DEFAULT_BASE_URL}.")
+    timeout: float = option(DEFAULT_TIMEOUT, "Timeout (seconds without a byte)", min=1.0, max=600.0, step=1.0,
+                            clamp=True, shown=False)
 
 
 class MercurySource:
@@ -40,25 +55,19 @@ class MercurySource:
     `notice` is a sentence for the user when a setting was changed to one Mercury accepts (the temperature is
     clamped to 0.5-1.0); the race shows it as the side's message and records it with how the side ended."""
 
-    def __init__(self, model: str = "", *, base_url: str | None = None, api_key: str | None = None,
-                 temperature: Any = DEFAULT_TEMPERATURE, reasoning_effort: Any = "instant",
-                 max_tokens: Any = DEFAULT_MAX_TOKENS, diffusing: Any = True, timeout: Any = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, model: str = "", *, api_key: str | None = None, **settings: Any) -> None:
         model = (model or "").strip()
         self.name = f"mercury:{model}" if model else "mercury"
         self.model = model or DEFAULT_MODEL
-        self.base_url = check_base_url(base_url or os.environ.get("INCEPTION_BASE_URL") or DEFAULT_BASE_URL)
         self._api_key = api_key or None
-        self.temperature = number(temperature, "temperature", *TEMPERATURE_RANGE)
-        asked = float(temperature)
-        self.notice = (f"Mercury accepts a temperature from {TEMPERATURE_RANGE[0]:.1f} to {TEMPERATURE_RANGE[1]:.1f}, "
-                       f"so {asked:g} was sent as {self.temperature:g}." if asked != self.temperature else None)
-        effort = str(reasoning_effort or "").strip().lower()
-        if effort not in EFFORTS:
-            raise SourceError(f"reasoning_effort must be one of {', '.join(EFFORTS)}, not {reasoning_effort!r}.")
-        self.reasoning_effort = effort
-        self.max_tokens = int(number(max_tokens, "max_tokens", 1, MAX_TOKENS))
-        self.diffusing = on_off(diffusing, "diffusing")
-        self.timeout = number(timeout, "timeout", 1.0, 600.0)
+        s = coerce(MercurySettings, settings, "mercury")
+        self.base_url = check_base_url(s.base_url or os.environ.get("INCEPTION_BASE_URL") or DEFAULT_BASE_URL)
+        self.temperature, self.reasoning_effort, self.max_tokens = s.temperature, s.reasoning_effort, s.max_tokens
+        self.diffusing, self.timeout = s.diffusing, s.timeout
+        asked = float(settings.get("temperature") if settings.get("temperature") is not None else s.temperature)
+        o = declared(MercurySettings)["temperature"][1]
+        self.notice = (f"Mercury accepts a temperature from {o.min:.1f} to {o.max:.1f}, so {asked:g} was sent as "
+                       f"{self.temperature:g}." if asked != self.temperature else None)
 
     def __repr__(self) -> str:
         return f"MercurySource({self.settings()!r})"
@@ -80,20 +89,5 @@ class MercurySource:
                                cancel=cancel, timeout=self.timeout)
 
 
-register(SourceKind(
-    prefix="mercury",
-    make=MercurySource,
-    label="Inception Mercury, diffusing stream (INCEPTION_API_KEY)",
-    takes_arg=True,
-    takes_key=True,
-    settings={
-        "temperature": {"default": DEFAULT_TEMPERATURE, "label": "Temperature", "min": TEMPERATURE_RANGE[0],
-                        "max": TEMPERATURE_RANGE[1], "step": 0.05, "info": "Mercury accepts 0.5 to 1.0."},
-        "reasoning_effort": {"default": "instant", "label": "Reasoning effort", "choices": list(EFFORTS),
-                             "info": "instant shows text at once; higher efforts reason first, hidden, before any text."},
-        "max_tokens": {"default": DEFAULT_MAX_TOKENS, "label": "Max tokens", "min": 1, "max": MAX_TOKENS, "step": 1,
-                       "info": "Reasoning tokens count against this budget."},
-        "diffusing": {"default": True, "label": "Diffusing stream", "choices": [True, False],
-                      "info": "Off shows Mercury's ordinary block-by-block stream."},
-    },
-))
+register(SourceKind(prefix="mercury", make=MercurySource, takes_arg=True, takes_key=True,
+                    label="Inception Mercury, diffusing stream (INCEPTION_API_KEY)", options=(MercurySettings(),)))

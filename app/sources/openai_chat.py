@@ -16,10 +16,12 @@ import math
 import os
 import socket
 import threading
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+from app.engine.options import coerce, option
 from app.errors import SourceError
 from app.scrub import scrub_text
 from app.sources.base import SourceKind, register
@@ -28,6 +30,7 @@ from app.trace import Clock, Frame, clean_text, clean_usage
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_TOKENS = 1024
+MOST_TOKENS = 131_072  # max_tokens at most: 128k, the longest answer today's chat models write
 MAX_RETRIES = 0
 ENTERED_KEY = "the API key you entered"
 
@@ -75,17 +78,6 @@ def public_url(url: str) -> str:
 def host_of(url: str) -> str:
     parts = urlsplit(url)
     return (parts.hostname or url) + (f":{parts.port}" if parts.port else "")
-
-
-def number(value: Any, name: str, lo: float, hi: float) -> float:
-    """`value` as a float clamped into [lo, hi]; raises SourceError when it is not a number."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise SourceError(f"The {name} setting must be a number from {lo:g} to {hi:g}, not {value!r}.") from None
-    if isinstance(value, bool) or not math.isfinite(x):
-        raise SourceError(f"The {name} setting must be a number from {lo:g} to {hi:g}, not {value!r}.")
-    return min(max(x, lo), hi)
 
 
 def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, prompt: str, params: dict[str, Any],
@@ -332,21 +324,32 @@ def describe(err: Any, *, host: str, key: str, key_hint: str, model: str, frames
     return f"{host} reported an error{after}: {msg or 'no details given'}."
 
 
+@dataclass
+class ChatSettings:
+    """An OpenAI-compatible chat request's settings, each declared once (app/engine/options.py); a number out of
+    range is moved into it."""
+
+    temperature: float = option(1.0, "Temperature", min=0.0, max=2.0, step=0.05, clamp=True)
+    max_tokens: int = option(DEFAULT_MAX_TOKENS, "Max tokens", min=1, max=MOST_TOKENS, step=1, clamp=True)
+    base_url: str = option("", "Base URL",
+                           help=f"Any OpenAI-compatible endpoint; empty uses OPENAI_BASE_URL or {DEFAULT_BASE_URL}.")
+    timeout: float = option(DEFAULT_TIMEOUT, "Timeout (seconds without a byte)", min=1.0, max=600.0, step=1.0,
+                            clamp=True, shown=False)
+
+
 class OpenAIChatSource:
     """An OpenAI-compatible chat model typing its answer: streamed deltas appended."""
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 temperature: Any = 1.0, max_tokens: Any = DEFAULT_MAX_TOKENS, timeout: Any = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, model: str, *, api_key: str | None = None, **settings: Any) -> None:
         model = (model or "").strip()
         if not model:
             raise SourceError("The openai source needs a model: use openai:MODEL, for example openai:gpt-4o-mini.")
         self.name = f"openai:{model}"
         self.model = model
-        self.base_url = check_base_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
         self._api_key = api_key or None
-        self.temperature = number(temperature, "temperature", 0.0, 2.0)
-        self.max_tokens = int(number(max_tokens, "max_tokens", 1, 1_000_000))
-        self.timeout = number(timeout, "timeout", 1.0, 600.0)
+        s = coerce(ChatSettings, settings, "openai")
+        self.base_url = check_base_url(s.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        self.temperature, self.max_tokens, self.timeout = s.temperature, s.max_tokens, s.timeout
 
     def __repr__(self) -> str:
         return f"OpenAIChatSource({self.settings()!r})"
@@ -365,16 +368,6 @@ class OpenAIChatSource:
                                extra_body=None, cancel=cancel, timeout=self.timeout)
 
 
-register(SourceKind(
-    prefix="openai",
-    make=OpenAIChatSource,
-    label="OpenAI-compatible chat model (OPENAI_API_KEY, OPENAI_BASE_URL)",
-    takes_arg=True,
-    takes_key=True,
-    settings={
-        "temperature": {"default": 1.0, "label": "Temperature", "min": 0.0, "max": 2.0, "step": 0.05},
-        "max_tokens": {"default": DEFAULT_MAX_TOKENS, "label": "Max tokens", "min": 1, "max": 32768, "step": 1},
-        "base_url": {"default": "", "label": "Base URL",
-                     "info": "Any OpenAI-compatible endpoint; empty uses OPENAI_BASE_URL or https://api.openai.com/v1."},
-    },
-))
+register(SourceKind(prefix="openai", make=OpenAIChatSource,
+                    label="OpenAI-compatible chat model (OPENAI_API_KEY, OPENAI_BASE_URL)", takes_arg=True,
+                    takes_key=True, options=(ChatSettings(),)))

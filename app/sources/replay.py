@@ -9,19 +9,28 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from app.engine.options import coerce, option
 from app.errors import SourceError
 from app.sources.base import SourceKind, register
 from app.store import is_id, locate
 from app.trace import SIDES, Frame, RecordingError, read_recording
 
 
+@dataclass
+class ReplaySettings:
+    """How a recording plays back, declared once (app/engine/options.py)."""
+
+    speed: float = option(1.0, "Speed", min=0.1, max=4.0, step=0.1)
+
+
 class ReplaySource:
     """Yields a recorded side's frames at their recorded times, scaled by `speed`."""
 
-    def __init__(self, arg: str, speed: float = 1.0, *, paths: bool = True, owner: str | None = None) -> None:
+    def __init__(self, arg: str, *, paths: bool = True, owner: str | None = None, **settings: Any) -> None:
         """`paths`: whether a file path is accepted besides a library id; `owner`: whose "user/" recordings ids name."""
         name, _, side = arg.partition("#")
         side = side or "left"
@@ -29,8 +38,7 @@ class ReplaySource:
             raise SourceError("Name a recording: replay:NAME, with NAME from the recordings list (like example/NAME.jsonl).")
         if side not in SIDES:
             raise SourceError(f"Side must be left or right, not {side!r}.")
-        if not 0.1 <= float(speed) <= 4.0:
-            raise SourceError("Replay speed must be between 0.1 and 4.")
+        speed = coerce(ReplaySettings, settings, "replay").speed
         if paths and not is_id(name):
             path: str | Path = name
         elif is_id(name):
@@ -44,7 +52,7 @@ class ReplaySource:
             raise SourceError(str(e)) from None
         self.name = f"replay:{arg}"
         self.side = side
-        self.speed = float(speed)
+        self.speed = speed
         self.original = self.recording.header.get("sources", {}).get(side, {}).get("name", "?")
 
     def settings(self) -> dict[str, Any]:
@@ -67,4 +75,4 @@ class ReplaySource:
 
 
 register(SourceKind(prefix="replay", make=ReplaySource, label="Recording", takes_arg=True,
-                    settings={"speed": {"default": 1.0, "label": "Speed", "min": 0.1, "max": 4.0, "step": 0.1}}))
+                    options=(ReplaySettings(),)))

@@ -160,18 +160,6 @@ def setting_component(spec: dict[str, Any], elem_id: str) -> gr.components.Compo
     return gr.Textbox(value="" if default is None else str(default), label=label, info=info, elem_id=elem_id)
 
 
-def coerce(spec: dict[str, Any], value: Any) -> Any:
-    """A widget's value in the type the spec's default has (sliders give floats, integer settings want ints)."""
-    default = spec.get("default")
-    if value is None:
-        return default
-    if isinstance(default, bool):
-        return bool(value)
-    if isinstance(default, int) and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 @dataclass
 class SideControls:
     """The inputs for one side, in the order the Run handler receives them."""
@@ -187,16 +175,12 @@ class SideControls:
         return [self.kind, self.arg, self.key] + [c for _, _, _, c in self.settings]
 
     def read(self, values: list[Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """(source spec, settings changed from their defaults, secrets) from this side's slice of the inputs.
-
-        Unchanged settings are left out so a source keeps its own derived defaults (steps that shrink to fit
-        a shorter answer, say); the recording's header still lists every setting the source used.
-        """
+        """(source spec, the chosen kind's settings as the widgets hold them, secrets) from this side's slice of the
+        inputs; the source reads each value as its declaration says (app/engine/options.py `coerce`)."""
         prefix, arg, key = values[0], (values[1] or "").strip(), (values[2] or "").strip()
         kind = REGISTRY.get(prefix)
         spec = f"{prefix}:{arg}" if kind is not None and kind.takes_arg and arg else str(prefix or "")
-        settings = {name: coerce(s, v) for (p, name, s, _), v in zip(self.settings, values[3:])
-                    if p == prefix and coerce(s, v) != s.get("default")}
+        settings = {name: v for (p, name, _, _), v in zip(self.settings, values[3:]) if p == prefix}
         secrets = {"api_key": key} if key and kind is not None and kind.takes_key else {}
         return spec, settings, secrets
 

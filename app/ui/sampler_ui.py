@@ -17,6 +17,7 @@ import gradio as gr
 
 from app import by_hand
 from app.compute import COMPUTE
+from app.engine import sampling
 from app.engine.diffusion import SCORINGS
 from app.errors import SourceError
 from app.prompts import STORY
@@ -26,8 +27,9 @@ from app.view.theme import THEME, light
 
 LEAVE = "-"  # a picker's value while its position stays masked
 TWIN = "local-diffusion"  # the model the box steps unless the learner names a Hugging Face one
-LENGTHS = [16, 32, 64]
-BLOCKS = [8, 16, 32]
+HAND_LONGEST = 64  # the longest answer offered: the learner commits every token by hand
+HAND_LENGTHS = [n for n in sampling.LENGTHS if n <= HAND_LONGEST]
+HAND_BLOCKS = [b for b in sampling.BLOCKS if b <= by_hand.MAX_OPEN]  # a block's open positions all get a picker
 COLOURS = {who: light(name) for who, name in THEME["by_hand"].items()}  # who committed each canvas piece (theme.json)
 
 
@@ -98,8 +100,8 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
                     "compare your order with its own. Save the run to play it back in the player; your choices are marked as yours.")
         with gr.Row():
             prompt = gr.Textbox(value=STORY, label="Prompt", lines=1, max_lines=3, elem_id="sampler-prompt", scale=4)
-            length = gr.Dropdown(LENGTHS, value=32, label="Answer length", elem_id="sampler-length", scale=1)
-            block = gr.Dropdown(BLOCKS, value=16, label="Block length", elem_id="sampler-block", scale=1)
+            length = gr.Dropdown(HAND_LENGTHS, value=32, label="Answer length", elem_id="sampler-length", scale=1)
+            block = gr.Dropdown(HAND_BLOCKS, value=16, label="Block length", elem_id="sampler-block", scale=1)
             scoring = gr.Dropdown(list(SCORINGS), value="confidence", label="The model's rule", elem_id="sampler-scoring",
                                   scale=1)
             start_btn = gr.Button("Start", variant="primary", elem_id="sampler-start", scale=1)
