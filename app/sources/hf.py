@@ -9,16 +9,19 @@ the model runs; its settings, and so the recording's header, name the device and
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.hf import DEVICES, DTYPES, SHIFTS
+from app.engine.llada2 import EditSettings
 from app.engine.options import check, declared, option
 from app.errors import SourceError
 from app.sources.base import SourceKind, register
-from app.sources.local import SamplerSource, coerce, diffusion_spec, settings_spec
+from app.sources.local import SamplerSource, coerce, diffusion_frame, diffusion_spec, settings_spec
+from app.trace import Clock, Frame
 
 
 @dataclass
@@ -44,6 +47,28 @@ class HFLoad:
 HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32)
 HF_AR = ARSettings(gen_length=64)
 LOAD_OPTIONS = tuple(declared(HFLoad))
+EDIT_OPTIONS = tuple(declared(EditSettings))
+
+
+class BlockDiffusionSource(SamplerSource):
+    """An LLaDA2.x model, run by diffusers' LLaDA2Pipeline as its authors' sampler runs (app/engine/llada2.py)
+    rather than by Converge's diffusion sampler; a token it edits shows as a change, as a Mercury draft's does."""
+
+    def __init__(self, *args: Any, edit: EditSettings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.edit = edit
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), **self.edit.to_json()}
+
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        from app.engine import llada2
+
+        clock = Clock()
+        ids = self.encode(prompt)
+        m = self.model
+        for st in llada2.run(m.model, m.mask_id, m.eos_id, ids, self.opts, self.edit, cancel):
+            yield diffusion_frame(self.tok, st, m.eos_id, len(ids), clock())
 
 
 @functools.lru_cache(maxsize=4)
@@ -72,12 +97,28 @@ def _prompt(chat: bool):
 
 def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
     o, rest = _options(dict(settings), "hf-diffusion")
+    edits = {k: rest.pop(k) for k in EDIT_OPTIONS if k in rest}
     s = coerce(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
     if not arg:
         raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
-    load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
-    return _ran(SamplerSource(f"hf-diffusion:{arg}", load, s, _prompt(o.chat),
-                              {"model": arg, "shift": o.shift, "chat": o.chat}))
+    loaded = _masked(arg, o.shift, o.trust_remote_code, o.device, o.dtype)
+    extra = {"model": arg, "shift": o.shift, "chat": o.chat}
+    return _ran(_block_source(arg, loaded, s, edits, o.chat, extra) or
+                SamplerSource(f"hf-diffusion:{arg}", lambda: loaded, s, _prompt(o.chat), extra))
+
+
+def _block_source(arg: str, loaded: tuple[Any, Any], s: DiffusionSettings, edits: dict[str, Any], chat: bool,
+                  extra: dict[str, Any]) -> BlockDiffusionSource | None:
+    """An LLaDA2.x model's source (its editing settings applied), None for other models; a SourceError when editing
+    settings are given for a model that does not edit."""
+    from app.engine.llada2 import is_llada2
+
+    if not is_llada2(loaded[0].model):
+        if edits:
+            raise SourceError(f"{', '.join(edits)} only apply to LLaDA2.x models; {arg} is not one.")
+        return None
+    edit = coerce(EditSettings, edits, "hf-diffusion")
+    return BlockDiffusionSource(f"hf-diffusion:{arg}", lambda: loaded, s, _prompt(chat), extra, edit=edit)
 
 
 def make_hf_ar(arg: str, **settings: Any) -> SamplerSource:
@@ -100,6 +141,7 @@ def _ran(source: SamplerSource) -> SamplerSource:
 _LOAD_SPEC = settings_spec(HFLoad())
 
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
-                    takes_arg=True, settings={**diffusion_spec(HF_DIFFUSION), **_LOAD_SPEC}))
+                    takes_arg=True, settings={**diffusion_spec(HF_DIFFUSION), **settings_spec(EditSettings()),
+                                              **_LOAD_SPEC}))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
                     settings={**settings_spec(HF_AR), **{k: v for k, v in _LOAD_SPEC.items() if k != "shift"}}))
