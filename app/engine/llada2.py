@@ -31,6 +31,7 @@ from app.engine.options import check, option
 from app.errors import SourceError
 
 MODEL_TYPES = ("llada2_moe", "llada21_moe")  # inclusionAI's name; dllm's copy of the 2.1 code renames it
+MASK_ID = 156895  # LLaDA2.x's mask id (its generate()'s default), for a tokenizer that names no mask token
 
 
 @dataclass
