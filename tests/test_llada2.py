@@ -69,6 +69,24 @@ def test_llada2_loads_with_its_own_code_mask_id_and_rotary(llada2: Path) -> None
                                rtol=0, atol=0)
 
 
+def test_a_llada2_tokenizer_without_a_mask_token_gets_llada2s_mask_id_not_lladas(llada2: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from app.engine.hf import load_masked
+
+    folder = tmp_path / "no-mask"
+    shutil.copytree(llada2, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    del config["mask_token"]
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    del config["mask_token_id"]
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    model, tok = load_masked(str(folder), trust_remote_code=True, device="cpu")
+    assert tok.tok.mask_token_id is None and model.mask_id == tok.mask_id == LLADA2_MASK
+
+
 def test_the_pipeline_alone_attends_past_the_block_so_it_disagrees_with_the_authors(llada2: Path) -> None:
     """Why app/engine/llada2.py wraps the model: given the pipeline's 2D mask, LLaDA2's code lets earlier blocks see
     later ones, and the answer is not its own generate()'s."""
