@@ -15,16 +15,17 @@ from typing import Any
 from app.cli_help import command_parser
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
+from app.engine.llada2 import EditSettings
 from app.engine.options import Option, bounds, declared, number
 from app.errors import SourceError
 from app.sources.base import make_source
 from app.sources.hf import HF_AR, HF_DIFFUSION, HFLoad
 from app.sources.local import TWIN_DIFFUSION
 
-SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad}
+SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad, "hf-diffusion (LLaDA2.x)": EditSettings}
 # what each source starts from when a flag is left out (app/sources/local.py, app/sources/hf.py), for --help
 DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-ar", ARSettings()), ("hf-diffusion", HF_DIFFUSION),
-            ("hf-ar", HF_AR), ("hf-*", HFLoad()))
+            ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("hf-diffusion (LLaDA2.x)", EditSettings()))
 
 
 def describe(cls: type, name: str) -> str:
@@ -105,8 +106,11 @@ def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     given = {k: v for k, v in vars(args).items() if v is not None and k not in ("source", "prompt", "json", "trace")}
+    from app.engine.hf_download import watch
+
     try:
-        result = run(args.source, args.prompt, given, keep_frames=args.trace)
+        with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
+            result = run(args.source, args.prompt, given, keep_frames=args.trace)
     except SourceError as e:
         print(str(e), file=sys.stderr)
         return 2
