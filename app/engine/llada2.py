@@ -122,8 +122,9 @@ class _Stopped(Exception):
 
 def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: DiffusionSettings, e: EditSettings,
         cancel: threading.Event | None = None) -> Iterator[Step]:
-    """LLaDA2.x's block diffusion on `prompt_ids`: an all-masked first Step, then one per pass of the pipeline
-    (answer-relative positions; `committed` lists the masks filled, an edited token simply changes), the last done.
+    """LLaDA2.x's block diffusion on `prompt_ids`: an all-masked first Step, one per pass of the pipeline as it
+    happens (answer-relative positions; `committed` lists the masks filled, an edited token simply changes), then the
+    last pass's again, done. Stops at the next pass once `cancel` is set or the caller stops reading.
 
     Blocks are aligned to the whole sequence, prompt included, as LLaDA2's sampler aligns them; each block gets one
     pass per token (LLaDA2.1 commits at least one a pass), `steps` is not used."""
@@ -135,9 +136,10 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
     confidence = np.zeros(n, dtype=np.float32)
     out: queue.Queue = queue.Queue()
     p = len(prompt_ids)
+    stop = threading.Event()  # set when the run is cancelled or its consumer stops reading
 
     def on_pass(pipe: Any, index: int, _t: int, kw: dict[str, Any]) -> dict[str, Any]:
-        if cancel is not None and cancel.is_set():
+        if stop.is_set():
             raise _Stopped
         window = kw["block_x"][0].tolist()
         start = len(window) - length
@@ -169,22 +171,23 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
         except BaseException as err:  # handed to the consumer, which raises it on its own thread
             out.put(err)
 
-    yield Step(step=0, ids=answer.copy(), masked=answer == mask_id, confidence=confidence.copy())
     worker = threading.Thread(target=work, name="llada2-pipeline", daemon=True)
-    worker.start()
-    last: Step | None = None
-    while True:
-        item = out.get()
-        if item is None:
-            break
-        if isinstance(item, _Stopped):
-            return
-        if isinstance(item, BaseException):
-            raise SourceError(f"LLaDA2's pipeline failed: {type(item).__name__}: {item}") from None
-        if last is not None:
-            yield last
-        last = item
-    worker.join()
-    if last is not None:
-        last.done = True
+    last = Step(step=0, ids=answer.copy(), masked=answer == mask_id, confidence=confidence.copy())
+    try:
         yield last
+        if cancel is not None and cancel.is_set():
+            return
+        worker.start()
+        while (item := out.get()) is not None:
+            if isinstance(item, _Stopped):
+                return
+            if isinstance(item, BaseException):
+                raise SourceError(f"LLaDA2's pipeline failed: {type(item).__name__}: {item}") from None
+            last = item
+            yield last
+            if cancel is not None and cancel.is_set():
+                return
+        yield Step(step=last.step + 1, ids=last.ids, masked=last.masked, confidence=last.confidence, nfe=last.nfe,
+                   done=True)
+    finally:
+        stop.set()

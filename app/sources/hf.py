@@ -109,15 +109,16 @@ def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
 
 def _block_source(arg: str, loaded: tuple[Any, Any], s: DiffusionSettings, edits: dict[str, Any], chat: bool,
                   extra: dict[str, Any]) -> BlockDiffusionSource | None:
-    """An LLaDA2.x model's source (its editing settings applied), None for other models; a SourceError when editing
-    settings are given for a model that does not edit."""
+    """An LLaDA2.x model's source (its editing settings applied), None for other models; a SourceError when a model
+    that does not edit is given editing settings other than their defaults."""
     from app.engine.llada2 import is_llada2
 
-    if not is_llada2(loaded[0].model):
-        if edits:
-            raise SourceError(f"{', '.join(edits)} only apply to LLaDA2.x models; {arg} is not one.")
-        return None
     edit = coerce(EditSettings, edits, "hf-diffusion")
+    if not is_llada2(loaded[0].model):
+        moved = [k for k in edits if getattr(edit, k) != getattr(EditSettings(), k)]
+        if moved:
+            raise SourceError(f"{', '.join(moved)} only apply to LLaDA2.x models; {arg} is not one.")
+        return None
     return BlockDiffusionSource(f"hf-diffusion:{arg}", lambda: loaded, s, _prompt(chat), extra, edit=edit)
 
 
