@@ -31,10 +31,11 @@ def llada2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_llada2(tmp_path_factory.mktemp("llada2"), seed=0, std=1.5)
 
 
-def _eager(src) -> None:
+def _eager(src, impl: str = "eager") -> None:
     """Attention on the eager path: the model's own generate() builds its mask in bfloat16, which the sdpa path
-    refuses beside float32 queries (the model is float32 on the CPU); both samplers then run the same attention."""
-    src.model.model.config._attn_implementation = "eager"
+    refuses beside float32 queries (the model is float32 on the CPU). `impl` "sdpa" puts back the path Converge
+    loads the model with."""
+    src.model.model.config._attn_implementation = impl
 
 
 def _authors(src, prompt: list[int], editing_threshold: float) -> list[int]:
@@ -98,7 +99,9 @@ def test_the_pipeline_alone_attends_past_the_block_so_it_disagrees_with_the_auth
     alone = pipe(input_ids=torch.tensor([prompt]), gen_length=24, block_length=8, num_inference_steps=8,
                  temperature=0.0, threshold=0.9, editing_threshold=None, eos_early_stop=False,
                  mask_token_id=LLADA2_MASK, eos_token_id=LLADA2_EOS, output_type="seq").sequences[0].tolist()
-    assert alone != _authors(src, prompt, editing_threshold=1.0)
+    theirs = _authors(src, prompt, editing_threshold=1.0)
+    _eager(src, "sdpa")
+    assert alone != theirs
 
 
 def test_the_pipelines_own_scheduler_ends_blocks_other_than_the_authors(llada2: Path) -> None:
@@ -116,20 +119,24 @@ def test_the_pipelines_own_scheduler_ends_blocks_other_than_the_authors(llada2: 
                  temperature=0.0, threshold=0.9, editing_threshold=0.5, max_post_steps=16, eos_early_stop=False,
                  mask_token_id=LLADA2_MASK, eos_token_id=LLADA2_EOS, output_type="seq").sequences[0].tolist()
     theirs = _authors(src, prompt, editing_threshold=0.5)
+    _eager(src, "sdpa")
     assert stock[:len(theirs)] != theirs
 
 
 @pytest.mark.parametrize("editing", [0.5, None])
 def test_llada2_decodes_as_its_own_generate_at_temperature_0(llada2: Path, editing: float | None) -> None:
     """With editing (LLaDA2.1, some tokens rewritten) and without (no token ever replaced), the answer is the
-    authors' token for token (theirs stops after its first end-of-text), and so is the last frame's text."""
+    authors' token for token (theirs stops after its first end-of-text), and so is the last frame's text. Ours runs on
+    the sdpa attention Converge loads, theirs on the eager one its bfloat16 mask needs in float32."""
     from app.engine import llada2 as engine
 
     src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=editing)
-    _eager(src)
     prompt = src.encode(PROMPT)
-    theirs = _authors(src, prompt, editing_threshold=editing if editing is not None else 1.0)
+    _eager(src, "sdpa")  # ours as Converge runs it
     steps = list(engine.run(src.model.model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit))
+    _eager(src)
+    theirs = _authors(src, prompt, editing_threshold=editing if editing is not None else 1.0)
+    _eager(src, "sdpa")
     ours = steps[-1].ids.tolist()
     cut = ours.index(LLADA2_EOS) + 1 if LLADA2_EOS in ours else len(ours)
     assert steps[-1].done and ours[:cut] == theirs and len(set(theirs)) > 4
