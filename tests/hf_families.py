@@ -171,22 +171,23 @@ def llada2_tokenizer(folder: Path, vocab_size: int) -> None:
         "pad_token": "<|endoftext|>", "unk_token": "<unk>"}, indent=2), encoding="utf-8")
 
 
-def build_llada2(root: Path, seed: int = 0, std: float = 0.5) -> Path:
-    """A 2-layer, 16-wide LLaDA2.1 mixture of experts (8 experts, 2 a token, one shared) with LLaDA2.1-mini's
-    vocabulary (157184 ids, mask 156895), built from its own model code and saved under root."""
+def build_llada2(root: Path, seed: int = 0, std: float = 0.5, version: str = "2.1") -> Path:
+    """A 2-layer, 16-wide LLaDA2.1 (or, with version "2.0", LLaDA2.0) mixture of experts (8 experts, 2 a token, one
+    shared) with LLaDA2.x-mini's vocabulary (157184 ids, mask 156895), built from its own model code under root."""
     import transformers
 
     from app.engine.hf_compat import legacy_rope_default, remote_class
 
-    folder = root / "llada2"
+    stem = {"2.1": "llada21_moe", "2.0": "llada2_moe"}[version]
+    folder = root / f"llada{version.replace('.', '')}"
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("modeling_llada21_moe.py", "configuration_llada21_moe.py"):
+    for name in (f"modeling_{stem}.py", f"configuration_{stem}.py"):
         shutil.copy(ASSETS / "llada2" / name, folder / name)
     config = {
-        "architectures": ["LLaDA2MoeModelLM"], "model_type": "llada21_moe",
-        "auto_map": {"AutoConfig": "configuration_llada21_moe.LLaDA2MoeConfig",
-                     "AutoModel": "modeling_llada21_moe.LLaDA2MoeModelLM",
-                     "AutoModelForCausalLM": "modeling_llada21_moe.LLaDA2MoeModelLM"},
+        "architectures": ["LLaDA2MoeModelLM"], "model_type": stem,
+        "auto_map": {"AutoConfig": f"configuration_{stem}.LLaDA2MoeConfig",
+                     "AutoModel": f"modeling_{stem}.LLaDA2MoeModelLM",
+                     "AutoModelForCausalLM": f"modeling_{stem}.LLaDA2MoeModelLM"},
         "vocab_size": 157184, "hidden_size": 16, "intermediate_size": 32, "moe_intermediate_size": 8,
         "num_hidden_layers": 2, "first_k_dense_replace": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
         "head_dim": 8, "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 1, "n_group": 2,

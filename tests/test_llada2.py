@@ -148,6 +148,32 @@ def test_llada2_decodes_as_its_own_generate_at_temperature_0(llada2: Path, editi
     assert src.settings()["editing_threshold"] == editing and src.settings()["max_post_steps"] == 16
 
 
+@pytest.fixture(scope="module")
+def llada20(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_llada2(tmp_path_factory.mktemp("llada20"), seed=0, std=1.5, version="2.0")
+
+
+def test_llada20_loads_under_transformers_5_and_decodes_as_its_own_generate(llada20: Path) -> None:
+    """LLaDA2.0's code (model type llada2_moe, as on the Hub) imports a name transformers 5 removed; mended, it loads,
+    and with editing off Converge spreads each block over steps x block / length passes (4 here, two tokens a pass)
+    as 2.0's generate() does, token for token at temperature 0."""
+    from app.engine import llada2 as engine
+
+    src = make_source(f"hf-diffusion:{llada20}", **{**RUN, "steps": 12})
+    assert type(src).__name__ == "BlockDiffusionSource" and src.model.model.config.model_type == "llada2_moe"
+    assert src.edit.editing_threshold is None
+    prompt = src.encode(PROMPT)
+    steps = list(engine.run(src.model.model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit))
+    _eager(src)
+    theirs = src.model.model.generate(torch.tensor([prompt]), temperature=0.0, block_length=8, steps=4, gen_length=24,
+                                      threshold=0.9, eos_id=LLADA2_EOS, mask_id=LLADA2_MASK)[0].tolist()
+    _eager(src, "sdpa")
+    ours = steps[-1].ids.tolist()
+    cut = ours.index(LLADA2_EOS) + 1 if LLADA2_EOS in ours else len(ours)
+    assert ours[:cut] == theirs and len(set(theirs)) > 4 and not _edits(steps)
+    assert steps[-1].nfe < 24 and max(len(st.committed) for st in steps) >= 2  # fewer passes than tokens
+
+
 def test_an_edited_token_is_drawn_as_a_change(llada2: Path) -> None:
     """Each token LLaDA2.1 rewrites is coded 2 (a different token) in its frame's row and styled "changed this
     frame", as a Mercury draft's rewritten word is."""

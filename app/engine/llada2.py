@@ -10,8 +10,9 @@ ways this module mends without touching the pipeline's loop:
   the model so it gets the mask `generate()` builds;
 - a block stops when its pass budget is spent even if the pass that filled its last mask edited tokens, and runs one
   editing pass more than `generate()` at the cap: `AuthorsScheduler` decides when a block is done as `generate()` does;
-- `generate()` commits at least one token a pass (2.1's `num_to_transfer`): `run` gives the pipeline one pass per
-  token of a block, so its even schedule commits one.
+- 2.1's `generate()` commits at least one token a pass (its `num_to_transfer`): with editing on, `run` gives the
+  pipeline one pass per token of a block, so its even schedule commits one. With editing off it runs LLaDA2.0's
+  `generate()`, which spreads a block over its `steps` as the pipeline does: `run` passes the answer's steps per block.
 
 tests/test_llada2.py checks, on a tiny LLaDA2.1 built from its own code, that the answers agree token for token,
 with edits, at temperature 0.
@@ -126,8 +127,8 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
     happens (answer-relative positions; `committed` lists the masks filled, an edited token simply changes), then the
     last pass's again, done. Stops at the next pass once `cancel` is set or the caller stops reading.
 
-    Blocks are aligned to the whole sequence, prompt included, as LLaDA2's sampler aligns them; each block gets one
-    pass per token (LLaDA2.1 commits at least one a pass), `steps` is not used."""
+    Blocks are aligned to the whole sequence, prompt included, as LLaDA2's sampler aligns them. With editing on
+    (LLaDA2.1) a block gets one pass per token; off (LLaDA2.0), `steps` x block length / answer length passes."""
     import torch
 
     d = _diffusers()
@@ -136,6 +137,7 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
     confidence = np.zeros(n, dtype=np.float32)
     out: queue.Queue = queue.Queue()
     p = len(prompt_ids)
+    passes = length if e.editing_threshold is not None else max(1, min(length, round(s.steps * length / n)))
     stop = threading.Event()  # set when the run is cancelled or its consumer stops reading
 
     def on_pass(pipe: Any, index: int, _t: int, kw: dict[str, Any]) -> dict[str, Any]:
@@ -161,7 +163,7 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
             pipe.set_progress_bar_config(disable=True)
             with torch.inference_mode():
                 pipe(input_ids=torch.tensor([prompt_ids], dtype=torch.long), use_chat_template=False, gen_length=n,
-                     block_length=length, num_inference_steps=length, temperature=s.temperature,
+                     block_length=length, num_inference_steps=passes, temperature=s.temperature,
                      top_k=s.top_k or None, sampling_method="auto", threshold=s.threshold if s.threshold is not None
                      else 1.0, editing_threshold=e.editing_threshold, max_post_steps=e.max_post_steps,
                      eos_early_stop=s.stop_at_eos, eos_token_id=eos_id, mask_token_id=mask_id, output_type="seq",
