@@ -29,15 +29,15 @@ def vendored(family: str, filename: str) -> ModuleType:
     return module
 
 
-def family_tokenizer(folder: Path, family: str, vocab_size: int) -> None:
-    """Writes tokenizer.json (words, then fillers up to vocab_size, the family's special tokens at their real ids)
-    beside the family's own tokenizer_config.json."""
+def family_tokenizer(folder: Path, family: str, vocab_size: int, words: tuple[str, ...] = ()) -> None:
+    """Writes tokenizer.json (WORDS and `words`, then fillers up to vocab_size, the family's special tokens at their
+    real ids) beside the family's own tokenizer_config.json."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     config = json.loads((ASSETS / family / "tokenizer_config.json").read_text(encoding="utf-8"))
     specials = {int(i): t["content"] for i, t in config["added_tokens_decoder"].items()}
     vocab: dict[str, int] = {"<unk>": 0}
-    for w in sorted(set(WORDS)):
+    for w in sorted(set(WORDS) | set(words)):
         vocab[w] = len(vocab)
     for i in range(len(vocab), vocab_size):
         if i not in specials:
@@ -94,10 +94,11 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, map(chr, cs)))
 
 
-def dream_tokenizer_files(folder: Path) -> None:
-    """vocab.json and merges.txt for Dream's own DreamTokenizer (tokenization_dream.py): the 256 bytes, merges that
-    spell WORDS, fillers up to Dream's first special id, beside Dream's own tokenizer_config.json."""
-    config = json.loads((ASSETS / "dream" / "tokenizer_config.json").read_text(encoding="utf-8"))
+def bpe_tokenizer_files(folder: Path, family: str) -> None:
+    """vocab.json and merges.txt for a Qwen2-style byte-level BPE tokenizer (Dream's own, transformers' Qwen2Tokenizer):
+    the 256 bytes, merges that spell WORDS, fillers up to the family's first special id, beside the family's own
+    tokenizer_config.json (which places the special tokens)."""
+    config = json.loads((ASSETS / family / "tokenizer_config.json").read_text(encoding="utf-8"))
     first_special = min(int(i) for i in config["added_tokens_decoder"])
     vocab = {ch: i for i, ch in enumerate(_bytes_to_unicode().values())}
     merges: list[str] = []
@@ -114,8 +115,13 @@ def dream_tokenizer_files(folder: Path) -> None:
         vocab[f"<unused{i}>"] = i
     (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
-    for name in ("tokenizer_config.json", "tokenization_dream.py"):
-        shutil.copy(ASSETS / "dream" / name, folder / name)
+    shutil.copy(ASSETS / family / "tokenizer_config.json", folder / "tokenizer_config.json")
+
+
+def dream_tokenizer_files(folder: Path) -> None:
+    """Dream's tokenizer files (bpe_tokenizer_files) beside Dream's own tokenizer code, tokenization_dream.py."""
+    bpe_tokenizer_files(folder, "dream")
+    shutil.copy(ASSETS / "dream" / "tokenization_dream.py", folder / "tokenization_dream.py")
 
 
 def build_dream(root: Path, seed: int = 0) -> Path:
@@ -204,4 +210,65 @@ def build_llada2(root: Path, seed: int = 0, std: float = 0.5, version: str = "2.
     model.save_pretrained(folder)
     (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     llada2_tokenizer(folder, config["vocab_size"])
+    return folder
+
+
+def dllm_on_path() -> ModuleType:
+    """dllm's vendored samplers and schedulers (tests/assets/dllm) as the package `dllm`: its samplers import it so,
+    and its modeling_qwen3.py imports it in a `__main__` block, which transformers' import check asks to find."""
+    import sys
+
+    path = str(ASSETS / "dllm")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import dllm.core.samplers
+
+    return dllm.core.samplers
+
+
+def build_a2d(root: Path, seed: int = 0) -> Path:
+    """A 2-layer, 16-wide A2D Qwen3 (dllm's MDLM and BD3LM models share this code and layout) with Qwen3's vocabulary
+    (151936 ids; mask <|mask|> 151669, end-of-text <|im_end|> 151645, padding <|endoftext|> 151643), saved under root
+    with dllm's modeling_qwen3.py, which its config's auto_map names."""
+    import transformers
+
+    dllm_on_path()
+    folder = root / "a2d"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ASSETS / "a2d" / "modeling_qwen3.py", folder / "modeling_qwen3.py")
+    config = json.loads((ASSETS / "a2d" / "config.json").read_text(encoding="utf-8"))
+    config.update(hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                  num_hidden_layers=2, max_window_layers=2, max_position_embeddings=256)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    cfg = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
+    model = transformers.AutoModelForMaskedLM.from_config(cfg, trust_remote_code=True)
+    _randomise(model, seed, std=0.5)
+    model.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.57.0
+    bpe_tokenizer_files(folder, "a2d")
+    return folder
+
+
+def build_modernbert_chat(root: Path, seed: int = 0) -> Path:
+    """A 3-layer, 16-wide ModernBERT (transformers' own ModernBertForMaskedLM, ModernBERT-large's config and
+    vocabulary: 50368 ids, [MASK] 50284, [PAD] 50283) saved with its tokenizer as dllm's BERT-chat fine-tuning saves it:
+    dllm's get_tokenizer sets end-of-text and BOS to the padding and the chat template to its [Question]/[Answer]
+    template (vendored from dllm/utils/models.py), and sft.py saves that tokenizer beside the model."""
+    import transformers
+
+    folder = root / "modernbert-chat"
+    folder.mkdir(parents=True, exist_ok=True)
+    config = json.loads((ASSETS / "modernbert" / "config.json").read_text(encoding="utf-8"))
+    config.update(hidden_size=16, intermediate_size=32, num_attention_heads=2, num_hidden_layers=3)
+    cfg = transformers.ModernBertConfig.from_dict(config)
+    torch_model = transformers.ModernBertForMaskedLM(cfg)
+    _randomise(torch_model, seed, std=0.5)
+    torch_model.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")  # as published: 4.47
+    family_tokenizer(folder, "modernbert", config["vocab_size"], words=("[", "[/", "]", "Question", "Answer"))
+    tok = transformers.AutoTokenizer.from_pretrained(folder)
+    tok.eos_token = tok.pad_token  # dllm's get_tokenizer: `if not tokenizer.eos_token: eos = pad` (and bos)
+    tok.bos_token = tok.pad_token
+    tok.chat_template = (ASSETS / "modernbert" / "chat_template.jinja").read_text(encoding="utf-8")
+    tok.save_pretrained(folder)
     return folder

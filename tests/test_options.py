@@ -88,7 +88,8 @@ def test_the_page_controls_show_the_declared_label_range_choices_and_help(prefix
     for cls in (PAGES[prefix], HFLoad) if prefix.startswith("hf") else (PAGES[prefix],):
         for name, (kind, o) in declared(cls).items():
             if kind is tuple or name not in spec:
-                assert kind is tuple or (name, prefix) in {("filter", "hf-diffusion"), ("shift", "hf-ar")}, name
+                assert kind is tuple or (name, prefix) in {("filter", "hf-diffusion"), ("shift", "hf-ar"),
+                                                              ("block_attention", "hf-ar")}, name
                 continue
             entry = spec[name]
             assert entry["label"] == o.label + (" (0 = off)" if o.off else "") and entry.get("info", "") == o.help

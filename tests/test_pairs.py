@@ -31,11 +31,12 @@ def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
     from app.engine.diffusion import DiffusionSettings
     from app.engine.llada2 import EditSettings
     from app.engine.options import declared
+    from app.sources.hf import LOAD_OPTIONS
     from app.sources.local import coerce
 
     for p in PAIRS.values():
         if p.left.startswith("hf-diffusion:"):
-            settings = {k: v for k, v in p.left_settings.items() if k != "trust_remote_code"}
+            settings = {k: v for k, v in p.left_settings.items() if k not in LOAD_OPTIONS}
             edits = {k: settings.pop(k) for k in declared(EditSettings) if k in settings}
             coerce(DiffusionSettings, settings, p.left).validate()
             coerce(EditSettings, edits, p.left).validate()
@@ -149,3 +150,25 @@ def test_a_served_page_offers_only_the_pairs_its_host_allows() -> None:
     assert describe("dream-7b", listed).startswith("**Dream-v0-Instruct-7B vs Qwen2.5-7B-Instruct** (GPU: 30.5 GB")
     pick = next(b for b in build(strict).blocks.values() if b.elem_id == "pair-pick")
     assert [value for _, value in pick.choices] == ["twins", "llada2-sglang", "mercury"]
+
+
+def test_dllms_pairs_run_on_a_laptop_cpu_and_the_page_sets_block_attention_for_bd3lm(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.policy import LOCAL
+    from app.sources import pairs
+    from app.ui.pairs_ui import apply_pair
+
+    for name in ("a2d-mdlm-0.6b", "a2d-bd3lm-0.6b", "modernbert-large-chat", "modernbert-base-chat"):
+        p = pair(name)
+        assert p.device == "CPU" and p.left_settings["schedule"] == "dllm" and p.memory_gb() < 6
+        check_memory(p, free=(8.0, "RAM"))
+    assert pair("a2d-mdlm-0.6b").right == pair("a2d-bd3lm-0.6b").right == "hf-ar:Qwen/Qwen3-0.6B"
+    with pytest.raises(SourceError, match=r"needs about 5.3 GB of CPU memory and RAM has 4.0 GB free"):
+        check_memory(pair("a2d-bd3lm-0.6b"), free=(4.0, "RAM"))
+    monkeypatch.setattr(pairs, "available_gb", lambda device: (16.0, "RAM"))
+    controls = _controls(LOCAL)
+    about, *updates = apply_pair("a2d-bd3lm-0.6b", controls, LOCAL)
+    got = _set(updates, controls)
+    assert got[("left", "arg")] == "dllm-hub/Qwen3-0.6B-diffusion-bd3lm-v0.1"
+    assert got[("left", "hf-diffusion.block_attention")] is True and got[("left", "hf-diffusion.block_length")] == 32
+    assert got[("left", "hf-diffusion.schedule")] == "dllm" and got[("right", "arg")] == "Qwen/Qwen3-0.6B"

@@ -22,7 +22,8 @@ from app.engine.options import check, option
 from app.errors import SourceError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
-SCHEDULES = ("even", "dream")  # how many positions a step commits: spread evenly (LLaDA), or Dream's 1 - s/t
+SCHEDULES = ("even", "dream", "dllm")  # how many positions a step commits: spread evenly (LLaDA), Dream's 1 - s/t, or
+# dllm's linear schedule (1/k of those left, rounded, steps that round to none skipped)
 DREAM_EPS = 1e-3  # Dream's generation_config eps: its time runs from 1 down to this
 LENGTHS = (32, 64, 128, 256)  # the answer lengths the page offers (any is valid)
 BLOCKS = (8, 16, 32, 64, 128, 256)
@@ -48,7 +49,10 @@ class DiffusionSettings:
                           help="With random, the confidence colours mean nothing about the order.")
     schedule: str = option("even", "Schedule (how many to commit each step)", choices=SCHEDULES,
                            help="even: the block's masked positions spread evenly over its steps (LLaDA); dream: "
-                                "a share 1 - s/t of those still masked, time t falling linearly from 1 (Dream).")
+                                "a share 1 - s/t of those still masked, time t falling linearly from 1 (Dream); dllm: "
+                                "a share 1/k of those still masked with k steps left, rounded, a step that rounds to "
+                                "none skipped, each block given steps / blocks rounded up (dllm's MDLM and BD3LM "
+                                "samplers).")
     temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05)
     top_k: int = option(0, "Top-k (0 = off)", min=0, max=1000, step=1,
                         help="Choose and score among each position's k likeliest tokens only; Dream's "
@@ -121,7 +125,7 @@ class Step:
     nfe: int = 0
     done: bool = False
     candidates: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
-    refreshes: int = 0  # of nfe, the block-start passes over the whole sequence
+    refreshes: int = 0  # of nfe, the block-start passes that fill the cache
 
 
 def top_candidates(probs: np.ndarray, k: int = TOP_CANDIDATES) -> list[tuple[int, float]]:
@@ -268,6 +272,24 @@ def dream_count(masked: int, i: int, steps: int, eps: float = DREAM_EPS) -> int:
     return int(f32(masked) * (f32(1.0) - point(i + 1) / point(i)))
 
 
+def dllm_counts(masked: int, steps: int) -> list[int]:
+    """How many of a block's `masked` positions each of its passes commits under dllm's linear schedule: step j of
+    `steps` commits round(left x (1 - s/t)), s/t computed in float32 as dllm's LinearAlphaScheduler does, rounded half
+    to even as torch.round; steps that commit none are dropped. Why: dllm's get_num_transfer_tokens counts so."""
+    f32 = np.float32
+    left, counts = masked, []
+    for j in range(steps):
+        t, s = (steps - j) / steps, (steps - 1 - j) / steps
+        ratio = (f32(1) - (f32(1) - f32(s))) / (f32(1) - (f32(1) - f32(t)))
+        n = min(int(np.round(np.float64(left) * (1.0 - float(ratio)))), left)
+        left -= n
+        if n:
+            counts.append(n)
+        if not left:
+            break
+    return counts
+
+
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
     """Keys/values of x[:start] for this block (Fast-dLLM PrefixCache). Where the model can, they are
     computed with the whole sequence in view, so the block's first step equals the uncached one."""
@@ -381,8 +403,10 @@ def forward(model: MaskedLM, run: Run) -> Pass:
     elif not s.prefix_cache:
         logits = model.logits(view)[start:]
     else:
-        if run.passes == 0:
+        if run.passes == 0:  # a call of the network of its own, over the prefix: it counts as a pass
             run.cache = block_cache(model, view, start)
+            run.nfe += 1
+            run.refreshes += 1
         logits = model.logits(view, run.cache, start, stop=P + hi) if dual else model.logits(view, run.cache, start)
     run.nfe += 1
     run.step += 1
@@ -425,6 +449,9 @@ def forward(model: MaskedLM, run: Run) -> Pass:
         sure = np.where(is_eos, sure * s.eos_discount, sure)
     if s.schedule == "dream":
         minimum = dream_count(len(cand), run.passes - 1, run.budget)
+    elif s.schedule == "dllm":  # planned from the block's masked count at its start, with dllm's per-block budget
+        plan = dllm_counts(int((~run.pinned[lo:hi]).sum()), math.ceil(s.steps / (s.gen_length // s.block_length)))
+        minimum = plan[run.passes - 1] if run.passes <= len(plan) else len(cand)
     else:
         minimum = math.ceil(len(cand) / max(1, run.budget - (run.passes - 1)))  # a learner may take more passes
     # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence
@@ -494,7 +521,8 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     nfe counts every call of the network. With the prefix cache and a model that offers `refresh`, each
     block starts with one pass over the whole sequence that both refreshes the cache and gives the block's
     first step its logits (as in Fast-dLLM), so every step is exactly one pass; `refreshes` counts those
-    block-start passes. A model without `refresh` (Hugging Face) runs each step over the whole sequence."""
+    block-start passes. A model without `refresh` (Hugging Face) fills its cache at each block start in a pass of
+    its own, counted in nfe and refreshes too; without the cache each step runs over the whole sequence."""
     run = begin(model, prompt_ids, settings, pins, commit_filter)
     yield run.snapshot()
     while next_block(run):

@@ -98,17 +98,22 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--max-len", type=int, default=320, help="positions per story, the opening included")
     ap.add_argument("--seed", type=int, default=1337, help="the twins' seed: the same training/held-out split")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda[:N]: on a GPU the teacher, its cache and its draws live there")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     from tokenizers import Tokenizer
 
+    device = torch.device(args.device)
+    if device.type != "cpu":  # as train.py: every tensor the writer makes lands on the accelerator
+        torch.set_default_device(device)
     model, config = load_torch_twin(args.teacher)
+    model.to(device)
     tok = Tokenizer.from_file(args.tokenizer or str(Path(args.teacher).with_name("tokenizer.json")))
     eos_id = config["eos_id"]
     train_s, _ = split_stories(read_stories(args.corpus), args.seed)
     tokens, starts = encode_stream(tok, train_s, eos_id)
     rng = np.random.default_rng(args.seed + 7)
-    gen = torch.Generator().manual_seed(args.seed + 7)
+    gen = torch.Generator(device=device).manual_seed(args.seed + 7)
     stream: list[int] = []
     story_starts: list[int] = []
     t0 = time.time()
@@ -137,7 +142,7 @@ def save(args: argparse.Namespace, argv: list[str] | None, stream: list[int], st
     stats = {
         "teacher": Path(args.teacher).name, "stories": len(story_starts), "tokens": len(stream),
         "temperatures": args.temperatures, "opening_tokens": args.opening, "seconds": round(seconds, 1),
-        "threads": args.threads,
+        "threads": args.threads, "device": args.device,
         "command": "python -m app.engine.distill " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
     }
     with open(args.out, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)

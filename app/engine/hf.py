@@ -73,10 +73,11 @@ class HFTokenizer:
         return out
 
     def prompt_ids(self, text: str, chat: bool) -> list[int]:
-        """The prompt as the model expects it: the chat template when asked and available, else BOS (or CLS) + text."""
+        """The prompt as the model expects it: the chat template when asked and available (without a thinking preamble,
+        as dllm's tokenizers and a race want), else BOS (or CLS) + text."""
         if chat and getattr(self.tok, "chat_template", None):
             ids = self.tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                               tokenize=True)
+                                               tokenize=True, enable_thinking=False)  # Qwen3's: answer, no trace
             if isinstance(ids, dict) or hasattr(ids, "input_ids"):
                 ids = ids["input_ids"]
             return [int(i) for i in ids]
@@ -306,6 +307,16 @@ def _why(e: BaseException, name: str, remote_code: bool, config: Any = None,
                    installed=transformers.__version__)
 
 
+def _never_proposed(config: Any, tok: Any) -> list[int]:
+    """The special ids the diffusion sampler never proposes (HFMaskedLM still lets end-of-text through): all of them,
+    but the padding for dllm's A2D models, whose fine-tuning teaches them to fill the canvas after the answer with it
+    (dllm's SFT collator pads the labels with the padding id), as dllm's samplers let them."""
+    ids = {int(i) for i in getattr(tok, "all_special_ids", [])}
+    if str(getattr(config, "model_type", "")).startswith("a2d-") and tok.pad_token_id is not None:
+        ids.discard(int(tok.pad_token_id))
+    return sorted(ids)
+
+
 def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False, device: str = "auto",
                 dtype: str = "auto") -> tuple[HFMaskedLM, HFTokenizer]:
     """A Hugging Face masked-diffusion model and its tokenizer, ready for the diffusion sampler."""
@@ -314,8 +325,8 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
     runs_on = placement(device, dtype)
     config, tok, tf, local = _load(name, trust_remote_code, runs_on)
     kind = str(getattr(config, "model_type", "")).lower()
-    remote = _remote(config, name, local, trust_remote_code, "AutoModel", "AutoModelForMaskedLM",
-                     "AutoModelForCausalLM")
+    remote = _remote(config, name, local, trust_remote_code, "AutoModelForMaskedLM", "AutoModel",
+                     "AutoModelForCausalLM")  # a masked-LM class has the LM head; AutoModel may be bare (dllm's A2D)
     if remote is not None:
         loader, causal_class = remote, False
     elif type(config) in tf.MODEL_FOR_MASKED_LM_MAPPING:
@@ -335,7 +346,7 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
     if eos_id is None:
         raise SourceError(f"{name}'s tokenizer has no end-of-text (or [SEP]) token: pick another model.")
     model = _weights(loader, name, trust_remote_code, local, runs_on, config if remote is not None else None)
-    banned = [int(i) for i in getattr(tok, "all_special_ids", [])]
+    banned = _never_proposed(config, tok)
     return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned, runs_on=runs_on),
             HFTokenizer(tok, int(mask_id), int(eos_id)))
 

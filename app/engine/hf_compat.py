@@ -10,6 +10,8 @@ loaded class, leaving the model's own computation alone:
   is called without the arguments it does not take.
 - `_tied_weights_keys` is now a {tied parameter: source parameter} dict; a 4.x list of output-embedding names
   (Dream's) becomes that dict, each tied to the input embedding's weight, as 4.x tied them.
+- decoder layers no longer carry `attention_type` (their attention keeps `layer_type`); code that subclasses a
+  transformers model and picks each layer's mask by it (dllm's A2D Qwen3) gets it back (`restore_attention_types`).
 - the config no longer keeps generation settings such as `use_cache` (they are popped on load), while an old
   `forward` reads `config.use_cache`; the value the model's files give (its config.json, else its config class's
   default, else False) is put back.
@@ -102,9 +104,23 @@ def compatible(cls: type) -> type:
         cls.__init__(self, config, *args, **kwargs)
         if "all_tied_weights_keys" not in vars(self):  # the model's __init__ skipped post_init()
             self.post_init()
+        restore_attention_types(self)
 
     body["__init__"] = __init__
     return type(cls.__name__, (cls,), body)
+
+
+def restore_attention_types(model: Any) -> int:
+    """Gives each decoder layer whose attention knows its layer type the `attention_type` transformers 4 kept on the
+    layer (why: old code that subclasses a transformers model, as dllm's A2D Qwen3 does, picks each layer's mask by
+    it); returns how many layers it set."""
+    count = 0
+    for module in model.modules():
+        kind = getattr(getattr(module, "self_attn", None), "layer_type", None)
+        if isinstance(kind, str) and not hasattr(module, "attention_type"):
+            module.attention_type = kind
+            count += 1
+    return count
 
 
 def _default_rope(config: Any = None, device: Any = None, seq_len: int | None = None,

@@ -1,8 +1,9 @@
 """One sentence naming the real cause when a Hugging Face model fails to load, and the fix for that cause.
 
 Causes, checked in this order: out of memory; a damaged weights file (the only cause "download again" can fix); a
-gated model (log in); offline with no cached copy; a model that needs a newer transformers; the model's own code
-written for another transformers version (with the version its config names); a missing file. Anything else is
+gated model (log in); offline with no cached copy; a model that needs a newer transformers; a package the model's own
+code imports that is not installed; the model's own code written for another transformers version (with the version
+its config names); a missing file. Anything else is
 reported as it is, without advice that cannot help. Exceptions are read by type and by the messages transformers,
 huggingface_hub, safetensors and torch give; nothing here imports them.
 """
@@ -80,6 +81,12 @@ def explain(e: BaseException, name: str, *, remote_code: bool = False, placement
     if "does not recognize this architecture" in text or ("model type" in text and "not recognize" in text):
         return (f"{name} needs a newer transformers than {installed or 'this one'} ({first_line(e)}): "
                 "pip install -U transformers (or install the package whose code registers that model type).")
+    missing = next((m for x in _chain(e) if (m := re.search(r"packages that were not found in your environment: "
+                                                             r"([\w\-, .]+?)\.? Run", str(x)))), None)
+    if missing:  # transformers' check of the imports in a model's own code
+        packages = missing.group(1).replace(",", " ").split()
+        return (f"{name}'s own model code imports {', '.join(packages)}, which is not installed here: "
+                f"pip install {' '.join(packages)}, then load it again.")
     if isinstance(e, CODE_ERRORS) and (remote_code or _from_remote_code(e)):
         was = f"it was written for transformers {written_for}" if written_for else "it was written for another version"
         pin = f'pip install "transformers=={written_for}"' if written_for else "the transformers version its model card names"

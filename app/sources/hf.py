@@ -37,6 +37,10 @@ class HFLoad:
                         help="auto: bfloat16 on a GPU that supports it (else float16), float32 on the CPU.")
     shift: str = option("auto", "Logit shift (how outputs align with tokens)", choices=SHIFTS,
                         help="shifted: output i predicts token i+1 (Dream).")
+    block_attention: bool = option(False, "Block attention (BD3LM)",
+                                   help="Each block sees only itself and the blocks before it, whose keys/values are "
+                                        "cached, as dllm's BD3LM models are trained and sampled; blocks are the "
+                                        "sampler's block length.")
 
     def validate(self) -> "HFLoad":
         """Checks each option against its declaration; the loader checks the device against this machine."""
@@ -101,10 +105,24 @@ def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
     s = coerce(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
     if not arg:
         raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
-    loaded = _masked(arg, o.shift, o.trust_remote_code, o.device, o.dtype)
-    extra = {"model": arg, "shift": o.shift, "chat": o.chat}
-    return _ran(_block_source(arg, loaded, s, edits, o.chat, extra) or
-                SamplerSource(f"hf-diffusion:{arg}", lambda: loaded, s, _prompt(o.chat), extra))
+    load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
+    extra = {"model": arg, "shift": o.shift, "chat": o.chat, "block_attention": o.block_attention}
+    if o.block_attention:
+        if _moved(edits):
+            raise SourceError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models, which run without "
+                              "block_attention.")
+        load = _block_load(load, s)
+    else:
+        block = _block_source(arg, load(), s, edits, o.chat, extra)
+        if block is not None:
+            return _ran(block)
+    return _ran(SamplerSource(f"hf-diffusion:{arg}", load, s, _prompt(o.chat), extra))
+
+
+def _moved(edits: dict[str, Any]) -> list[str]:
+    """The editing settings given with values other than their defaults."""
+    edit = coerce(EditSettings, edits, "hf-diffusion")
+    return [k for k in edits if getattr(edit, k) != getattr(EditSettings(), k)]
 
 
 def _block_source(arg: str, loaded: tuple[Any, Any], s: DiffusionSettings, edits: dict[str, Any], chat: bool,
@@ -113,18 +131,32 @@ def _block_source(arg: str, loaded: tuple[Any, Any], s: DiffusionSettings, edits
     that does not edit is given editing settings other than their defaults."""
     from app.engine.llada2 import is_llada2
 
-    edit = coerce(EditSettings, edits, "hf-diffusion")
     if not is_llada2(loaded[0].model):
-        moved = [k for k in edits if getattr(edit, k) != getattr(EditSettings(), k)]
-        if moved:
-            raise SourceError(f"{', '.join(moved)} only apply to LLaDA2.x models; {arg} is not one.")
+        if _moved(edits):
+            raise SourceError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models; {arg} is not one.")
         return None
+    edit = coerce(EditSettings, edits, "hf-diffusion")
     return BlockDiffusionSource(f"hf-diffusion:{arg}", lambda: loaded, s, _prompt(chat), extra, edit=edit)
 
 
+def _block_load(load: Any, s: DiffusionSettings) -> Any:
+    """`load` with its model run as block diffusion in blocks of the sampler's block length (app/engine/hf_block.py),
+    which decodes with its block cache: a SourceError when the prefix cache is off."""
+    if not s.prefix_cache:
+        raise SourceError("Block attention decodes with its block cache: turn the prefix cache on.")
+
+    def loaded() -> tuple[Any, Any]:
+        from app.engine.hf_block import block_model
+
+        return block_model(load(), s.block_length)
+
+    return loaded
+
+
 def make_hf_ar(arg: str, **settings: Any) -> SamplerSource:
-    if "shift" in settings:
-        raise SourceError("hf-ar has no setting 'shift' (that is for hf-diffusion).")
+    for name in ("shift", "block_attention"):
+        if name in settings:
+            raise SourceError(f"hf-ar has no setting '{name}' (that is for hf-diffusion).")
     o, rest = _options(dict(settings), "hf-ar")
     s = coerce(ARSettings, rest, "hf-ar", HF_AR)
     if not arg:
@@ -145,4 +177,5 @@ register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Huggin
                     takes_arg=True, settings={**diffusion_spec(HF_DIFFUSION), **settings_spec(EditSettings()),
                                               **_LOAD_SPEC}))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
-                    settings={**settings_spec(HF_AR), **{k: v for k, v in _LOAD_SPEC.items() if k != "shift"}}))
+                    settings={**settings_spec(HF_AR), **{k: v for k, v in _LOAD_SPEC.items()
+                                                         if k not in ("shift", "block_attention")}}))

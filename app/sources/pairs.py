@@ -2,7 +2,8 @@
 size), with what each pair costs to download, the memory it needs and the device it suits.
 
 Only families whose published code this project loads and checks token for token (tests/test_hf_families.py:
-LLaDA, Dream; tests/test_llada2.py: LLaDA2.x) are offered as Hugging Face pairs; a model served elsewhere races through its OpenAI-compatible API.
+LLaDA, Dream; tests/test_hf_dllm.py: dllm's A2D Qwen3, MDLM and BD3LM, and its ModernBERT chat; tests/test_llada2.py:
+LLaDA2.x) are offered as Hugging Face pairs; a model served elsewhere races through its OpenAI-compatible API.
 Sizes are the published bfloat16 weights (parameters x 2 bytes); memory is both models' weights at once in the
 dtype the device runs (bfloat16 on a GPU, float32 on the CPU) plus a tenth for activations. `check_memory` says in
 one sentence, before anything is downloaded, when this machine cannot hold a pair.
@@ -58,10 +59,28 @@ DREAM = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_leng
 
 LLADA2 = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_length": 32, "threshold": 0.95,
           "editing_threshold": 0.9, "max_post_steps": 16}  # LLaDA2.1's generate() defaults (temperature 0)
+DLLM = {"gen_length": 128, "steps": 128, "block_length": 32, "threshold": None, "schedule": "dllm"}  # dllm's chat.py
+# defaults for its MDLM and BD3LM samplers (low-confidence remasking, temperature 0, its linear schedule)
+A2D_MDLM = {"trust_remote_code": True, **DLLM}
+A2D_BD3LM = {"trust_remote_code": True, "block_attention": True, **DLLM}  # trained and sampled in blocks of 32
 
 PAIRS: dict[str, Pair] = {p.name: p for p in (
     Pair("twins", "Built-in twins (diffusion vs AR, 4.3M parameters each)", "local-diffusion", "local-ar", "CPU",
          note="Ships with Converge: no download, no key."),
+    Pair("a2d-mdlm-0.6b", "Qwen3-0.6B-diffusion-mdlm vs Qwen3-0.6B",
+         "hf-diffusion:dllm-hub/Qwen3-0.6B-diffusion-mdlm-v0.1", "hf-ar:Qwen/Qwen3-0.6B", "CPU", (0.6, 0.6), A2D_MDLM,
+         note="dllm adapted Qwen3-0.6B to masked diffusion (MDLM): the AR side is its own source, with the same "
+              "tokenizer. Both answer without a thinking trace."),
+    Pair("a2d-bd3lm-0.6b", "Qwen3-0.6B-diffusion-bd3lm vs Qwen3-0.6B",
+         "hf-diffusion:dllm-hub/Qwen3-0.6B-diffusion-bd3lm-v0.1", "hf-ar:Qwen/Qwen3-0.6B", "CPU", (0.6, 0.6), A2D_BD3LM,
+         note="Block diffusion (BD3LM): each block of 32 sees only the blocks before it, whose keys/values are "
+              "cached, so a step runs one block."),
+    Pair("modernbert-large-chat", "ModernBERT-large-chat vs Qwen1.5-0.5B-Chat",
+         "hf-diffusion:dllm-hub/ModernBERT-large-chat-v0.1", "hf-ar:Qwen/Qwen1.5-0.5B-Chat", "CPU", (0.4, 0.62), DLLM,
+         note="A BERT fine-tuned by dllm to chat by unmasking; dllm compares it with Qwen1.5-0.5B-Chat."),
+    Pair("modernbert-base-chat", "ModernBERT-base-chat vs Qwen1.5-0.5B-Chat",
+         "hf-diffusion:dllm-hub/ModernBERT-base-chat-v0.1", "hf-ar:Qwen/Qwen1.5-0.5B-Chat", "CPU", (0.15, 0.62), DLLM,
+         note="The smaller BERT chat: 150M parameters against the nearest small chat model dllm compares it with."),
     Pair("llada-8b", "LLaDA-8B-Instruct vs Llama-3.1-8B-Instruct", "hf-diffusion:GSAI-ML/LLaDA-8B-Instruct",
          "hf-ar:meta-llama/Llama-3.1-8B-Instruct", "GPU", (8.02, 8.03), LLADA,
          note="LLaDA's paper compares it with LLaMA3 8B. Llama is gated: accept its terms and log in first."),

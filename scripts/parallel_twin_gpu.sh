@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Candidate diffusion twins that commit several tokens a pass, on one GPU: the recipe that gave the earlier twin 1.37
+# tokens a pass (sequence-level distillation from the AR twin, then dParallel's certainty forcing), applied to the
+# fresh-stories twins, with certainty forcing at three weights side by side.
+# Usage: bash scripts/parallel_twin_gpu.sh CORPUS_DIR OUT_DIR MINUTES [STORIES]
+# 1. The shipped AR twin (kept at its best held-out loss, so it no longer recites) writes STORIES stories from
+#    openings of training stories at temperature 0, 0.3 and 0.6 (app/engine/distill.py).
+# 2. The shipped diffusion twin continues on them for MINUTES each, certainty weight 0.5, 1 and 2, three quarters of
+#    its sequences laid out as the block sampler sees them (app/engine/train.py).
+# Each candidate folder then holds everything the twins bench reads; on a CPU afterwards:
+#   python -m app.engine.fit_filter --models OUT/cfW --corpus CORPUS_DIR/tinystories-*.txt --prompts 200
+#   python -m scripts.choose_twin_defaults OUT/cfW
+#   python -m app bench --json --only twins --models OUT/cfW
+# On a CPU, DEVICE=cpu BATCH=16 runs the same recipe (the model card's earlier twin took about 2 hours of it).
+set -uo pipefail
+CORPUS=$1; OUT=$2; MIN=${3:-4}; STORIES=${4:-200000}
+DEVICE=${DEVICE:-cuda}
+C="$CORPUS/tinystories-a.txt $CORPUS/tinystories-b.txt"
+mkdir -p "$OUT"
+python3 -m app.engine.distill --device "$DEVICE" --teacher assets/models/ar.safetensors --corpus $C \
+  --out "$OUT/kd.npz" --stories "$STORIES" --batch "${WRITE_BATCH:-1024}" --max-len 224 --threads 2 \
+  > "$OUT/distill.log" 2>&1 || { tail "$OUT/distill.log"; exit 1; }
+for w in 0.5 1 2; do
+  d="$OUT/cf$w"; mkdir -p "$d"
+  cp assets/models/tokenizer.json assets/models/ar.safetensors assets/models/ar.json assets/models/referee.safetensors \
+    assets/models/referee.json "$d/"
+  python3 -m app.engine.train --device "$DEVICE" --twin diffusion --corpus $C --kd-data "$OUT/kd.npz" \
+    --init-from assets/models/diffusion.safetensors --first-token 0 --tokens 400000000 --batch "${BATCH:-256}" \
+    --pad-frac 0.5 --prefix-frac 0.5 --block-frac 0.75 --certainty "$w" --lr 3e-4 --threads 2 --eval-every 200 \
+    --checkpoint-every 100000 --max-minutes "$MIN" --out "$d" > "$d/log.txt" 2>&1 &
+done
+wait
