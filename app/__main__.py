@@ -173,7 +173,7 @@ COMMANDS = {
     "generate": (generate, "Run one source on one prompt and print its answer (or JSON with its figures)."),
     "export": (export, "Export a recorded race as a video (MP4, GIF) or a self-contained HTML page."),
     "stats": (stats, "Print a recording's metrics per side; --csv writes its per-frame figures."),
-    "bench": (bench, "Measure every speed and quality figure the README quotes."),
+    "bench": (bench, "Measure every speed and quality figure the docs quote (docs/figures.md)."),
 }
 
 

@@ -1,7 +1,7 @@
 """The guided lessons: each sets up a race that runs offline, points at one part of the page, explains it in
 two or three plain sentences, and offers one change to try.
 
-Lessons are data, so the page, the tests and the README all read the same list. Settings are the sources'
+Lessons are data, so the page, the tests and the docs all read the same list. Settings are the sources'
 own (see app/sources/local.py); anything a lesson does not set keeps the page's default. Written for someone
 who has never heard of masked diffusion: by the end they can say what a step is, what the threshold trades
 and why blocks exist.

@@ -20,7 +20,7 @@ from app import __version__
 
 SCHEMA = 1
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
-# What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, README):
+# What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, docs/figures.md):
 MAX_FRAMES = 50_000  # frames in one recording, both sides together
 MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame counts its words, spaces and symbols),
 # each position a frame lists as committed, remasked or pinned counting as one more and each candidate it names as

@@ -1,4 +1,4 @@
-"""The reliability tally: what the hardening tests tried, counted as they run, for the README's Reliability table.
+"""The reliability tally: what the hardening tests tried, counted as they run, for the Reliability table in docs/figures.md.
 
 Tests call `tally(kind, n)`; conftest prints the table at the end of the run (and writes it as JSON when
 CONVERGE_RELIABILITY_OUT names a file), so the figures always come from the suite's own output.

@@ -5,7 +5,7 @@ and Gradio's queue API, from two client addresses (127.0.0.1 the attacker, 127.0
 - Gradio's upload route must refuse uploads while `upload` is off, and take only one .jsonl within a budget when on;
 - one client flooding the queue must leave another visitor's page loads and race working.
 
-Each test counts its attacks in the reliability table; each failed on the code before this change (see README)."""
+Each test counts its attacks in the reliability table; each failed on the code before this change (see docs/figures.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`python -m app bench`: every speed and quality figure the README quotes, measured in one run.
+"""`python -m app bench`: every speed and quality figure docs/figures.md quotes, measured in one run.
 
 The bench room: one module per section, each importing the domain it measures (analysis, engine, race, sweeps,
 lessons, exports, the player), never imported by it, so measuring code stays out of the code it measures.

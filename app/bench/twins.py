@@ -62,9 +62,13 @@ BOLDER = replace(TWIN_DIFFUSION, filter=0.5)
 LOOKAHEAD = 16
 # (answer length, lookahead) on the race prompt; the first is the page's defaults, the race prompt alone
 WALL = ((TWIN_DIFFUSION.gen_length, 0), (128, LOOKAHEAD), (256, 0), (256, LOOKAHEAD))
-# the curve of tokens per pass against quality: the learned filter bolder and bolder, then fewer steps (no filter)
-CURVE = tuple(("filter", level) for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)) + tuple(
-    ("steps", n) for n in (64, 43, 32))
+# the curve of tokens per pass against quality, one lever moved from the page's defaults at a time: the learned filter
+# bolder and bolder; fewer steps without it; then the two joint-error repairs the sampler has (ReMDM's remasking at
+# about 3 tokens a pass, and the stutter guard with a bold filter)
+CURVE = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)),
+         *({"filter": None, "steps": n} for n in (64, 43, 32)),
+         *({"filter": None, "steps": 43, "remask": r} for r in (0.3, 0.6)),
+         {"filter": 0.6, "no_repeat": True}, {"filter": 0.5, "no_repeat": True})
 CURVE_KEYS = ("answer_tokens_per_pass", "share_not_leftmost", "referee_ppl", "distinct2", "stutter", "recited",
               "empty_answers")
 TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out openings and seeds (greedy: the seeds agree): "
@@ -75,12 +79,13 @@ TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out open
 
 
 def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_PROMPTS,
-          seeds: tuple[int, ...] = SEEDS) -> dict[str, Any]:
+          seeds: tuple[int, ...] = SEEDS, curve_only: bool = False) -> dict[str, Any]:
     """The twins at the page's defaults on held-out openings and on the page's own prompts (128 tokens), pooled over
     `seeds`: answer tokens per pass, commits per step and how many were not the leftmost masked position; referee
     perplexity (an AR model trained with another seed that taught neither twin), distinct-2, stutter (adjacent
     repeated words), recital (8-word runs found verbatim in the training stories) and empty answers; the stutter
-    guards and the filter on and off; and both twins alone on the first screen's prompt."""
+    guards and the filter on and off; the curve of tokens per pass against quality (only that with `curve_only`); and
+    both twins alone on the first screen's prompt."""
     from app.engine.parallel import decode_order, summarise
     from app.engine.measure import quality, recited, timed, training_ngrams
     from app.engine import autoregressive, diffusion
@@ -121,16 +126,18 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         return {"settings": s.to_json(), "seeds": list(with_seeds), **summarise(orders), **judged(runs)}
 
     def curve() -> list[dict[str, Any]]:
-        """The page's defaults with one lever moved at a time along CURVE: tokens per pass against quality. A greedy
+        """The page's defaults with the levers of each CURVE point moved: tokens per pass against quality. A greedy
         setting in a deterministic order runs one seed, which stands for all (the main rows run every seed regardless)."""
         points = []
-        for lever, value in CURVE:
-            s = (replace(TWIN_DIFFUSION, filter=value) if lever == "filter" else
-                 replace(TWIN_DIFFUSION, filter=None, steps=value))
+        for moved in CURVE:
+            s = replace(TWIN_DIFFUSION, **moved)
             greedy = s.temperature == 0 and s.scoring != "random" and s.remask == 0  # then every seed writes the same
             r = diffusion_runs(s, with_seeds=seeds[:1] if greedy else seeds)
-            points.append({"lever": lever, "value": value, **{k: r[k] for k in CURVE_KEYS}})
+            points.append({"moved": moved, "seeds": r["seeds"], **{k: r[k] for k in CURVE_KEYS}})
         return points
+
+    if curve_only:
+        return {"prompts": len(prompts), "gen_length": TWIN_DIFFUSION.gen_length, "curve": curve()}
 
     def ar_runs(s: ARSettings, on: tuple[str, ...] = prompts) -> dict[str, Any]:
         runs, passes = [], 0

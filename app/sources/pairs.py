@@ -98,7 +98,7 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
     Pair("llada2-sglang", "LLaDA2.1-mini on an SGLang server vs the built-in AR twin",
          "openai:inclusionAI/LLaDA2.1-mini", "local-ar", "API",
          note="Serve it with SGLang (--dllm-algorithm) on a GPU box and set the left side's Base URL to it "
-              "(README, Sources); the server streams one chunk per settled block."),
+              "(docs/sources.md); the server streams one chunk per settled block."),
     Pair("mercury", "Mercury (diffusion, API) vs an OpenAI-compatible AR model", "mercury:mercury-2",
          "openai:gpt-4o-mini", "API", note="Needs INCEPTION_API_KEY and OPENAI_API_KEY (or keys typed into the page)."),
 )}

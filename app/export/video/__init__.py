@@ -44,7 +44,7 @@ from app.export.video.track import load
 FORMATS = ("mp4", "gif")
 GIF_MAX_FPS = 50  # GIF delays are whole hundredths; players slow down frames shorter than 20 ms
 MAX_FRAMES = 200_000
-MAX_VIDEO_SECONDS = 300  # about 2 minutes of work at 1280x720 on a 2-core machine (README); HTML plays any length
+MAX_VIDEO_SECONDS = 300  # about 2 minutes of work at 1280x720 on a 2-core machine (docs/figures.md); HTML plays any length
 CLOCKS = ("time", "passes")
 
 
