@@ -99,7 +99,10 @@ def record(argv: list[str]) -> int:
                     "right": {**(chosen.right_settings if not args.right else {}), **settings["right"]}}
     if args.pin:
         settings["left"]["pins"] = args.pin
-    final = run_record(args.prompt, left, right, args.out, settings=settings)
+    from app.engine.hf_download import watch
+
+    with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
+        final = run_record(args.prompt, left, right, args.out, settings=settings)
     failed = False
     for side, entry in final["sides"].items():
         m = entry.get("metrics") or {}

@@ -15,6 +15,7 @@ from typing import Any
 from app.cli_help import command_parser
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
+from app.engine.llada2 import EditSettings
 from app.engine.options import Option, bounds, declared, number
 from app.errors import SourceError
 from app.sources.base import make_source
@@ -24,12 +25,12 @@ from app.sources.mercury import MercurySettings
 from app.sources.openai_chat import ChatSettings
 from app.sources.replay import ReplaySettings
 
-SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad, "mercury": MercurySettings,
-            "openai": ChatSettings, "replay": ReplaySettings}
+SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad, "hf-diffusion (LLaDA2.x)": EditSettings,
+            "mercury": MercurySettings, "openai": ChatSettings, "replay": ReplaySettings}
 # what each source starts from when a flag is left out (app/sources/*.py), for --help
 DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-ar", ARSettings()), ("hf-diffusion", HF_DIFFUSION),
-            ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("mercury", MercurySettings()), ("openai", ChatSettings()),
-            ("replay", ReplaySettings()))
+            ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("hf-diffusion (LLaDA2.x)", EditSettings()),
+            ("mercury", MercurySettings()), ("openai", ChatSettings()), ("replay", ReplaySettings()))
 
 
 def describe(cls: type, name: str) -> str:
@@ -128,8 +129,11 @@ def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     given = {k: v for k, v in vars(args).items() if v is not None and k not in ("source", "prompt", "json", "trace")}
+    from app.engine.hf_download import watch
+
     try:
-        result = run(args.source, args.prompt, given, keep_frames=args.trace)
+        with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
+            result = run(args.source, args.prompt, given, keep_frames=args.trace)
     except SourceError as e:
         print(str(e), file=sys.stderr)
         return 2

@@ -151,6 +151,68 @@ def build_dream(root: Path, seed: int = 0) -> Path:
     return folder
 
 
+LLADA2_EOS, LLADA2_MASK = 156892, 156895  # LLaDA2.x's end-of-text and mask ids (its generate()'s defaults)
+
+
+def llada2_tokenizer(folder: Path, vocab_size: int) -> None:
+    """tokenizer.json and tokenizer_config.json with LLaDA2.x's end-of-text and mask tokens at their ids (no chat
+    template: LLaDA2's published tokenizer_config.json is not vendored, see SOURCES.md)."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    specials = {LLADA2_EOS: "<|endoftext|>", LLADA2_MASK: "<|mask|>"}
+    vocab: dict[str, int] = {"<unk>": 0}
+    for w in sorted(set(WORDS)):
+        vocab[w] = len(vocab)
+    for i in range(len(vocab), vocab_size):
+        if i not in specials:
+            vocab[f"w{i}"] = i
+    vocab.update({text: i for i, text in specials.items()})
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.add_special_tokens([AddedToken(specials[i], special=True, normalized=False) for i in sorted(specials)])
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>", "mask_token": "<|mask|>",
+        "pad_token": "<|endoftext|>", "unk_token": "<unk>"}, indent=2), encoding="utf-8")
+
+
+def build_llada2(root: Path, seed: int = 0, std: float = 0.5, version: str = "2.1") -> Path:
+    """A 2-layer, 16-wide LLaDA2.1 (or, with version "2.0", LLaDA2.0) mixture of experts (8 experts, 2 a token, one
+    shared) with LLaDA2.x-mini's vocabulary (157184 ids, mask 156895), built from its own model code under root."""
+    import transformers
+
+    from app.engine.hf_compat import legacy_rope_default, remote_class
+
+    stem = {"2.1": "llada21_moe", "2.0": "llada2_moe"}[version]
+    folder = root / f"llada{version.replace('.', '')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in (f"modeling_{stem}.py", f"configuration_{stem}.py"):
+        shutil.copy(ASSETS / "llada2" / name, folder / name)
+    config = {
+        "architectures": ["LLaDA2MoeModelLM"], "model_type": stem,
+        "auto_map": {"AutoConfig": f"configuration_{stem}.LLaDA2MoeConfig",
+                     "AutoModel": f"modeling_{stem}.LLaDA2MoeModelLM",
+                     "AutoModelForCausalLM": f"modeling_{stem}.LLaDA2MoeModelLM"},
+        "vocab_size": 157184, "hidden_size": 16, "intermediate_size": 32, "moe_intermediate_size": 8,
+        "num_hidden_layers": 2, "first_k_dense_replace": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+        "head_dim": 8, "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 1, "n_group": 2,
+        "topk_group": 1, "routed_scaling_factor": 2.5, "use_qk_norm": True, "use_qkv_bias": False, "use_bias": False,
+        "partial_rotary_factor": 0.5, "rope_theta": 600000, "max_position_embeddings": 256, "rms_norm_eps": 1e-6,
+        "hidden_act": "silu", "tie_word_embeddings": False, "pad_token_id": LLADA2_EOS, "eos_token_id": LLADA2_EOS,
+        "mask_token_id": LLADA2_MASK, "embedding_dropout": 0.0, "attention_dropout": 0.0, "output_dropout": 0.0,
+        "use_cache": False, "torch_dtype": "float32", "transformers_version": "4.56.1"}
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    legacy_rope_default()
+    cfg = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
+    model = remote_class(cfg, str(folder), True, "AutoModelForCausalLM")(cfg)
+    _randomise(model, seed, std=std)
+    model.save_pretrained(folder)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    llada2_tokenizer(folder, config["vocab_size"])
+    return folder
+
+
 def dllm_on_path() -> ModuleType:
     """dllm's vendored samplers and schedulers (tests/assets/dllm) as the package `dllm`: its samplers import it so,
     and its modeling_qwen3.py imports it in a `__main__` block, which transformers' import check asks to find."""

@@ -36,8 +36,8 @@ def test_json_output_through_python_dash_m(tiny: dict[str, Path]) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["text"] and out["nfe"] == 8 and out["frames"] == 9 and out["tokens"] == 16
-    assert out["seconds"] > 0 and out["tokens_per_forward"] == 2.0
+    assert out["text"] and out["nfe"] == 8 + 2 and out["frames"] == 9 and out["tokens"] == 16  # 2 blocks' cache fills
+    assert out["seconds"] > 0 and out["tokens_per_forward"] == 1.6
     assert out["settings"]["block_length"] == 8
     assert (out["settings"]["device"], out["settings"]["dtype"]) == ("cpu", "float32")  # dtype auto on the CPU
 

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from app.engine.llada2 import MASK_ID as LLADA2_MASK_ID, MODEL_TYPES as LLADA2_TYPES
 from app.errors import SourceError
 
 LLADA_MASK_ID = 126336  # LLaDA's tokenizer has no mask token; its reserved id is this one
@@ -196,8 +197,9 @@ def _max_len(config: Any, tok: Any) -> int:
     return value if isinstance(value, int) and 0 < value < 1_000_000 else 2048
 
 
-def _load(name: str, trust_remote_code: bool) -> tuple[Any, Any, Any, bool]:
-    """(config, tokenizer, transformers module, whether the files are local), or a SourceError naming what to do."""
+def _load(name: str, trust_remote_code: bool, runs_on: dict[str, str] | None = None) -> tuple[Any, Any, Any, bool]:
+    """(config, tokenizer, transformers module, whether the files are local), or a SourceError naming what to do; a
+    model not yet on this machine is first downloaded with progress, if it fits `runs_on` (`_fetch`)."""
     torch, transformers = _libs()
     if not name:
         raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH or hf-ar:MODEL_ID_OR_PATH.")
@@ -205,6 +207,8 @@ def _load(name: str, trust_remote_code: bool) -> tuple[Any, Any, Any, bool]:
     if not local and not _hub_reachable():
         raise SourceError(f"{name!r} is not a local folder nor in the Hugging Face cache, and the Hub cannot be reached: "
                           "pass a local folder, or download the model first while online.")
+    if not local and runs_on is not None:
+        local = _fetch(name, trust_remote_code, runs_on)
     try:
         config = transformers.AutoConfig.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=local)
         tok = transformers.AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=local)
@@ -223,6 +227,20 @@ def _load(name: str, trust_remote_code: bool) -> tuple[Any, Any, Any, bool]:
             "transformers."):  # its own config class was registered by an earlier trusted load in this process
         raise SourceError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.")
     return config, tok, transformers, local
+
+
+def _fetch(name: str, trust_remote_code: bool, runs_on: dict[str, str]) -> bool:
+    """Downloads `name` into the cache with progress, after checking it fits (app/engine/hf_download.py); True once
+    it is there, so everything after loads without the network. A SourceError names what went wrong."""
+    from app.engine.hf_download import download
+
+    try:
+        download(name, runs_on)
+    except SourceError:
+        raise
+    except Exception as e:
+        raise SourceError(_why(e, name, trust_remote_code)) from None
+    return True
 
 
 def _cached(transformers: Any, name: str, trust_remote_code: bool) -> bool:
@@ -305,7 +323,7 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
     if shift not in SHIFTS:
         raise SourceError(f"Logit shift must be one of {', '.join(SHIFTS)}, not {shift!r}.")
     runs_on = placement(device, dtype)
-    config, tok, tf, local = _load(name, trust_remote_code)
+    config, tok, tf, local = _load(name, trust_remote_code, runs_on)
     kind = str(getattr(config, "model_type", "")).lower()
     remote = _remote(config, name, local, trust_remote_code, "AutoModelForMaskedLM", "AutoModel",
                      "AutoModelForCausalLM")  # a masked-LM class has the LM head; AutoModel may be bare (dllm's A2D)
@@ -320,7 +338,7 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
                           "pick a masked LM (BERT family, LLaDA, Dream).")
     shifted = shift == "shifted" or (shift == "auto" and (kind == "dream" or causal_class))
     mask_id = next((i for i in (tok.mask_token_id, getattr(config, "mask_token_id", None)) if isinstance(i, int)),
-                   LLADA_MASK_ID if "llada" in kind else None)
+                   LLADA2_MASK_ID if kind in LLADA2_TYPES else LLADA_MASK_ID if "llada" in kind else None)
     if mask_id is None:
         raise SourceError(f"{name} has no mask token, so it cannot be sampled as a masked diffusion model: "
                           "use hf-ar for causal models.")
@@ -337,7 +355,7 @@ def load_causal(name: str, trust_remote_code: bool = False, device: str = "auto"
                 dtype: str = "auto") -> tuple[HFCausalLM, HFTokenizer]:
     """A Hugging Face causal LM with its KV cache, and its tokenizer, ready for the AR sampler."""
     runs_on = placement(device, dtype)
-    config, tok, tf, local = _load(name, trust_remote_code)
+    config, tok, tf, local = _load(name, trust_remote_code, runs_on)
     if type(config) not in tf.MODEL_FOR_CAUSAL_LM_MAPPING and not (trust_remote_code and getattr(config, "auto_map", None)):
         raise SourceError(f"{name} is not a causal language model: use hf-diffusion for masked models.")
     eos_id = tok.eos_token_id

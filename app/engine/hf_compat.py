@@ -16,6 +16,9 @@ loaded class, leaving the model's own computation alone:
   `forward` reads `config.use_cache`; the value the model's files give (its config.json, else its config class's
   default, else False) is put back.
 
+`legacy_import_names` puts back `transformers.utils.import_utils.is_torch_fx_available`, which transformers 5
+removed and LLaDA2.0's code imports (true, as it was on any torch 4.x supported).
+
 Two more mends are not on the class. `legacy_rope_default` puts back the "default" entry of
 `ROPE_INIT_FUNCTIONS` (transformers 5 moved the plain RoPE into each model; Dream looks it up by name).
 `fix_rotary_buffers` recomputes rotary inverse frequencies after loading: transformers 5 builds the model on the
@@ -136,6 +139,15 @@ def _default_rope(config: Any = None, device: Any = None, seq_len: int | None = 
     return inv_freq, 1.0
 
 
+def legacy_import_names() -> None:
+    """Adds names transformers 5 removed that old model code imports, when missing (why: LLaDA2.0's modeling file
+    imports `is_torch_fx_available` and fails to import at all without it)."""
+    from transformers.utils import import_utils
+
+    if not hasattr(import_utils, "is_torch_fx_available"):
+        import_utils.is_torch_fx_available = lambda: True
+
+
 def legacy_rope_default() -> None:
     """Adds transformers 4's "default" RoPE to ROPE_INIT_FUNCTIONS when this transformers lacks it (why: old model
     code looks it up by name; transformers 5's own models never do, so they are unaffected)."""
@@ -199,6 +211,7 @@ def remote_class(config: Any, name: str, local: bool, *keys: str) -> type | None
     from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
     legacy_rope_default()
+    legacy_import_names()
     auto_map = getattr(config, "auto_map", None) or {}
     for key in keys:
         ref = auto_map.get(key)

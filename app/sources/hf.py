@@ -9,16 +9,19 @@ the model runs; its settings, and so the recording's header, name the device and
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.hf import DEVICES, DTYPES, SHIFTS
+from app.engine.llada2 import EditSettings
 from app.engine.options import check, coerce, declared, option
 from app.errors import SourceError
 from app.sources.base import SourceKind, register
-from app.sources.local import SamplerSource, sampler_settings
+from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
+from app.trace import Clock, Frame
 
 
 @dataclass
@@ -48,6 +51,28 @@ class HFLoad:
 HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32)
 HF_AR = ARSettings(gen_length=64)
 LOAD_OPTIONS = tuple(declared(HFLoad))
+EDIT_OPTIONS = tuple(declared(EditSettings))
+
+
+class BlockDiffusionSource(SamplerSource):
+    """An LLaDA2.x model, run by diffusers' LLaDA2Pipeline as its authors' sampler runs (app/engine/llada2.py)
+    rather than by Converge's diffusion sampler; a token it edits shows as a change, as a Mercury draft's does."""
+
+    def __init__(self, *args: Any, edit: EditSettings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.edit = edit
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), **self.edit.to_json()}
+
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        from app.engine import llada2
+
+        clock = Clock()
+        ids = self.encode(prompt)
+        m = self.model
+        for st in llada2.run(m.model, m.mask_id, m.eos_id, ids, self.opts, self.edit, cancel):
+            yield diffusion_frame(self.tok, st, m.eos_id, len(ids), clock())
 
 
 @functools.lru_cache(maxsize=4)
@@ -76,14 +101,42 @@ def _prompt(chat: bool):
 
 def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
     o, rest = _options(dict(settings), "hf-diffusion")
+    edits = {k: rest.pop(k) for k in EDIT_OPTIONS if k in rest}
     s = sampler_settings(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
     if not arg:
         raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
     load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
+    extra = {"model": arg, "shift": o.shift, "chat": o.chat, "block_attention": o.block_attention}
     if o.block_attention:
+        if _moved(edits):
+            raise SourceError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models, which run without "
+                              "block_attention.")
         load = _block_load(load, s)
-    return _ran(SamplerSource(f"hf-diffusion:{arg}", load, s, _prompt(o.chat),
-                              {"model": arg, "shift": o.shift, "chat": o.chat, "block_attention": o.block_attention}))
+    else:
+        block = _block_source(arg, load(), s, edits, o.chat, extra)
+        if block is not None:
+            return _ran(block)
+    return _ran(SamplerSource(f"hf-diffusion:{arg}", load, s, _prompt(o.chat), extra))
+
+
+def _moved(edits: dict[str, Any]) -> list[str]:
+    """The editing settings given with values other than their defaults."""
+    edit = coerce(EditSettings, edits, "hf-diffusion")
+    return [k for k in edits if getattr(edit, k) != getattr(EditSettings(), k)]
+
+
+def _block_source(arg: str, loaded: tuple[Any, Any], s: DiffusionSettings, edits: dict[str, Any], chat: bool,
+                  extra: dict[str, Any]) -> BlockDiffusionSource | None:
+    """An LLaDA2.x model's source (its editing settings applied), None for other models; a SourceError when a model
+    that does not edit is given editing settings other than their defaults."""
+    from app.engine.llada2 import is_llada2
+
+    if not is_llada2(loaded[0].model):
+        if _moved(edits):
+            raise SourceError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models; {arg} is not one.")
+        return None
+    edit = coerce(EditSettings, edits, "hf-diffusion")
+    return BlockDiffusionSource(f"hf-diffusion:{arg}", lambda: loaded, s, _prompt(chat), extra, edit=edit)
 
 
 def _block_load(load: Any, s: DiffusionSettings) -> Any:
@@ -121,6 +174,6 @@ def _ran(source: SamplerSource) -> SamplerSource:
 # the learned commit filter is offered only for a model that ships one (the built-in twin); a causal model has no
 # logit shift or block attention to choose
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
-                    takes_arg=True, options=(HF_DIFFUSION, HFLoad()), hidden=("filter",)))
+                    takes_arg=True, options=(HF_DIFFUSION, EditSettings(), HFLoad()), hidden=("filter",)))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
                     options=(HF_AR, HFLoad()), hidden=("shift", "block_attention")))

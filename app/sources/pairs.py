@@ -2,8 +2,8 @@
 size), with what each pair costs to download, the memory it needs and the device it suits.
 
 Only families whose published code this project loads and checks token for token (tests/test_hf_families.py:
-LLaDA, Dream; tests/test_hf_dllm.py: dllm's A2D Qwen3, MDLM and BD3LM, and its ModernBERT chat) are offered as Hugging
-Face pairs; a model served elsewhere races through its OpenAI-compatible API.
+LLaDA, Dream; tests/test_hf_dllm.py: dllm's A2D Qwen3, MDLM and BD3LM, and its ModernBERT chat; tests/test_llada2.py:
+LLaDA2.x) are offered as Hugging Face pairs; a model served elsewhere races through its OpenAI-compatible API.
 Sizes are the published bfloat16 weights (parameters x 2 bytes); memory is both models' weights at once in the
 dtype the device runs (bfloat16 on a GPU, float32 on the CPU) plus a tenth for activations. `check_memory` says in
 one sentence, before anything is downloaded, when this machine cannot hold a pair.
@@ -57,6 +57,8 @@ DREAM = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_leng
          "schedule": "dream", "scoring": "entropy", "top_k": 50}  # Dream's diffusion_generate(alg="entropy"), whose
 # generation config takes transformers' default top_k of 50 (tests/test_hf_reference_env.py)
 
+LLADA2 = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_length": 32, "threshold": 0.95,
+          "editing_threshold": 0.9, "max_post_steps": 16}  # LLaDA2.1's generate() defaults (temperature 0)
 DLLM = {"gen_length": 128, "steps": 128, "block_length": 32, "threshold": None, "schedule": "dllm"}  # dllm's chat.py
 # defaults for its MDLM and BD3LM samplers (low-confidence remasking, temperature 0, its linear schedule)
 A2D_MDLM = {"trust_remote_code": True, **DLLM}
@@ -88,6 +90,11 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
     Pair("dream-7b", "Dream-v0-Instruct-7B vs Qwen2.5-7B-Instruct", "hf-diffusion:Dream-org/Dream-v0-Instruct-7B",
          "hf-ar:Qwen/Qwen2.5-7B-Instruct", "GPU", (7.62, 7.62), DREAM,
          note="Dream was initialised from Qwen2.5-7B: the AR side is its own sibling, with the same tokenizer."),
+    Pair("llada2.1-mini", "LLaDA2.1-mini vs Qwen3-14B", "hf-diffusion:inclusionAI/LLaDA2.1-mini",
+         "hf-ar:Qwen/Qwen3-14B", "GPU", (16.3, 14.8), LLADA2,
+         note="A mixture of experts (1.4B of its 16B parameters run a token) that decodes in blocks of 32 and edits "
+              "tokens it already wrote; run by diffusers' LLaDA2Pipeline as its own generate() runs. Its AR sibling, "
+              "Ling-mini-2.0, ships code this project has not checked, so the AR side is a plain model of its size."),
     Pair("llada2-sglang", "LLaDA2.1-mini on an SGLang server vs the built-in AR twin",
          "openai:inclusionAI/LLaDA2.1-mini", "local-ar", "API",
          note="Serve it with SGLang (--dllm-algorithm) on a GPU box and set the left side's Base URL to it "

@@ -1,5 +1,5 @@
 """Progress while a race's sources load: a Hugging Face model's first load reads (or downloads) its weights, which
-can take minutes, and a page that says nothing for that long looks broken."""
+can take minutes, and a page that says nothing for that long looks broken; a download says how many GB of how many."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import threading
 import time
 from typing import Any, Callable, Generator
 
+from app.engine.hf_download import progress
+
 LOAD_TICK = 1.0  # seconds between notes; loads quicker than this say nothing
 
 
 def while_loading(build: Callable[[], Any], what: str,
                   abandon: Callable[[Any], None] = lambda _: None) -> Generator[str, None, Any]:
-    """Runs `build` on a worker thread and yields "Loading WHAT... N s" about once a second until it returns; the
-    generator's return value is `build`'s result (its exception is raised here). If the caller closes the
-    generator first (the visitor pressed Stop or left), `abandon` gets the result once it arrives."""
+    """Runs `build` on a worker thread and yields "Loading WHAT... N s" about once a second until it returns, with how
+    far a Hugging Face download is while one runs (app/engine/hf_download.py); the generator's return value is
+    `build`'s result (its exception is raised here). If the caller closes the generator first (the visitor pressed
+    Stop or left), `abandon` gets the result once it arrives."""
     box: dict[str, Any] = {}
     lock = threading.Lock()
 
@@ -36,7 +39,8 @@ def while_loading(build: Callable[[], Any], what: str,
     worker.join(LOAD_TICK)
     try:
         while worker.is_alive():
-            yield f"Loading {what}... {time.monotonic() - started:.0f} s"
+            now = progress()
+            yield f"Loading {what}... {time.monotonic() - started:.0f} s" + (f": {now}" if now else "")
             worker.join(LOAD_TICK)
     except GeneratorExit:
         with lock:

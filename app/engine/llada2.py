@@ -1,0 +1,195 @@
+"""LLaDA2.x (inclusionAI's mixture-of-experts block diffusion; 2.1 also edits tokens it already wrote), run by
+diffusers' `LLaDA2Pipeline`, each refinement pass a diffusion `Step` (needs torch, transformers and diffusers, imported
+only when a run starts).
+
+Driven as published, the pipeline does not decode as the model's own `generate()` (its authors' sampler), in three
+ways this module mends without touching the pipeline's loop:
+
+- the pipeline hands the model a 2D attention mask, which LLaDA2's code turns into full attention over the window,
+  while its `generate()` attends block-causally (a block sees itself and the blocks before it): `block_causal` wraps
+  the model so it gets the mask `generate()` builds;
+- a block stops when its pass budget is spent even if the pass that filled its last mask edited tokens, and runs one
+  editing pass more than `generate()` at the cap: `AuthorsScheduler` decides when a block is done as `generate()` does;
+- 2.1's `generate()` commits at least one token a pass (its `num_to_transfer`): with editing on, `run` gives the
+  pipeline one pass per token of a block, so its even schedule commits one. With editing off it runs LLaDA2.0's
+  `generate()`, which spreads a block over its `steps` as the pipeline does: `run` passes the answer's steps per block.
+
+tests/test_llada2.py checks, on a tiny LLaDA2.1 built from its own code, that the answers agree token for token,
+with edits, at temperature 0.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from app.engine.diffusion import DiffusionSettings, Step
+from app.engine.options import check, option
+from app.errors import SourceError
+
+MODEL_TYPES = ("llada2_moe", "llada21_moe")  # inclusionAI's name; dllm's copy of the 2.1 code renames it
+MASK_ID = 156895  # LLaDA2.x's mask id (its generate()'s default), for a tokenizer that names no mask token
+
+
+@dataclass
+class EditSettings:
+    """LLaDA2.1's token editing, beside the diffusion settings; off runs LLaDA2.0's sampler."""
+
+    editing_threshold: float | None = option(
+        None, "Token editing threshold (LLaDA2.x)", min=0.0, max=1.0, step=0.05, off=True,
+        help="LLaDA2.1 rewrites a token it already wrote when it is at least this sure of another (its own default "
+             "is 0.9); off: never (LLaDA2.0).")
+    max_post_steps: int = option(16, "Editing passes after a block is filled (LLaDA2.x)", min=1, max=64, step=1,
+                                 help="At most this many passes over a filled block that only edit (LLaDA2.1: 16).")
+
+    def validate(self) -> "EditSettings":
+        """Checks each setting against its declaration."""
+        check(self)
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def is_llada2(model: Any) -> bool:
+    """Whether a loaded transformers model is LLaDA2.x's (by its config's model type)."""
+    return str(getattr(getattr(model, "config", None), "model_type", "")).lower() in MODEL_TYPES
+
+
+def _diffusers() -> Any:
+    """The diffusers module, or a SourceError that says what to install."""
+    try:
+        import diffusers
+    except ImportError:
+        raise SourceError("LLaDA2 models run through diffusers' LLaDA2Pipeline: pip install diffusers.") from None
+    if not hasattr(diffusers, "LLaDA2Pipeline"):
+        raise SourceError(f"diffusers {diffusers.__version__} has no LLaDA2Pipeline: pip install -U diffusers.")
+    return diffusers
+
+
+def block_causal(model: Any, block_length: int) -> Any:
+    """`model` behind a module that replaces the pipeline's 2D attention mask with the block-causal mask LLaDA2's
+    own generate() builds (0 where a block sees a position, -inf elsewhere, in the model's dtype)."""
+    import torch
+
+    class BlockCausal(torch.nn.Module):
+        """LLaDA2 seen through its own generate()'s attention mask."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        @property
+        def device(self) -> Any:
+            return self.inner.device
+
+        @property
+        def dtype(self) -> Any:
+            return self.inner.dtype
+
+        def forward(self, input_ids: Any, attention_mask: Any = None, position_ids: Any = None) -> Any:
+            blocks = input_ids.shape[1] // block_length
+            seen = torch.tril(torch.ones(blocks, blocks, device=input_ids.device))
+            seen = seen.repeat_interleave(block_length, 0).repeat_interleave(block_length, 1)[None, None]
+            return self.inner(input_ids, attention_mask=seen.log().to(self.inner.dtype), position_ids=position_ids)
+
+    return BlockCausal()
+
+
+def authors_scheduler(diffusers: Any) -> Any:
+    """A BlockRefinementScheduler that ends a block when LLaDA2.1's generate() does: after a pass that found no mask
+    and edited nothing, or before a pass beyond `max_post_steps` over a filled block; never for the pass budget."""
+
+    class AuthorsScheduler(diffusers.BlockRefinementScheduler):
+        def check_block_should_continue(self, step_idx: int, masks_remaining: bool, editing_enabled: bool,
+                                        editing_transfer_index: Any, post_steps: int, max_post_steps: int,
+                                        finished: Any) -> bool:
+            if finished.all():
+                return False
+            if not masks_remaining and not editing_transfer_index.any():
+                return False
+            return post_steps + (0 if masks_remaining else 1) <= max_post_steps
+
+    return AuthorsScheduler()
+
+
+class _Stopped(Exception):
+    """Raised from the pipeline's callback when the run is cancelled."""
+
+
+def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: DiffusionSettings, e: EditSettings,
+        cancel: threading.Event | None = None) -> Iterator[Step]:
+    """LLaDA2.x's block diffusion on `prompt_ids`: an all-masked first Step, one per pass of the pipeline as it
+    happens (answer-relative positions; `committed` lists the masks filled, an edited token simply changes), then the
+    last pass's again, done. Stops at the next pass once `cancel` is set or the caller stops reading.
+
+    Blocks are aligned to the whole sequence, prompt included, as LLaDA2's sampler aligns them. With editing on
+    (LLaDA2.1) a block gets one pass per token; off (LLaDA2.0), `steps` x block length / answer length passes."""
+    import torch
+
+    d = _diffusers()
+    n, length = s.gen_length, s.block_length
+    answer = np.full(n, mask_id, dtype=np.int64)
+    confidence = np.zeros(n, dtype=np.float32)
+    out: queue.Queue = queue.Queue()
+    p = len(prompt_ids)
+    passes = length if e.editing_threshold is not None else max(1, min(length, round(s.steps * length / n)))
+    stop = threading.Event()  # set when the run is cancelled or its consumer stops reading
+
+    def on_pass(pipe: Any, index: int, _t: int, kw: dict[str, Any]) -> dict[str, Any]:
+        if stop.is_set():
+            raise _Stopped
+        window = kw["block_x"][0].tolist()
+        start = len(window) - length
+        lo, hi = max(start, p), min(len(window), p + n)
+        written = kw["transfer_index"][0].tolist()
+        probs = kw["sampled_probs"][0].float().tolist()
+        committed = [i - p for i in range(lo, hi) if written[i - start]]
+        for i in range(lo, hi):
+            if window[i] != answer[i - p]:
+                confidence[i - p] = probs[i - start]
+            answer[i - p] = window[i]
+        out.put(Step(step=index + 1, ids=answer.copy(), masked=answer == mask_id, confidence=confidence.copy(),
+                     committed=committed, nfe=index + 1))
+        return {}
+
+    def work() -> None:
+        try:
+            pipe = d.LLaDA2Pipeline(model=block_causal(model, length), scheduler=authors_scheduler(d), tokenizer=None)
+            pipe.set_progress_bar_config(disable=True)
+            with torch.inference_mode():
+                pipe(input_ids=torch.tensor([prompt_ids], dtype=torch.long), use_chat_template=False, gen_length=n,
+                     block_length=length, num_inference_steps=passes, temperature=s.temperature,
+                     top_k=s.top_k or None, sampling_method="auto", threshold=s.threshold if s.threshold is not None
+                     else 1.0, editing_threshold=e.editing_threshold, max_post_steps=e.max_post_steps,
+                     eos_early_stop=s.stop_at_eos, eos_token_id=eos_id, mask_token_id=mask_id, output_type="seq",
+                     generator=torch.Generator().manual_seed(s.seed), callback_on_step_end=on_pass,
+                     callback_on_step_end_tensor_inputs=["block_x", "transfer_index", "sampled_probs"])
+            out.put(None)
+        except BaseException as err:  # handed to the consumer, which raises it on its own thread
+            out.put(err)
+
+    worker = threading.Thread(target=work, name="llada2-pipeline", daemon=True)
+    last = Step(step=0, ids=answer.copy(), masked=answer == mask_id, confidence=confidence.copy())
+    try:
+        yield last
+        if cancel is not None and cancel.is_set():
+            return
+        worker.start()
+        while (item := out.get()) is not None:
+            if isinstance(item, _Stopped):
+                return
+            if isinstance(item, BaseException):
+                raise SourceError(f"LLaDA2's pipeline failed: {type(item).__name__}: {item}") from None
+            last = item
+            yield last
+            if cancel is not None and cancel.is_set():
+                return
+        yield Step(step=last.step + 1, ids=last.ids, masked=last.masked, confidence=last.confidence, nfe=last.nfe,
+                   done=True)
+    finally:
+        stop.set()

@@ -1,0 +1,220 @@
+"""LLaDA2.x (inclusionAI's mixture-of-experts block diffusion, its 2.1 code vendored in tests/assets/llada2/) loads
+under the pinned transformers through the hf-diffusion path, and Converge, driving diffusers' LLaDA2Pipeline, decodes
+as the model's own generate() token for token at temperature 0, tokens it edits included; an edited token is drawn
+as a change."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.errors import SourceError
+from app.sources.base import make_source
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+diffusers = pytest.importorskip("diffusers", reason="diffusers is not installed (requirements-test.txt)")
+
+from tests.hf_families import LLADA2_EOS, LLADA2_MASK, build_llada2  # noqa: E402  (needs torch and transformers)
+
+PROMPT = "the cat had a red ball"
+RUN = {"trust_remote_code": True, "device": "cpu", "gen_length": 24, "steps": 24, "block_length": 8,
+       "temperature": 0.0, "threshold": 0.9, "stop_at_eos": False}
+
+
+@pytest.fixture(scope="module")
+def llada2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Weights wide enough (std 1.5) that the model is sure of itself, so it edits tokens it wrote."""
+    return build_llada2(tmp_path_factory.mktemp("llada2"), seed=0, std=1.5)
+
+
+def _eager(src, impl: str = "eager") -> None:
+    """Attention on the eager path: the model's own generate() builds its mask in bfloat16, which the sdpa path
+    refuses beside float32 queries (the model is float32 on the CPU). `impl` "sdpa" puts back the path Converge
+    loads the model with."""
+    src.model.model.config._attn_implementation = impl
+
+
+def _authors(src, prompt: list[int], editing_threshold: float) -> list[int]:
+    """The answer of LLaDA2.1's own generate() (modeling_llada21_moe.py), up to its first end-of-text."""
+    return src.model.model.generate(torch.tensor([prompt]), temperature=0.0, block_length=8, steps=8, gen_length=24,
+                                   threshold=0.9, editing_threshold=editing_threshold, max_post_steps=16,
+                                   eos_id=LLADA2_EOS, mask_id=LLADA2_MASK)[0].tolist()
+
+
+def _edits(steps) -> list[tuple[int, int]]:
+    """(step, position) wherever a written token was replaced by another, step to step (by token id: a token's
+    display string can change with its neighbours' while its id stays)."""
+    return [(k, i) for k in range(1, len(steps)) for i in range(len(steps[k].ids))
+            if not steps[k - 1].masked[i] and steps[k - 1].ids[i] != steps[k].ids[i]]
+
+
+def test_llada2_loads_with_its_own_code_mask_id_and_rotary(llada2: Path) -> None:
+    from safetensors.torch import load_file
+
+    from app.engine.hf import load_masked
+    from app.engine.llada2 import is_llada2
+
+    model, tok = load_masked(str(llada2), trust_remote_code=True, device="cpu")
+    assert type(model.model).__name__ == "LLaDA2MoeModelLM" and is_llada2(model.model)
+    assert model.mask_id == tok.mask_id == LLADA2_MASK and model.eos_id == LLADA2_EOS and not model.shifted
+    saved = load_file(str(llada2 / "model.safetensors"))
+    state = model.model.state_dict()
+    for key, value in saved.items():
+        assert torch.equal(state[key], value), key
+    rotary = model.model.model.rotary_emb.inv_freq  # partial rotary: half of an 8-wide head, theta 600000
+    torch.testing.assert_close(rotary, 1.0 / (600000 ** (torch.arange(0, 4, 2, dtype=torch.float32) / 4)),
+                               rtol=0, atol=0)
+
+
+def test_a_llada2_tokenizer_without_a_mask_token_gets_llada2s_mask_id_not_lladas(llada2: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from app.engine.hf import load_masked
+
+    folder = tmp_path / "no-mask"
+    shutil.copytree(llada2, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    del config["mask_token"]
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    del config["mask_token_id"]
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    model, tok = load_masked(str(folder), trust_remote_code=True, device="cpu")
+    assert tok.tok.mask_token_id is None and model.mask_id == tok.mask_id == LLADA2_MASK
+
+
+def test_the_pipeline_alone_attends_past_the_block_so_it_disagrees_with_the_authors(llada2: Path) -> None:
+    """Why app/engine/llada2.py wraps the model: given the pipeline's 2D mask, LLaDA2's code lets earlier blocks see
+    later ones, and the answer is not its own generate()'s."""
+    src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=None)
+    _eager(src)
+    prompt = src.encode(PROMPT)
+    pipe = diffusers.LLaDA2Pipeline(model=src.model.model, scheduler=diffusers.BlockRefinementScheduler())
+    pipe.set_progress_bar_config(disable=True)
+    alone = pipe(input_ids=torch.tensor([prompt]), gen_length=24, block_length=8, num_inference_steps=8,
+                 temperature=0.0, threshold=0.9, editing_threshold=None, eos_early_stop=False,
+                 mask_token_id=LLADA2_MASK, eos_token_id=LLADA2_EOS, output_type="seq").sequences[0].tolist()
+    theirs = _authors(src, prompt, editing_threshold=1.0)
+    _eager(src, "sdpa")
+    assert alone != theirs
+
+
+def test_the_pipelines_own_scheduler_ends_blocks_other_than_the_authors(llada2: Path) -> None:
+    """Why app/engine/llada2.py brings its own scheduler: with the right mask but diffusers' scheduler, a block whose
+    last mask is filled by its last budgeted pass gets no editing pass, and the answer differs from generate()'s."""
+    from app.engine.llada2 import block_causal
+
+    src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=0.5)
+    _eager(src)
+    prompt = src.encode(PROMPT)
+    pipe = diffusers.LLaDA2Pipeline(model=block_causal(src.model.model, 8),
+                                    scheduler=diffusers.BlockRefinementScheduler())
+    pipe.set_progress_bar_config(disable=True)
+    stock = pipe(input_ids=torch.tensor([prompt]), gen_length=24, block_length=8, num_inference_steps=8,
+                 temperature=0.0, threshold=0.9, editing_threshold=0.5, max_post_steps=16, eos_early_stop=False,
+                 mask_token_id=LLADA2_MASK, eos_token_id=LLADA2_EOS, output_type="seq").sequences[0].tolist()
+    theirs = _authors(src, prompt, editing_threshold=0.5)
+    _eager(src, "sdpa")
+    assert stock[:len(theirs)] != theirs
+
+
+@pytest.mark.parametrize("editing", [0.5, None])
+def test_llada2_decodes_as_its_own_generate_at_temperature_0(llada2: Path, editing: float | None) -> None:
+    """With editing (LLaDA2.1, some tokens rewritten) and without (no token ever replaced), the answer is the
+    authors' token for token (theirs stops after its first end-of-text), and so is the last frame's text. Ours runs on
+    the sdpa attention Converge loads, theirs on the eager one its bfloat16 mask needs in float32."""
+    from app.engine import llada2 as engine
+
+    src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=editing)
+    prompt = src.encode(PROMPT)
+    _eager(src, "sdpa")  # ours as Converge runs it
+    steps = list(engine.run(src.model.model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit))
+    _eager(src)
+    theirs = _authors(src, prompt, editing_threshold=editing if editing is not None else 1.0)
+    _eager(src, "sdpa")
+    ours = steps[-1].ids.tolist()
+    cut = ours.index(LLADA2_EOS) + 1 if LLADA2_EOS in ours else len(ours)
+    assert steps[-1].done and ours[:cut] == theirs and len(set(theirs)) > 4
+    assert [s.nfe for s in steps] == [0, *range(1, len(steps) - 1), len(steps) - 2]  # the last repeats, done
+    frames = list(src.stream(PROMPT, threading.Event()))
+    assert frames[0].masked == [True] * 24 and frames[-1].final
+    assert frames[-1].text == src.tok.decode([i for i in theirs if i != LLADA2_EOS])
+    assert bool(_edits(steps)) == (editing is not None)
+    assert src.settings()["editing_threshold"] == editing and src.settings()["max_post_steps"] == 16
+
+
+@pytest.fixture(scope="module")
+def llada20(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_llada2(tmp_path_factory.mktemp("llada20"), seed=0, std=1.5, version="2.0")
+
+
+def test_llada20_loads_under_transformers_5_and_decodes_as_its_own_generate(llada20: Path) -> None:
+    """LLaDA2.0's code (model type llada2_moe, as on the Hub) imports a name transformers 5 removed; mended, it loads,
+    and with editing off Converge spreads each block over steps x block / length passes (4 here, two tokens a pass)
+    as 2.0's generate() does, token for token at temperature 0."""
+    from app.engine import llada2 as engine
+
+    src = make_source(f"hf-diffusion:{llada20}", **{**RUN, "steps": 12})
+    assert type(src).__name__ == "BlockDiffusionSource" and src.model.model.config.model_type == "llada2_moe"
+    assert src.edit.editing_threshold is None
+    prompt = src.encode(PROMPT)
+    steps = list(engine.run(src.model.model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit))
+    _eager(src)
+    theirs = src.model.model.generate(torch.tensor([prompt]), temperature=0.0, block_length=8, steps=4, gen_length=24,
+                                      threshold=0.9, eos_id=LLADA2_EOS, mask_id=LLADA2_MASK)[0].tolist()
+    _eager(src, "sdpa")
+    ours = steps[-1].ids.tolist()
+    cut = ours.index(LLADA2_EOS) + 1 if LLADA2_EOS in ours else len(ours)
+    assert ours[:cut] == theirs and len(set(theirs)) > 4 and not _edits(steps)
+    assert steps[-1].nfe < 24 and max(len(st.committed) for st in steps) >= 2  # fewer passes than tokens
+
+
+def test_an_edited_token_is_drawn_as_a_change(llada2: Path) -> None:
+    """Each token LLaDA2.1 rewrites is coded 2 (a different token) in its frame's row and styled "changed this
+    frame", as a Mercury draft's rewritten word is."""
+    from app.analysis import SideAnalyzer
+    from app.engine import llada2 as engine
+    from app.sources.local import diffusion_frame
+    from app.view.side import CHANGED, cell_styles
+
+    src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=0.5)
+    prompt = src.encode(PROMPT)
+    steps = list(engine.run(src.model.model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit))
+    steps[-1].done = False  # keep the whole answer, uncut at end-of-text, so positions line up
+    analyzer = SideAnalyzer()
+    rows = [analyzer.add(diffusion_frame(src.tok, st, LLADA2_EOS, len(prompt), 0.0)) for st in steps]
+    edited = _edits(steps)
+    assert edited
+    for k, i in edited:
+        assert rows[k]["ch"][i] == 2 and cell_styles(rows[k], settled_all=False)[i] == CHANGED
+
+
+def test_editing_settings_are_refused_for_a_model_that_does_not_edit(tmp_path: Path) -> None:
+    from tests.hf_families import build_llada
+
+    folder = build_llada(tmp_path)
+    with pytest.raises(SourceError, match="editing_threshold only apply to LLaDA2.x"):
+        make_source(f"hf-diffusion:{folder}", trust_remote_code=True, device="cpu", editing_threshold=0.9)
+    src = make_source(f"hf-diffusion:{folder}", trust_remote_code=True, device="cpu", editing_threshold="off",
+                      max_post_steps=16)  # the defaults, as a form may send them, are no request to edit
+    assert "editing_threshold" not in src.settings()
+
+
+def test_a_cancelled_llada2_run_stops_with_its_pipeline(llada2: Path) -> None:
+    cancel = threading.Event()
+    src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=0.5)
+    seen = []
+    for frame in src.stream(PROMPT, cancel):
+        seen.append(frame)
+        if len(seen) == 3:
+            cancel.set()
+    assert len(seen) == 3 and not seen[-1].final
+    assert np.all([len(f.tokens) == 24 for f in seen])
+    for worker in [t for t in threading.enumerate() if t.name == "llada2-pipeline"]:  # the pipeline stops too
+        worker.join(120)
+        assert not worker.is_alive()
