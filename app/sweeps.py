@@ -20,8 +20,8 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from app.engine.autoregressive import ARSettings
 from app import pass_cost
+from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_ar, run_diffusion, samples
 from app.errors import SourceError

@@ -11,10 +11,10 @@ import pytest
 
 from app.export.html import export_html
 from app.lessons import MERCURY_EXAMPLE
-from app.view.live import record
 from app.trace import read_recording
-from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
+from app.view.live import record
 from tests.fixtures import needs_twins
+from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 TWINS = {"left": {"gen_length": 32, "steps": 16, "block_length": 16}, "right": {"gen_length": 24}}

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from app.engine.model import (
-    ARLM, DEFAULT_MODELS_DIR, MaskedDiffusionLM, ModelConfig, NumpyTransformer, load_twin, random_model, random_weights,
+    ARLM,
+    DEFAULT_MODELS_DIR,
+    MaskedDiffusionLM,
+    ModelConfig,
+    NumpyTransformer,
+    load_twin,
+    random_model,
+    random_weights,
 )
 from app.engine.tokenizer import BPETokenizer
 from app.errors import SourceError

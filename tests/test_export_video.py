@@ -10,16 +10,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.export.cli import main as cli_main
 from app.analysis import metrics
+from app.errors import SourceError
+from app.export.cli import main as cli_main
 from app.export.video import export_video, render_still
 from app.export.video.fonts import Glyphs, clean
 from app.export.video.palette import CHANGED, FG, HEAT, NEW
 from app.export.video.scene import MIN_SIZE, Scene
 from app.export.video.track import load, timer_text
-from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header
-
 
 SIZE = (480, 270)
 FPS = 10

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from app.race import Race
-from app.view.live import live_updates
 from app.trace import read_recording
+from app.view.live import live_updates
+from tests.fixtures import HAVE_TWINS
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, script, serve
-from tests.fixtures import HAVE_TWINS
 
 ROOT = Path(__file__).resolve().parent.parent
 OTHER = ["openai:gpt-test", "local-ar"] if HAVE_TWINS else ["openai:gpt-test"]

@@ -18,15 +18,15 @@ from app.analysis import SideAnalyzer, display_tokens, text_tokens
 from app.errors import SourceError
 from app.export.html import export_html, render
 from app.race import Race
-from app.view.live import live_updates
 from app.sources.base import make_source
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.view.live import live_updates
 from app.view.payload import load_payload, wire_rows
+from tests.fixtures import needs_twins
 from tests.hostile import BIG, HOSTILE, SENTINEL, as_stored, big_prompt, big_token, joined
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, examples, page, side_text, start, wait_status  # noqa: F401 (page fixtures)
 from tests.wire_server import script
-from tests.fixtures import needs_twins
 
 PATHS = ("prompt box", "built-in models", "wire-server output", "recording", "upload and library", "HTML export",
          "GIF and MP4 export")

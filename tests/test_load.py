@@ -20,11 +20,11 @@ from app.compute import COMPUTE, ComputeGate
 from app.race import Race
 from app.sources.base import REGISTRY, load_plugins
 from app.trace import SIDES, Frame, read_recording
+from tests.fixtures import needs_twins
 from tests.pages import free_port, watch_errors
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, start, wait_status
 from tests.wire_server import script
-from tests.fixtures import needs_twins
 
 LOCAL, WIRE = 4, 3
 

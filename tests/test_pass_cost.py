@@ -18,8 +18,8 @@ import pytest
 from app import pass_cost
 from app.errors import SourceError
 from app.sources.base import make_source
-from tests.pages import browser_tab
 from tests.fixtures import needs_twins
+from tests.pages import browser_tab
 
 ROOT = Path(__file__).resolve().parent.parent
 

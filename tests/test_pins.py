@@ -15,14 +15,14 @@ from app.engine.diffusion import DiffusionSettings
 from app.engine.model import random_model
 from app.engine.pins import AR_REFUSAL, resolve_pins
 from app.errors import SourceError
-from app.sources.base import make_source
-from tests.hostile import HOSTILE, as_stored
 from app.export.html import export_html
 from app.export.video.scene import Scene
+from app.sources.base import make_source
 from app.store import EXAMPLES_DIR
 from app.trace import RecordingWriter, make_header, read_recording
 from app.view.side import PINNED, cell_styles, recorded_sides
 from app.view.theme import THEME, hex_rgb, rgb
+from tests.hostile import HOSTILE, as_stored
 from tests.pages import browser_tab
 from tests.test_samplers import PROMPT, config
 from tests.test_ui import ROOT, examples, only_recording, page, side_text, start, wait_status  # noqa: F401

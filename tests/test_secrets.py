@@ -15,9 +15,9 @@ import pytest
 
 from app.export.html import export_html
 from app.race import Race
-from app.view.live import live_updates
 from app.sources.base import REGISTRY, SourceKind, make_source, register
 from app.trace import Frame, read_recording
+from app.view.live import live_updates
 from tests import sentinels
 from tests.test_ui import choose, examples, page, side_text, start, wait_status  # noqa: F401 (page fixtures)
 from tests.wire_server import DEFAULT_KEY, collect

@@ -25,9 +25,18 @@ import pytest
 
 from app import limits
 from app.race import GRACE, Race
+from app.trace import (
+    MAX_FRAMES,
+    MAX_LINE_BYTES,
+    MAX_TOKENS,
+    SIDES,
+    Frame,
+    RecordingError,
+    RecordingWriter,
+    make_header,
+    read_recording,
+)
 from app.view.live import live_updates
-from app.trace import MAX_FRAMES, MAX_LINE_BYTES, MAX_TOKENS, SIDES, Frame, RecordingError, RecordingWriter, \
-    make_header, read_recording
 from tests.reliability import tally
 from tests.test_load import app_url, payload_of, race_args  # noqa: F401  (app_url is a fixture)
 

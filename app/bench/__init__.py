@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 from app.cli_help import command_parser
 
-
 # each section: the module of this room whose `bench()` measures it, imported only when that section runs
 SECTIONS = {
     "pipeline": "app.bench.pipeline",

@@ -86,10 +86,10 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     repeated words), recital (8-word runs found verbatim in the training stories) and empty answers; the stutter
     guards and the filter on and off; the curve of tokens per pass against quality (only that with `curve_only`); and
     both twins alone on the first screen's prompt."""
-    from app.engine.parallel import decode_order, summarise
-    from app.engine.measure import quality, recited, timed, training_ngrams
     from app.engine import autoregressive, diffusion
+    from app.engine.measure import quality, recited, timed, training_ngrams
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+    from app.engine.parallel import decode_order, summarise
     from app.sources.local import twin
 
     folder = str(models_dir or DEFAULT_MODELS_DIR)

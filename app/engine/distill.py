@@ -28,8 +28,8 @@ from app.engine.train import SPECIALS, TorchTransformer, encode_stream, read_sto
 
 def load_torch_twin(path: str) -> tuple[TorchTransformer, dict]:
     """A twin's safetensors (float16 on disk) as a float32 TorchTransformer in eval mode, with its config."""
-    from safetensors.numpy import load_file
     from safetensors import safe_open
+    from safetensors.numpy import load_file
 
     with safe_open(path, framework="numpy") as f:
         config = json.loads(f.metadata()["config"])

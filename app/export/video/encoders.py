@@ -13,8 +13,21 @@ import numpy as np
 from PIL import GifImagePlugin, Image
 
 from app.errors import SourceError
-from app.export.video.palette import (BADGE, BORDER, CHANGED, FG, HEAT, LINE, MASK_FG, MUTED, NEW, PANEL,
-                                      SWATCH_EDGE, TICK, WHITE)
+from app.export.video.palette import (
+    BADGE,
+    BORDER,
+    CHANGED,
+    FG,
+    HEAT,
+    LINE,
+    MASK_FG,
+    MUTED,
+    NEW,
+    PANEL,
+    SWATCH_EDGE,
+    TICK,
+    WHITE,
+)
 
 X264 = ["-preset", "veryfast", "-crf", "20"]
 

@@ -11,8 +11,25 @@ from PIL import Image, ImageDraw, ImageFont
 
 from app.errors import SourceError
 from app.export.video.fonts import NEWLINE, SANS, TAB, Glyphs, bold, coverage, font, one_line
-from app.export.video.palette import (BADGE, BORDER, FG, HEAT, HEAT_KEY, HEAT_NAMES, LEGEND, LINE, MUTED, PANEL,
-                                      PASS_RATE, PINS_ONLY, SWATCH_EDGE, TICK, UI, UI_MUTED, WHITE)
+from app.export.video.palette import (
+    BADGE,
+    BORDER,
+    FG,
+    HEAT,
+    HEAT_KEY,
+    HEAT_NAMES,
+    LEGEND,
+    LINE,
+    MUTED,
+    PANEL,
+    PASS_RATE,
+    PINS_ONLY,
+    SWATCH_EDGE,
+    TICK,
+    UI,
+    UI_MUTED,
+    WHITE,
+)
 from app.export.video.track import HeatStrip, Track
 from app.trace import SIDES, Recording
 from app.view.side import CELLS, cell_styles, status_sentence
