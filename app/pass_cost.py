@@ -81,7 +81,7 @@ def iter_rounds(make: Callable[[int], Pass], points: Sequence[int], repeats: int
 def run_points(make: Callable[[int], Pass], points: Sequence[int], repeats: int = REPEATS) -> list[dict[str, Any]]:
     """Every point's row after all the rounds."""
     rows: list[dict[str, Any]] = []
-    for rows, _ in iter_rounds(make, points, repeats):
+    for rows, _ in iter_rounds(make, points, repeats):  # noqa: B007 - rows after the loop: the last round's
         pass
     return rows
 

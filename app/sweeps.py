@@ -173,7 +173,7 @@ def iter_sweep(axis: str, points: Sequence[Any], prompts: Sequence[str] = PROMPT
 def _collect(steps: Iterator[tuple[list[dict[str, Any]], int, int, str]], progress: Progress | None) -> list[dict[str, Any]]:
     """Runs a sweep to its end, reporting each step to `progress`; returns the last rows."""
     rows: list[dict[str, Any]] = []
-    for rows, done, total, what in steps:
+    for rows, done, total, what in steps:  # noqa: B007 - rows after the loop: the last step's
         if progress:
             progress(done, total, what)
     return rows

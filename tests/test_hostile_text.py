@@ -233,7 +233,7 @@ def test_the_prompt_box_and_streamed_output_show_every_entry_as_text(page: Any, 
 @pytest.mark.browser
 def test_prompts_over_the_limit_are_refused_clearly_and_a_huge_token_streams_as_text(
         page: Any, fast_env: str, recordings: Path) -> None:
-    for name, make in BIG.items():
+    for _name, make in BIG.items():
         paste(page, "#prompt textarea", make())
         page.click("#run")  # the page's input guard (app/ui/guard.py) answers before the race handler runs
         page.get_by_text(LIMIT).first.wait_for()

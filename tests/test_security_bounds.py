@@ -288,7 +288,7 @@ def test_any_line_that_breaks_a_json_reader_is_skipped_and_named_and_the_rest_lo
 
 
 def test_a_bad_header_of_any_kind_is_one_sentence(tmp_path: Path) -> None:
-    for name, line in HOSTILE_LINES.items():
+    for _name, line in HOSTILE_LINES.items():
         path = tmp_path / "head.jsonl"
         path.write_text(line + "\n")
         with pytest.raises(RecordingError, match="head.jsonl is not a Converge recording"):

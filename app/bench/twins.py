@@ -120,7 +120,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         for seed in with_seeds:
             for text in on:
                 p = tok.encode(text)
-                steps, sec = timed(lambda: list(diffusion.generate(dm, p, replace(s, seed=seed))))
+                steps, sec = timed(lambda p=p, seed=seed: list(diffusion.generate(dm, p, replace(s, seed=seed))))
                 orders.append(decode_order(steps, s.block_length, dm.eos_id))
                 runs.append((p, [int(i) for i in steps[-1].ids[: orders[-1]["answer_tokens"]]], sec))
         return {"settings": s.to_json(), "seeds": list(with_seeds), **summarise(orders), **judged(runs)}
@@ -144,7 +144,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         for seed in seeds:
             for text in on:
                 p = tok.encode(text)
-                last, sec = timed(lambda: list(autoregressive.generate(am, p, replace(s, seed=seed)))[-1])
+                last, sec = timed(lambda p=p, seed=seed: list(autoregressive.generate(am, p, replace(s, seed=seed)))[-1])
                 runs.append((p, list(last.ids), sec))
                 passes += last.nfe
         tokens = sum(len(a) for _, a, _ in runs)
@@ -190,8 +190,8 @@ def wall_time(dm: Any, am: Any, prompt: list[int], repeats: int = 3) -> list[dic
     for length, look in WALL:
         d = replace(TWIN_DIFFUSION, gen_length=length, steps=length, lookahead=look)  # the page's steps rule
         a = ARSettings(gen_length=length)
-        runs = {"diffusion": lambda: list(diffusion.generate(dm, prompt, d)),
-                "ar": lambda: list(autoregressive.generate(am, prompt, a))}
+        runs = {"diffusion": lambda d=d: list(diffusion.generate(dm, prompt, d)),
+                "ar": lambda a=a: list(autoregressive.generate(am, prompt, a))}
         secs: dict[str, list[float]] = {name: [] for name in runs}
         lasts: dict[str, Any] = {}
         for run in runs.values():

@@ -288,7 +288,8 @@ def hardware(device: torch.device | None = None) -> str:
         return f"one {torch.cuda.get_device_name(device)} GPU (CUDA); torch {torch.__version__}"
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        model = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name")), "?")
+        model = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")),
+                     "?")
     except (OSError, subprocess.SubprocessError):
         model = platform.processor() or "?"
     return f"{torch.get_num_threads()}-thread CPU, no GPU ({model}, {os.cpu_count()} cores visible); torch {torch.__version__}"
