@@ -124,7 +124,8 @@ def test_shipped_ar_twin_writes_english_greedily() -> None:
         out.append(t)
         logits = model.decode(cache, t)
     words = re.findall(r"[a-z]+", tok.decode(out).lower())
-    common = {"there", "was", "a", "the", "little", "girl", "boy", "named", "she", "he", "and", "to", "her", "his", "play"}
+    common = {"there", "was", "a", "the", "little", "girl", "boy", "named", "she", "he", "and", "to", "her", "his",
+              "play"}
     assert len(set(words)) >= 6 and len(common & set(words)) >= 3, tok.decode(out)
 
 

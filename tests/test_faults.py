@@ -1,4 +1,5 @@
-"""Fault injection against the loopback wire server, in whole races: a dropped connection, a stall (the timeout fires and
+"""Fault injection against the loopback wire server, in whole races: a dropped connection, a stall (the timeout fires
+and
 says so), 429 and 503 with and without Retry-After (hostile values too), every other fault in the server's catalogue, a
 server that is down, and a recording process killed mid-race. The faulty side ends with one clear sentence and keeps
 its frames; the other side of the race finishes every time."""

@@ -167,7 +167,8 @@ def test_the_video_draws_pinned_cells_in_their_colour_and_the_heatmap_shows_them
     scene = Scene(rec, (1280, 720))
     x, y, w, _ = scene.panels[0]
     text = scene.canvas[y + scene.text_y:y + scene.text_y + scene.text_h, x + scene.inner_x:x + scene.inner_x + w]
-    heat = scene.canvas[y + scene.heat_y:y + scene.heat_y + scene.heat_h, x + scene.heat_x:x + scene.heat_x + scene.heat_w]
+    heat = scene.canvas[y + scene.heat_y:y + scene.heat_y + scene.heat_h,
+                        x + scene.heat_x:x + scene.heat_x + scene.heat_w]
     legend = scene.canvas[scene.legend_y:scene.legend_y + scene.legend_h]
     pinned, given = np.array(rgb("pinned"), np.uint8), np.array(hex_rgb(THEME["heat"]["given"]), np.uint8)
 

@@ -39,7 +39,8 @@ def main(argv: list[str]) -> int:
     """Runs the sections asked for (all by default) and prints each, or one JSON object with --json."""
     parser = command_parser("bench", "Measure Converge's figures.")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--only", choices=SECTIONS, action="append", help="run only this section (repeatable; default: all of them)")
+    parser.add_argument("--only", choices=SECTIONS, action="append",
+                        help="run only this section (repeatable; default: all of them)")
     parser.add_argument("--models", default=None, help="the twins section on the twins in this folder (default: the "
                         "shipped ones in assets/models), e.g. an earlier commit's twins to compare")
     args = parser.parse_args(argv)

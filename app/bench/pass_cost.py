@@ -24,7 +24,8 @@ def bench(points: Sequence[int] = POINTS, hf: str | None = None, device: str = "
     out["twin"] = {"label": TWIN, "rows": rows, "note": note(rows)}
     if hf:
         try:
-            net, vocab, max_len, dev, label = load_hf(hf, device, make_source)  # the host's own command: no visitor policy
+            # the host's own command: no visitor policy
+            net, vocab, max_len, dev, label = load_hf(hf, device, make_source)
         except SourceError as e:
             out["hf"] = {"skipped": str(e)}
             return out

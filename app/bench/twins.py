@@ -53,7 +53,8 @@ SEEDS = (0, 1, 2)  # one seed is not enough: the referee's perplexity moves by h
 PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, temperature=0.5, filter=0.6, no_repeat_ngram=0, min_length=0)
 # the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the bolder level it had before
 FILTERED = replace(TWIN_DIFFUSION, filter=0.6)
-# the most parallel setting an earlier search weighed (48 steps for 128 tokens, at least 2-3 a pass), with today's guards
+# the most parallel setting an earlier search weighed (48 steps for 128 tokens, at least 2-3 a pass), with today's
+# guards
 PARALLEL = replace(TWIN_DIFFUSION, scoring="confidence", temperature=0.3, steps=48, filter=None)
 # ... and bolder
 BOLDER = replace(TWIN_DIFFUSION, filter=0.5)
@@ -71,7 +72,8 @@ CURVE = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)),
          {"filter": 0.6, "no_repeat": True}, {"filter": 0.5, "no_repeat": True})
 CURVE_KEYS = ("answer_tokens_per_pass", "share_not_leftmost", "referee_ppl", "distinct2", "stutter", "recited",
               "empty_answers")
-TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out openings and seeds (greedy: the seeds agree): "
+TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out openings and seeds "
+           "(greedy: the seeds agree): "
            "stutter <= 1% of "
            "adjacent word pairs, referee perplexity no worse than the AR twin's, distinct-2 >= 0.55, no empty answer, "
            ">= 1.37 answer tokens per pass; every page prompt recited (8-word runs found in the training stories) "
@@ -127,7 +129,8 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
 
     def curve() -> list[dict[str, Any]]:
         """The page's defaults with the levers of each CURVE point moved: tokens per pass against quality. A greedy
-        setting in a deterministic order runs one seed, which stands for all (the main rows run every seed regardless)."""
+        setting in a deterministic order runs one seed, which stands for all (the main rows run every seed
+        regardless)."""
         points = []
         for moved in CURVE:
             s = replace(TWIN_DIFFUSION, **moved)
@@ -144,7 +147,8 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         for seed in seeds:
             for text in on:
                 p = tok.encode(text)
-                last, sec = timed(lambda p=p, seed=seed: list(autoregressive.generate(am, p, replace(s, seed=seed)))[-1])
+                last, sec = timed(
+                    lambda p=p, seed=seed: list(autoregressive.generate(am, p, replace(s, seed=seed)))[-1])
                 runs.append((p, list(last.ids), sec))
                 passes += last.nfe
         tokens = sum(len(a) for _, a, _ in runs)
@@ -155,14 +159,16 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     page_prompts = {}
     for text in page:  # each page prompt on its own: neither twin may recite it
         d, a = diffusion_runs(TWIN_DIFFUSION, (text,)), ar_runs(ar, (text,))
-        page_prompts[text] = {name: {k: r[k] for k in ("recited", "stutter", "referee_ppl", "distinct2", "empty_answers")}
+        page_prompts[text] = {name: {k: r[k] for k in ("recited", "stutter", "referee_ppl", "distinct2",
+                                                       "empty_answers")}
                               | ({"answer_tokens_per_pass": r["answer_tokens_per_pass"]}) for name, r in
                               (("diffusion", d), ("ar", a))}
     wall = wall_time(dm, am, tok.encode(RACE_PROMPT))
     alone = wall[0]  # the page's defaults: the whole answer, 128 tokens
     race: dict[str, Any] = {"prompt": RACE_PROMPT, **{name: {
         "seconds_worst_of_3": alone[name]["seconds_worst"], "seconds_best_of_3": alone[name]["seconds_best"],
-        "passes": alone[name]["passes"], "answer_tokens": alone[name]["answer_tokens"]} for name in ("diffusion", "ar")},
+        "passes": alone[name]["passes"], "answer_tokens": alone[name]["answer_tokens"]}
+        for name in ("diffusion", "ar")},
         "wall_time": wall}
     return {"prompts": len(prompts), "gen_length": TWIN_DIFFUSION.gen_length, "seeds": list(seeds),
             "diffusion_default": diffusion_runs(TWIN_DIFFUSION),
