@@ -169,7 +169,8 @@ def bench(argv: list[str]) -> int:
 # each subcommand and the one line `python -m app --help` shows for it
 COMMANDS = {
     "record": (record, "Run a race headless and save the recording."),
-    "pairs": (pairs, "List the pairs of real models to race (record --pair NAME), their size and the device they suit."),
+    "pairs": (pairs, "List the pairs of real models to race (record --pair NAME), their size and the device they "
+                     "suit."),
     "generate": (generate, "Run one source on one prompt and print its answer (or JSON with its figures)."),
     "export": (export, "Export a recorded race as a video (MP4, GIF) or a self-contained HTML page."),
     "stats": (stats, "Print a recording's metrics per side; --csv writes its per-frame figures."),

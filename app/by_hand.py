@@ -13,7 +13,6 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app.engine import stepper
 from app.engine.diffusion import DiffusionSettings

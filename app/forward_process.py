@@ -54,6 +54,7 @@ def forward_recording(rec: Recording, side: str = "left", steps: int = STEPS, se
               "caption": f"The forward process: the answer {source['name']} wrote, masked step by step at random "
                          "(left), beside the run that wrote it (right)."}
     ends = {"left": {"status": "done", "message": "Noising only: no model runs here, so this side's chart line and "
-                                                  "rate measure nothing."}, "right": rec.ends.get(side, {"status": "done", "message": ""})}
+                                                  "rate measure nothing."},
+            "right": rec.ends.get(side, {"status": "done", "message": ""})}
     return Recording(header=header, frames={"left": forward_frames(frames[-1], steps, seed), "right": list(frames)},
                      ends=ends, warnings=[])

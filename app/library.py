@@ -134,7 +134,8 @@ def save_upload(src: str | Path, original: str | None = None, owner: str | None 
     src = Path(src)
     size = src.stat().st_size
     if size > MAX_RECORDING_BYTES:
-        raise SourceError(f"That file is {size / 1e6:.1f} MB; recordings over {MAX_RECORDING_BYTES / 1e6:.0f} MB are refused.")
+        raise SourceError(f"That file is {size / 1e6:.1f} MB; recordings over {MAX_RECORDING_BYTES / 1e6:.0f} MB are "
+                          "refused.")
     try:
         read_recording(src)
     except RecordingError as e:

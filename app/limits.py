@@ -38,7 +38,8 @@ def configure(seconds: float | None = None, served: bool = False) -> float:
 
 
 def race_limit() -> float:
-    """Seconds a race may run: the flag, else CONVERGE_RACE_LIMIT (ignored when it is not a valid limit), else the default."""
+    """Seconds a race may run: the flag, else CONVERGE_RACE_LIMIT (ignored when it is not a valid limit), else the
+    default."""
     if _chosen is not None:
         return _chosen
     try:

@@ -81,7 +81,7 @@ def iter_rounds(make: Callable[[int], Pass], points: Sequence[int], repeats: int
 def run_points(make: Callable[[int], Pass], points: Sequence[int], repeats: int = REPEATS) -> list[dict[str, Any]]:
     """Every point's row after all the rounds."""
     rows: list[dict[str, Any]] = []
-    for rows, _ in iter_rounds(make, points, repeats):
+    for rows, _ in iter_rounds(make, points, repeats):  # noqa: B007 - rows after the loop: the last round's
         pass
     return rows
 
@@ -121,7 +121,8 @@ def note(rows: Sequence[dict[str, Any]], label: str = TWIN) -> str:
                 f"({by[big]:.2f} ms against {by[1]:.2f} ms)")
     if top != big:
         sentence += f", and a {top}-token pass {by[top] / by[1]:.1f}x"
-    return sentence + f": {big} tokens in one pass save {(1 - by[big] / (big * by[1])) * 100:.0f}% of {big} one-token passes."
+    return sentence + (f": {big} tokens in one pass save {(1 - by[big] / (big * by[1])) * 100:.0f}% of {big} "
+                       "one-token passes.")
 
 
 def figure(series: dict[str, list[dict[str, Any]]], colours: Sequence[str]) -> "go.Figure":

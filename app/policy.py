@@ -54,7 +54,8 @@ class Policy:
         return prefix not in HF_PREFIXES or self.can("hf-models") or bool(self.hf_models)
 
     def hf_model_allowed(self, model: str) -> bool:
-        """Whether visitors may load this Hugging Face id or folder: any when allowed, else exactly one the host named."""
+        """Whether visitors may load this Hugging Face id or folder: any when allowed, else exactly one the host
+        named."""
         return self.can("hf-models") or model in self.hf_models
 
     def base_url_allowed(self, url: str) -> bool:

@@ -107,7 +107,8 @@ class Race:
 
     def start(self) -> "Race":
         """Starts both sides; sides running a local model first wait, in arrival order, for free CPU slots."""
-        local = [side for side, s in self.sides.items() if s.source is not None and getattr(s.source, "cpu_bound", False)]
+        local = [side for side, s in self.sides.items()
+                 if s.source is not None and getattr(s.source, "cpu_bound", False)]
         for s in self.sides.values():
             if s.source is not None:
                 s.status = "running"
@@ -207,7 +208,8 @@ class Race:
             status, message = "error", scrub_text(str(e), self._keys)
         except Exception as e:  # a bug or an unforeseen library error: the other side keeps running
             log.error("source %s failed:\n%s", source.name, scrub_text(traceback.format_exc(), self._keys))
-            status, message = "error", f"{source.name} failed unexpectedly ({type(e).__name__}); the frames so far are kept."
+            status, message = "error", (f"{source.name} failed unexpectedly ({type(e).__name__}); the frames so far "
+                                        "are kept.")
         finally:
             close = getattr(frames, "close", None)
             if close is not None:

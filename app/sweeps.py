@@ -20,8 +20,8 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from app.engine.autoregressive import ARSettings
 from app import pass_cost
+from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_ar, run_diffusion, samples
 from app.errors import SourceError
@@ -44,8 +44,10 @@ SWEEP_NOTES = {
              "from {lo} to {hi} steps for answers of {length} tokens, diffusion took {time_ratio}x the time "
              "({s_lo} s to {s_hi} s) and its perplexity under the AR twin {ppl} (lower is better); "
              "the AR twin took {ar_s} s at perplexity {ar_p}.",
-    "length": "In medians of {runs} runs (the bars span the fastest to the slowest), from {lo} to {hi} tokens, diffusion took {d_ratio}x the time at a fixed {d_nfe} forward passes"
-              "{lookahead}, while the AR twin took {a_ratio}x the time as its passes went from {a_nfe_lo} to {a_nfe_hi}.",
+    "length": "In medians of {runs} runs (the bars span the fastest to the slowest), from {lo} to {hi} tokens, "
+              "diffusion took {d_ratio}x the time at a fixed {d_nfe} forward passes"
+              "{lookahead}, while the AR twin took {a_ratio}x the time as its passes went from {a_nfe_lo} to "
+              "{a_nfe_hi}.",
     "threshold": "From {first} to {last}, the diffusion twin's tokens per forward pass {tpf} (the AR twin "
                  "always makes 1) and its perplexity under the AR twin {ppl} (lower is better).",
 }
@@ -170,17 +172,19 @@ def iter_sweep(axis: str, points: Sequence[Any], prompts: Sequence[str] = PROMPT
     yield list(rows), len(todo), len(todo), "done"
 
 
-def _collect(steps: Iterator[tuple[list[dict[str, Any]], int, int, str]], progress: Progress | None) -> list[dict[str, Any]]:
+def _collect(steps: Iterator[tuple[list[dict[str, Any]], int, int, str]],
+             progress: Progress | None) -> list[dict[str, Any]]:
     """Runs a sweep to its end, reporting each step to `progress`; returns the last rows."""
     rows: list[dict[str, Any]] = []
-    for rows, done, total, what in steps:
+    for rows, done, total, what in steps:  # noqa: B007 - rows after the loop: the last step's
         if progress:
             progress(done, total, what)
     return rows
 
 
 def steps_sweep(points: Sequence[int] = (8, 16, 32, 64), prompts: Sequence[str] = PROMPTS,
-                progress: Progress | None = None, *, length: int = 64, models: Models | None = None) -> list[dict[str, Any]]:
+                progress: Progress | None = None, *, length: int = 64,
+                models: Models | None = None) -> list[dict[str, Any]]:
     """Diffusion at each step count for one length (threshold off, full length), then the AR twin at that length."""
     return _collect(iter_sweep("steps", points, prompts, models, length=length), progress)
 

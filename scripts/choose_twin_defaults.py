@@ -58,7 +58,8 @@ def main() -> None:
         return {"ppl": figures["referee_ppl"], "distinct2": figures["distinct2"], "stutter": figures["stutter"] or 0.0}
 
     ar = judged([(p, list(list(autoregressive.generate(am, p, ARSettings()))[-1].ids)) for p in prompts])
-    print(f"AR twin (greedy): perplexity {ar['ppl']}, distinct-2 {ar['distinct2']}, stutter {ar['stutter']}", flush=True)
+    print(f"AR twin (greedy): perplexity {ar['ppl']}, distinct-2 {ar['distinct2']}, stutter {ar['stutter']}",
+          flush=True)
     rows = []
     for temperature, scoring, level, guard, ngram in GRID:
         s = replace(TWIN_DIFFUSION, temperature=temperature, scoring=scoring, filter=level, no_repeat=guard,

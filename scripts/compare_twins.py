@@ -45,7 +45,8 @@ def main() -> None:
             tokens = sum(len(o) for _, o in outs)
             ppl = [math.exp(sum(nll(am[j], p, o) for p, o in outs) / tokens) for j in dirs]
             d2 = [x for x in (distinct2(tok.decode(o)) for _, o in outs) if x is not None]
-            print(f"{name} ({pair} twins): perplexity {ppl[0]:.1f} / {ppl[1]:.1f}, distinct-2 {sum(d2) / len(d2):.2f}", flush=True)
+            print(f"{name} ({pair} twins): perplexity {ppl[0]:.1f} / {ppl[1]:.1f}, distinct-2 {sum(d2) / len(d2):.2f}",
+                  flush=True)
 
 
 if __name__ == "__main__":

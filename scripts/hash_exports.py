@@ -1,6 +1,7 @@
 """Prints SHA-256 hashes of what every bundled example exports, to show a refactor leaves the output unchanged.
 
-For each recording in recordings/examples/: the player payload (JSON, under a fixed run id), the HTML export, the still at the end,
+For each recording in recordings/examples/: the player payload (JSON, under a fixed run id), the HTML export, the still
+at the end,
 every video frame the exporter would draw (1280x720, 30 fps, on the time clock and on the forward-pass clock),
 and a whole GIF (480x270, 10 fps). Run it before and after a change and compare the two outputs:
 

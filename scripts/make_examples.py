@@ -42,8 +42,8 @@ EXAMPLES: list[dict[str, Any]] = [
      "caption": "Parallel decoding by budget: 16 steps for 64 tokens commits 4 tokens per forward pass, "
                 "so the diffusion twin finishes in a quarter of the passes, and the text shows what that costs.",
      "prompt": "The old bus stopped at the edge of the town.",
-     "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence", "filter": 0, "no_repeat": False,
-              "no_repeat_ngram": 0}},
+     "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence", "filter": 0,
+              "no_repeat": False, "no_repeat_ngram": 0}},
     {"name": "05-learned-filter",
      "caption": "Entropy order in blocks of 16 with the twin's learned commit filter at 0.6: it adds every position it "
                 "judges final, so several tokens land in one forward pass, not always the leftmost (the page's default "
@@ -55,7 +55,8 @@ EXAMPLES: list[dict[str, Any]] = [
                 "that settle block by block), not real Mercury output, beside the diffusion twin's masks.",
      "prompt": "How does diffusion decoding differ from autoregressive decoding?",
      "left_source": "mercury:mercury-2", "wire": True,
-     "right_source": "local-diffusion", "right": {"gen_length": 64, "steps": 64, "block_length": 64, "threshold": 0, "filter": 0}},
+     "right_source": "local-diffusion",
+     "right": {"gen_length": 64, "steps": 64, "block_length": 64, "threshold": 0, "filter": 0}},
 ]
 
 
@@ -70,11 +71,13 @@ def record(example: dict[str, Any], out: Path) -> Path:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **env})
         print(proc.stdout.strip())
         if proc.returncode != 0:
-            raise SystemExit(f"{example['name']}: python -m app record failed (exit {proc.returncode}): {proc.stderr.strip()}")
+            raise SystemExit(f"{example['name']}: python -m app record failed (exit {proc.returncode}): "
+                             f"{proc.stderr.strip()}")
         lines = raw.read_text(encoding="utf-8").splitlines(keepends=True)
         header = json.loads(lines[0])
         header["caption"] = example["caption"]
-        header["recorded_on"] = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()}
+        header["recorded_on"] = {"machine": platform.machine(), "cpus": os.cpu_count(),
+                                 "python": platform.python_version()}
         lines[0] = json.dumps(header, ensure_ascii=False) + "\n"
         target = out / f"{example['name']}.jsonl"
         part = out / f".{target.name}.part"

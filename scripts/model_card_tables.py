@@ -26,7 +26,8 @@ def held_out_text(h: dict[str, Any]) -> str:
 
 def tables(folder: Path, every: int) -> str:
     """The two markdown tables for both twins, each run of a twin that was trained in several runs on its own rows."""
-    curve = ["| twin | step | tokens seen | training loss | masked-token CE | wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    curve = ["| twin | step | tokens seen | training loss | masked-token CE | wall s |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     held = ["| twin | step | tokens seen | held-out (nats/token) |", "| --- | ---: | ---: | --- |"]
     runs = []  # each twin's runs, oldest first: a run that continued another keeps it under previous_run
     for twin in ("ar", "diffusion"):
@@ -38,7 +39,8 @@ def tables(folder: Path, every: int) -> str:
         for i, p in enumerate(points):
             if i % every == 0 or i == len(points) - 1:
                 ce = "" if twin.startswith("ar") else f"{p['masked_ce']:.3f}"
-                curve.append(f"| {twin} | {p['step']} | {p['tokens']:,} | {p['loss']:.3f} | {ce} | {p['seconds']:.0f} |")
+                curve.append(f"| {twin} | {p['step']} | {p['tokens']:,} | {p['loss']:.3f} | {ce} "
+                             f"| {p['seconds']:.0f} |")
         fork = t.get("fork_checkpoint")
         rows = [*t["held_out_curve"], *([{"step": fork["tokens"] // (t["batch"] * t["seq"]), "tokens": fork["tokens"],
                                           **fork["held_out"]}] if fork else [])]

@@ -43,7 +43,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def sentinel_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The whole suite runs with sentinel API keys (sources default to an unreachable loopback URL, so none leaves the
-    machine); at the end every file it wrote, every captured output and log, and every page it opened must be free of them."""
+    machine); at the end every file it wrote, every captured output and log, and every page it opened must be free of
+    them."""
     import logging
     import tempfile
 
@@ -115,7 +116,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     from tests import reliability
 
     if not any(k in reliability.COUNTS for k in ("hostile_inputs", "fuzz_stream_cases", "fuzz_recording_cases",
-                                                   "faults_injected", "concurrent_sessions", "security_attacks", "input_attacks",
+                                                   "faults_injected", "concurrent_sessions", "security_attacks",
+                                                   "input_attacks",
                                                    "shared_attacks", "bounded_races", "parser_crashes")):
         return
     terminalreporter.write_sep("=", "reliability")

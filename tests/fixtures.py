@@ -16,7 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "assets" / "models"
 HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
-needs_twins = pytest.mark.skipif(not HAVE_TWINS, reason="assets/models/*.safetensors are absent (train the twins first)")
+needs_twins = pytest.mark.skipif(not HAVE_TWINS,
+                                 reason="assets/models/*.safetensors are absent (train the twins first)")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 

@@ -1,4 +1,5 @@
-"""The reliability tally: what the hardening tests tried, counted as they run, for the Reliability table in docs/figures.md.
+"""The reliability tally: what the hardening tests tried, counted as they run, for the Reliability table in
+docs/figures.md.
 
 Tests call `tally(kind, n)`; conftest prints the table at the end of the run (and writes it as JSON when
 CONVERGE_RELIABILITY_OUT names a file), so the figures always come from the suite's own output.
@@ -18,7 +19,8 @@ ROWS = (
                       "and library, HTML export, GIF and MP4 export)"),
     ("hostile_inputs", "hostile inputs fed through a path"),
     ("browser_checks", "pages checked in Chromium for hostile text that ran"),
-    ("executed", "hostile text that executed in those checks (a sentinel set, an element injected or a handler attribute)"),
+    ("executed", "hostile text that executed in those checks (a sentinel set, an element injected or a handler "
+                 "attribute)"),
     ("fuzz_stream_cases", "fuzzed streams requested through the real openai SDK and read by Converge's own parser"),
     ("fuzz_recording_cases", "fuzzed recording files read back"),
     ("lost_frames", "well-formed frames lost"),
@@ -26,13 +28,16 @@ ROWS = (
     ("other_side_finished", "races whose other side still finished (every race with a side left to finish)"),
     ("concurrent_sessions", "concurrent page sessions held"),
     ("stopped_under_load", "sessions stopped under load"),
-    ("security_attacks", "attacks on a served page replayed (remote code from an uploaded folder, the host's key sent to a "
+    ("security_attacks", "attacks on a served page replayed (remote code from an uploaded folder, the host's key "
+                         "sent to a "
                          "listener, network probes, replay: of outside paths, another visitor's library, uploads when "
                          "off, keys echoed into answers)"),
     ("security_breaches", "attacks that got through"),
-    ("input_attacks", "oversized or mistyped inputs sent by fn_index to every handler of a served page (a 5 MB value in each "
+    ("input_attacks", "oversized or mistyped inputs sent by fn_index to every handler of a served page "
+                      "(a 5 MB value in each "
                       "input, 64 KB in all of a handler's at once, 50 MB prompt and 20 MB pins bombs)"),
-    ("input_misses", "of those, answered with anything but one sentence within 5 s, or echoed into the reply or the log"),
+    ("input_misses", "of those, answered with anything but one sentence within 5 s, or echoed into the reply or the "
+                     "log"),
     ("shared_attacks", "attacks on what visitors share replayed (fresh sessions from one client filling the disk, "
                        "disk bounds on files, uploads while off and over budget, a one-client queue flood with another "
                        "visitor's page loads and race, a second race from one visitor and a refused write, both in "
@@ -43,7 +48,8 @@ ROWS = (
                             "was full (of 40; no other visitor's run deleted)"),
     ("flood_refused", "race requests of a one-client flood refused at the queue's door (of 72; one holds a slot)"),
     ("victim_refused", "another visitor's page loads and race refused during that flood (of 29 + 1)"),
-    ("bounded_races", "never-ending races (keep-alive-forever SSE, replay with a frame at t = 1e9) stopped at the limit"),
+    ("bounded_races", "never-ending races (keep-alive-forever SSE, replay with a frame at t = 1e9) stopped at the "
+                      "limit"),
     ("slot_recoveries", "times every race slot was filled by them and another session's race still completed"),
     ("disconnects_ended", "races ended because their API client went away"),
     ("memory_bombs", "memory bombs refused (10^6 frames, 6 million tokens, a 60 MB line, over the token cap, "
@@ -67,7 +73,8 @@ NOT_RUN = "not run (no browser check ran: Chromium absent or its tests not selec
 
 def table(counts: Counter[str] | None = None) -> str:
     """The figures gathered so far as a Markdown table (only the rows this run touched, zeros included). What ran in
-    Chromium is counted only by browser checks that happened, so a run with hostile text and no browser says 'not run'."""
+    Chromium is counted only by browser checks that happened, so a run with hostile text and no browser says 'not
+    run'."""
     counts = COUNTS if counts is None else counts
     lines = ["| what | count |", "| --- | ---: |"]
     for key, label in ROWS:

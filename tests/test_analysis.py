@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.analysis import (
-    CHANGED, NEW, REMASKED, UNCHANGED, SideAnalyzer, change_matrix, display_tokens, metrics, settled_against_final,
+    CHANGED,
+    NEW,
+    REMASKED,
+    UNCHANGED,
+    SideAnalyzer,
+    change_matrix,
+    display_tokens,
+    metrics,
+    settled_against_final,
     settled_fraction_series,
 )
 from app.bench.pipeline import _truth, mercury_like_stream

@@ -1,5 +1,6 @@
 """Be the sampler's run on the built-in twin, without the page: what the canvas and the pickers show, the notes that
-compare the learner's order with the rule's, and the recording it saves (who chose each frame, a stop before the end)."""
+compare the learner's order with the rule's, and the recording it saves (who chose each frame, a stop before the
+end)."""
 
 from __future__ import annotations
 

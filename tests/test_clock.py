@@ -11,10 +11,10 @@ import pytest
 
 from app.export.html import export_html
 from app.lessons import MERCURY_EXAMPLE
-from app.view.live import record
 from app.trace import read_recording
-from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
+from app.view.live import record
 from tests.fixtures import needs_twins
+from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 TWINS = {"left": {"gen_length": 32, "steps": 16, "block_length": 16}, "right": {"gen_length": 24}}
@@ -30,7 +30,8 @@ def twin_race(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def shown(page: Any) -> tuple[int, int, int]:
     """(the timeline's value at the frame shown, left frame index, right frame index)."""
-    return int(float(attr(page, "data-key"))), int(attr(page, "data-step", "left")), int(attr(page, "data-step", "right"))
+    return (int(float(attr(page, "data-key"))), int(attr(page, "data-step", "left")),
+            int(attr(page, "data-step", "right")))
 
 
 @needs_twins
@@ -106,7 +107,8 @@ def test_a_video_on_the_forward_pass_clock_lasts_its_passes_and_counts_them(twin
     scene = Scene(load(twin_race), (640, 360), clock="passes")
     passes = max(f.nfe for frames in read_recording(twin_race).frames.values() for f in frames)
     assert scene.end == passes and all(tr.on_passes for tr in scene.tracks)
-    assert scene.tracks[1].timer(len(scene.tracks[1].frames) - 1, 60).startswith(f"{TWINS['right']['gen_length']} passes")
+    assert scene.tracks[1].timer(len(scene.tracks[1].frames) - 1, 60).startswith(
+        f"{TWINS['right']['gen_length']} passes")
     out = export_video(twin_race, tmp_path / "race.gif", fmt="gif", fps=10, size=(640, 360), clock="passes")
     from PIL import Image
 

@@ -62,7 +62,8 @@ def test_the_sampler_commits_every_position_the_filter_calls_safe() -> None:
 
 def test_a_filter_on_a_model_without_one_is_refused_with_the_fix() -> None:
     with pytest.raises(SourceError, match="no learned commit filter.*turn the filter off"):
-        list(diffusion.generate(masked_lm(), [5, 6], DiffusionSettings(gen_length=16, steps=16, block_length=16, filter=0.8)))
+        list(diffusion.generate(masked_lm(), [5, 6],
+                                DiffusionSettings(gen_length=16, steps=16, block_length=16, filter=0.8)))
     with pytest.raises(SourceError, match="filter must be above 0"):
         DiffusionSettings(filter=1.5).validate()
 
@@ -71,9 +72,10 @@ def test_the_built_in_twin_loads_with_its_filter_and_uses_it() -> None:
     model, tok = load_twin("diffusion")
     assert model.commit_filter is not None and model.commit_filter.about["rows"] > 1000
     prompt = tok.encode("Once upon a time")
-    plain = list(diffusion.generate(model, prompt, DiffusionSettings(gen_length=32, steps=32, block_length=16, threshold=None)))
-    filtered = list(diffusion.generate(model, prompt, DiffusionSettings(gen_length=32, steps=32, block_length=16, threshold=None,
-                                                                        filter=0.5)))
+    plain = list(diffusion.generate(model, prompt,
+                                    DiffusionSettings(gen_length=32, steps=32, block_length=16, threshold=None)))
+    filtered = list(diffusion.generate(model, prompt, DiffusionSettings(gen_length=32, steps=32, block_length=16,
+                                                                        threshold=None, filter=0.5)))
     assert filtered[-1].nfe < plain[-1].nfe  # the filter commits some positions together
 
 

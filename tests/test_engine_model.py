@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from app.engine.model import (
-    ARLM, DEFAULT_MODELS_DIR, MaskedDiffusionLM, ModelConfig, NumpyTransformer, load_twin, random_model, random_weights,
+    ARLM,
+    DEFAULT_MODELS_DIR,
+    MaskedDiffusionLM,
+    ModelConfig,
+    NumpyTransformer,
+    load_twin,
+    random_model,
+    random_weights,
 )
 from app.engine.tokenizer import BPETokenizer
 from app.errors import SourceError
@@ -117,7 +124,8 @@ def test_shipped_ar_twin_writes_english_greedily() -> None:
         out.append(t)
         logits = model.decode(cache, t)
     words = re.findall(r"[a-z]+", tok.decode(out).lower())
-    common = {"there", "was", "a", "the", "little", "girl", "boy", "named", "she", "he", "and", "to", "her", "his", "play"}
+    common = {"there", "was", "a", "the", "little", "girl", "boy", "named", "she", "he", "and", "to", "her", "his",
+              "play"}
     assert len(set(words)) >= 6 and len(common & set(words)) >= 3, tok.decode(out)
 
 

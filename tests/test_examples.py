@@ -64,7 +64,8 @@ def test_sixteen_steps_for_64_tokens_take_a_quarter_of_the_passes_at_a_cost_in_t
                                                              threshold=None, scoring=s["scoring"], no_repeat_ngram=0)))
     slow = [int(i) for i in one_a_pass[-1].ids]
     fast = tok.encode("".join(left[-1].tokens))
-    assert quality(referee, tok, [(prompt, fast)])[0]["referee_ppl"] > quality(referee, tok, [(prompt, slow)])[0]["referee_ppl"]
+    assert (quality(referee, tok, [(prompt, fast)])[0]["referee_ppl"]
+            > quality(referee, tok, [(prompt, slow)])[0]["referee_ppl"])
 
 
 def test_the_learned_filter_lands_several_tokens_in_one_pass_not_always_the_leftmost() -> None:

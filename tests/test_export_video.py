@@ -10,25 +10,26 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.export.cli import main as cli_main
 from app.analysis import metrics
+from app.errors import SourceError
+from app.export.cli import main as cli_main
 from app.export.video import export_video, render_still
 from app.export.video.fonts import Glyphs, clean
 from app.export.video.palette import CHANGED, FG, HEAT, NEW
 from app.export.video.scene import MIN_SIZE, Scene
 from app.export.video.track import load, timer_text
-from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header
-
 
 SIZE = (480, 270)
 FPS = 10
 HOSTILE = ["Hi", " ", "\U0001F600", " ", "\u202eevil\u202c", " ", "zero\u200bwidth", " ", "nul\x00byte", "\n",
-           "<b>bold</b>", " ", "\u05e9\u05dc\u05d5\u05dd", " ", "\u4e2d\u6587", " ", "e\u0301", " ", "x" * 100_000, " ", "end"]
+           "<b>bold</b>", " ", "\u05e9\u05dc\u05d5\u05dd", " ", "\u4e2d\u6587", " ", "e\u0301", " ", "x" * 100_000, " ",
+           "end"]
 
 
 def make_recording(path: Path, right_seconds: float = 2.0) -> Path:
-    """Left: a masked diffusion side (unmask, change, remask) done at 1.2 s; right: hostile text typed until right_seconds."""
+    """Left: a masked diffusion side (unmask, change, remask) done at 1.2 s; right: hostile text typed until
+    right_seconds."""
     writer = RecordingWriter(path, make_header("Say hi \u202e\U0001F600\x00", {
         "left": {"name": "local-diffusion", "settings": {}}, "right": {"name": "openai:typist\u202e", "settings": {}}}))
     states = [
@@ -110,7 +111,8 @@ def test_each_side_shows_its_latest_frame_with_the_page_colours(recording: Path)
         if part == "heat":
             top, left = y + scene.heat_y, x + scene.heat_x
             return scene.canvas[top:top + scene.heat_h, left:left + scene.heat_w]
-        return scene.canvas[y + scene.text_y:y + scene.text_y + scene.text_h, x + scene.inner_x:x + scene.inner_x + scene.inner_w]
+        return scene.canvas[y + scene.text_y:y + scene.text_y + scene.text_h,
+                            x + scene.inner_x:x + scene.inner_x + scene.inner_w]
 
     def has(pixels: np.ndarray, colour: tuple[int, int, int]) -> bool:
         return bool((pixels == np.array(colour, np.uint8)).all(axis=2).any())
@@ -140,7 +142,8 @@ def test_a_frames_note_is_drawn_above_its_text_as_the_page_shows_it(tmp_path: Pa
     writer.close()
     scene = Scene(load(path), (1280, 720))
     x, y = scene.panels[0][:2]
-    strip = scene.canvas[y + scene.msg_y:y + scene.msg_y + scene.msg_h, x + scene.inner_x:x + scene.inner_x + scene.inner_w]
+    strip = scene.canvas[y + scene.msg_y:y + scene.msg_y + scene.msg_h,
+                         x + scene.inner_x:x + scene.inner_x + scene.inner_w]
     shown = []
     for t in (0.0, 0.5, 1.0):
         scene.draw(t)
@@ -176,7 +179,8 @@ def test_speed_two_halves_the_duration_and_hold_adds_its_seconds(recording: Path
     assert abs(duration(speed=2.0, hold=0.5) - 1.5) <= 1 / FPS
 
 
-@pytest.mark.parametrize("content", [b"", b"not a recording\n", b"\xff\xfe\x00garbage", b'{"type": "header", "schema": 99}\n',
+@pytest.mark.parametrize("content", [b"", b"not a recording\n", b"\xff\xfe\x00garbage",
+                                     b'{"type": "header", "schema": 99}\n',
                                      b'{"type": "header", "schema": 1, "prompt": "p", "sources": {}}\n'])
 @pytest.mark.parametrize("fmt", ["gif", "mp4"])
 def test_a_corrupt_recording_is_named_and_nothing_is_written(tmp_path: Path, content: bytes, fmt: str) -> None:
@@ -237,7 +241,8 @@ def test_hostile_text_is_drawn_as_plain_glyphs() -> None:
 
 
 def test_colours_come_from_the_theme_and_the_heatmap_reads_in_greyscale() -> None:
-    """app/view/theme.json is the only place colours are written (player.css names none; the video reads its light half)."""
+    """app/view/theme.json is the only place colours are written (player.css names none; the video reads its light
+    half)."""
     css = (Path(__file__).resolve().parent.parent / "app" / "ui" / "player.css").read_text()
     assert not re.findall(r"#[0-9a-fA-F]{3,8}\b|rgba?\(", css)
     c = HEAT.astype(float) / 255
@@ -248,7 +253,8 @@ def test_colours_come_from_the_theme_and_the_heatmap_reads_in_greyscale() -> Non
     assert gaps.min() >= 6, lightness.round(1)  # every cell state differs in greyscale too
 
 
-def test_cli_writes_a_gif_and_reports_a_bad_file(recording: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_writes_a_gif_and_reports_a_bad_file(recording: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "cli.gif"
     assert cli_main([str(recording), "--out", str(out), "--fps", "5", "--width", str(MIN_SIZE[0]),
                      "--height", str(MIN_SIZE[1]), "--speed", "4"]) == 0

@@ -5,7 +5,8 @@ and Gradio's queue API, from two client addresses (127.0.0.1 the attacker, 127.0
 - Gradio's upload route must refuse uploads while `upload` is off, and take only one .jsonl within a budget when on;
 - one client flooding the queue must leave another visitor's page loads and race working.
 
-Each test counts its attacks in the reliability table; each failed on the code before this change (see docs/figures.md)."""
+Each test counts its attacks in the reliability table; each failed on the code before this change (see
+docs/figures.md)."""
 
 from __future__ import annotations
 
@@ -212,7 +213,8 @@ def test_uploads_when_on_take_one_recording_within_a_budget_per_address(monkeypa
         assert two[0] == 400 and wrong[0] == 400 and door.UPLOAD_ONE in two[1]
         stored = [json.loads(text)[0] for status, text in said if status == 200]
         assert all(Path(p).is_file() for p in stored)
-        assert sorted(p for p in set(demo.upload_file_set) - before if Path(p).exists()) == sorted(stored)  # refused: gone
+        # refused: gone
+        assert sorted(p for p in set(demo.upload_file_set) - before if Path(p).exists()) == sorted(stored)
         status, text = other.upload([("mine.jsonl", example)])
         assert status == 200
         index = fn_index(demo, elem_id="load-file", event="upload")
@@ -297,7 +299,8 @@ def test_a_second_race_from_the_same_visitor_gets_one_sentence_in_the_browser(br
             tab.wait_for_function("(words) => document.body.innerText.includes(words)", arg=door.HELD)
         finally:
             ctx.close()
-            held.post("/gradio_api/cancel", {"session_hash": session, "fn_index": index, "event_id": answer["event_id"]})
+            held.post("/gradio_api/cancel",
+                      {"session_hash": session, "fn_index": index, "event_id": answer["event_id"]})
     assert all("429" in e for e in errors), errors
     tally("shared_attacks")
 

@@ -1,4 +1,5 @@
-"""Fault injection against the loopback wire server, in whole races: a dropped connection, a stall (the timeout fires and
+"""Fault injection against the loopback wire server, in whole races: a dropped connection, a stall (the timeout fires
+and
 says so), 429 and 503 with and without Retry-After (hostile values too), every other fault in the server's catalogue, a
 server that is down, and a recording process killed mid-race. The faulty side ends with one clear sentence and keeps
 its frames; the other side of the race finishes every time."""
@@ -17,11 +18,11 @@ from typing import Any
 import pytest
 
 from app.race import Race
-from app.view.live import live_updates
 from app.trace import read_recording
+from app.view.live import live_updates
+from tests.fixtures import HAVE_TWINS
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, script, serve
-from tests.fixtures import HAVE_TWINS
 
 ROOT = Path(__file__).resolve().parent.parent
 OTHER = ["openai:gpt-test", "local-ar"] if HAVE_TWINS else ["openai:gpt-test"]

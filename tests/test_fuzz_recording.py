@@ -66,7 +66,8 @@ def files(draw: st.DrawFn, tmp: Path) -> tuple[Path, list[bytes], list[bool], by
     the header line as written."""
     path = tmp / f"fuzz-{draw(st.integers(0, 10**9))}.jsonl"
     prompt = draw(st.one_of(words, st.just("\n".join(HOSTILE.values()))))
-    sources = {"left": {"name": draw(words), "settings": {}}, "right": {"name": "openai:" + draw(words), "settings": {}}}
+    sources = {"left": {"name": draw(words), "settings": {}},
+               "right": {"name": "openai:" + draw(words), "settings": {}}}
     writer = RecordingWriter(path, make_header(prompt, sources))
     for side in SIDES:
         for frame in draw(frames(draw(st.integers(0, 5)))):
@@ -113,7 +114,8 @@ def files(draw: st.DrawFn, tmp: Path) -> tuple[Path, list[bytes], list[bool], by
         kept = data.split(b"\n")
         whole = len(kept) - 1
         tail_ok = bool(kept[-1]) and whole < len(lines) and kept[-1] == lines[whole]
-        lines, intact = lines[:whole] + ([kept[-1]] if kept[-1] else []), intact[:whole] + ([tail_ok and intact[whole]] if kept[-1] else [])
+        lines, intact = (lines[:whole] + ([kept[-1]] if kept[-1] else []),
+                         intact[:whole] + ([tail_ok and intact[whole]] if kept[-1] else []))
     path.write_bytes(data)
     return path, lines, intact, header
 

@@ -1,4 +1,5 @@
-"""Property tests of the stream ingest: hypothesis builds chat streams (random text, hostile text included), then splits,
+"""Property tests of the stream ingest: hypothesis builds chat streams (random text, hostile text included), then
+splits,
 bursts, duplicates, reorders, truncates and spoils them; the real openai SDK sends the request, the loopback server
 answers with those bytes, and Converge's own stream parser (app.sources.openai_chat.sse_data) reads them. Whatever
 arrives, the source raises nothing but SourceError and yields every well-formed frame before the first fatal chunk,
@@ -78,7 +79,8 @@ class Stream:
 def content_chunk(content: Any, replace: bool, extra_choice: bool, crlf: bool) -> bytes:
     choice = {"index": 0, "delta": {"content": content}, "finish_reason": None}
     chunk: dict[str, Any] = {"id": "chatcmpl-fuzz", "object": "chat.completion.chunk",
-                             "choices": [{"index": 1, "delta": {"content": "ignored"}}, choice] if extra_choice else [choice]}
+                             "choices": [{"index": 1, "delta": {"content": "ignored"}}, choice] if extra_choice
+                             else [choice]}
     if replace:
         chunk["diffusion_meta"] = {"diffusion_content": True, "diffusion_progress": 0}
     data = b"data: " + json.dumps(chunk).encode("utf-8")
@@ -104,7 +106,8 @@ def streams(draw: st.DrawFn) -> Stream:
     ending = draw(st.sampled_from(["done", "done", "no-done", "no-finish", "cut"]))
     if ending in ("done", "no-done", "cut"):
         events.append(("finish", b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n', None))
-        events.append(("usage", b'data: {"choices": [], "usage": {"completion_tokens": 3, "total_tokens": 9}}\n\n', None))
+        events.append(("usage", b'data: {"choices": [], "usage": {"completion_tokens": 3, "total_tokens": 9}}\n\n',
+                       None))
     if ending in ("done", "cut"):
         events.append(("done", b"data: [DONE]\n\n", None))
     body = b"".join(e[1] for e in events)

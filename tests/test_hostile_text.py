@@ -18,15 +18,15 @@ from app.analysis import SideAnalyzer, display_tokens, text_tokens
 from app.errors import SourceError
 from app.export.html import export_html, render
 from app.race import Race
-from app.view.live import live_updates
 from app.sources.base import make_source
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.view.live import live_updates
 from app.view.payload import load_payload, wire_rows
+from tests.fixtures import needs_twins
 from tests.hostile import BIG, HOSTILE, SENTINEL, as_stored, big_prompt, big_token, joined
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, examples, page, side_text, start, wait_status  # noqa: F401 (page fixtures)
 from tests.wire_server import script
-from tests.fixtures import needs_twins
 
 PATHS = ("prompt box", "built-in models", "wire-server output", "recording", "upload and library", "HTML export",
          "GIF and MP4 export")
@@ -37,7 +37,7 @@ INJECTED = ("script, img, svg, iframe, object, embed, video, audio, source, form
 NOTHING_RAN = f"""([areas, injected]) => ({{
     pwned: typeof window.{SENTINEL},
     injected: [...document.querySelectorAll(areas)].reduce((n, area) => n + area.querySelectorAll(injected).length, 0),
-    handlers: [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => /^on/i.test(a.name))).length}})"""
+    handlers: [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => /^on/i.test(a.name))).length}})"""  # noqa: E501 - JavaScript run in the page as written
 NOTHING = {"pwned": "undefined", "injected": 0, "handlers": 0}
 LIMIT = re.compile(r"over [\d,]+ characters")
 
@@ -48,7 +48,8 @@ def shown(text: str) -> str:
 
 
 def missing(panel: str, entries: dict[str, str], tokens: bool = False) -> list[str]:
-    """The names of the entries whose displayed form is not in the panel's text (a token source shows tokens as they are)."""
+    """The names of the entries whose displayed form is not in the panel's text (a token source shows tokens as they
+    are)."""
     return [name for name, text in entries.items() if (as_stored(text) if tokens else shown(text)) not in panel]
 
 
@@ -85,7 +86,8 @@ def nothing_ran(page: Any) -> dict[str, Any]:
 def paste(page: Any, selector: str, text: str) -> None:
     """Puts `text` into a text field the way a paste does: one value change, one input event (playwright's fill makes
     Gradio's textarea lay a 100,000-character word out over and over, which takes seconds)."""
-    page.eval_on_selector(selector, "(el, text) => { el.value = text; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+    page.eval_on_selector(selector, "(el, text) => { el.value = text; "
+                                    "el.dispatchEvent(new Event('input', {bubbles: true})); }",
                           text)
 
 
@@ -151,7 +153,8 @@ def test_a_recording_of_every_entry_exports_as_a_video(fmt: str, tmp_path: Path)
 
 @needs_twins
 def test_each_entry_as_a_prompt_to_the_built_in_twins_is_answered_or_refused_clearly() -> None:
-    twins = [make_source("local-diffusion", gen_length=8, steps=8, block_length=8), make_source("local-ar", gen_length=8)]
+    twins = [make_source("local-diffusion", gen_length=8, steps=8, block_length=8),
+             make_source("local-ar", gen_length=8)]
     for name, text in HOSTILE.items():
         for source in twins:
             try:
@@ -211,7 +214,8 @@ def test_the_reliability_table_counts_browser_checks_that_ran_and_says_not_run_w
 
 
 @pytest.mark.browser
-def test_the_prompt_box_and_streamed_output_show_every_entry_as_text(page: Any, fast_env: str, recordings: Path) -> None:
+def test_the_prompt_box_and_streamed_output_show_every_entry_as_text(page: Any, fast_env: str,
+                                                                     recordings: Path) -> None:
     text = joined()
     choose(page, "left", "mercury")
     choose(page, "right", "openai", HOSTILE["img-onerror"])
@@ -233,7 +237,7 @@ def test_the_prompt_box_and_streamed_output_show_every_entry_as_text(page: Any, 
 @pytest.mark.browser
 def test_prompts_over_the_limit_are_refused_clearly_and_a_huge_token_streams_as_text(
         page: Any, fast_env: str, recordings: Path) -> None:
-    for name, make in BIG.items():
+    for _name, make in BIG.items():
         paste(page, "#prompt textarea", make())
         page.click("#run")  # the page's input guard (app/ui/guard.py) answers before the race handler runs
         page.get_by_text(LIMIT).first.wait_for()
@@ -267,7 +271,8 @@ def test_uploaded_recordings_and_their_html_export_show_every_entry_as_text(
                                f"document.querySelector('{ROOT} .cv-range').max")
         if path == big:
             assert page.evaluate(f"document.querySelector('{ROOT} .cv-prompt-text').textContent.length") == 1_000_000
-            assert big_token() in side_text(page, "left", "cv-text") and big_token() in side_text(page, "right", "cv-text")
+            assert (big_token() in side_text(page, "left", "cv-text")
+                    and big_token() in side_text(page, "right", "cv-text"))
             tally("hostile_inputs", 2)
     rec = read_recording(rec_path)
     assert nothing_ran(page) == NOTHING
@@ -294,8 +299,9 @@ def test_uploaded_recordings_and_their_html_export_show_every_entry_as_text(
     tab.wait_for_selector("#converge[data-status=done]")
     tab.focus("#converge .cv-range")
     tab.keyboard.press("End")
+    # a function: the file's CSP forbids eval
     tab.wait_for_function("() => document.getElementById('converge').dataset.step === "
-                          "document.querySelector('#converge .cv-range').max")  # a function: the file's CSP forbids eval
+                          "document.querySelector('#converge .cv-range').max")
     assert nothing_ran(tab) == NOTHING
     assert missing(tab.text_content("#converge .cv-side[data-side=left] .cv-text") or "", HOSTILE, tokens=True) == []
     assert missing(tab.text_content("#converge .cv-side[data-side=right] .cv-text") or "", HOSTILE) == []

@@ -13,9 +13,9 @@ import pytest
 from app.analysis import side_labels
 from app.trace import Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import asset, load_payload
+from tests.fixtures import HAVE_TWINS, needs_twins
 from tests.pages import browser_tab, serve_page, watch_errors
 from tests.wire import expand_rows
-from tests.fixtures import HAVE_TWINS, needs_twins
 
 ROOT = "#converge"
 PARTS = ("panel-left", "panel-right", "legend", "heatmap-left", "heatmap-right", "chart", "metrics", "scrubber",
@@ -176,8 +176,8 @@ def test_the_panels_show_every_frame_exactly(tab: Any) -> None:
 
 @pytest.mark.browser
 def test_a_1000_token_panel_is_far_fewer_than_1000_nodes(browser: Any, tmp_path: Path) -> None:
-    from app.export.html import export_html
     from app.bench.player import bench_recording
+    from app.export.html import export_html
 
     html = export_html(bench_recording(tmp_path / "bench.jsonl"), tmp_path / "bench.html")
     ctx, page, errors = open_file(browser, html)

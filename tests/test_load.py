@@ -20,11 +20,11 @@ from app.compute import COMPUTE, ComputeGate
 from app.race import Race
 from app.sources.base import REGISTRY, load_plugins
 from app.trace import SIDES, Frame, read_recording
+from tests.fixtures import needs_twins
 from tests.pages import free_port, watch_errors
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, start, wait_status
 from tests.wire_server import script
-from tests.fixtures import needs_twins
 
 LOCAL, WIRE = 4, 3
 
@@ -74,8 +74,8 @@ def held_stream(marker: str, gate: threading.Event, replace: bool) -> str:
         return (b'data: {"choices": [{"index": 0, "delta": {"content": "%s"}, "finish_reason": %s}]%s}\n\n'
                 % (text.encode(), finish.encode(), meta.encode()))
     words = [f"{marker} ", f"{marker} says ", f"{marker} says hello"] if replace else [f"{marker} ", "says ", "hello"]
-    return script([chunk(words[0]), gate, chunk(words[1]), chunk(words[2]), chunk("" if not replace else words[2], '"stop"'),
-                   b"data: [DONE]\n\n"])
+    return script([chunk(words[0]), gate, chunk(words[1]), chunk(words[2]),
+                   chunk("" if not replace else words[2], '"stop"'), b"data: [DONE]\n\n"])
 
 
 def first_update(job: Any) -> bool:
@@ -128,7 +128,8 @@ def test_eight_sessions_race_at_once_each_keeps_its_own_frames_and_stop_works_un
     try:
         for k, client in enumerate(clients):
             if k < LOCAL:
-                sides = {"left": ("local-diffusion", "", {"gen_length": 32}), "right": ("local-ar", "", {"gen_length": 32})}
+                sides = {"left": ("local-diffusion", "", {"gen_length": 32}),
+                         "right": ("local-ar", "", {"gen_length": 32})}
             else:
                 marker = f"S{k}X"
                 sides = {"left": ("mercury", held_stream(marker, gate, True), {}),
@@ -154,7 +155,8 @@ def test_eight_sessions_race_at_once_each_keeps_its_own_frames_and_stop_works_un
     finally:
         COMPUTE.release(busy)
         gate.set()
-    names = [check_session(recordings, payload_of(job.result(timeout=300)), prompts[k], f"S{k}X" if k >= LOCAL else None)
+    names = [check_session(recordings, payload_of(job.result(timeout=300)), prompts[k],
+                           f"S{k}X" if k >= LOCAL else None)
              for k, job in enumerate(jobs)]
     assert len(set(names)) == len(names)
     assert COMPUTE.peak <= COMPUTE.slots

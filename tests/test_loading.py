@@ -60,7 +60,8 @@ def test_the_page_says_which_sources_are_loading_and_then_races(browser: Any, re
 
     monkeypatch.setitem(REGISTRY, "slow-load", SourceKind(prefix="slow-load", make=slow, label="A slow loader"))
     with serve_page() as url, browser_tab(browser, url) as tab:
-        tab.wait_for_selector(f"{ROOT}[data-status='idle'], {ROOT}[data-mode='replay']")  # empty, or the first example loaded
+        # empty, or the first example loaded
+        tab.wait_for_selector(f"{ROOT}[data-status='idle'], {ROOT}[data-mode='replay']")
         pick_source(tab, "left", "slow-load")
         tab.locator("#prompt textarea").fill("Once upon a time")
         tab.click("#run")

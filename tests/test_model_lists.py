@@ -88,7 +88,8 @@ def test_a_model_picked_from_the_endpoints_list_runs(page: Any, api_env: str, re
     start(page, "Explain diffusion models in one sentence.")
     wait_status(page, "done")
     header = read_recording(only_recording(recordings)).header
-    assert (header["sources"]["left"]["name"], header["sources"]["right"]["name"]) == ("mercury:mercury-2", "openai:gpt-test")
+    assert ((header["sources"]["left"]["name"], header["sources"]["right"]["name"])
+            == ("mercury:mercury-2", "openai:gpt-test"))
     assert header["sources"]["left"]["settings"]["model"] == "mercury-2"
 
 

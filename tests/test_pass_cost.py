@@ -18,8 +18,8 @@ import pytest
 from app import pass_cost
 from app.errors import SourceError
 from app.sources.base import make_source
-from tests.pages import browser_tab
 from tests.fixtures import needs_twins
+from tests.pages import browser_tab
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,8 +86,8 @@ def test_a_hugging_face_model_is_timed_on_its_device_over_the_positions_asked(tm
     assert (max_len, device) == (96, "cpu") and label == f"{path} (cpu, float32)"
     assert pass_cost.hf_points(max_len) == [1, 2, 4, 8, 16, 32, 64]
     shapes: list[tuple[int, ...]] = []
-    handle = net.register_forward_hook(lambda module, args, kwargs, out: shapes.append(tuple(kwargs["input_ids"].shape)),
-                                       with_kwargs=True)
+    handle = net.register_forward_hook(
+        lambda module, args, kwargs, out: shapes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
     try:
         out = pass_cost.hf_pass(net, 16, vocab, device)()
     finally:

@@ -15,14 +15,14 @@ from app.engine.diffusion import DiffusionSettings
 from app.engine.model import random_model
 from app.engine.pins import AR_REFUSAL, resolve_pins
 from app.errors import SourceError
-from app.sources.base import make_source
-from tests.hostile import HOSTILE, as_stored
 from app.export.html import export_html
 from app.export.video.scene import Scene
+from app.sources.base import make_source
 from app.store import EXAMPLES_DIR
 from app.trace import RecordingWriter, make_header, read_recording
 from app.view.side import PINNED, cell_styles, recorded_sides
 from app.view.theme import THEME, hex_rgb, rgb
+from tests.hostile import HOSTILE, as_stored
 from tests.pages import browser_tab
 from tests.test_samplers import PROMPT, config
 from tests.test_ui import ROOT, examples, only_recording, page, side_text, start, wait_status  # noqa: F401
@@ -167,7 +167,8 @@ def test_the_video_draws_pinned_cells_in_their_colour_and_the_heatmap_shows_them
     scene = Scene(rec, (1280, 720))
     x, y, w, _ = scene.panels[0]
     text = scene.canvas[y + scene.text_y:y + scene.text_y + scene.text_h, x + scene.inner_x:x + scene.inner_x + w]
-    heat = scene.canvas[y + scene.heat_y:y + scene.heat_y + scene.heat_h, x + scene.heat_x:x + scene.heat_x + scene.heat_w]
+    heat = scene.canvas[y + scene.heat_y:y + scene.heat_y + scene.heat_h,
+                        x + scene.heat_x:x + scene.heat_x + scene.heat_w]
     legend = scene.canvas[scene.legend_y:scene.legend_y + scene.legend_h]
     pinned, given = np.array(rgb("pinned"), np.uint8), np.array(hex_rgb(THEME["heat"]["given"]), np.uint8)
 

@@ -1,4 +1,5 @@
-"""Safe defaults, checked on the page as `python -m app` launches it: it listens on 127.0.0.1 only unless --host is given,
+"""Safe defaults, checked on the page as `python -m app` launches it: it listens on 127.0.0.1 only unless --host is
+given,
 shares publicly only when asked (and warns), has Gradio's monitoring off, refuses uploads over the recording size limit,
 and serves no file the page did not hand out."""
 
@@ -101,9 +102,11 @@ def test_uploads_over_the_limit_are_refused(launched: tuple[Any, str]) -> None:
     _, url = launched
     for size, accepted in ((1000, True), (MAX_RECORDING_BYTES + 1, False)):
         boundary = uuid.uuid4().hex
-        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.jsonl\"\r\n"
-                "Content-Type: application/octet-stream\r\n\r\n").encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
-        status, reply = http(url + "/gradio_api/upload", body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        body = ((f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.jsonl\"\r\n"
+                 "Content-Type: application/octet-stream\r\n\r\n").encode() + b"x" * size
+                + f"\r\n--{boundary}--\r\n".encode())
+        status, reply = http(url + "/gradio_api/upload", body,
+                             {"Content-Type": f"multipart/form-data; boundary={boundary}"})
         assert (status == 200) == accepted, (size, status, reply[:200])
         if not accepted:
             assert status == 413, reply[:200]

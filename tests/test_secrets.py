@@ -1,4 +1,5 @@
-"""Keys never leak. The whole suite runs with sentinel keys (conftest: every file written, every test's output and log and
+"""Keys never leak. The whole suite runs with sentinel keys (conftest: every file written, every test's output and log
+and
 every open page is searched for them at the end); these tests push the keys at the places most likely to leak them: a
 server that echoes the key back in its errors, a key typed into the page, a key in the base URL, a key an HTTP header
 cannot carry, and a source that crashes with the key in its exception."""
@@ -15,9 +16,9 @@ import pytest
 
 from app.export.html import export_html
 from app.race import Race
-from app.view.live import live_updates
 from app.sources.base import REGISTRY, SourceKind, make_source, register
 from app.trace import Frame, read_recording
+from app.view.live import live_updates
 from tests import sentinels
 from tests.test_ui import choose, examples, page, side_text, start, wait_status  # noqa: F401 (page fixtures)
 from tests.wire_server import DEFAULT_KEY, collect
@@ -42,7 +43,8 @@ def test_the_suite_runs_with_sentinel_keys_and_sources_reach_no_real_service() -
     assert make_source("openai:gpt-test").settings()["base_url"] == sentinels.UNREACHABLE
 
 
-def test_keys_echoed_by_the_server_never_reach_the_recording_the_messages_or_an_export(api_env: str, tmp_path: Path) -> None:
+def test_keys_echoed_by_the_server_never_reach_the_recording_the_messages_or_an_export(api_env: str,
+                                                                                        tmp_path: Path) -> None:
     out = tmp_path / "race.jsonl"
     final = run("mercury:fail-401", "openai:error-after-2", out,
                 secrets={"left": {"api_key": sentinels.TYPED}, "right": {}})
@@ -63,7 +65,8 @@ def test_a_key_in_the_base_url_is_dropped_from_settings_recordings_and_messages(
     no_key_in(str(err), repr(source), repr(source.settings()), out.read_bytes())
 
 
-@pytest.mark.parametrize("bad", [f"{sentinels.TYPED}\nX-Injected: 1", f"{sentinels.TYPED} trailing", f"{sentinels.TYPED}\u00e9"])
+@pytest.mark.parametrize("bad", [f"{sentinels.TYPED}\nX-Injected: 1", f"{sentinels.TYPED} trailing",
+                                 f"{sentinels.TYPED}\u00e9"])
 def test_a_key_an_http_header_cannot_carry_is_refused_without_quoting_it(api_env: str, bad: str) -> None:
     frames, err = collect(make_source("openai:gpt-test", api_key=bad))
     assert frames == [] and "API key" in str(err) and "the API key you entered" in str(err)
@@ -102,7 +105,8 @@ def test_a_typed_key_and_echoed_keys_never_show_on_the_page_or_in_its_exports(pa
     choose(page, "right", "openai", "error-after-2")
     start(page, "Tell me a secret.")
     wait_status(page, "error")
-    assert "401" in side_text(page, "left", "cv-message") and "reported an error" in side_text(page, "right", "cv-message")
+    assert ("401" in side_text(page, "left", "cv-message")
+            and "reported an error" in side_text(page, "right", "cv-message"))
     page.click("#export-box button.label-wrap")
     page.click("#export-html")
     page.wait_for_function("(document.querySelector('#library-status textarea').value || '').includes('is ready')")

@@ -319,7 +319,8 @@ def test_a_served_page_tells_probes_of_the_network_apart_by_nothing(wire_server:
     policy = served(base_urls=[gone, wire_server])
     make = visitor_source(Visitor(policy))
     said = {}
-    for name, base, model, key in (("closed", gone, "gpt-test", DEFAULT_KEY), ("404", wire_server, "fail-404", DEFAULT_KEY),
+    for name, base, model, key in (("closed", gone, "gpt-test", DEFAULT_KEY),
+                                   ("404", wire_server, "fail-404", DEFAULT_KEY),
                                    ("401", wire_server, "gpt-test", sentinels.TYPED),
                                    ("body", wire_server, "error-after-0", DEFAULT_KEY)):
         source = make(f"openai:{model}", base_url=base, api_key=key)
@@ -360,7 +361,8 @@ def test_replay_from_the_page_takes_library_names_and_tells_nothing_about_other_
                                                                                       recordings: Path) -> None:
     private = outside_recording(tmp_path)
     attempts = [str(private), str(tmp_path / "elsewhere" / "missing.jsonl"), "/etc/passwd",
-                f"user/../../{private.parent.name}/{private.name}", "../elsewhere/private.jsonl", "example/../../x.jsonl"]
+                f"user/../../{private.parent.name}/{private.name}", "../elsewhere/private.jsonl",
+                "example/../../x.jsonl"]
     with page(policy) as (demo, url):
         said = []
         for attempt in attempts:
@@ -500,8 +502,9 @@ def test_uploads_are_refused_through_the_api_when_off(tmp_path: Path) -> None:
 
 def _upload(url: str, path: Path) -> str:
     boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{path.name}\"\r\n"
-            "Content-Type: application/octet-stream\r\n\r\n").encode() + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+    body = ((f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{path.name}\"\r\n"
+             "Content-Type: application/octet-stream\r\n\r\n").encode() + path.read_bytes()
+            + f"\r\n--{boundary}--\r\n".encode())
     request = urllib.request.Request(url + "gradio_api/upload", data=body,
                                      headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
     with urllib.request.urlopen(request, timeout=30) as r:
@@ -569,7 +572,7 @@ def test_a_key_echoed_into_the_answer_reaches_no_recording_page_or_export(browse
             tab.wait_for_function("""(before) => {
               const root = document.querySelector('#player .cv-player'), state = root.convergePlayer.state;
               return root.dataset.status === 'done' && state.done && state.mode === 'live' && state.recording !== before;
-            }""", arg=before)
+            }""", arg=before)  # noqa: E501 - JavaScript run in the page as written
             shown = tab.evaluate("JSON.stringify(document.querySelector('#player .cv-player').convergePlayer.state)")
             assert sentinels.found_in(shown) == []
             for side in ("left", "right"):

@@ -25,9 +25,18 @@ import pytest
 
 from app import limits
 from app.race import GRACE, Race
+from app.trace import (
+    MAX_FRAMES,
+    MAX_LINE_BYTES,
+    MAX_TOKENS,
+    SIDES,
+    Frame,
+    RecordingError,
+    RecordingWriter,
+    make_header,
+    read_recording,
+)
 from app.view.live import live_updates
-from app.trace import MAX_FRAMES, MAX_LINE_BYTES, MAX_TOKENS, SIDES, Frame, RecordingError, RecordingWriter, \
-    make_header, read_recording
 from tests.reliability import tally
 from tests.test_load import app_url, payload_of, race_args  # noqa: F401  (app_url is a fixture)
 
@@ -55,7 +64,8 @@ def long_gap(path: Path, last: float) -> Path:
 
 
 def finish(race: Race, within: float) -> dict[str, Any]:
-    """Runs the race to its end in a thread and returns the final update; fails if it is still running after `within`."""
+    """Runs the race to its end in a thread and returns the final update; fails if it is still running after
+    `within`."""
     updates: list[dict[str, Any]] = []
     thread = threading.Thread(target=lambda: updates.extend(live_updates(race, interval=0.05)), daemon=True)
     thread.start()
@@ -169,8 +179,8 @@ def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str, 
     session = f"leaver-{uuid.uuid4().hex[:8]}"
     forever = {"left": ("mercury", "keepalive-after-1", {}), "right": ("openai", "keepalive-after-1", {})}
     # a raw queue call sends every input, the page's owner State first (None: an API caller that never opened the page)
-    body = {"data": [None, *race_args(api, "ECHO: then I leave", forever)], "fn_index": fn_index, "session_hash": session,
-            "event_data": None, "trigger_id": None}
+    body = {"data": [None, *race_args(api, "ECHO: then I leave", forever)], "fn_index": fn_index,
+            "session_hash": session, "event_data": None, "trigger_id": None}
     request = urllib.request.Request(app_url + "gradio_api/queue/join", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
     urllib.request.urlopen(request).close()
@@ -225,7 +235,8 @@ def bombs(folder: Path) -> dict[str, Path]:
     near_caps = json.dumps({"type": "frame", "side": "left", "t": 0, "step": 0, "tokens": ["a"] * 200_000}) + "\n"
     files = {"million_tiny_frames": HEADER + tiny * 1_000_000,
              "two_frames_six_million_tokens": HEADER + huge * 2,
-             "one_60_mb_line": HEADER + '{"type":"frame","side":"left","t":0,"step":0,"text":"' + "x" * 60_000_000 + '"}\n',
+             "one_60_mb_line": HEADER + '{"type":"frame","side":"left","t":0,"step":0,"text":"' + "x" * 60_000_000
+             + '"}\n',
              "over_the_token_cap": HEADER + near_caps * (MAX_TOKENS // 200_000 + 1),
              "candidates_beyond_the_cap": HEADER + candidates * (MAX_TOKENS // 100_000 + 1)}
     out = {}
@@ -279,7 +290,7 @@ def test_any_line_that_breaks_a_json_reader_is_skipped_and_named_and_the_rest_lo
 
 
 def test_a_bad_header_of_any_kind_is_one_sentence(tmp_path: Path) -> None:
-    for name, line in HOSTILE_LINES.items():
+    for _name, line in HOSTILE_LINES.items():
         path = tmp_path / "head.jsonl"
         path.write_text(line + "\n")
         with pytest.raises(RecordingError, match="head.jsonl is not a Converge recording"):
@@ -293,7 +304,8 @@ def test_one_damaged_file_is_listed_as_damaged_and_the_rest_of_the_library_loads
 
     write_recording(recordings / "fine.jsonl", [("left", Frame(t=0.1, step=0, tokens=["hi"], final=True))])
     (recordings / "nested.jsonl").write_text(HOSTILE_LINES["deep nesting with a lone surrogate"] + "\n")
-    (recordings / "bomb.jsonl").write_text(HEADER + '{"type":"frame","side":"left","t":0,"step":0}\n' * (MAX_FRAMES + 20))
+    (recordings / "bomb.jsonl").write_text(HEADER
+                                           + '{"type":"frame","side":"left","t":0,"step":0}\n' * (MAX_FRAMES + 20))
     (recordings / "loop.jsonl").symlink_to(recordings / "loop.jsonl")
     entries = {e["name"]: e for e in library.list_recordings()}
     assert entries["fine.jsonl"]["problem"] is None and entries["fine.jsonl"]["frames"] == 1

@@ -49,7 +49,7 @@ def test_the_view_draws_block_chunks_as_new_tokens_not_as_a_redrawn_draft(sglang
     view = SideAnalyzer()
     rows = [view.add(f) for f in frames]
     before: list[str] = []
-    for frame, row in zip(frames, rows):
+    for _frame, row in zip(frames, rows):
         assert not ({CHANGED, REMASKED} & set(row["ch"]))  # nothing already shown is ever redrawn or remasked
         new = [tok for tok, code in zip(row["tok"], row["ch"]) if code == NEW]
         assert row["tok"][:len(before)] == before and "".join(new) == "".join(row["tok"][len(before):])

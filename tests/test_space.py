@@ -1,4 +1,5 @@
-"""Deployable as a Hugging Face Space as-is: the README's front matter, space.py, and binding 0.0.0.0 only on a Space."""
+"""Deployable as a Hugging Face Space as-is: the README's front matter, space.py, and binding 0.0.0.0 only on a
+Space."""
 
 from __future__ import annotations
 

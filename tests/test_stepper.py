@@ -124,7 +124,8 @@ def test_pins_are_never_offered_and_never_move(mlm) -> None:
     with pytest.raises(SourceError, match="not a masked position"):
         stepper.advance(mlm, state, {3: None})
     while not state.done:
-        state = stepper.advance(mlm, state, {state.open[-1]: None}) if len(state.open) % 2 else stepper.advance(mlm, state)
+        state = (stepper.advance(mlm, state, {state.open[-1]: None}) if len(state.open) % 2
+                 else stepper.advance(mlm, state))
         assert all(state.step.ids[p] == t and not state.step.masked[p] for p, t in pins.items())
     assert not state.step.masked.any()
 

@@ -1,4 +1,5 @@
-"""A recording as pandas tables: per-frame figures checked against values worked out by hand, and `python -m app stats`."""
+"""A recording as pandas tables: per-frame figures checked against values worked out by hand, and `python -m app
+stats`."""
 
 from __future__ import annotations
 
@@ -89,4 +90,5 @@ def test_stats_on_a_file_that_is_not_a_recording_says_so_in_one_line(tmp_path: P
     bad.write_text("hello\n")
     proc = run_stats(str(bad))
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr.strip().splitlines() == ["notes.jsonl is not a Converge recording (line 1 is not a JSON header)."]
+    assert proc.stderr.strip().splitlines() == [
+        "notes.jsonl is not a Converge recording (line 1 is not a JSON header)."]

@@ -36,7 +36,8 @@ MERCURY_BLOCK = 32
 NOISE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789%!#@&*?+=~"
 ECHO = "ECHO:"
 ANSWERS = (
-    "Diffusion models draft the whole answer at once and refine it, while autoregressive models type one token after another.",
+    "Diffusion models draft the whole answer at once and refine it, while autoregressive models type one token after "
+    "another.",
     "The capital of France is Paris, which sits on the Seine and has been the seat of government for centuries.",
     "Two plus two is four. Adding the same number twice is the same as multiplying it by two.",
     "A haiku has three lines of five, seven and five syllables, and often names a season.",
@@ -178,11 +179,13 @@ def content_events(body: dict[str, Any], answer: str) -> list[dict[str, Any]]:
         words = pieces(answer)
         head = "".join(words[: len(words) // 2])
         drafts = diffusion_drafts(head, rng)
-        return ([_chunk(model, {"content": d}, meta={"diffusion_content": True, "diffusion_progress": 0}) for d in drafts]
+        return ([_chunk(model, {"content": d}, meta={"diffusion_content": True, "diffusion_progress": 0})
+                 for d in drafts]
                 + [_chunk(model, {"content": p}) for p in words[len(words) // 2:]])
     if body.get("diffusing") is True:
         drafts = diffusion_drafts(answer, rng)
-        return [_chunk(model, {"content": d}, meta={"diffusion_content": True, "diffusion_progress": int(i == len(drafts) - 1)})
+        return [_chunk(model, {"content": d},
+                       meta={"diffusion_content": True, "diffusion_progress": int(i == len(drafts) - 1)})
                 for i, d in enumerate(drafts)]
     if model.startswith("mercury"):
         parts = [answer[i:i + MERCURY_BLOCK] for i in range(0, len(answer), MERCURY_BLOCK)]
@@ -191,9 +194,10 @@ def content_events(body: dict[str, Any], answer: str) -> list[dict[str, Any]]:
     return [_chunk(model, {"content": p}) for p in parts]
 
 
-def _chunk(model: str, delta: dict[str, Any], finish: str | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    chunk: dict[str, Any] = {"id": "chatcmpl-wire", "object": "chat.completion.chunk", "created": 1700000000, "model": model,
-                             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None,
+           meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    chunk: dict[str, Any] = {"id": "chatcmpl-wire", "object": "chat.completion.chunk", "created": 1700000000,
+                             "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
     if meta is not None:
         chunk["diffusion_meta"] = meta
     return chunk
@@ -280,7 +284,8 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise ValueError
         except ValueError:
-            return self._json(400, {"error": {"message": "Request body is not a JSON object.", "type": "invalid_request_error", "param": None, "code": None}})
+            return self._json(400, {"error": {"message": "Request body is not a JSON object.",
+                                              "type": "invalid_request_error", "param": None, "code": None}})
         self.server.log.append({"path": self.path, "body": body,
                                 "auth": self.headers.get("Authorization") == f"Bearer {self.server.key}"})
         if self.path.rstrip("/") != "/v1/chat/completions":
@@ -308,8 +313,10 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(max_tokens, int) and len(pieces(answer)) > max_tokens:
             answer, finish = "".join(pieces(answer)[:max_tokens]), "length"
         if not body.get("stream"):
-            return self._json(200, {"id": "chatcmpl-wire", "object": "chat.completion", "created": 1700000000, "model": model,
-                                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": finish}],
+            return self._json(200, {"id": "chatcmpl-wire", "object": "chat.completion", "created": 1700000000,
+                                    "model": model,
+                                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                                                 "finish_reason": finish}],
                                     "usage": usage_for(body, answer)})
         self._stream(body, answer, finish, behaviour, n)
 
@@ -473,7 +480,8 @@ def requests_seen(base_url: str) -> list[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Serve Inception's chat wire format on 127.0.0.1, faults included.")
     parser.add_argument("--port", type=int, default=8011)
-    parser.add_argument("--fps", type=float, default=DEFAULT_FPS, help="socket writes per second (0: as fast as possible)")
+    parser.add_argument("--fps", type=float, default=DEFAULT_FPS,
+                        help="socket writes per second (0: as fast as possible)")
     parser.add_argument("--key", default=DEFAULT_KEY, help="the Bearer key clients must send")
     args = parser.parse_args()
     server = WireServer(port=args.port, key=args.key, fps=args.fps)

@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 from app.cli_help import command_parser
 
-
 # each section: the module of this room whose `bench()` measures it, imported only when that section runs
 SECTIONS = {
     "pipeline": "app.bench.pipeline",
@@ -40,7 +39,8 @@ def main(argv: list[str]) -> int:
     """Runs the sections asked for (all by default) and prints each, or one JSON object with --json."""
     parser = command_parser("bench", "Measure Converge's figures.")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--only", choices=SECTIONS, action="append", help="run only this section (repeatable; default: all of them)")
+    parser.add_argument("--only", choices=SECTIONS, action="append",
+                        help="run only this section (repeatable; default: all of them)")
     parser.add_argument("--models", default=None, help="the twins section on the twins in this folder (default: the "
                         "shipped ones in assets/models), e.g. an earlier commit's twins to compare")
     args = parser.parse_args(argv)

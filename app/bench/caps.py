@@ -29,7 +29,7 @@ message = json.dumps(recording_payload(rec), ensure_ascii=False, allow_nan=False
 t2 = time.perf_counter()
 print(json.dumps({"read_s": round(t1 - t0, 2), "payload_s": round(t2 - t1, 2), "message_mb": round(len(message) / 1e6, 1),
                   "peak_mb": peak_mb(), "peak_before_mb": base}))
-"""
+"""  # noqa: E501 - a script run by `python -c`, kept as written
 
 
 def peak_mb() -> int:
@@ -68,8 +68,8 @@ def bench() -> dict[str, Any]:
         for name, (frames, per) in shapes.items():
             path = Path(tmp) / f"{name}.jsonl"
             write_shape(path, frames, per)
-            done = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, check=True,
-                                  cwd=Path(__file__).resolve().parents[2])
+            done = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True,
+                                  check=True, cwd=Path(__file__).resolve().parents[2])
             out[name] = {"frames": frames, "tokens": frames * per, "file_mb": round(path.stat().st_size / 1e6, 1),
                          **json.loads(done.stdout)}
     return out

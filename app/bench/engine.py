@@ -38,7 +38,8 @@ def length_sweep(models: sweeps.Models) -> dict[str, Any]:
     by = {(r["series"], r["length"]): r for r in runs[0]}
     timings = [{(r["series"], r["length"]): r["seconds"] for r in rows} for rows in runs]
     sec = {key: float(np.median([t[key] for t in timings])) for key in by}
-    table = [{"length": n, "diffusion_seconds": round(sec["diffusion", n], 3), "diffusion_nfe": by["diffusion", n]["nfe"],
+    table = [{"length": n, "diffusion_seconds": round(sec["diffusion", n], 3),
+              "diffusion_nfe": by["diffusion", n]["nfe"],
               "diffusion_lookahead32_seconds": round(sec["diffusion_lookahead", n], 3),
               "ar_seconds": round(sec["ar", n], 3), "ar_nfe": by["ar", n]["nfe"]} for n in SWEEP_LENGTHS]
     first, last = table[0], table[-1]
@@ -111,7 +112,8 @@ class TorchMaskedLM:
         self.vocab_size, self.mask_id, self.eos_id, self.max_len = c.vocab_size, c.mask_id, c.eos_id, c.max_len - 1
         self.torch = torch
         self.net = TorchTransformer(c.vocab_size, c.n_layer, c.n_head, c.n_embd, c.max_len)
-        state = {"wte.weight": dm.net.wte, "wpe.weight": dm.net.wpe, "ln_f.weight": dm.net.ln_f_w, "ln_f.bias": dm.net.ln_f_b}
+        state = {"wte.weight": dm.net.wte, "wpe.weight": dm.net.wpe, "ln_f.weight": dm.net.ln_f_w,
+                 "ln_f.bias": dm.net.ln_f_b}
         for i, L in enumerate(dm.net.layers):
             for name, key, transpose in (("ln1.weight", "ln1_w", False), ("ln1.bias", "ln1_b", False),
                                          ("qkv.weight", "qkv_w", True), ("qkv.bias", "qkv_b", False),
@@ -120,7 +122,8 @@ class TorchMaskedLM:
                                          ("fc.weight", "fc_w", True), ("fc.bias", "fc_b", False),
                                          ("fc_proj.weight", "fc_proj_w", True), ("fc_proj.bias", "fc_proj_b", False)):
                 state[f"h.{i}.{name}"] = L[key].T if transpose else L[key]
-        self.net.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in state.items()})
+        self.net.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32))
+                                  for k, v in state.items()})
         self.net.eval()
 
     def logits(self, ids: np.ndarray, cache: Any = None, start: int = 0) -> np.ndarray:

@@ -35,4 +35,5 @@ def bench() -> dict[str, Any]:
     firsts = [row[k]["first_frames_s"] for row in rows for k in ("setup", "change")]
     return {"target": "first frames within 2 s of pressing Run on a 2-core CPU", "lessons": rows,
             "first_frames_max_s": max((f for f in firsts if f is not None), default=None),
-            "all_done": all(s == "done" for row in rows for k in ("setup", "change") for s in row[k]["status"].values())}
+            "all_done": all(s == "done" for row in rows for k in ("setup", "change")
+                            for s in row[k]["status"].values())}

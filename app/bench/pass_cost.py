@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from app.errors import SourceError
-from app.pass_cost import (POINTS, REPEATS, TWIN, hf_pass, hf_points, load_hf, note, run_points, twin_pass,
-                           twin_points)
+from app.pass_cost import POINTS, REPEATS, TWIN, hf_pass, hf_points, load_hf, note, run_points, twin_pass, twin_points
 from app.sources.base import make_source
 from app.sources.local import twin
 
@@ -25,7 +24,8 @@ def bench(points: Sequence[int] = POINTS, hf: str | None = None, device: str = "
     out["twin"] = {"label": TWIN, "rows": rows, "note": note(rows)}
     if hf:
         try:
-            net, vocab, max_len, dev, label = load_hf(hf, device, make_source)  # the host's own command: no visitor policy
+            # the host's own command: no visitor policy
+            net, vocab, max_len, dev, label = load_hf(hf, device, make_source)
         except SourceError as e:
             out["hf"] = {"skipped": str(e)}
             return out

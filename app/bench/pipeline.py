@@ -129,7 +129,7 @@ def bench(n_tokens: int = 1000, passes: int = 5, baseline_budget_s: float = 12.0
         times: list[float] = []
         for _ in range(reps):
             analyzer = SideAnalyzer(middle)
-            times += [_time_ms(lambda f=f: analyzer.add(f)) for f in frames]
+            times += [_time_ms(lambda f=f, analyzer=analyzer: analyzer.add(f)) for f in frames]
         return times
 
     ours = per_frame(CHOSEN, passes)

@@ -116,7 +116,8 @@ def bench(seconds: float = 6.0, n_tokens: int = 1000) -> dict[str, Any]:
         return {"skipped": f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"}
     from app.export.html import export_html
 
-    out: dict[str, Any] = {"tokens_per_panel": n_tokens, "race_seconds": seconds, "speed": 1, "target_frame_ms": round(TARGET_MS, 2)}
+    out: dict[str, Any] = {"tokens_per_panel": n_tokens, "race_seconds": seconds, "speed": 1,
+                           "target_frame_ms": round(TARGET_MS, 2)}
     with tempfile.TemporaryDirectory() as tmp:
         rec = bench_recording(Path(tmp) / "bench.jsonl", n_tokens, seconds)
         started = time.perf_counter()
@@ -139,8 +140,10 @@ def bench(seconds: float = 6.0, n_tokens: int = 1000) -> dict[str, Any]:
                         busy = {k: v - before[k] for k, v in _busy(cdp).items()}
                         out[name] = summarise(result["frames"], result["paints"])
                         n = max(1, len(result["frames"]))
-                        out[name].update({f"main_thread_{k}_ms_per_frame": round(v * 1000 / n, 2) for k, v in busy.items()})
-                        out[name]["reached_end"] = result["step"] == int(page.get_attribute("#converge .cv-range", "max"))
+                        out[name].update({f"main_thread_{k}_ms_per_frame": round(v * 1000 / n, 2)
+                                          for k, v in busy.items()})
+                        out[name]["reached_end"] = result["step"] == int(
+                            page.get_attribute("#converge .cv-range", "max"))
                 finally:
                     browser.close()
         except PlaywrightError as e:

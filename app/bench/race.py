@@ -60,7 +60,8 @@ def bench(prompt: str = PROMPT, repeats: int = 3) -> dict[str, Any]:
     worst = {k: round(max(v), 3) for k, v in runs.items()}
     return {"consumer": {"interval_s": UPDATE_INTERVAL, "builds": "live_payload + to_player JSON, as the page",
                          "updates_per_race": consumer["updates"], "payload_bytes_per_race": consumer["payload_bytes"]},
-            "seconds_median": med, "seconds_worst": worst, "runs": {k: [round(x, 3) for x in v] for k, v in runs.items()},
+            "seconds_median": med, "seconds_worst": worst,
+            "runs": {k: [round(x, 3) for x in v] for k, v in runs.items()},
             "diffusion_slowdown_in_race": round(med["diffusion_in_race"] / med["diffusion_alone"], 2),
             "ar_slowdown_in_race": round(med["ar_in_race"] / med["ar_alone"], 2),
             "settings": "both twins at their defaults, 128 tokens; 'alone' races the twin against a replay"}

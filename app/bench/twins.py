@@ -53,7 +53,8 @@ SEEDS = (0, 1, 2)  # one seed is not enough: the referee's perplexity moves by h
 PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, temperature=0.5, filter=0.6, no_repeat_ngram=0, min_length=0)
 # the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the bolder level it had before
 FILTERED = replace(TWIN_DIFFUSION, filter=0.6)
-# the most parallel setting an earlier search weighed (48 steps for 128 tokens, at least 2-3 a pass), with today's guards
+# the most parallel setting an earlier search weighed (48 steps for 128 tokens, at least 2-3 a pass), with today's
+# guards
 PARALLEL = replace(TWIN_DIFFUSION, scoring="confidence", temperature=0.3, steps=48, filter=None)
 # ... and bolder
 BOLDER = replace(TWIN_DIFFUSION, filter=0.5)
@@ -71,7 +72,8 @@ CURVE = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)),
          {"filter": 0.6, "no_repeat": True}, {"filter": 0.5, "no_repeat": True})
 CURVE_KEYS = ("answer_tokens_per_pass", "share_not_leftmost", "referee_ppl", "distinct2", "stutter", "recited",
               "empty_answers")
-TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out openings and seeds (greedy: the seeds agree): "
+TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out openings and seeds "
+           "(greedy: the seeds agree): "
            "stutter <= 1% of "
            "adjacent word pairs, referee perplexity no worse than the AR twin's, distinct-2 >= 0.55, no empty answer, "
            ">= 1.37 answer tokens per pass; every page prompt recited (8-word runs found in the training stories) "
@@ -86,10 +88,10 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     repeated words), recital (8-word runs found verbatim in the training stories) and empty answers; the stutter
     guards and the filter on and off; the curve of tokens per pass against quality (only that with `curve_only`); and
     both twins alone on the first screen's prompt."""
-    from app.engine.parallel import decode_order, summarise
-    from app.engine.measure import quality, recited, timed, training_ngrams
     from app.engine import autoregressive, diffusion
+    from app.engine.measure import quality, recited, timed, training_ngrams
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+    from app.engine.parallel import decode_order, summarise
     from app.sources.local import twin
 
     folder = str(models_dir or DEFAULT_MODELS_DIR)
@@ -120,14 +122,15 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         for seed in with_seeds:
             for text in on:
                 p = tok.encode(text)
-                steps, sec = timed(lambda: list(diffusion.generate(dm, p, replace(s, seed=seed))))
+                steps, sec = timed(lambda p=p, seed=seed: list(diffusion.generate(dm, p, replace(s, seed=seed))))
                 orders.append(decode_order(steps, s.block_length, dm.eos_id))
                 runs.append((p, [int(i) for i in steps[-1].ids[: orders[-1]["answer_tokens"]]], sec))
         return {"settings": s.to_json(), "seeds": list(with_seeds), **summarise(orders), **judged(runs)}
 
     def curve() -> list[dict[str, Any]]:
         """The page's defaults with the levers of each CURVE point moved: tokens per pass against quality. A greedy
-        setting in a deterministic order runs one seed, which stands for all (the main rows run every seed regardless)."""
+        setting in a deterministic order runs one seed, which stands for all (the main rows run every seed
+        regardless)."""
         points = []
         for moved in CURVE:
             s = replace(TWIN_DIFFUSION, **moved)
@@ -144,7 +147,8 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         for seed in seeds:
             for text in on:
                 p = tok.encode(text)
-                last, sec = timed(lambda: list(autoregressive.generate(am, p, replace(s, seed=seed)))[-1])
+                last, sec = timed(
+                    lambda p=p, seed=seed: list(autoregressive.generate(am, p, replace(s, seed=seed)))[-1])
                 runs.append((p, list(last.ids), sec))
                 passes += last.nfe
         tokens = sum(len(a) for _, a, _ in runs)
@@ -155,14 +159,16 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     page_prompts = {}
     for text in page:  # each page prompt on its own: neither twin may recite it
         d, a = diffusion_runs(TWIN_DIFFUSION, (text,)), ar_runs(ar, (text,))
-        page_prompts[text] = {name: {k: r[k] for k in ("recited", "stutter", "referee_ppl", "distinct2", "empty_answers")}
+        page_prompts[text] = {name: {k: r[k] for k in ("recited", "stutter", "referee_ppl", "distinct2",
+                                                       "empty_answers")}
                               | ({"answer_tokens_per_pass": r["answer_tokens_per_pass"]}) for name, r in
                               (("diffusion", d), ("ar", a))}
     wall = wall_time(dm, am, tok.encode(RACE_PROMPT))
     alone = wall[0]  # the page's defaults: the whole answer, 128 tokens
     race: dict[str, Any] = {"prompt": RACE_PROMPT, **{name: {
         "seconds_worst_of_3": alone[name]["seconds_worst"], "seconds_best_of_3": alone[name]["seconds_best"],
-        "passes": alone[name]["passes"], "answer_tokens": alone[name]["answer_tokens"]} for name in ("diffusion", "ar")},
+        "passes": alone[name]["passes"], "answer_tokens": alone[name]["answer_tokens"]}
+        for name in ("diffusion", "ar")},
         "wall_time": wall}
     return {"prompts": len(prompts), "gen_length": TWIN_DIFFUSION.gen_length, "seeds": list(seeds),
             "diffusion_default": diffusion_runs(TWIN_DIFFUSION),
@@ -190,8 +196,8 @@ def wall_time(dm: Any, am: Any, prompt: list[int], repeats: int = 3) -> list[dic
     for length, look in WALL:
         d = replace(TWIN_DIFFUSION, gen_length=length, steps=length, lookahead=look)  # the page's steps rule
         a = ARSettings(gen_length=length)
-        runs = {"diffusion": lambda: list(diffusion.generate(dm, prompt, d)),
-                "ar": lambda: list(autoregressive.generate(am, prompt, a))}
+        runs = {"diffusion": lambda d=d: list(diffusion.generate(dm, prompt, d)),
+                "ar": lambda a=a: list(autoregressive.generate(am, prompt, a))}
         secs: dict[str, list[float]] = {name: [] for name in runs}
         lasts: dict[str, Any] = {}
         for run in runs.values():

@@ -16,7 +16,6 @@ from app.export.video import FORMATS, _export
 from app.export.video.encoders import X264
 from app.trace import Frame, RecordingWriter, make_header
 
-
 _WORDS = ("the model writes every token at once and then keeps the ones it is sure of while the other "
           "side types one word after another from left to right").split()
 
@@ -26,7 +25,8 @@ def demo_recording(path: str | Path, seconds: float = 10.0, seed: int = 0) -> Pa
     remasking, done at 40% of the time) against a side typing text at about 25 tokens per second."""
     rng = random.Random(seed)
     words = [rng.choice(_WORDS) for _ in range(128)]
-    final = [w if i % 2 == 0 else (" " if i % 24 != 23 else "\n") for i, w in enumerate(x for w in words for x in (w, " "))]
+    final = [w if i % 2 == 0 else (" " if i % 24 != 23 else "\n")
+             for i, w in enumerate(x for w in words for x in (w, " "))]
     writer = RecordingWriter(path, make_header("Race demo: which side settles first?", {
         "left": {"name": "demo-diffusion", "settings": {"steps": 64}},
         "right": {"name": "demo-ar", "settings": {}}}))
@@ -73,11 +73,13 @@ def bench(seconds: float = 10.0, fps: float = 30, size: tuple[int, int] = (1280,
     """
     import PIL
 
-    out: dict[str, Any] = {"race_seconds": seconds, "fps": fps, "size": f"{size[0]}x{size[1]}", "pillow": PIL.__version__}
+    out: dict[str, Any] = {"race_seconds": seconds, "fps": fps, "size": f"{size[0]}x{size[1]}",
+                           "pillow": PIL.__version__}
     try:
         import imageio_ffmpeg
 
-        out.update(imageio_ffmpeg=imageio_ffmpeg.__version__, ffmpeg=imageio_ffmpeg.get_ffmpeg_version(), x264=" ".join(X264))
+        out.update(imageio_ffmpeg=imageio_ffmpeg.__version__, ffmpeg=imageio_ffmpeg.get_ffmpeg_version(),
+                   x264=" ".join(X264))
     except ImportError:
         pass
     with tempfile.TemporaryDirectory() as tmp:

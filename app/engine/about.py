@@ -35,7 +35,8 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     """(headline, markdown details) about the twins, or a sentence naming the fix when their logs are missing."""
     folder = Path(models_dir) if models_dir else DEFAULT_MODELS_DIR
     try:
-        logs = {t: json.loads((folder / f"{t}.json").read_text(encoding="utf-8"))["training"] for t in ("ar", "diffusion")}
+        logs = {t: json.loads((folder / f"{t}.json").read_text(encoding="utf-8"))["training"]
+                for t in ("ar", "diffusion")}
         ar, dm = chain(logs["ar"]), chain(logs["diffusion"])
         tokens = {t: c[0]["tokens_seen_total"] for t, c in (("ar", ar), ("diffusion", dm))}
         params = ar[0]["params"]
@@ -49,7 +50,8 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     augment = max((r.get("augment_copies") or 0 for r in (*ar, *dm)), default=0)
     # distillation runs continue the twin on stories its AR twin wrote: their tokens come on top of the shared budget
     taught = [r for r in dm if (r.get("data") or {}).get("distilled")]
-    shared = forked + sum(r.get("tokens_this_run") or 0 for r in dm if r not in taught)  # runs on the stories themselves
+    # runs on the stories themselves
+    shared = forked + sum(r.get("tokens_this_run") or 0 for r in dm if r not in taught)
     tokens["diffusion"] = shared + sum(r["tokens_this_run"] for r in taught)
     tokens["ar"] = sum(r.get("tokens_this_run") or 0 for r in ar)
     same = tokens["ar"] == shared

@@ -1,11 +1,13 @@
-"""A learned commit rule (Learn2PD, 2025): a tiny network that says which masked positions of a block are safe to commit now.
+"""A learned commit rule (Learn2PD, 2025): a tiny network that says which masked positions of a block are safe to commit
+now.
 
 A masked-diffusion model often already predicts a position's final token many passes before it commits it,
 but with a confidence too low for a fixed threshold. The filter looks at what the model shows at each masked
 position of the block (its confidence, margin and entropy, its neighbours, how much of the block is settled)
 and scores how likely the current guess is the token that one-token-per-pass decoding would end with. The
 sampler commits every position scoring at least `DiffusionSettings.filter` together, aiming at the text of one
-token per pass in fewer passes (how many fewer, and at what cost, is the twins bench's to say). It is fitted to one model, from that model's own decoding
+token per pass in fewer passes (how many fewer, and at what cost, is the twins bench's to say). It is fitted to one
+model, from that model's own decoding
 (`python -m app.engine.fit_filter`), in a few minutes of CPU, and runs in numpy.
 """
 

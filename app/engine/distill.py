@@ -28,12 +28,13 @@ from app.engine.train import SPECIALS, TorchTransformer, encode_stream, read_sto
 
 def load_torch_twin(path: str) -> tuple[TorchTransformer, dict]:
     """A twin's safetensors (float16 on disk) as a float32 TorchTransformer in eval mode, with its config."""
-    from safetensors.numpy import load_file
     from safetensors import safe_open
+    from safetensors.numpy import load_file
 
     with safe_open(path, framework="numpy") as f:
         config = json.loads(f.metadata()["config"])
-    model = TorchTransformer(config["vocab_size"], config["n_layer"], config["n_head"], config["n_embd"], config["max_len"])
+    model = TorchTransformer(config["vocab_size"], config["n_layer"], config["n_head"], config["n_embd"],
+                             config["max_len"])
     model.load_state_dict({k: torch.from_numpy(v.astype(np.float32)) for k, v in load_file(path).items()})
     return model.eval(), config
 
@@ -48,7 +49,8 @@ def write_batch(model: TorchTransformer, openings: list[list[int]], max_len: int
     x = torch.tensor(openings, dtype=torch.long)
     H = model.h[0].n_head
     C = model.wte.weight.shape[1]
-    shape = (len(model.h), B, H, max_len, C // H)  # preallocated: growing the cache by concatenation copies it every step
+    # preallocated: growing the cache by concatenation copies it every step
+    shape = (len(model.h), B, H, max_len, C // H)
     keys, values = torch.zeros(shape), torch.zeros(shape)
     out = torch.zeros(B, 0, dtype=torch.long)
     finished = torch.zeros(B, dtype=torch.bool)
@@ -62,7 +64,8 @@ def write_batch(model: TorchTransformer, openings: list[list[int]], max_len: int
             q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))
             keys[li, :, :, pos : pos + T] = k
             values[li, :, :, pos : pos + T] = v
-            y = F.scaled_dot_product_attention(q, keys[li, :, :, : pos + T], values[li, :, :, : pos + T], is_causal=T > 1)
+            y = F.scaled_dot_product_attention(q, keys[li, :, :, : pos + T], values[li, :, :, : pos + T],
+                                               is_causal=T > 1)
             h = h + block.proj(y.transpose(1, 2).reshape(B, T, C))
             h = h + block.fc_proj(F.gelu(block.fc(block.ln2(h)), approximate="tanh"))
         logits = model.ln_f(h[:, -1]) @ model.wte.weight.T
@@ -89,7 +92,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--teacher", required=True, help="the AR twin's safetensors")
     ap.add_argument("--tokenizer", default=None, help="tokenizer.json (default: beside the teacher)")
-    ap.add_argument("--corpus", nargs="+", required=True, help="the twins' training text (openings come from its training stories)")
+    ap.add_argument("--corpus", nargs="+", required=True,
+                    help="the twins' training text (openings come from its training stories)")
     ap.add_argument("--out", required=True, help=".npz with the token stream and story starts")
     ap.add_argument("--stories", type=int, default=20000)
     ap.add_argument("--batch", type=int, default=64)
@@ -98,7 +102,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--max-len", type=int, default=320, help="positions per story, the opening included")
     ap.add_argument("--seed", type=int, default=1337, help="the twins' seed: the same training/held-out split")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="cpu", help="cpu or cuda[:N]: on a GPU the teacher, its cache and its draws live there")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu or cuda[:N]: on a GPU the teacher, its cache and its draws live there")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     from tokenizers import Tokenizer
@@ -130,7 +135,8 @@ def main(argv: list[str] | None = None) -> dict:
             if stream[-1] != eos_id:
                 stream.append(eos_id)
         if b % 10 == 0 or b == n_batches - 1:
-            print(json.dumps({"batch": b + 1, "of": n_batches, "tokens": len(stream), "seconds": round(time.time() - t0, 1)}), flush=True)
+            print(json.dumps({"batch": b + 1, "of": n_batches, "tokens": len(stream),
+                              "seconds": round(time.time() - t0, 1)}), flush=True)
             if b < n_batches - 1:  # every tenth batch: a stopped run keeps the stories written so far
                 save(args, argv, stream, story_starts, time.time() - t0)
     return save(args, argv, stream, story_starts, time.time() - t0)
@@ -143,7 +149,8 @@ def save(args: argparse.Namespace, argv: list[str] | None, stream: list[int], st
         "teacher": Path(args.teacher).name, "stories": len(story_starts), "tokens": len(stream),
         "temperatures": args.temperatures, "opening_tokens": args.opening, "seconds": round(seconds, 1),
         "threads": args.threads, "device": args.device,
-        "command": "python -m app.engine.distill " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
+        "command": "python -m app.engine.distill "
+                   + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
     }
     with open(args.out, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
         np.savez(f, tokens=np.array(stream, dtype=np.int64), starts=np.array(story_starts, dtype=np.int64),

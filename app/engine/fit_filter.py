@@ -24,8 +24,10 @@ def main(argv: list[str] | None = None) -> None:
     from app.engine.train import read_stories, split_stories
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default=str(DEFAULT_MODELS_DIR), help="folder with diffusion.safetensors and tokenizer.json")
-    ap.add_argument("--corpus", nargs="+", required=True, help="the twins' training stories (openings are drawn from them)")
+    ap.add_argument("--models", default=str(DEFAULT_MODELS_DIR),
+                    help="folder with diffusion.safetensors and tokenizer.json")
+    ap.add_argument("--corpus", nargs="+", required=True,
+                    help="the twins' training stories (openings are drawn from them)")
     ap.add_argument("--prompts", type=int, default=200, help="openings to decode")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)

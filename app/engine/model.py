@@ -120,7 +120,8 @@ class NumpyTransformer:
                 proj_w=np.ascontiguousarray(get(p + "proj.weight", (C, C)).T), proj_b=get(p + "proj.bias", (C,)),
                 ln2_w=get(p + "ln2.weight", (C,)), ln2_b=get(p + "ln2.bias", (C,)),
                 fc_w=np.ascontiguousarray(get(p + "fc.weight", (4 * C, C)).T), fc_b=get(p + "fc.bias", (4 * C,)),
-                fc_proj_w=np.ascontiguousarray(get(p + "fc_proj.weight", (C, 4 * C)).T), fc_proj_b=get(p + "fc_proj.bias", (C,)),
+                fc_proj_w=np.ascontiguousarray(get(p + "fc_proj.weight", (C, 4 * C)).T),
+                fc_proj_b=get(p + "fc_proj.bias", (C,)),
             ))
         self.ln_f_w = get("ln_f.weight", (C,))
         self.ln_f_b = get("ln_f.bias", (C,))
@@ -353,7 +354,8 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
     hint = TRAIN_HINT.format(kind=kind)
     for p in (weights_path, config_path, tok_path):
         if not p.is_file():
-            raise SourceError(f"The {kind} twin cannot load because {p} is missing; restore assets/models/ or train it with `{hint}`.")
+            raise SourceError(f"The {kind} twin cannot load because {p} is missing; restore assets/models/ or train it "
+                              f"with `{hint}`.")
     filter_path = d / f"{kind}.filter.safetensors"  # a filter fitted later makes a new entry, like new weights
     key = (kind, str(d.resolve()), *(p.stat().st_mtime_ns for p in (weights_path, config_path, tok_path)),
            filter_path.stat().st_mtime_ns if filter_path.is_file() else 0)
@@ -367,10 +369,12 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
         tok = BPETokenizer(tok_path)
     except Exception as e:  # any parse or shape failure means the files are unusable
         raise SourceError(
-            f"The {kind} twin's files in {d} are corrupt or do not match ({type(e).__name__}: {e}); restore them or retrain with `{hint}`."
+            f"The {kind} twin's files in {d} are corrupt or do not match ({type(e).__name__}: {e}); restore them or "
+            f"retrain with `{hint}`."
         ) from None
     if tok.vocab_size != config.vocab_size or tok.eos_id != config.eos_id or tok.mask_id != config.mask_id:
-        raise SourceError(f"The tokenizer in {d} does not match the {kind} twin's weights; restore both from the same training run.")
+        raise SourceError(f"The tokenizer in {d} does not match the {kind} twin's weights; restore both from the same "
+                          "training run.")
     for stale in [k for k in _LOADED if k[0] == kind]:  # one copy per kind: a retrained twin replaces the old one
         del _LOADED[stale]
     model = adapter(net)

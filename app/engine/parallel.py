@@ -45,7 +45,8 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     per_step = [c for r in runs for c in r["commits_per_step"]]
     return {
         "answer_tokens_per_pass": round(tokens / passes, 2) if passes else None,
-        "worst_answer_tokens_per_pass": min((round(r["answer_tokens"] / r["passes"], 2) for r in runs if r["passes"]), default=None),
+        "worst_answer_tokens_per_pass": min((round(r["answer_tokens"] / r["passes"], 2) for r in runs if r["passes"]),
+                                            default=None),
         "passes": passes, "refreshes": sum(r["refreshes"] for r in runs),
         "mean_commits_per_step": round(float(np.mean(per_step)), 2) if per_step else None,
         "median_commits_per_step": float(np.median(per_step)) if per_step else None,

@@ -12,7 +12,8 @@ EOS, MASK, PAD = "<|endoftext|>", "<|mask|>", "<|pad|>"
 @lru_cache(maxsize=1)
 def _byte_decoder() -> dict[str, int]:
     """GPT-2's printable-character stand-ins for bytes, inverted (the alphabet ByteLevel BPE uses)."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    keep = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+            + list(range(ord("®"), ord("ÿ") + 1)))
     chars = keep[:]
     n = 0
     for b in range(256):

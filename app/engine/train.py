@@ -2,7 +2,8 @@
 
 Both twins share the architecture, tokenizer, data order and seed. The AR twin learns next-token
 prediction and saves a checkpoint at the fork (halfway unless --fork-at says otherwise); the diffusion twin
-starts from that checkpoint and spends the rest of the same token budget on the masked-diffusion objective with bidirectional
+starts from that checkpoint and spends the rest of the same token budget on the masked-diffusion objective with
+bidirectional
 attention and Dream's shifted logits (output i predicts token i+1), so both have seen the same tokens.
 """
 
@@ -288,10 +289,12 @@ def hardware(device: torch.device | None = None) -> str:
         return f"one {torch.cuda.get_device_name(device)} GPU (CUDA); torch {torch.__version__}"
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        model = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name")), "?")
+        model = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")),
+                     "?")
     except (OSError, subprocess.SubprocessError):
         model = platform.processor() or "?"
-    return f"{torch.get_num_threads()}-thread CPU, no GPU ({model}, {os.cpu_count()} cores visible); torch {torch.__version__}"
+    return (f"{torch.get_num_threads()}-thread CPU, no GPU ({model}, {os.cpu_count()} cores visible); "
+            f"torch {torch.__version__}")
 
 
 def save_twin(model: TorchTransformer, out: Path, twin: str, config: dict, stats: dict) -> None:
@@ -318,12 +321,19 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--twin", choices=["ar", "diffusion"], required=True)
     ap.add_argument("--corpus", nargs="+", required=True, help="plain-text files of stories")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for weights, config and tokenizer")
-    ap.add_argument("--tokens", type=int, default=2_000_000, help="total token budget N (AR trains N; diffusion trains from the fork to N)")
-    ap.add_argument("--fork-at", type=int, default=None, help="tokens into the run where the AR twin saves the checkpoint the diffusion twin starts from, and where the diffusion run starts (default N/2)")
-    ap.add_argument("--init-from", default=None, help="weights (safetensors) to start from: for diffusion, the AR checkpoint at the fork (ar_fork.safetensors), or a checkpoint to continue")
-    ap.add_argument("--first-token", type=int, default=None, help="where in the data order this run starts (default 0 for AR, the fork for diffusion)")
+    ap.add_argument("--tokens", type=int, default=2_000_000,
+                    help="total token budget N (AR trains N; diffusion trains from the fork to N)")
+    ap.add_argument("--fork-at", type=int, default=None,
+                    help="tokens into the run where the AR twin saves the checkpoint the diffusion twin starts from, "
+                         "and where the diffusion run starts (default N/2)")
+    ap.add_argument("--init-from", default=None,
+                    help="weights (safetensors) to start from: for diffusion, the AR checkpoint at the fork "
+                         "(ar_fork.safetensors), or a checkpoint to continue")
+    ap.add_argument("--first-token", type=int, default=None,
+                    help="where in the data order this run starts (default 0 for AR, the fork for diffusion)")
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--seq", type=int, default=321, help="positions per window, including the leading end-of-text token")
+    ap.add_argument("--seq", type=int, default=321,
+                    help="positions per window, including the leading end-of-text token")
     ap.add_argument("--n-layer", type=int, default=4)
     ap.add_argument("--n-head", type=int, default=4)
     ap.add_argument("--n-embd", type=int, default=256)
@@ -334,17 +344,21 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--eval-every", type=int, default=250, help="steps between held-out evaluations")
     ap.add_argument("--dropout", type=float, default=0.1)
-    ap.add_argument("--prefix-frac", type=float, default=0.5, help="diffusion: share of sequences with a clean prefix of random length")
+    ap.add_argument("--prefix-frac", type=float, default=0.5,
+                    help="diffusion: share of sequences with a clean prefix of random length")
     ap.add_argument("--block-frac", type=float, default=0.0, help="diffusion: share of sequences laid out as the block "
                     "sampler sees them (clean prefix, one block masked at rate t, everything after masked)")
     ap.add_argument("--certainty", type=float, default=0.0, help="diffusion: weight of dParallel's certainty forcing "
                     "(entropy of the sharpened prediction at masked positions the model gets right)")
-    ap.add_argument("--pad-frac", type=float, default=0.0, help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
+    ap.add_argument("--pad-frac", type=float, default=0.0,
+                    help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     ap.add_argument("--val-windows", type=int, default=64)
-    ap.add_argument("--kd-data", default=None, help="train on this token stream (.npz from app.engine.distill: a teacher's "
+    ap.add_argument("--kd-data", default=None,
+                    help="train on this token stream (.npz from app.engine.distill: a teacher's "
                     "stories) instead of the corpus, which still gives the tokenizer and the held-out stories")
-    ap.add_argument("--checkpoint-every", type=int, default=200, help="steps between resumable checkpoints (<twin>.ckpt.pt in --out)")
+    ap.add_argument("--checkpoint-every", type=int, default=200,
+                    help="steps between resumable checkpoints (<twin>.ckpt.pt in --out)")
     ap.add_argument("--pause-after", type=int, default=None, help="save a checkpoint after this many steps of the run "
                     "and stop without writing the twin (continue later with --resume)")
     ap.add_argument("--resume", action="store_true", help="continue from <twin>.ckpt.pt in --out, as if never stopped")
@@ -413,8 +427,10 @@ def main(argv: list[str] | None = None) -> dict:
         previous = json.loads(init_json.read_text()).get("training") if init_json.is_file() else None
         was = json.loads(init_json.read_text())["config"].get("causal", True) if init_json.is_file() else True
         kind = "the AR twin's" if was else "the diffusion twin's"
-        init_note = (f"initialised from {kind} weights ({Path(args.init_from).name})" if args.kd_data or not first_step else
-                     f"initialised from {kind} checkpoint after {first_step * per_step} tokens ({Path(args.init_from).name})")
+        init_note = (f"initialised from {kind} weights ({Path(args.init_from).name})"
+                     if args.kd_data or not first_step else
+                     f"initialised from {kind} checkpoint after {first_step * per_step} tokens "
+                     f"({Path(args.init_from).name})")
         if previous and previous.get("init"):
             init_note += f", which was {previous['init']}"
     steps = total_steps - first_step
@@ -527,7 +543,8 @@ def main(argv: list[str] | None = None) -> dict:
         "kept_best": {"step": best["step"], "held_out": best["figure"]} if best and args.keep_best else None,
         "data": {"files": [Path(p).name for p in args.corpus], "stories_train": len(train_s),
                  "distilled": json.loads(str(np.load(args.kd_data)["stats"])) if args.kd_data else None,
-                 "stories_held_out": len(val_s), "train_tokens": int(len(tokens)), "held_out_tokens": int(len(val_tokens))},
+                 "stories_held_out": len(val_s), "train_tokens": int(len(tokens)),
+                 "held_out_tokens": int(len(val_tokens))},
         "held_out": held_out_loss(model, val, args.twin, mask_id, args.seed),
         "fork_checkpoint": checkpoint_stats,
         "previous_run": previous,

@@ -45,7 +45,8 @@ def main(argv: list[str]) -> int:
         try:
             from app.export.video import export_video
         except ImportError as e:
-            print(f"Video export needs Pillow ({e.name} is not installed): pip install pillow==12.3.0.", file=sys.stderr)
+            print(f"Video export needs Pillow ({e.name} is not installed): pip install pillow==12.3.0.",
+                  file=sys.stderr)
             return 2
         export_video(args.recording, out, fmt=fmt, fps=args.fps, speed=args.speed, size=(args.width, args.height),
                      hold=args.hold, progress=_terminal_progress() if sys.stderr.isatty() else None, clock=args.clock)

@@ -44,7 +44,8 @@ from app.export.video.track import load
 FORMATS = ("mp4", "gif")
 GIF_MAX_FPS = 50  # GIF delays are whole hundredths; players slow down frames shorter than 20 ms
 MAX_FRAMES = 200_000
-MAX_VIDEO_SECONDS = 300  # about 2 minutes of work at 1280x720 on a 2-core machine (docs/figures.md); HTML plays any length
+# about 2 minutes of work at 1280x720 on a 2-core machine (docs/figures.md); HTML plays any length
+MAX_VIDEO_SECONDS = 300
 CLOCKS = ("time", "passes")
 
 
@@ -72,7 +73,8 @@ def _check(fmt: str, fps: float, speed: float, size: tuple[int, int], hold: floa
         raise SourceError("The final hold must be between 0 and 600 seconds.")
     w, h = size
     if not (MIN_SIZE[0] <= w <= MAX_SIZE[0] and MIN_SIZE[1] <= h <= MAX_SIZE[1]):
-        raise SourceError(f"The video size must be from {MIN_SIZE[0]}x{MIN_SIZE[1]} to {MAX_SIZE[0]}x{MAX_SIZE[1]}; got {w}x{h}.")
+        raise SourceError(f"The video size must be from {MIN_SIZE[0]}x{MIN_SIZE[1]} to {MAX_SIZE[0]}x{MAX_SIZE[1]}; "
+                          f"got {w}x{h}.")
     if fmt == "mp4" and (w % 2 or h % 2):
         raise SourceError(f"MP4 needs an even width and height; got {w}x{h} (try {w - w % 2}x{h - h % 2}).")
 
@@ -137,7 +139,8 @@ def export_video(recording_path: str | Path, out: str | Path, fmt: str = "mp4", 
     """Writes the race in a recording as an MP4 or GIF that looks like the page; returns `out`.
 
     `speed` 2 plays twice as fast; `hold` adds seconds of the final state at the end; `progress(done, total)`
-    is called after each video frame; `clock="passes"` runs it on forward passes. Raises SourceError with one clear sentence on bad input or a failed
+    is called after each video frame; `clock="passes"` runs it on forward passes. Raises SourceError with one clear
+    sentence on bad input or a failed
     write, leaving no file at `out`.
     """
     _export(recording_path, out, fmt, fps, speed, size, hold, progress, clock)

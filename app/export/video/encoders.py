@@ -13,8 +13,21 @@ import numpy as np
 from PIL import GifImagePlugin, Image
 
 from app.errors import SourceError
-from app.export.video.palette import (BADGE, BORDER, CHANGED, FG, HEAT, LINE, MASK_FG, MUTED, NEW, PANEL,
-                                      SWATCH_EDGE, TICK, WHITE)
+from app.export.video.palette import (
+    BADGE,
+    BORDER,
+    CHANGED,
+    FG,
+    HEAT,
+    LINE,
+    MASK_FG,
+    MUTED,
+    NEW,
+    PANEL,
+    SWATCH_EDGE,
+    TICK,
+    WHITE,
+)
 
 X264 = ["-preset", "veryfast", "-crf", "20"]
 
@@ -26,7 +39,8 @@ class Mp4Writer:
         try:
             import imageio_ffmpeg
         except ImportError:
-            raise SourceError("MP4 export needs imageio-ffmpeg: pip install imageio-ffmpeg==0.8.1 (it ships ffmpeg).") from None
+            raise SourceError("MP4 export needs imageio-ffmpeg: pip install imageio-ffmpeg==0.8.1 "
+                              "(it ships ffmpeg).") from None
         self.path = path
         self.gen = imageio_ffmpeg.write_frames(
             str(path), size, fps=fps, quality=None, macro_block_size=2, ffmpeg_log_level="error",

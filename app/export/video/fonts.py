@@ -12,8 +12,18 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from app.export.video.palette import (DRAFT, DRAFT_MARK, FRESH, FRESH_MARK, REMASK, REMASK_MARK, STYLE_AREA, STYLE_BG,
-                                      STYLE_FG, UI)
+from app.export.video.palette import (
+    DRAFT,
+    DRAFT_MARK,
+    FRESH,
+    FRESH_MARK,
+    REMASK,
+    REMASK_MARK,
+    STYLE_AREA,
+    STYLE_BG,
+    STYLE_FG,
+    UI,
+)
 
 FONTS = Path(__file__).resolve().parents[3] / "assets" / "fonts"
 MONO, SANS = FONTS / "DejaVuSansMono.ttf", FONTS / "DejaVuSans.ttf"

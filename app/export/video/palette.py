@@ -21,14 +21,16 @@ H_UNCHANGED, H_MASKED, H_GIVEN = (HEAT_NAMES.index(name) for name in ("unchanged
 CODE_HEAT = np.array([HEAT_NAMES.index(name) for name in ("unchanged", "fresh", "changed", "remasked")], np.uint8)
 BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].items()}
 
-# Cell styles: the page's token styles (app/view/side.py CELLS, coloured as theme.json says), then mono UI text on white.
+# Cell styles: the page's token styles (app/view/side.py CELLS, coloured as theme.json says), then mono UI text on
+# white.
 NORMAL, MASKED, DRAFT, FRESH, CHANGE, REMASK = (CELLS.index(name) for name in
                                                  ("unchanged", "masked", "draft", "new", "changed", "remasked"))
 UI, UI_MUTED = len(CELLS), len(CELLS) + 1
 _CELLS = [THEME["styles"][name] for name in CELLS]
 STYLE_FG = np.array([rgb(st["ink"]) for st in _CELLS] + [FG, MUTED], np.uint16)
 STYLE_BG = np.array([rgb(st["paper"]) for st in _CELLS] + [WHITE, WHITE], np.uint16)
-STYLE_AREA = np.array([PANEL] * len(CELLS) + [WHITE] * 2, np.uint16)  # outside the glyph band: the surface under the text
+# outside the glyph band: the surface under the text
+STYLE_AREA = np.array([PANEL] * len(CELLS) + [WHITE] * 2, np.uint16)
 FRESH_MARK, DRAFT_MARK, REMASK_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("new", "draft", "remasked"))
 TICK = rgb("remasked")  # the heatmap's frame marks, in the darkest ink
 LEGEND = [(CELLS.index(name), MASK if THEME["styles"][name].get("glyph") == "mask" else THEME["sample"],

@@ -11,8 +11,25 @@ from PIL import Image, ImageDraw, ImageFont
 
 from app.errors import SourceError
 from app.export.video.fonts import NEWLINE, SANS, TAB, Glyphs, bold, coverage, font, one_line
-from app.export.video.palette import (BADGE, BORDER, FG, HEAT, HEAT_KEY, HEAT_NAMES, LEGEND, LINE, MUTED, PANEL,
-                                      PASS_RATE, PINS_ONLY, SWATCH_EDGE, TICK, UI, UI_MUTED, WHITE)
+from app.export.video.palette import (
+    BADGE,
+    BORDER,
+    FG,
+    HEAT,
+    HEAT_KEY,
+    HEAT_NAMES,
+    LEGEND,
+    LINE,
+    MUTED,
+    PANEL,
+    PASS_RATE,
+    PINS_ONLY,
+    SWATCH_EDGE,
+    TICK,
+    UI,
+    UI_MUTED,
+    WHITE,
+)
 from app.export.video.track import HeatStrip, Track
 from app.trace import SIDES, Recording
 from app.view.side import CELLS, cell_styles, status_sentence
@@ -83,7 +100,8 @@ class Scene:
         self.cols = (self.inner_w - 2 * px(6)) // g.cw
         self.rows_n = (self.text_h - 2 * px(4)) // g.ch
         if self.rows_n < 1 or self.cols < 8:
-            raise SourceError(f"{self.W}x{self.H} is too small to draw the race; use at least {MIN_SIZE[0]}x{MIN_SIZE[1]}.")
+            raise SourceError(f"{self.W}x{self.H} is too small to draw the race; use at least "
+                              f"{MIN_SIZE[0]}x{MIN_SIZE[1]}.")
 
     def _legend_items(self) -> list[tuple[int, Callable[[Image.Image, int, int], None]]]:
         px, face, g = self.px, self.sans[13], self.glyphs
@@ -98,7 +116,8 @@ class Scene:
 
             def draw(img: Image.Image, x: int, y: int, cells: np.ndarray = cells, label: str = label) -> None:
                 img.paste(Image.fromarray(cells), (x, y))
-                ImageDraw.Draw(img).text((x + cells.shape[1] + px(5), y + g.ch // 2), label, font=face, fill=FG, anchor="lm")
+                ImageDraw.Draw(img).text((x + cells.shape[1] + px(5), y + g.ch // 2), label, font=face, fill=FG,
+                                         anchor="lm")
             items.append((width, draw))
         sw = px(14)
         key_w = math.ceil(face.getlength("Heatmap:")) + px(6) + sum(sw + px(10) + math.ceil(face.getlength(t))
@@ -110,7 +129,8 @@ class Scene:
             bold(d, (x, mid), "Heatmap:", face, MUTED, "lm")
             x += math.ceil(face.getlength("Heatmap:")) + px(6)
             for code, label in heat_keys:
-                d.rectangle([x, mid - sw // 2, x + sw - 1, mid - sw // 2 + sw - 1], fill=tuple(HEAT[code]), outline=SWATCH_EDGE)
+                d.rectangle([x, mid - sw // 2, x + sw - 1, mid - sw // 2 + sw - 1], fill=tuple(HEAT[code]),
+                            outline=SWATCH_EDGE)
                 x += sw + px(4)
                 d.text((x, mid), label, font=face, fill=FG, anchor="lm")
                 x += math.ceil(face.getlength(label)) + px(6)
@@ -179,8 +199,8 @@ class Scene:
             status += " " + self.warning
         if status != self.status_text:
             self.status_text = status
-            self.put(self.pad, self.status_y, self._text_box(status, self.W - 2 * self.pad, self.px(20), self.sans[13], FG,
-                                                             heavy=True))
+            self.put(self.pad, self.status_y, self._text_box(status, self.W - 2 * self.pad, self.px(20), self.sans[13],
+                                                             FG, heavy=True))
 
     def _text_box(self, text: str, w: int, h: int, face: ImageFont.FreeTypeFont, fill: tuple[int, int, int],
                   right: bool = False, heavy: bool = False) -> np.ndarray:
@@ -219,7 +239,8 @@ class Scene:
         if lines > self.rows_n:
             caption += f" \u00b7 lines {top + 1}\u2013{top + self.rows_n} of {lines}"
         cells = self.inner_w // 2 // self.glyphs.cw
-        self.put(x0 + self.inner_x + self.inner_w - cells * self.glyphs.cw, y0 + self.cap_y + (self.cap_h - self.glyphs.ch) // 2,
+        self.put(x0 + self.inner_x + self.inner_w - cells * self.glyphs.cw,
+                 y0 + self.cap_y + (self.cap_h - self.glyphs.ch) // 2,
                  self.glyphs.line([(caption[-cells:], UI_MUTED)], cells))
         self._heat(x0, y0, tr, idx)
         tr.shown = idx
@@ -255,7 +276,8 @@ class Scene:
         bx = name_x + math.ceil(big.getlength(name)) + 1 + px(8)
         fill, edge = BADGE.get(status, BADGE["idle"])
         bh = px(18)
-        d.rounded_rectangle([bx, mid - bh // 2, bx + badge_w, mid - bh // 2 + bh], radius=bh // 2, fill=fill, outline=edge)
+        d.rounded_rectangle([bx, mid - bh // 2, bx + badge_w, mid - bh // 2 + bh], radius=bh // 2, fill=fill,
+                            outline=edge)
         d.text((bx + badge_w // 2, mid), badge, font=small, fill=FG, anchor="mm")
         return np.asarray(img)
 
@@ -263,7 +285,8 @@ class Scene:
         """A frame's note (the forward process's t) in the message strip, bold on white."""
         img = Image.new("RGB", (self.inner_w, self.msg_h), WHITE)
         face = self.sans[13]
-        bold(ImageDraw.Draw(img), (0, self.msg_h // 2), one_line(note, face, self.inner_w, self.has_sans), face, FG, "lm")
+        bold(ImageDraw.Draw(img), (0, self.msg_h // 2), one_line(note, face, self.inner_w, self.has_sans), face, FG,
+             "lm")
         return np.asarray(img)
 
     def _message(self, message: str, status: str) -> np.ndarray:
@@ -328,7 +351,8 @@ class Scene:
         return lin, col, gid, sty, line + 1, focus
 
     def _text(self, x0: int, y0: int, tr: Track, row: dict[str, Any] | None, settled_all: bool) -> tuple[int, int]:
-        """Redraws the text rows whose cells changed; scrolls (like a terminal) only to keep the latest change in view."""
+        """Redraws the text rows whose cells changed; scrolls (like a terminal) only to keep the latest change in
+        view."""
         rows, cols, g = self.rows_n, self.cols, self.glyphs
         lin, col, gid, sty, total, focus = self._layout(row, settled_all, tr.pinned)
         top = tr.top
