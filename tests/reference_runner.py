@@ -16,7 +16,6 @@ import json
 import sys
 from pathlib import Path
 
-
 DLLM = ("a2d-mdlm", "a2d-bd3lm", "modernbert")
 
 

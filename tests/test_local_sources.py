@@ -10,8 +10,8 @@ import pytest
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
-from app.errors import SourceError
 from app.engine.options import coerce
+from app.errors import SourceError
 from app.sources import local
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.trace import Frame
@@ -228,8 +228,8 @@ def test_models_declare_the_caches_their_methods_offer() -> None:
 
 
 def test_one_on_off_reader_refuses_what_is_neither() -> None:
-    from app.errors import SourceError
     from app.engine.options import on_off
+    from app.errors import SourceError
 
     assert [on_off(v, "x") for v in (True, "on", " YES ", "1", 1, False, "off", "No", "0", 0)] == [True] * 5 + [False] * 5
     for bad in ("maybe", None, 2, 0.5):

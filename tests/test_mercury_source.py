@@ -10,8 +10,16 @@ import pytest
 from app.errors import SourceError
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.sources.mercury import DEFAULT_MODEL, EFFORTS, MercurySource, display_text
-from tests.wire_server import (ANSWERS, MERCURY_BLOCK, answer_for, collect, content_events, requests_seen, serve,
-                               usage_for)
+from tests.wire_server import (
+    ANSWERS,
+    MERCURY_BLOCK,
+    answer_for,
+    collect,
+    content_events,
+    requests_seen,
+    serve,
+    usage_for,
+)
 
 KEY = "sk-wire-SECRET-5f3a9c1e7b"
 HOSTILE = [
@@ -118,8 +126,8 @@ def test_temperature_is_clamped_recorded_and_sent(url, asked, sent):
 
 def test_a_clamped_temperature_is_told_to_the_user_in_the_side_message_and_the_recording(url, tmp_path):
     from app.race import Race
-    from app.view.live import live_updates
     from app.trace import read_recording
+    from app.view.live import live_updates
 
     assert mercury(url, temperature=0.75).notice is None
     out = tmp_path / "race.jsonl"

@@ -12,8 +12,8 @@ import pytest
 
 from app.errors import SourceError
 from app.policy import from_launch
-from app.ui.visitor import Visitor, allowed_source
 from app.ui.sweeps_tab import pass_cost_handler
+from app.ui.visitor import Visitor, allowed_source
 
 APP = Path(__file__).resolve().parent.parent / "app"
 POLICY_MODULE = "visitor.py"

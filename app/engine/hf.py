@@ -20,7 +20,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from app.engine.llada2 import MASK_ID as LLADA2_MASK_ID, MODEL_TYPES as LLADA2_TYPES
+from app.engine.llada2 import MASK_ID as LLADA2_MASK_ID
+from app.engine.llada2 import MODEL_TYPES as LLADA2_TYPES
 from app.errors import SourceError
 
 LLADA_MASK_ID = 126336  # LLaDA's tokenizer has no mask token; its reserved id is this one
