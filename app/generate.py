@@ -94,7 +94,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--source", default="local-diffusion",
                    help="local-diffusion, local-ar, hf-diffusion:ID, hf-ar:ID, mercury, openai:MODEL, replay:NAME...")
     p.add_argument("--prompt", required=True,
-                   help="the text the model answers: the built-in twins continue it as a story, chat models reply to it")
+                   help="the text the model answers: the built-in twins continue it as a story, "
+                        "chat models reply to it")
     owners: dict[str, list[str]] = {}
     for who, cls in SETTINGS.items():
         for name in declared(cls):

@@ -20,7 +20,8 @@ MERCURY_EXAMPLE = EXAMPLES_DIR / "04-mercury-wire-format.jsonl"
 MERCURY_EXAMPLE_ID = f"example/{MERCURY_EXAMPLE.name}"  # replay: takes library names on the page
 FORWARD_EXAMPLE = EXAMPLES_DIR / "01-confidence-blocks.jsonl"  # the answer the forward-process lesson masks
 
-SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0, "filter": 0.0}  # one token per step, 4 blocks
+# one token per step, 4 blocks
+SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0, "filter": 0.0}
 AR64 = {"gen_length": 64}
 # The diffusion twin's settings when these lessons were measured (tests/test_lesson_claims.py): sampled at 0.5, the
 # learned filter at 0.6, the stutter guard on, no run guard. Each lesson's diffusion side starts from them, so what it
@@ -213,7 +214,8 @@ LESSONS: list[Lesson] = [
         text="A diffusion model must fill every position of its canvas, so the positions after the story ends "
              "get end-of-text (shown as <eos>). End-of-text far from the prompt is an easy, confident guess: with "
              "one block of 256 (left) the twin commits about 40 <eos> in its first pass, over a hundred by its "
-             "second, and the story stops after a few words. With blocks of 32 (right), nothing right of the current block can be committed, so "
+             "second, and the story stops after a few words. With blocks of 32 (right), nothing right of the current "
+             "block can be committed, so "
              "the story runs past a hundred tokens.",
         point=part("panel-left"), look="the <eos> marks in the left panel",
         try_it="Set the left end-of-text score factor to 0.3 and run again: end-of-text now needs a much "
@@ -258,7 +260,8 @@ LESSONS: list[Lesson] = [
         title="Write the ending first",
         text="The last words of the left answer, \"The end.\", are pinned before the run: the diffusion twin sees "
              "them from the first step and writes towards them, because it conditions on both sides of every masked "
-             "position: its last sentence ends where they begin. The AR twin cannot: it only sees what comes before the token it writes, so it just "
+             "position: its last sentence ends where they begin. The AR twin cannot: it only sees what comes before "
+             "the token it writes, so it just "
              "continues the prompt.",
         point=part("panel-left"), look="the end of the left panel, where the pinned words sit from the first frame",
         try_it="Make the left side one block of 64 and run again: the whole canvas is open at once, and the story "

@@ -57,7 +57,7 @@ def _randomise(model: Any, seed: int, std: float) -> None:
 
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for _name, p in model.named_parameters():
             if p.dim() > 1:
                 p.copy_(torch.randn(p.shape, generator=gen) * std)
 

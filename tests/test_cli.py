@@ -88,8 +88,8 @@ def test_help_lists_every_command_and_each_commands_help_shows_its_options_with_
     for name, (_, line) in COMMANDS.items():
         assert line in listed[name]
     # one option of each command, with the default its --help must show
-    shown = {"record": "(default: local-diffusion)", "pairs": "--json", "generate": "source's own defaults", "export": "(default: 1280)",
-             "stats": "--csv FILE", "bench": "default: all of them"}
+    shown = {"record": "(default: local-diffusion)", "pairs": "--json", "generate": "source's own defaults",
+             "export": "(default: 1280)", "stats": "--csv FILE", "bench": "default: all of them"}
     for name in COMMANDS:
         proc = run_cli(name, "--help")
         assert proc.returncode == 0, proc.stderr

@@ -31,8 +31,9 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_json_output_through_python_dash_m(tiny: dict[str, Path]) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "app", "generate", "--source", f"hf-diffusion:{tiny['bert']}", "--prompt", "once upon a time",
-         "--length", "16", "--steps", "8", "--block-length", "8", "--stop-at-eos", "false", "--device", "cpu", "--json"],
+        [sys.executable, "-m", "app", "generate", "--source", f"hf-diffusion:{tiny['bert']}",
+         "--prompt", "once upon a time", "--length", "16", "--steps", "8", "--block-length", "8",
+         "--stop-at-eos", "false", "--device", "cpu", "--json"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

@@ -67,7 +67,8 @@ def test_bert_masked_lm_runs_through_the_diffusion_sampler(tiny: dict[str, Path]
     frames = list(src.stream("once upon a time", threading.Event()))
     assert frames[0].masked == [True] * 16 and frames[0].nfe == 0
     last = frames[-1]
-    assert last.final and last.nfe == 8 + 2 and len(frames) == 9  # 8 steps, and each of 2 blocks fills its cache in a pass
+    # 8 steps, and each of 2 blocks fills its cache in a pass
+    assert last.final and last.nfe == 8 + 2 and len(frames) == 9
     assert sum(len(f.committed or []) for f in frames) == 16
     assert not any(last.masked) and last.text
     for f in frames[1:5]:  # the first block (8 positions over 4 steps) fills before anything right of it
@@ -92,7 +93,8 @@ def test_dream_style_wrapper_unshifts_the_logits(tiny: dict[str, Path]) -> None:
     src = make_source(f"hf-diffusion:{tiny['qwen']}", gen_length=8, steps=4, block_length=8, stop_at_eos=False,
                       threshold=0.5)
     frames = list(src.stream("the cat", threading.Event()))
-    assert frames[-1].final and len(frames[-1].tokens) == 8 and frames[-1].nfe <= 4 + 1  # at most 4 steps, plus the pass that fills the block's cache
+    # at most 4 steps, plus the pass that fills the block's cache
+    assert frames[-1].final and len(frames[-1].tokens) == 8 and frames[-1].nfe <= 4 + 1
 
 
 def test_causal_lm_with_kv_cache_matches_recomputing_the_whole_prefix(tiny: dict[str, Path]) -> None:

@@ -71,7 +71,8 @@ class LikesToEnd:
 
     def __init__(self, model, prompt_len: int, at: int = 12) -> None:
         self.model, self.cut = model, prompt_len + at
-        self.vocab_size, self.mask_id, self.eos_id, self.max_len = model.vocab_size, model.mask_id, model.eos_id, model.max_len
+        self.vocab_size, self.mask_id, self.eos_id, self.max_len = (model.vocab_size, model.mask_id, model.eos_id,
+                                                                    model.max_len)
 
     def logits(self, ids, cache=None, start=0):
         out = self.model.logits(ids, cache, start).copy()
@@ -125,7 +126,8 @@ def test_cancel_stops_the_stream(tok) -> None:
 def test_settings_from_the_ui_are_coerced_and_checked() -> None:
     s = coerce(DiffusionSettings, {"gen_length": 64.0, "steps": "32", "threshold": 0, "factor": "off",
                                          "block_length": 256, "stop_at_eos": "false"}, "local-diffusion")
-    assert (s.gen_length, s.steps, s.threshold, s.factor, s.block_length, s.stop_at_eos) == (64, 32, None, None, 64, False)
+    assert ((s.gen_length, s.steps, s.threshold, s.factor, s.block_length, s.stop_at_eos)
+            == (64, 32, None, None, 64, False))
     assert coerce(DiffusionSettings, {"gen_length": 32}, "local-diffusion").steps <= 32
     assert coerce(DiffusionSettings, {"factor": 1.0}, "local-diffusion").threshold is None
     untouched = {"factor": 1.0, "threshold": 0.9}  # the page passes the threshold it shows
@@ -231,7 +233,8 @@ def test_one_on_off_reader_refuses_what_is_neither() -> None:
     from app.engine.options import on_off
     from app.errors import SourceError
 
-    assert [on_off(v, "x") for v in (True, "on", " YES ", "1", 1, False, "off", "No", "0", 0)] == [True] * 5 + [False] * 5
+    assert ([on_off(v, "x") for v in (True, "on", " YES ", "1", 1, False, "off", "No", "0", 0)]
+            == [True] * 5 + [False] * 5)
     for bad in ("maybe", None, 2, 0.5):
         with pytest.raises(SourceError, match="The x setting must be on or off"):
             on_off(bad, "x")

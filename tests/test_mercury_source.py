@@ -43,7 +43,8 @@ def mercury(url: str, model: str = "", **settings) -> MercurySource:
 
 
 def expected_texts(model: str, prompt: str, diffusing: bool) -> list[str]:
-    """The text after each content chunk the server sends, by the documented rule (replace when diffusing, else append)."""
+    """The text after each content chunk the server sends, by the documented rule (replace when diffusing, else
+    append)."""
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "diffusing": diffusing}
     text, out = "", []
     for chunk in content_events(body, answer_for(body)):
@@ -82,7 +83,8 @@ def test_non_diffusing_mercury_appends_blocks(url):
 def test_replace_or_append_is_decided_per_chunk(url):
     frames, err = collect(mercury(url, "mixed"), "ECHO:one two three four five six seven eight")
     assert err is None
-    assert [f.text for f in frames[:-1]] == expected_texts("mixed", "ECHO:one two three four five six seven eight", True)
+    assert ([f.text for f in frames[:-1]]
+            == expected_texts("mixed", "ECHO:one two three four five six seven eight", True))
     assert frames[-1].text == "one two three four five six seven eight"
 
 
@@ -132,7 +134,8 @@ def test_a_clamped_temperature_is_told_to_the_user_in_the_side_message_and_the_r
     assert mercury(url, temperature=0.75).notice is None
     out = tmp_path / "race.jsonl"
     race = Race("ECHO:hi", "mercury", "mercury", out=out,
-                settings={"left": {"base_url": url, "temperature": 0.2}, "right": {"base_url": url, "temperature": 0.7}},
+                settings={"left": {"base_url": url, "temperature": 0.2},
+                          "right": {"base_url": url, "temperature": 0.7}},
                 secrets={"left": {"api_key": KEY}, "right": {"api_key": KEY}})
     final = list(live_updates(race, interval=0.01))[-1]["sides"]
     told = "Mercury accepts a temperature from 0.5 to 1.0, so 0.2 was sent as 0.5."

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CLASSES = (DiffusionSettings, ARSettings, HFLoad)
 # a valid base for trying each number at its declared extremes: room for the largest values, and for the smallest
 LARGE = {DiffusionSettings: DiffusionSettings(threshold=None), ARSettings: ARSettings()}
-SMALL = {DiffusionSettings: DiffusionSettings(gen_length=1, steps=1, block_length=1, threshold=None), ARSettings: ARSettings()}
+SMALL = {DiffusionSettings: DiffusionSettings(gen_length=1, steps=1, block_length=1, threshold=None),
+         ARSettings: ARSettings()}
 
 
 def numbers(cls: type) -> list[tuple[str, type, object]]:
@@ -62,7 +63,8 @@ def test_both_samplers_offer_and_accept_temperatures_from_0_to_2() -> None:
         cls(temperature=2.0).validate()
         with pytest.raises(SourceError, match="Temperature must be between 0 and 2"):
             cls(temperature=2.5).validate()
-        assert REGISTRY["local-diffusion" if cls is DiffusionSettings else "local-ar"].settings["temperature"]["max"] == 2.0
+        assert (REGISTRY["local-diffusion" if cls is DiffusionSettings else "local-ar"]
+                .settings["temperature"]["max"] == 2.0)
 
 
 def test_coercion_reads_each_value_as_its_declared_type() -> None:

@@ -24,7 +24,8 @@ def test_every_pair_names_registered_sources_and_says_its_cost_and_device() -> N
             assert p.left_settings["trust_remote_code"] is True  # LLaDA and Dream ship their own code
             assert p.download_gb == round(2 * sum(p.params_b), 1) > 10
             assert p.memory_gb() > p.download_gb and p.memory_gb("CPU") == pytest.approx(2 * p.memory_gb(), abs=0.1)
-    assert PAIRS["dream-7b"].left_settings["schedule"] == "dream" and PAIRS["llada-8b"].left_settings["schedule"] == "even"
+    assert (PAIRS["dream-7b"].left_settings["schedule"] == "dream"
+            and PAIRS["llada-8b"].left_settings["schedule"] == "even")
 
 
 def test_settings_of_each_pair_are_valid_for_its_sources() -> None:

@@ -96,7 +96,8 @@ def test_the_pass_cost_handler_applies_the_policy(tmp_path: Path) -> None:
                           "its host named, and it named none.")
 
 
-def test_a_served_load_failure_reads_the_same_whatever_the_cause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_served_load_failure_reads_the_same_whatever_the_cause(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """With hf-models allowed, a missing folder and a folder that is not a model answer with one sentence."""
     pytest.importorskip("transformers", reason="transformers is not installed")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -262,7 +262,8 @@ def test_ar_kv_cache_matches_recomputing_and_counts_one_pass_per_token() -> None
     top1 = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12, stop_at_eos=False, temperature=0.8,
                                                                 top_k=1, seed=9)))
     assert top1[-1].ids == steps[-1].ids
-    sampled = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12, stop_at_eos=False, temperature=1.5, seed=9)))
+    sampled = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12, stop_at_eos=False, temperature=1.5,
+                                                                  seed=9)))
     assert sampled[-1].ids != steps[-1].ids
 
 
@@ -279,7 +280,8 @@ class Seen:
 
     def __init__(self, model) -> None:
         self.model, self.lengths = model, []
-        self.vocab_size, self.mask_id, self.eos_id, self.max_len = model.vocab_size, model.mask_id, model.eos_id, model.max_len
+        self.vocab_size, self.mask_id, self.eos_id, self.max_len = (model.vocab_size, model.mask_id, model.eos_id,
+                                                                    model.max_len)
 
     def logits(self, ids, cache=None, start=0):
         self.lengths.append(len(ids))

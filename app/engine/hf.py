@@ -206,16 +206,19 @@ def _load(name: str, trust_remote_code: bool, runs_on: dict[str, str] | None = N
         raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH or hf-ar:MODEL_ID_OR_PATH.")
     local = Path(name).expanduser().is_dir() or _cached(transformers, name, trust_remote_code)
     if not local and not _hub_reachable():
-        raise SourceError(f"{name!r} is not a local folder nor in the Hugging Face cache, and the Hub cannot be reached: "
-                          "pass a local folder, or download the model first while online.")
+        raise SourceError(f"{name!r} is not a local folder nor in the Hugging Face cache, and the Hub cannot be "
+                          "reached: pass a local folder, or download the model first while online.")
     if not local and runs_on is not None:
         local = _fetch(name, trust_remote_code, runs_on)
     try:
-        config = transformers.AutoConfig.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=local)
-        tok = transformers.AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code, local_files_only=local)
+        config = transformers.AutoConfig.from_pretrained(name, trust_remote_code=trust_remote_code,
+                                                         local_files_only=local)
+        tok = transformers.AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code,
+                                                         local_files_only=local)
     except ValueError as e:
         if "trust_remote_code" in str(e) and not trust_remote_code:
-            raise SourceError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.") from None
+            raise SourceError(f"{name} ships its own model code: set trust_remote_code to True "
+                              "if you trust it.") from None
         raise SourceError(_why(e, name, trust_remote_code)) from None
     except OSError as e:
         if "not a valid model identifier" in str(e):
@@ -357,12 +360,14 @@ def load_causal(name: str, trust_remote_code: bool = False, device: str = "auto"
     """A Hugging Face causal LM with its KV cache, and its tokenizer, ready for the AR sampler."""
     runs_on = placement(device, dtype)
     config, tok, tf, local = _load(name, trust_remote_code, runs_on)
-    if type(config) not in tf.MODEL_FOR_CAUSAL_LM_MAPPING and not (trust_remote_code and getattr(config, "auto_map", None)):
+    if type(config) not in tf.MODEL_FOR_CAUSAL_LM_MAPPING and not (trust_remote_code
+                                                                   and getattr(config, "auto_map", None)):
         raise SourceError(f"{name} is not a causal language model: use hf-diffusion for masked models.")
     eos_id = tok.eos_token_id
     if eos_id is None:
         raise SourceError(f"{name}'s tokenizer has no end-of-text token: pick another model.")
     loader = _remote(config, name, local, trust_remote_code, "AutoModelForCausalLM") or tf.AutoModelForCausalLM
-    model = _weights(loader, name, trust_remote_code, local, runs_on, config if loader is not tf.AutoModelForCausalLM else None)
+    model = _weights(loader, name, trust_remote_code, local, runs_on,
+                     config if loader is not tf.AutoModelForCausalLM else None)
     return (HFCausalLM(model, int(eos_id), _max_len(config, tok), runs_on=runs_on),
             HFTokenizer(tok, tok.mask_token_id, int(eos_id)))

@@ -89,7 +89,8 @@ def explain(e: BaseException, name: str, *, remote_code: bool = False, placement
                 f"pip install {' '.join(packages)}, then load it again.")
     if isinstance(e, CODE_ERRORS) and (remote_code or _from_remote_code(e)):
         was = f"it was written for transformers {written_for}" if written_for else "it was written for another version"
-        pin = f'pip install "transformers=={written_for}"' if written_for else "the transformers version its model card names"
+        pin = (f'pip install "transformers=={written_for}"' if written_for
+               else "the transformers version its model card names")
         return (f"{name}'s own model code does not run under transformers {installed or 'installed here'} "
                 f"({type(e).__name__}: {first_line(e)}); {was}: run it with {pin} in an environment of its own.")
     if isinstance(e, OSError) and re.search(r"does not appear to have (a )?files? named|no file named", text):

@@ -34,7 +34,8 @@ def list_models(base_url: str, api_key: str, key_hint: str, timeout: float = LIS
     except openai.APIConnectionError:
         raise SourceError(f"Could not reach {host} to list its models: {TYPE_A_NAME}.") from None
     except openai.AuthenticationError:
-        raise SourceError(f"{host} rejected the API key ({key_hint}), so no models are listed: {TYPE_A_NAME}.") from None
+        raise SourceError(f"{host} rejected the API key ({key_hint}), so no models are listed: "
+                          f"{TYPE_A_NAME}.") from None
     except openai.APIStatusError as err:
         raise SourceError(f"{host} did not list its models (HTTP {err.status_code}): {TYPE_A_NAME}.") from None
     except (openai.APIError, ValueError, TypeError):  # an answer that is not a model list

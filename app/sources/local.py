@@ -188,7 +188,8 @@ def _plain_prompt(tok: Any, prompt: str) -> list[int]:
 # otherwise loops: "The frog was very happy. The frog was very happy.") and never an empty answer, chosen by
 # `python -m scripts.choose_twin_defaults` (the most tokens per pass within the fresh-stories issue's quality bounds on
 # prompts the bench does not use). Bolder filter levels cost more quality than the AR twin leaves room for, and the
-# stutter guard (`no_repeat`) cost perplexity beyond the AR twin's there (assets/models/MODEL_CARD.md, "Sampler defaults").
+# stutter guard (`no_repeat`) cost perplexity beyond the AR twin's there (assets/models/MODEL_CARD.md, "Sampler
+# defaults").
 TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.0, filter=0.9, no_repeat_ngram=8,
                                    min_length=1)
 

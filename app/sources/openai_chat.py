@@ -55,7 +55,8 @@ def check_base_url(url: str) -> str:
 
 
 def check_key(key: str, key_hint: str) -> str:
-    """The key without surrounding whitespace; raises SourceError (never quoting it) when an HTTP header cannot carry it."""
+    """The key without surrounding whitespace; raises SourceError (never quoting it) when an HTTP header cannot
+    carry it."""
     key = key.strip()
     if not key.isascii() or not key.isprintable() or any(c.isspace() for c in key):
         raise SourceError(f"The API key has a space, a line break or a character that is not plain ASCII, which an "
@@ -103,7 +104,8 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
                 model=model, messages=[{"role": "user", "content": prompt}], stream=True,
                 stream_options={"include_usage": True}, extra_body=extra_body or None, **params)
         except openai.APIError as err:
-            raise SourceError(describe(err, host=host, key=api_key, key_hint=key_hint, model=model, frames=0, timeout=timeout)) from err
+            raise SourceError(describe(err, host=host, key=api_key, key_hint=key_hint, model=model, frames=0,
+                                       timeout=timeout)) from err
         threading.Thread(target=_watch_cancel, args=(cancel, done, stream.response), daemon=True,
                          name="chat-cancel-watch").start()
         try:
@@ -128,13 +130,15 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
                                            timeout=timeout)) from err
             # the answer had finished; only the closing usage chunk or [DONE] was lost: the answer stands
         except _Malformed as err:
-            raise SourceError(f"{host} sent a malformed chunk after {_n_frames(frames)}, so the stream was stopped there.") from err
+            raise SourceError(f"{host} sent a malformed chunk after {_n_frames(frames)}, "
+                              "so the stream was stopped there.") from err
         finally:
             stream.close()
         if cancel.is_set():
             return
         if finish is None:
-            raise SourceError(f"The stream from {host} ended after {_n_frames(frames)} without finishing the answer: try again.")
+            raise SourceError(f"The stream from {host} ended after {_n_frames(frames)} without finishing the answer: "
+                              "try again.")
         yield Frame(t=clock(), step=frames, text=text, final=True, usage=usage)
     finally:
         done.set()
@@ -301,7 +305,8 @@ def describe(err: Any, *, host: str, key: str, key_hint: str, model: str, frames
 
     after = f" after {_n_frames(frames)}" if frames else ""
     if isinstance(err, openai.APITimeoutError):
-        return f"{host} sent nothing for {timeout:g} s{after}, so the request timed out: try again or raise the timeout."
+        return (f"{host} sent nothing for {timeout:g} s{after}, so the request timed out: "
+                "try again or raise the timeout.")
     if isinstance(err, openai.APIConnectionError):
         if frames:
             return f"The connection to {host} dropped{after}: try again."
@@ -361,8 +366,10 @@ class OpenAIChatSource:
     def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
         key = self._api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            raise SourceError(f"Set OPENAI_API_KEY (any value for a local server that needs none) or enter a key to use {self.name}.")
-        yield from stream_chat(base_url=self.base_url, api_key=key, key_hint=ENTERED_KEY if self._api_key else "OPENAI_API_KEY",
+            raise SourceError("Set OPENAI_API_KEY (any value for a local server that needs none) "
+                              f"or enter a key to use {self.name}.")
+        yield from stream_chat(base_url=self.base_url, api_key=key,
+                               key_hint=ENTERED_KEY if self._api_key else "OPENAI_API_KEY",
                                model=self.model, prompt=prompt,
                                params={"temperature": self.temperature, "max_tokens": self.max_tokens},
                                extra_body=None, cancel=cancel, timeout=self.timeout)

@@ -35,7 +35,8 @@ class ReplaySource:
         name, _, side = arg.partition("#")
         side = side or "left"
         if not name:
-            raise SourceError("Name a recording: replay:NAME, with NAME from the recordings list (like example/NAME.jsonl).")
+            raise SourceError("Name a recording: replay:NAME, with NAME from the recordings list "
+                              "(like example/NAME.jsonl).")
         if side not in SIDES:
             raise SourceError(f"Side must be left or right, not {side!r}.")
         speed = coerce(ReplaySettings, settings, "replay").speed
