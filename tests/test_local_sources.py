@@ -10,7 +10,7 @@ import pytest
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
-from app.engine.options import coerce
+from app.engine.options import coerce, declared
 from app.errors import SourceError
 from app.sources import local
 from app.sources.base import REGISTRY, load_plugins, make_source
@@ -152,6 +152,9 @@ def test_registered_settings_use_only_the_keys_the_ui_renders_and_their_defaults
         spec = REGISTRY[prefix].settings
         assert all(set(entry) <= UI_KEYS and "default" in entry and "label" in entry for entry in spec.values())
         sampler = {k: v["default"] for k, v in spec.items() if k not in LOAD_OPTIONS}
+        for declared_in in REGISTRY[prefix].options[1:]:  # settings declared beside the sampler's (LLaDA2's editing)
+            own = {k: sampler.pop(k) for k in declared(type(declared_in)) if k in sampler}
+            coerce(type(declared_in), own, prefix)
         coerce(cls, sampler, prefix)
         for entry in spec.values():
             if "choices" in entry:
