@@ -372,7 +372,7 @@ def test_settings_render_from_the_registry_and_keys_stay_out_of_settings() -> No
     import gradio as gr
 
     from app.sources.base import REGISTRY, load_plugins
-    from app.ui.layout import SideControls, setting_component
+    from app.ui.sources_ui import SideControls, setting_component
 
     load_plugins()
     assert REGISTRY["mercury"].takes_key and REGISTRY["openai"].takes_key and not REGISTRY["replay"].takes_key
@@ -384,7 +384,7 @@ def test_settings_render_from_the_registry_and_keys_stay_out_of_settings() -> No
                 (v for k, v in kinds.items() if k in spec), gr.Textbox)
             assert isinstance(widget, expected), (kind.prefix, name)
     with gr.Blocks():
-        from app.ui.layout import side_controls
+        from app.ui.sources_ui import side_controls
 
         c: SideControls = side_controls("left", "mercury")
     defaults = [s["default"] for _, _, s, _ in c.settings]
