@@ -1,1 +1,1 @@
-"""The page (layout.py) and the client-side player (player/*.js, player.css), which draws what app/view builds."""
+"""The page: layout.py composes its boxes (the race, the library, the exports, the lessons, the sampler, the sweeps)."""

@@ -2,7 +2,7 @@
 recording library, the exports, the sweep charts and "Be the sampler" (app/ui/sampler_ui.py).
 
 The server never builds HTML from model output, prompts or files: it sends data as the player's
-`payload` prop and the player (app/ui/player/) writes every string with textContent. The source pickers and
+`payload` prop and the player (app/view/player/) writes every string with textContent. The source pickers and
 their settings are rendered from the registry, so a new source needs no change here. The first screen
 is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
 first bundled example loaded and ready to play; the lessons, the twins' note, the library, exports and sweeps
@@ -59,6 +59,7 @@ QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the
 RECORDING_CONCURRENCY = 2  # handlers that read a whole recording (after Stop, Load, Upload, Download) at once
 CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
             "the rest are shown here but not saved.")
+UI_DIR = Path(__file__).resolve().parent  # the page's own script files
 CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
 
 PLAYER_GLUE = """
@@ -436,7 +437,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
     load_plugins()
     defaults = [p if p in REGISTRY else next(iter(REGISTRY)) for p in DEFAULT_PAIR]
     head = (f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
-            f"<script>{asset('presenter_picker.js')}</script>")
+            f"<script>{(UI_DIR / 'presenter_picker.js').read_text(encoding='utf-8')}</script>")
     with GuardedBlocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
                     "autoregressive model types, each on its own thread and clock.", elem_id="converge-title")
