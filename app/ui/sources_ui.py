@@ -119,3 +119,15 @@ def _models(policy: Policy, controls: SideControls) -> tuple[Callable[..., Any],
                 else f"The endpoint lists no models: {TYPE_A_NAME}.")
         return gr.update(choices=models, value=value, info=note)
     return on_pick, [controls.kind, controls.arg, controls.key, *(c for _, c in urls)]
+
+
+def wire_sources(controls: SideControls, policy: Policy) -> None:
+    """One side's handlers: picking a kind shows its argument box, key field and settings, then lists its models
+    (as does pressing Enter in the key field)."""
+    list_models, list_inputs = _models(policy, controls)
+    listing = {"fn": list_models, "inputs": list_inputs, "outputs": [controls.arg], "concurrency_limit": 8,
+               "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
+    controls.kind.change(_pick(controls), inputs=[controls.kind], outputs=[controls.arg, controls.key,
+                                                                           *controls.groups.values()],
+                         queue=False, show_progress="hidden", api_name=False).then(**listing)
+    controls.key.submit(**listing)
