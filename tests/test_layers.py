@@ -94,8 +94,8 @@ def arrows(graph: dict[str, set[str]], source: str, target: str, allowed: tuple[
 def _located(node: ast.AST, here: Path, names: dict[str, Path]) -> Path | None:
     """The path an expression builds from `Path(__file__)` (.resolve(), .parent, .parents[n], / "name", a module-level
     name bound to one), read statically; None for anything else. A join with a computed name stops at its folder."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Path" and len(node.args) == 1 \
-            and isinstance(node.args[0], ast.Name) and node.args[0].id == "__file__":
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Path" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "__file__":
         return here
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "resolve":
         return _located(node.func.value, here, names)

@@ -36,7 +36,8 @@ def oversized(path: Path, root: Path = APP) -> list[str]:
     for node in ast.walk(ast.parse(text, name)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             length = (node.end_lineno or node.lineno) - node.lineno + 1
-            if length > MAX_FUNCTION_LINES and not explained(lines, min([node.lineno, *(d.lineno for d in node.decorator_list)])):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if length > MAX_FUNCTION_LINES and not explained(lines, first):
                 found.append(f"{name}:{node.lineno} {node.name} ({length} lines)")
     return found
 

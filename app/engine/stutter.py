@@ -45,7 +45,8 @@ def no_repeat_ngram(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len
                     z[r, token] = -np.inf
         if len(through) > 1:  # one token could also make two of these runs alike ("4 4 _ 4" at runs of three)
             for token in {tokens[k] for start, _ in through for k in range(start, start + n) if k != pos}:
-                runs = [tuple(token if k == pos else tokens[k] for k in range(start, start + n)) for start, _ in through]
+                runs = [tuple(token if k == pos else tokens[k] for k in range(start, start + n))
+                        for start, _ in through]
                 if len(set(runs)) < len(runs) and token != eos_id:
                     z[r, token] = -np.inf
 

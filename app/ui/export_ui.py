@@ -38,7 +38,8 @@ def export_box() -> ExportBox:
         cancel_btn = gr.Button("Cancel export", variant="stop", elem_id="export-cancel")
         gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
                     "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
-                    "at its recorded pace. All three keep the player's clock (seconds or forward passes). CSV: each frame's figures (time, passes, tokens, changes, "
+                    "at its recorded pace. All three keep the player's clock (seconds or forward passes). "
+                    "CSV: each frame's figures (time, passes, tokens, changes, "
                     "settled fraction), as `python -m app stats --csv` writes them.")
     return ExportBox(buttons, clock, cancel_btn)
 
@@ -69,7 +70,8 @@ def export_current(fmt: str) -> Any:
                 yield gr.skip(), (f"Making {out.name}: frame {done:,} of {total:,}..." if total
                                   else f"Making {out.name}...") + " Cancel export stops it."
         except ImportError as e:
-            yield gr.skip(), f"{fmt.upper()} export needs {e.name}, which is not installed (pip install -r requirements.txt)."
+            yield gr.skip(), (f"{fmt.upper()} export needs {e.name}, which is not installed "
+                              "(pip install -r requirements.txt).")
             return
         except (SourceError, RecordingError, OSError) as e:
             yield gr.skip(), error_text(e)

@@ -202,7 +202,8 @@ class LibraryBox:
 @dataclass
 class Messages:
     """What the library and the exports share: the status line and the download, and the presenter picker's hidden
-    fields (app/ui/presenter_picker.js reads the library's ids from one and loads one by typing its id into the other)."""
+    fields (app/ui/presenter_picker.js reads the library's ids from one and loads one by typing its id into the
+    other)."""
 
     picker_list: Any
     picker_load: Any
@@ -257,12 +258,15 @@ def wire_library(box: LibraryBox, messages: Messages, policy: Policy, owner: Any
                      **QUIET)
     messages.picker_load.change(as_visitor(policy, load_picked), inputs=[owner, messages.picker_load],
                                 outputs=[*shown, status], **READS, **QUIET)
-    box.load_btn.click(as_visitor(policy, load_entry), inputs=[owner, box.pick], outputs=[*shown, status], **READS, **QUIET)
+    box.load_btn.click(as_visitor(policy, load_entry), inputs=[owner, box.pick], outputs=[*shown, status], **READS,
+                       **QUIET)
     box.download_btn.click(as_visitor(policy, download_entry), inputs=[owner, box.pick],
                            outputs=[messages.download, status], **READS, **QUIET)
     rename, current = as_visitor(policy, rename_entry), shown[1]
-    box.rename_btn.click(rename, inputs=[owner, box.pick, box.new_name, current], outputs=[*view, current, status], **QUIET)
-    box.new_name.submit(rename, inputs=[owner, box.pick, box.new_name, current], outputs=[*view, current, status], **QUIET)
+    box.rename_btn.click(rename, inputs=[owner, box.pick, box.new_name, current], outputs=[*view, current, status],
+                         **QUIET)
+    box.new_name.submit(rename, inputs=[owner, box.pick, box.new_name, current], outputs=[*view, current, status],
+                        **QUIET)
     box.delete_btn.click(as_visitor(policy, delete_entry), inputs=[owner, box.pick], outputs=[*view, status], **QUIET,
                          js=CONFIRM_DELETE_JS)
     box.upload.upload(as_visitor(policy, upload_entry), inputs=[owner, box.upload],

@@ -31,6 +31,6 @@ CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && window.confirm('Delete ' + i
 
 
 def player_head() -> str:
-    """What the page's <head> gets for the player: its CSS and script (from the view room) and the presenter's picker."""
+    """What the page's <head> gets for the player: its CSS and script (from the view room), the presenter's picker."""
     return (f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
             f"<script>{page_file('presenter_picker.js')}</script>")

@@ -1,7 +1,7 @@
 """The data the browser player draws: live race updates and saved recordings, in one shape.
 
-The player (app/view/player/, served as one player.js) merges payloads shaped like `live.LiveView.update()` plus `run` (a new value
-starts a fresh run) and `seq`. A recording becomes the same payload, its sides built by the same
+The player (app/view/player/, served as one player.js) merges payloads shaped like `live.LiveView.update()` plus
+`run` (a new value starts a fresh run) and `seq`. A recording becomes the same payload, its sides built by the same
 app/view/side.py, so a loaded recording plays in the same player as a live race. It sits below the page (app/ui) and
 the exports (app/export), which both draw with it; the player's own files (app/view/player/) live here too, and
 `asset` reads them as text for both.
