@@ -409,23 +409,7 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
         raise RecordingError(f"{p.name} has {lines_in_file:,} lines; recordings over {MAX_FRAMES:,} frames are refused, "
                              "as the player and the exports cannot show them.")
     lines = iter_lines(p)
-    try:
-        number, first, _ = next(lines)
-        if first is None:
-            raise ValueError("too long")
-        header = _parse(first)
-    except StopIteration:
-        raise RecordingError(f"{p.name} is empty: it is not a Converge recording.") from None
-    except Exception:  # any failure to read line 1, of any type
-        raise RecordingError(f"{p.name} is not a Converge recording (line 1 is not a JSON header).") from None
-    if not isinstance(header, dict) or header.get("type") != "header":
-        raise RecordingError(f"{p.name} is not a Converge recording (line 1 is not a header).")
-    if header.get("schema") != SCHEMA:
-        raise RecordingError(f"{p.name} has recording schema {repr(header.get('schema'))[:20]}; "
-                             f"this Converge reads schema {SCHEMA}.")
-    if not isinstance(header.get("prompt", ""), str) or not isinstance(header.get("sources", {}), dict):
-        raise RecordingError(f"{p.name} has a malformed header.")
-    header["sources"] = _header_sources(header.get("sources", {}))
+    header = _read_header(p.name, lines)
     frames: dict[str, list[Frame]] = {s: [] for s in SIDES}
     ends: dict[str, dict[str, Any]] = {}
     bad: list[tuple[int, str]] = []
@@ -463,17 +447,44 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
             what = f"{MAX_FRAMES:,} frames" if count > MAX_FRAMES else f"{MAX_TOKENS:,} tokens"
             raise RecordingError(f"{p.name} holds more than {what} (line {number}); longer recordings are refused, "
                                  "as the player and the exports cannot show them.")
+    warnings = _read_warnings(p.name, bad, repaired, sum(map(len, frames.values())))
+    return Recording(header=header, frames=frames, ends=ends, warnings=warnings)
+
+
+def _read_header(name: str, lines: Iterator[tuple[int, str | None, bool]]) -> dict[str, Any]:
+    """The header on a recording's first line, checked (a header of this schema, a prompt, sources), or why not."""
+    try:
+        number, first, _ = next(lines)
+        if first is None:
+            raise ValueError("too long")
+        header = _parse(first)
+    except StopIteration:
+        raise RecordingError(f"{name} is empty: it is not a Converge recording.") from None
+    except Exception:  # any failure to read line 1, of any type
+        raise RecordingError(f"{name} is not a Converge recording (line 1 is not a JSON header).") from None
+    if not isinstance(header, dict) or header.get("type") != "header":
+        raise RecordingError(f"{name} is not a Converge recording (line 1 is not a header).")
+    if header.get("schema") != SCHEMA:
+        raise RecordingError(f"{name} has recording schema {repr(header.get('schema'))[:20]}; "
+                             f"this Converge reads schema {SCHEMA}.")
+    if not isinstance(header.get("prompt", ""), str) or not isinstance(header.get("sources", {}), dict):
+        raise RecordingError(f"{name} has a malformed header.")
+    header["sources"] = _header_sources(header.get("sources", {}))
+    return header
+
+
+def _read_warnings(name: str, bad: list[tuple[int, str]], repaired: list[int], total: int) -> list[str]:
+    """What a read says about a damaged file: the lines skipped (and why the first was) and the lines repaired."""
     warnings: list[str] = []
-    total = sum(map(len, frames.values()))
     if bad:
         first_number, reason = bad[0]
         if len(bad) == 1:
-            warnings.append(f"Line {first_number} of {p.name} is not valid ({reason}) and was skipped; "
+            warnings.append(f"Line {first_number} of {name} is not valid ({reason}) and was skipped; "
                             f"{_n(total, 'frame')} loaded.")
         else:
-            warnings.append(f"Lines {_numbers([n for n, _ in bad])} of {p.name} are not valid (line {first_number}: "
+            warnings.append(f"Lines {_numbers([n for n, _ in bad])} of {name} are not valid (line {first_number}: "
                             f"{reason}) and were skipped; {_n(total, 'frame')} loaded.")
     if repaired:
-        warnings.append(f"{'Line' if len(repaired) == 1 else 'Lines'} {_numbers(repaired)} of {p.name} had bytes "
+        warnings.append(f"{'Line' if len(repaired) == 1 else 'Lines'} {_numbers(repaired)} of {name} had bytes "
                         "that are not UTF-8; they show as \ufffd.")
-    return Recording(header=header, frames=frames, ends=ends, warnings=warnings)
+    return warnings

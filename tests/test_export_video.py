@@ -243,7 +243,7 @@ def test_hostile_text_is_drawn_as_plain_glyphs() -> None:
 def test_colours_come_from_the_theme_and_the_heatmap_reads_in_greyscale() -> None:
     """app/view/theme.json is the only place colours are written (player.css names none; the video reads its light
     half)."""
-    css = (Path(__file__).resolve().parent.parent / "app" / "ui" / "player.css").read_text()
+    css = (Path(__file__).resolve().parent.parent / "app" / "view" / "player" / "player.css").read_text()
     assert not re.findall(r"#[0-9a-fA-F]{3,8}\b|rgba?\(", css)
     c = HEAT.astype(float) / 255
     linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)

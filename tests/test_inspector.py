@@ -162,7 +162,7 @@ def reopened_position(rec: Any) -> int:
 
 
 def test_the_player_writes_no_markup() -> None:
-    js = asset("player.js")  # every part of app/ui/player/, joined as served
+    js = asset("player.js")  # every part of app/view/player/, joined as served
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", js)
 
 

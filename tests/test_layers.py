@@ -1,6 +1,7 @@
 """The rooms of app/ point one way: its import graph, read with ast (no module is imported), has no cycles,
 nothing outside the bench room imports the benchmarks, the engine imports only itself and app.errors, and only
-the page and the command line import the page.
+the page and the command line import the page. No module reads another room's files by a path built from its own
+location (the page once read the player's scripts that way); a room's files are read through that room's functions.
 
 Every import counts, including one inside a function: a lazy import is an arrow too, only a later one.
 """
@@ -90,11 +91,65 @@ def arrows(graph: dict[str, set[str]], source: str, target: str, allowed: tuple[
                   for b in out if in_room(b, target))
 
 
+def _located(node: ast.AST, here: Path, names: dict[str, Path]) -> Path | None:
+    """The path an expression builds from `Path(__file__)` (.resolve(), .parent, .parents[n], / "name", a module-level
+    name bound to one), read statically; None for anything else. A join with a computed name stops at its folder."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Path" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "__file__":
+        return here
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "resolve":
+        return _located(node.func.value, here, names)
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        base = _located(node.value, here, names)
+        return base.parent if base is not None else None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+        base = _located(node.value.value, here, names)
+        return base.parents[node.slice.value] if base is not None else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        base = _located(node.left, here, names)
+        if base is not None and isinstance(node.right, ast.Constant) and isinstance(node.right.value, str):
+            return base / node.right.value
+        return base
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    return None
+
+
+def room_of(path: Path, app_dir: Path = APP) -> str | None:
+    """The room a file or folder under `app_dir` lies in (app/view/player/x.js -> app.view, app/store.py -> app.store);
+    None for `app_dir` itself and anything outside it."""
+    try:
+        parts = path.relative_to(app_dir).parts
+    except ValueError:
+        return None
+    return f"{app_dir.name}.{Path(parts[0]).stem}" if parts else None
+
+
+def paths_read(path: Path) -> list[Path]:
+    """Every path that a module builds in code from its own location (see `_located`), a join's folder included."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    names: dict[str, Path] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found = _located(node.value, path, names) if node.value is not None else None
+            names.update({t.id: found for t in targets if isinstance(t, ast.Name) and found is not None})
+    return [found for node in ast.walk(tree) if (found := _located(node, path, names)) is not None]
+
+
+def reads_across_rooms(app_dir: Path = APP) -> list[str]:
+    """Every 'module reads path' where a module builds a path into another room of `app_dir` than its own."""
+    return sorted({f"{name} reads {target.relative_to(app_dir.parent)}" for name, path in module_names(app_dir).items()
+                  for target in paths_read(path)
+                  if room_of(target, app_dir) not in (None, room_of(path, app_dir))})
+
+
 def test_the_reader_sees_package_lazy_and_from_package_imports() -> None:
     graph = import_graph()
     assert "app.sources.base" in graph["app.race"]  # a plain from-import
     assert "app.sources.local" in graph["app.bench.pass_cost"]  # a module of a package
-    assert "app.library" in graph["app.ui.layout"]  # `from app import library` names the module
+    assert "app.library" in graph["app.ui.library_ui"]  # `from app import library` names the module
     assert "app.export.html" in graph["app.ui.export_job"]  # an import inside a function
     assert "app.bench" in graph[ENTRY] and "app.ui.layout" in graph[ENTRY]
 
@@ -146,3 +201,21 @@ def test_the_race_and_the_trace_import_neither_the_analysis_nor_the_view_built_o
     found = [arrow for low in ("app.race", "app.trace", "app.sources")
              for high in ("app.analysis", "app.view") for arrow in arrows(graph, low, high)]
     assert found == []
+
+
+def test_the_path_reader_finds_a_read_into_another_room_through_a_name(tmp_path: Path) -> None:
+    room = tmp_path / "app"
+    for folder in ("view", "ui/player"):
+        (room / folder).mkdir(parents=True)
+    (room / "view" / "payload.py").write_text(
+        "from pathlib import Path\nUI_DIR = Path(__file__).resolve().parent.parent / 'ui'\n"
+        "def script(name):\n    return (UI_DIR / 'player' / name).read_text()\n")
+    (room / "view" / "theme.py").write_text("from pathlib import Path\nTHEME = Path(__file__).parent / 'theme.json'\n")
+    (room / "store.py").write_text("from pathlib import Path\nDIR = Path(__file__).resolve().parents[1] / 'data'\n")
+    assert reads_across_rooms(room) == ["app.view.payload reads app/ui", "app.view.payload reads app/ui/player"]
+    (room / "view" / "payload.py").write_text("from pathlib import Path\nDIR = Path(__file__).parent / 'player'\n")
+    assert reads_across_rooms(room) == []
+
+
+def test_no_module_reads_another_rooms_files_by_path() -> None:
+    assert reads_across_rooms() == []

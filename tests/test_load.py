@@ -196,9 +196,9 @@ def check_stopped(paths: list[Path]) -> None:
 
 def check_nothing_outlives_its_session() -> None:
     """No race, and no frame, is left in memory once every session has ended (and the page forgot their races)."""
-    from app.ui import layout
+    from app.ui import sessions
 
     gc.collect()
     assert not [o for o in gc.get_objects() if isinstance(o, Race)], "a race outlived its session"
     assert not [o for o in gc.get_objects() if isinstance(o, Frame)], "frames outlived their sessions"
-    assert all(entry["race"] is None for entry in layout._sessions.values())
+    assert all(entry["race"] is None for entry in sessions._sessions.values())

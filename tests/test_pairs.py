@@ -86,7 +86,7 @@ def test_record_runs_the_twins_pair_and_pairs_lists_every_pair(tmp_path: Path,
 def _controls(policy):
     import gradio as gr
 
-    from app.ui.layout import side_controls
+    from app.ui.sources_ui import side_controls
 
     with gr.Blocks():
         return {side: side_controls(side, default, policy) for side, default in

@@ -9,7 +9,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from app.engine import autoregressive, diffusion
+from app.engine import autoregressive, diffusion, stutter
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
@@ -353,9 +353,9 @@ def test_the_stutter_guard_never_writes_a_token_next_to_itself() -> None:
 
 def test_the_stutter_guard_commits_only_the_left_of_two_equal_guesses_side_by_side() -> None:
     chosen = np.array([3, 3, 3, 4])
-    assert diffusion._apart(np.array([0, 1, 2, 3]), chosen, eos_id=0).tolist() == [0, 3]
-    assert diffusion._apart(np.array([1, 3]), chosen, eos_id=0).tolist() == [1, 3]  # not side by side in this pass
-    assert diffusion._apart(np.array([0, 1]), np.array([0, 0, 5, 5]), eos_id=0).tolist() == [0, 1]  # end-of-text may
+    assert stutter.apart(np.array([0, 1, 2, 3]), chosen, eos_id=0).tolist() == [0, 3]
+    assert stutter.apart(np.array([1, 3]), chosen, eos_id=0).tolist() == [1, 3]  # not side by side in this pass
+    assert stutter.apart(np.array([0, 1]), np.array([0, 0, 5, 5]), eos_id=0).tolist() == [0, 1]  # end-of-text may
 
 
 def test_the_shortest_answer_setting_keeps_end_of_text_out_of_the_first_positions() -> None:

@@ -25,7 +25,8 @@ from app.store import EXAMPLES_DIR, user_dir
 from app.trace import Frame, read_recording
 from app.ui import scratch
 from app.ui.guard import NOT_A_CHOICE
-from app.ui.layout import build, delete_entry, download_entry, load_entry, rename_entry
+from app.ui.layout import build
+from app.ui.library_ui import delete_entry, download_entry, load_entry, rename_entry
 from app.ui.visitor import Visitor, check_side, visitor_source
 from tests import sentinels
 from tests.pages import browser_tab, pick_source, serve_page, watch_errors
@@ -488,7 +489,7 @@ def test_uploads_are_refused_through_the_api_when_off(tmp_path: Path) -> None:
     """Gradio's upload route refuses the file (app/ui/door.py), and the upload handler refuses one it is handed."""
     import urllib.error
 
-    from app.ui.layout import upload_entry
+    from app.ui.library_ui import upload_entry
 
     src = EXAMPLES_DIR / EXAMPLE.partition("/")[2]
     with page(served()) as (demo, url):

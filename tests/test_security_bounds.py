@@ -139,7 +139,7 @@ def test_hostile_races_fill_every_slot_yet_another_sessions_race_completes_withi
         app_url: str, fast_env: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     from gradio_client import Client
 
-    from app.ui.layout import RACE_CONCURRENCY
+    from app.ui.race_ui import RACE_CONCURRENCY
 
     monkeypatch.setenv(limits.ENV, str(SLOT_LIMIT))
     clients = [Client(app_url, verbose=False) for _ in range(RACE_CONCURRENCY + 1)]
@@ -168,7 +168,7 @@ def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str, 
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from gradio_client import Client
 
-    from app.ui import layout
+    from app.ui import sessions
 
     monkeypatch.setenv(limits.ENV, "600")  # far away: only the departure can end this race
     client = Client(app_url, verbose=False)
@@ -190,7 +190,7 @@ def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str, 
     stream = conn.getresponse()
     while b"process_generating" not in (line := stream.readline()):  # the race is running and streaming to it
         assert line and b"process_completed" not in line, f"the race did not start: {line!r}"
-    race = layout._sessions[session]["race"]
+    race = sessions._sessions[session]["race"]
     while not all(race.sides[s].frames for s in SIDES):  # both sides have sent all they ever will: from now on
         assert stream.readline(), "the race's stream ended before both sides sent a frame"  # after that nothing
         # changes, so only the race's heartbeat can tell that the client went away
@@ -204,7 +204,7 @@ def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str, 
     assert [rec.ends[s]["status"] for s in SIDES] == ["stopped", "stopped"]
     assert all(len(rec.frames[s]) >= 1 for s in SIDES)
     deadline = time.monotonic() + 30
-    while layout._sessions[session]["race"] is not None:  # the handler itself returned, so its slot is free
+    while sessions._sessions[session]["race"] is not None:  # the handler itself returned, so its slot is free
         assert time.monotonic() < deadline, "the race handler never returned"
         time.sleep(0.05)  # polling for the condition above
     tally("disconnects_ended")
@@ -299,7 +299,7 @@ def test_a_bad_header_of_any_kind_is_one_sentence(tmp_path: Path) -> None:
 
 def test_one_damaged_file_is_listed_as_damaged_and_the_rest_of_the_library_loads(recordings: Path) -> None:
     from app import library
-    from app.ui.layout import library_view, upload_entry
+    from app.ui.library_ui import library_view, upload_entry
     from app.ui.visitor import Visitor
 
     write_recording(recordings / "fine.jsonl", [("left", Frame(t=0.1, step=0, tokens=["hi"], final=True))])
@@ -323,7 +323,7 @@ def test_one_damaged_file_is_listed_as_damaged_and_the_rest_of_the_library_loads
 def test_a_video_of_a_long_gap_recording_is_refused_at_once_and_html_still_exports(recordings: Path,
                                                                                    tmp_path: Path) -> None:
     from app.export.video import MAX_VIDEO_SECONDS
-    from app.ui.layout import export_current
+    from app.ui.export_ui import export_current
 
     path = long_gap(recordings / "gap.jsonl", 6600.0)
     for fmt in ("mp4", "gif"):
@@ -337,7 +337,7 @@ def test_a_video_of_a_long_gap_recording_is_refused_at_once_and_html_still_expor
 def test_closing_an_export_stops_its_worker_and_leaves_no_file(recordings: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from app.ui import export_job
-    from app.ui.layout import export_current
+    from app.ui.export_ui import export_current
 
     monkeypatch.setattr(export_job, "PROGRESS_EVERY", 0.0)  # report at once, while the worker has frames to go
     path = long_gap(recordings / "minute.jsonl", 290.0)
@@ -377,7 +377,10 @@ def test_cancel_export_on_the_page_stops_the_export_and_says_so(browser: Any, tm
 
 
 def test_sweeps_and_races_wait_in_separate_queues_and_every_long_handler_has_a_limit() -> None:
-    from app.ui.layout import RECORDING_CONCURRENCY, after_stop, build, load_entry, upload_entry
+    from app.ui.events import RECORDING_CONCURRENCY
+    from app.ui.layout import build
+    from app.ui.library_ui import load_entry, upload_entry
+    from app.ui.sessions import after_stop
     from app.ui.sweeps_tab import SWEEP_CONCURRENCY
 
     demo = build()

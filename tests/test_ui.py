@@ -372,7 +372,7 @@ def test_settings_render_from_the_registry_and_keys_stay_out_of_settings() -> No
     import gradio as gr
 
     from app.sources.base import REGISTRY, load_plugins
-    from app.ui.layout import SideControls, setting_component
+    from app.ui.sources_ui import SideControls, setting_component
 
     load_plugins()
     assert REGISTRY["mercury"].takes_key and REGISTRY["openai"].takes_key and not REGISTRY["replay"].takes_key
@@ -384,7 +384,7 @@ def test_settings_render_from_the_registry_and_keys_stay_out_of_settings() -> No
                 (v for k, v in kinds.items() if k in spec), gr.Textbox)
             assert isinstance(widget, expected), (kind.prefix, name)
     with gr.Blocks():
-        from app.ui.layout import side_controls
+        from app.ui.sources_ui import side_controls
 
         c: SideControls = side_controls("left", "mercury")
     defaults = [s["default"] for _, _, s, _ in c.settings]
@@ -611,7 +611,7 @@ def test_the_csv_export_is_the_recordings_frames_table(tmp_path: Path) -> None:
     import pandas as pd
 
     from app.tables import frames_table
-    from app.ui.layout import export_current
+    from app.ui.export_ui import export_current
     from tests.test_tables import fixture_recording
 
     path = fixture_recording(tmp_path / "run.jsonl")
@@ -621,7 +621,7 @@ def test_the_csv_export_is_the_recordings_frames_table(tmp_path: Path) -> None:
 
 
 def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
-    from app.ui.layout import export_current
+    from app.ui.export_ui import export_current
 
     for fmt in ("html", "gif", "mp4", "csv"):
         [(_, message)] = list(export_current(fmt)(None))
@@ -648,12 +648,12 @@ def test_wire_rows_carry_the_inspectors_confidences_and_candidates(tmp_path: Pat
 
 
 def test_finished_sessions_are_forgotten_oldest_first_beyond_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.ui import layout
+    from app.ui import sessions
 
-    monkeypatch.setattr(layout, "_sessions", {})
-    monkeypatch.setattr(layout, "MAX_SESSIONS", 3)
+    monkeypatch.setattr(sessions, "_sessions", {})
+    monkeypatch.setattr(sessions, "MAX_SESSIONS", 3)
     running = {"race": object(), "path": "p", "run": "r"}
-    layout.remember("busy", running)
+    sessions.remember("busy", running)
     for i in range(6):
-        layout.remember(f"s{i}", {"race": None, "path": "p", "run": "r"})
-    assert list(layout._sessions) == ["busy", "s3", "s4", "s5"]  # a running race is never dropped
+        sessions.remember(f"s{i}", {"race": None, "path": "p", "run": "r"})
+    assert list(sessions._sessions) == ["busy", "s3", "s4", "s5"]  # a running race is never dropped

@@ -7,7 +7,7 @@ from typing import Any
 
 def expand_rows(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The inverse of `wire_rows`: the tests' reading of the wire format, which the app itself reads only in
-    app/ui/player/timeline.js (`expand`)."""
+    app/view/player/timeline.js (`expand`)."""
     out: list[dict[str, Any]] = []
     for w in wire:
         tok = (out[-1]["tok"][:w["keep"]] if w["keep"] else []) + w["tok"]

@@ -80,6 +80,8 @@ TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out open
            "under 5% by each twin")
 
 
+# long: its measurements are closures over the loaded twins, the referee and the training n-grams, so that each row of
+# the result below reads as one call
 def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_PROMPTS,
           seeds: tuple[int, ...] = SEEDS, curve_only: bool = False) -> dict[str, Any]:
     """The twins at the page's defaults on held-out openings and on the page's own prompts (128 tokens), pooled over

@@ -31,6 +31,28 @@ def _held_out(h: dict[str, Any]) -> str:
     return f"negative-ELBO estimate {h['nelbo_estimate']:.2f} nats/token (an upper bound, not directly comparable)"
 
 
+def _diffusion_story(dm: list[dict[str, Any]], taught: list[dict[str, Any]], fork: bool, forked: int,
+                     shared: int) -> tuple[str, list[dict[str, Any]]]:
+    """How the diffusion twin was trained, in one clause per stage, and the teacher's story sets it learnt from
+    (each once, however many runs read it)."""
+    start = (f"starts from the AR twin's own checkpoint after {forked:,} tokens (those tokens were spent as an "
+             f"AR model), then trains on the next {shared - forked:,} with the masked-diffusion loss"
+             if fork else f"trained from random weights with the masked-diffusion loss, {shared:,} tokens in "
+                          f"{len(dm) - len(taught)} run{'s' * (len(dm) - len(taught) > 1)}")
+    written: list[dict[str, Any]] = []
+    for run in reversed(taught):  # oldest first
+        kd = run["data"]["distilled"]
+        forcing = " with certainty forcing (dParallel)" if "certainty forcing" in str(run.get("objective")) else ""
+        if kd in written:
+            start += f"; then {run['tokens_this_run']:,} more tokens on the same stories{forcing}"
+            continue
+        written.append(kd)
+        start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of stories the AR twin "
+                  f"wrote{forcing} (sequence-level distillation: the AR twin is its teacher; writing them took "
+                  f"{kd['seconds'] / 60:.0f} minutes on {kd.get('threads', 1)} CPU thread(s))")
+    return start, written
+
+
 def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     """(headline, markdown details) about the twins, or a sentence naming the fix when their logs are missing."""
     folder = Path(models_dir) if models_dir else DEFAULT_MODELS_DIR
@@ -59,21 +81,7 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
                 + (f"{tokens['ar']:,} training tokens each" if same else "different training budgets")
                 + ("; the diffusion twin starts from the AR twin's checkpoint" if fork else "")
                 + ("; then it learns from stories the AR twin wrote (distillation)" if taught else ""))
-    start = (f"starts from the AR twin's own checkpoint after {forked:,} tokens (those tokens were spent as an "
-             f"AR model), then trains on the next {shared - forked:,} with the masked-diffusion loss"
-             if fork else f"trained from random weights with the masked-diffusion loss, {shared:,} tokens in "
-                          f"{len(dm) - len(taught)} run{'s' * (len(dm) - len(taught) > 1)}")
-    written: list[dict[str, Any]] = []  # the teacher's story sets, each counted once however many runs read it
-    for run in reversed(taught):  # oldest first
-        kd = run["data"]["distilled"]
-        forcing = " with certainty forcing (dParallel)" if "certainty forcing" in str(run.get("objective")) else ""
-        if kd in written:
-            start += f"; then {run['tokens_this_run']:,} more tokens on the same stories{forcing}"
-            continue
-        written.append(kd)
-        start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of stories the AR twin "
-                  f"wrote{forcing} (sequence-level distillation: the AR twin is its teacher; writing them took "
-                  f"{kd['seconds'] / 60:.0f} minutes on {kd.get('threads', 1)} CPU thread(s))")
+    start, written = _diffusion_story(dm, taught, bool(fork), forked, shared)
     teacher = sum(kd["seconds"] for kd in written) / 60
     hardware = sorted({r["hardware"] for r in (*ar, *dm) if r.get("hardware")})
     details = "\n".join([

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from app.engine import stutter
 from app.engine.base import MaskedLM
 from app.engine.commit_filter import features
 from app.engine.options import check, option
@@ -157,83 +158,6 @@ def _parallel(confidence: np.ndarray, s: DiffusionSettings) -> int:
     return k
 
 
-def _no_repeat(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int, eos_id: int) -> None:
-    """The stutter guard's first half: no block row may guess the token of a written neighbour (the answer's
-    first position: the prompt's last token). End-of-text may follow end-of-text: an answer that ended is
-    end-of-text to its end."""
-    for r in range(len(z)):
-        for nb in (lo + r - 1, lo + r + 1):
-            if nb >= len(masked) or (nb >= 0 and masked[nb]):
-                continue
-            token = x[prompt_len + nb]
-            if token != eos_id:
-                z[r, token] = -np.inf
-
-
-def _no_repeat_ngram(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int, n: int,
-                     eos_id: int) -> None:
-    """No block row may take a token that would complete a run of n tokens the prompt or answer already has: for each
-    run of n positions through the row whose other positions are written, the tokens that would repeat a written run
-    are out (end-of-text runs excepted). Positions commit in any order, so runs to the row's right count too."""
-    tokens = x.tolist()
-    written = [True] * prompt_len + (~masked).tolist()
-    done = [i for i in range(len(tokens) - n + 1) if all(written[i:i + n]) and eos_id not in tokens[i:i + n]]
-    holes: dict[tuple[int, tuple[int, ...]], set[int]] = {}  # (place in the run, the run without it) -> its tokens
-    for i in done:
-        run = tokens[i:i + n]
-        for j in range(n):
-            holes.setdefault((j, tuple(run[:j] + run[j + 1:])), set()).add(run[j])
-    for r in range(len(z)):
-        pos = prompt_len + lo + r
-        through = []  # the runs through this row whose other positions are written: (start, place of the row)
-        for j in range(n):
-            start = pos - j
-            others = [k for k in range(start, start + n) if k != pos]
-            if start >= 0 and start + n <= len(tokens) and all(written[k] for k in others):
-                through.append((start, j))
-                for token in holes.get((j, tuple(tokens[k] for k in others)), ()):
-                    z[r, token] = -np.inf
-        if len(through) > 1:  # one token could also make two of these runs alike ("4 4 _ 4" at runs of three)
-            for token in {tokens[k] for start, _ in through for k in range(start, start + n) if k != pos}:
-                runs = [tuple(token if k == pos else tokens[k] for k in range(start, start + n)) for start, _ in through]
-                if len(set(runs)) < len(runs) and token != eos_id:
-                    z[r, token] = -np.inf
-
-
-def _fresh_runs(pick: np.ndarray, chosen: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int,
-                n: int, eos_id: int) -> np.ndarray:
-    """The second half of no-repeated-runs: rows one pass commits together could not see each other, so they are taken
-    left to right and a row that would make a run of n tokens repeat with the rows taken before it stays masked (the
-    first is always taken: the first half already kept it from repeating the written text)."""
-    tokens = x.tolist()
-    written = [True] * prompt_len + (~masked).tolist()
-
-    def repeats() -> int:
-        runs = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)
-                if all(written[i:i + n]) and eos_id not in tokens[i:i + n]]
-        return len(runs) - len(set(runs))
-
-    keep: list[int] = []
-    before = repeats()  # a prompt may repeat itself: only new repeats count
-    for r in sorted(int(r) for r in pick):
-        pos = prompt_len + lo + r
-        tokens[pos], written[pos] = int(chosen[r]), True
-        now = repeats()
-        if keep and now > before:
-            tokens[pos], written[pos] = int(x[pos]), False
-            continue
-        keep.append(r)
-        before = now
-    return np.asarray(keep, dtype=np.int64)
-
-
-def _apart(pick: np.ndarray, chosen: np.ndarray, eos_id: int) -> np.ndarray:
-    """The guard's second half: of two rows side by side that one pass would commit with the same guess, only the
-    left is committed (they could not see each other); the right stays masked and is guessed again."""
-    keep = [r for r in pick if not (r - 1 in pick and chosen[r] == chosen[r - 1] and chosen[r] != eos_id)]
-    return np.asarray(keep, dtype=np.int64)
-
-
 def dream_count(masked: int, i: int, steps: int, eps: float = DREAM_EPS) -> int:
     """How many of `masked` positions step `i` of `steps` commits under Dream's schedule: int(masked x (1 - s/t)) with
     t, s consecutive points of linspace(1, eps, steps + 1), in float32 as Dream's torch code computes it; the last
@@ -371,6 +295,16 @@ def forward(model: MaskedLM, run: Run) -> Pass:
     lo, hi = run.bounds
     start = P + lo
     end = P + (min(L, hi + s.lookahead) if s.lookahead else L)  # what the model sees this block
+    logits = np.asarray(_network(model, run, start, end))[:, : model.vocab_size]
+    probs, chosen, p_chosen = _guesses(model, run, logits, end)
+    return Pass(probs, chosen, _rule(model, run, probs, chosen, p_chosen))
+
+
+def _network(model: MaskedLM, run: Run, start: int, end: int) -> Any:
+    """The network's logits from `start` on, over what the model sees up to `end`, through the block's cache when
+    the settings keep one (made at the block's first pass)."""
+    s, P = run.s, run.prompt_len
+    hi = run.bounds[1]
     view = run.x[:end]
     refresh = getattr(model, "refresh", None) if s.prefix_cache else None
     dual = s.prefix_cache and s.dual_cache and getattr(model, "dual_cache", False)
@@ -388,17 +322,24 @@ def forward(model: MaskedLM, run: Run) -> Pass:
     run.nfe += 1
     run.step += 1
     run.passes += 1
+    return logits
+
+
+def _guesses(model: MaskedLM, run: Run, logits: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The block's distributions, guesses and their probabilities under the settings' constraints (no mask, no early
+    end, the stutter guards, top-k, temperature); the confidence each masked position shows is set on the way."""
+    s, P = run.s, run.prompt_len
+    lo, hi = run.bounds
     masked, conf = run.masked, run.conf
     last_pin = int(np.flatnonzero(run.pinned)[-1]) if run.pinned.any() else 0
-    logits = np.asarray(logits)[:, : model.vocab_size]
     z = logits[: hi - lo].astype(np.float64)  # the block's rows: the only ones that can commit
     z[:, model.mask_id] = -np.inf
     ends_after = max(last_pin, s.min_length)  # the answer cannot end before its pins or its shortest length
     z[: max(0, min(hi, ends_after) - lo), model.eos_id] = -np.inf
     if s.no_repeat:
-        _no_repeat(z, run.x, masked, P, lo, model.eos_id)
+        stutter.no_repeat(z, run.x, masked, P, lo, model.eos_id)
     if s.no_repeat_ngram:
-        _no_repeat_ngram(z, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
+        stutter.no_repeat_ngram(z, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
     if 0 < s.top_k < z.shape[1]:  # as Dream's top_k_logits: below each row's k-th largest logit is out
         kth = np.partition(z, -s.top_k, axis=-1)[:, -s.top_k][:, None]
         z = np.where(z < kth, -np.inf, z)
@@ -416,7 +357,15 @@ def forward(model: MaskedLM, run: Run) -> Pass:
         r = logits[hi - lo + right]
         r = np.exp(r - r.max(axis=-1, keepdims=True))
         conf[hi + right] = 1.0 / r.sum(axis=-1)
+    return probs, chosen, p_chosen
 
+
+def _rule(model: MaskedLM, run: Run, probs: np.ndarray, chosen: np.ndarray, p_chosen: np.ndarray) -> np.ndarray:
+    """The block's rows the configured rule commits at this pass: the schedule's share by score, every row sure
+    enough, the learned filter's picks; then the stutter guards."""
+    s, P = run.s, run.prompt_len
+    lo, hi = run.bounds
+    masked = run.masked
     cand = np.flatnonzero(masked[lo:hi])  # block-relative rows
     scores = _scores(probs[cand], chosen[cand], s.scoring, run.rng)
     sure = p_chosen[cand]
@@ -446,10 +395,10 @@ def forward(model: MaskedLM, run: Run) -> Pass:
         if s.filter is not None:
             pick = np.union1d(pick, cand[safe >= s.filter])
     if s.no_repeat:
-        pick = _apart(pick, chosen, model.eos_id)
+        pick = stutter.apart(pick, chosen, model.eos_id)
     if s.no_repeat_ngram:
-        pick = _fresh_runs(pick, chosen, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
-    return Pass(probs, chosen, pick)
+        pick = stutter.fresh_runs(pick, chosen, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
+    return pick
 
 
 def commit(model: MaskedLM, run: Run, now: Pass, rows: np.ndarray, tokens: np.ndarray | None = None,

@@ -121,6 +121,8 @@ class _Stopped(Exception):
     """Raised from the pipeline's callback when the run is cancelled."""
 
 
+# long: the pipeline's per-pass callback and its worker thread are closures over this run's answer, confidences,
+# queue and stop flag, which the generator owns so that it can stop the worker when its reader stops
 def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: DiffusionSettings, e: EditSettings,
         cancel: threading.Event | None = None) -> Iterator[Step]:
     """LLaDA2.x's block diffusion on `prompt_ids`: an all-masked first Step, one per pass of the pipeline as it

@@ -7,6 +7,8 @@ bidirectional
 attention and Dream's shifted logits (output i predicts token i+1), so both have seen the same tokens.
 """
 
+# long: the model, its torch loss functions, the data stream and the training script with its resumable checkpoints
+# are one torch module, so that nothing else in app/ imports torch; over 500 lines for that reason.
 from __future__ import annotations
 
 import argparse
@@ -316,6 +318,8 @@ def lr_at(step: int, steps: int, lr: float, warmup: int, time_done: float = 0.0)
     return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
 
 
+# long: one training run's state (model, optimiser, generator, loss curves, best weights, checkpoint) is set up,
+# restored on --resume, stepped and summarised here in that order, and a checkpoint must hold every piece of it
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--twin", choices=["ar", "diffusion"], required=True)

@@ -1,1 +1,5 @@
-"""The page (layout.py) and the client-side player (player/*.js, player.css), which draws what app/view builds."""
+"""The page: layout.py composes its boxes (the race, the library, the exports, the lessons, the sampler, the sweeps)."""
+
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before any module of the page imports gradio

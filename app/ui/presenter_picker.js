@@ -5,7 +5,7 @@
 (function (global) {
   "use strict";
 
-  var el = global.ConvergePlayer.el;  /* the player's own element maker (app/ui/player/common.js), loaded first */
+  var el = global.ConvergePlayer.el;  /* the player's own element maker (app/view/player/common.js), loaded first */
 
   function field(sel) { return document.querySelector(sel); }
 

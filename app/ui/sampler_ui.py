@@ -88,6 +88,69 @@ def said(text: str, extra: int = 0) -> list[Any]:
     return [gr.skip(), gr.skip(), text, *[gr.skip()] * (by_hand.MAX_OPEN + extra)]
 
 
+def on_start(visitor: Visitor, prompt_text: str, gen_length: Any, block_length: Any, rule: str,
+             pinned: str, model_name: str) -> list[Any]:
+    """Start: opens a stepped run of the chosen model on the prompt, the model's rule committing one position a pass."""
+    settings = {"gen_length": gen_length, "block_length": block_length, "scoring": rule, "temperature": 0.0,
+                "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
+                "pins": pinned or ""}
+    try:
+        with compute_slot():
+            source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
+            return board(by_hand.begin(source, prompt_text or ""))
+    except SourceError as e:
+        return said(str(e))
+
+
+def _step(current_run: by_hand.HandRun | None, picks: Callable[[by_hand.HandRun], Any]) -> list[Any]:
+    """One step of the run: commits `picks(run)` (None: the model's rule chooses), or says why not."""
+    if current_run is None:
+        return said("Press Start first.")
+    try:
+        with compute_slot():
+            return board(by_hand.advance(current_run, picks(current_run)))
+    except SourceError as e:
+        return said(str(e))
+
+
+def on_commit(current_run: by_hand.HandRun | None, *values: Any) -> list[Any]:
+    """Commit my picks: the positions and candidates the learner chose."""
+    return _step(current_run, lambda r: read_picks(r, list(values)))
+
+
+def on_model(current_run: by_hand.HandRun | None) -> list[Any]:
+    """Let the model choose: one step by its rule."""
+    return _step(current_run, lambda r: None)
+
+
+def on_canvas(current_run: by_hand.HandRun | None, evt: gr.SelectData, *values: Any) -> list[Any]:
+    """A click on a position of the canvas opens or closes its picker."""
+    if current_run is None:
+        return [gr.skip()] * by_hand.MAX_OPEN
+    return toggle(current_run, evt.index, list(values))
+
+
+def saver(show: Callable[[Path], Any]) -> Callable[..., list[Any]]:
+    """Finish and save: the rest of the run by the model's rule, saved in the visitor's recordings and shown in the
+    player (`show(path)` is the player's update for a recording)."""
+    def on_save(visitor: Visitor, current_run: by_hand.HandRun | None) -> list[Any]:
+        if current_run is None:
+            return said("Press Start first.", extra=2)
+        try:
+            with compute_slot():
+                finished = by_hand.finish(current_run)
+            make_room(visitor.owner, visitor.address)
+            folder = user_dir(visitor.owner)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = by_hand.save(finished, folder)
+        except (SourceError, OSError) as e:
+            return said(f"Could not save the run: {e.strerror or e}." if isinstance(e, OSError) else str(e), extra=2)
+        note_text = f"Saved as {path.name} in your recordings; it is in the player above."
+        return [*board(finished, note_text), show(path), str(path)]
+
+    return on_save
+
+
 def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], owner: Any, player: Any, current: Any,
                 show: Callable[[Path], Any]) -> Any:
     """Builds the box where it is called, inside the open Blocks, and wires it; returns the save event, for the page
@@ -125,56 +188,8 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
 
     shown = [run, canvas, note, *pickers]
     quiet = {"show_progress": "hidden", "api_name": False, "concurrency_limit": 4, "concurrency_id": "sampler"}
-
-    def on_start(visitor: Visitor, prompt_text: str, gen_length: Any, block_length: Any, rule: str,
-                 pinned: str, model_name: str) -> list[Any]:
-        settings = {"gen_length": gen_length, "block_length": block_length, "scoring": rule, "temperature": 0.0,
-                    "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
-                    "pins": pinned or ""}
-        try:
-            with compute_slot():
-                source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
-                return board(by_hand.begin(source, prompt_text or ""))
-        except SourceError as e:
-            return said(str(e))
-
-    def step(current_run: by_hand.HandRun | None, picks: Callable[[by_hand.HandRun], Any]) -> list[Any]:
-        if current_run is None:
-            return said("Press Start first.")
-        try:
-            with compute_slot():
-                return board(by_hand.advance(current_run, picks(current_run)))
-        except SourceError as e:
-            return said(str(e))
-
-    def on_commit(current_run: by_hand.HandRun | None, *values: Any) -> list[Any]:
-        return step(current_run, lambda r: read_picks(r, list(values)))
-
-    def on_model(current_run: by_hand.HandRun | None) -> list[Any]:
-        return step(current_run, lambda r: None)
-
-    def on_canvas(current_run: by_hand.HandRun | None, evt: gr.SelectData, *values: Any) -> list[Any]:
-        if current_run is None:
-            return [gr.skip()] * by_hand.MAX_OPEN
-        return toggle(current_run, evt.index, list(values))
-
-    def on_save(visitor: Visitor, current_run: by_hand.HandRun | None) -> list[Any]:
-        if current_run is None:
-            return said("Press Start first.", extra=2)
-        try:
-            with compute_slot():
-                finished = by_hand.finish(current_run)
-            make_room(visitor.owner, visitor.address)
-            folder = user_dir(visitor.owner)
-            folder.mkdir(parents=True, exist_ok=True)
-            path = by_hand.save(finished, folder)
-        except (SourceError, OSError) as e:
-            return said(f"Could not save the run: {e.strerror or e}." if isinstance(e, OSError) else str(e), extra=2)
-        note_text = f"Saved as {path.name} in your recordings; it is in the player above."
-        return [*board(finished, note_text), show(path), str(path)]
-
     start_btn.click(handler(on_start), inputs=[owner, prompt, length, block, scoring, pins, model], outputs=shown, **quiet)
     commit_btn.click(on_commit, inputs=[run, *pickers], outputs=shown, **quiet)
     canvas.select(on_canvas, inputs=[run, *pickers], outputs=pickers, **quiet)
     model_btn.click(on_model, inputs=[run], outputs=shown, **quiet)
-    return save_btn.click(handler(on_save), inputs=[owner, run], outputs=[*shown, player, current], **quiet)
+    return save_btn.click(handler(saver(show)), inputs=[owner, run], outputs=[*shown, player, current], **quiet)

@@ -1,10 +1,10 @@
 """The data the browser player draws: live race updates and saved recordings, in one shape.
 
-The player (app/ui/player/, served as one player.js) merges payloads shaped like `live.LiveView.update()` plus `run` (a new value
-starts a fresh run) and `seq`. A recording becomes the same payload, its sides built by the same
+The player (app/view/player/, served as one player.js) merges payloads shaped like `live.LiveView.update()` plus
+`run` (a new value starts a fresh run) and `seq`. A recording becomes the same payload, its sides built by the same
 app/view/side.py, so a loaded recording plays in the same player as a live race. It sits below the page (app/ui) and
-the exports (app/export), which both draw with it; the player's own files stay beside the page, and `asset` reads
-them as text for both.
+the exports (app/export), which both draw with it; the player's own files (app/view/player/) live here too, and
+`asset` reads them as text for both.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from app.trace import Recording, RecordingError, read_recording
 from app.view.side import caption, recorded_sides
 from app.view.theme import css_rules, theme_json
 
-UI_DIR = Path(__file__).resolve().parent.parent / "ui"  # where player/*.js and player.css live
+PLAYER_DIR = Path(__file__).resolve().parent / "player"  # the player's parts (*.js) and player.css
 UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
 
 
@@ -117,12 +117,12 @@ def load_payload(path: str | Path, name: str | None = None, run: str | None = No
     return recording_payload(rec, name if name is not None else Path(path).name, run, cursor)
 
 
-PLAYER_PARTS = ("common", "dom", "timeline", "panels", "chart", "inspector", "player")  # app/ui/player/*.js, in order
+PLAYER_PARTS = ("common", "dom", "timeline", "panels", "chart", "inspector", "player")  # app/view/player/*.js, in order
 
 
 def player_script() -> str:
-    """The player's JavaScript: its parts (app/ui/player/) joined in order inside one function, after the theme."""
-    parts = [(UI_DIR / "player" / f"{name}.js").read_text(encoding="utf-8") for name in PLAYER_PARTS]
+    """The player's JavaScript: its parts (app/view/player/) joined in order inside one function, after the theme."""
+    parts = [(PLAYER_DIR / f"{name}.js").read_text(encoding="utf-8") for name in PLAYER_PARTS]
     return ("(function (global) {\n\"use strict\";\n/* app/view/theme.json */\nvar THEME = " + theme_json() + ";\n\n"
             + "\n".join(parts) + "})(typeof window !== \"undefined\" ? window : this);\n")
 
@@ -132,5 +132,6 @@ def asset(name: str) -> str:
     in one script) or player.css (after the theme's custom properties)."""
     if name == "player.js":
         return player_script()
-    text = (UI_DIR / name).read_text(encoding="utf-8")
-    return css_rules() + text if name == "player.css" else text
+    if name == "player.css":
+        return css_rules() + (PLAYER_DIR / name).read_text(encoding="utf-8")
+    raise ValueError(f"{name} is not a player asset (player.js or player.css)")

@@ -1,0 +1,80 @@
+"""The export box: the recording in the player as a self-contained HTML page, a GIF, an MP4 or a CSV, on the
+player's clock, made by a cancellable job (app/ui/export_job.py) into a bounded scratch folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import gradio as gr
+
+from app.errors import SourceError
+from app.trace import RecordingError
+from app.ui import scratch
+from app.ui.events import QUIET
+from app.ui.export_job import run_export
+from app.ui.library_ui import error_text
+from app.ui.page_assets import CLOCK_JS
+
+EXPORT_FORMATS = ("html", "gif", "mp4", "csv")
+
+
+@dataclass
+class ExportBox:
+    """One button a format, the player's clock (read in the browser at the click) and Cancel export."""
+
+    buttons: dict[str, Any]
+    clock: Any
+    cancel_btn: Any
+
+
+def export_box() -> ExportBox:
+    """Builds the closed export accordion where it is called, inside the open Blocks."""
+    with gr.Accordion("Export the recording in the player", open=False, elem_id="export-box"):
+        with gr.Row():
+            buttons = {fmt: gr.Button(f"Export {fmt.upper()}", elem_id=f"export-{fmt}") for fmt in EXPORT_FORMATS}
+        clock = gr.Textbox(value="time", visible="hidden", elem_id="player-clock", label="Clock")
+        cancel_btn = gr.Button("Cancel export", variant="stop", elem_id="export-cancel")
+        gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
+                    "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
+                    "at its recorded pace. All three keep the player's clock (seconds or forward passes). "
+                    "CSV: each frame's figures (time, passes, tokens, changes, "
+                    "settled fraction), as `python -m app stats --csv` writes them.")
+    return ExportBox(buttons, clock, cancel_btn)
+
+
+def wire_exports(box: ExportBox, current: Any, download: Any, status: Any) -> None:
+    """Each export button makes its file from the recording file `current` into `download`, one export at a time;
+    Cancel export stops any in progress."""
+    exports = [btn.click(export_current(fmt), inputs=[current, box.clock], outputs=[download, status],
+                         concurrency_limit=1, concurrency_id="export", api_name=False, show_progress="hidden",
+                         js=CLOCK_JS) for fmt, btn in box.buttons.items()]
+    box.cancel_btn.click(fn=None, cancels=exports).then(
+        lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **QUIET)
+
+
+def export_current(fmt: str) -> Any:
+    """An export handler: the recording in the player as a self-contained HTML page, a GIF, an MP4 or the CSV of its
+    per-frame figures, on the player's clock; a video reports its frames in the status about once a second (each
+    report also lets Gradio notice a visitor who left); Cancel export stops it and leaves no file."""
+    def export(current: str | None, clock: str = "time") -> Iterator[tuple[Any, str]]:
+        clock = "passes" if clock == "passes" else "time"
+        if not current or not Path(current).is_file():
+            yield gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
+            return
+        source = Path(current)
+        out = scratch.new_dir("export") / f"{source.stem}.{fmt}"
+        try:
+            for done, total in run_export(source, out, fmt, clock):
+                yield gr.skip(), (f"Making {out.name}: frame {done:,} of {total:,}..." if total
+                                  else f"Making {out.name}...") + " Cancel export stops it."
+        except ImportError as e:
+            yield gr.skip(), (f"{fmt.upper()} export needs {e.name}, which is not installed "
+                              "(pip install -r requirements.txt).")
+            return
+        except (SourceError, RecordingError, OSError) as e:
+            yield gr.skip(), error_text(e)
+            return
+        yield str(out), f"{out.name} is ready: use the download link."
+    return export

@@ -1,0 +1,36 @@
+"""The page's own CSS and scripts, kept as files beside it rather than as strings in the code that lays it out.
+
+page.css styles the page around the player, player_glue.js mounts the player (app/view/player/, read through
+app/view/payload.asset) in its gr.HTML, presenter_picker.js is the presenter's compact picker; the two one-line
+handler scripts below run in the browser before their handlers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.view.payload import asset
+
+UI_DIR = Path(__file__).resolve().parent
+
+
+def page_file(name: str) -> str:
+    """The text of one of the page's own files in app/ui/."""
+    return (UI_DIR / name).read_text(encoding="utf-8")
+
+
+PAGE_CSS = page_file("page.css")
+PLAYER_GLUE = page_file("player_glue.js")
+
+# an export reads the player's clock (data-view) at the click, so the exported file opens on the same clock
+CLOCK_JS = ("(current, clock) => [current, document.querySelector('#player .cv-player')?.getAttribute('data-view') "
+            "=== 'passes' ? 'passes' : 'time']")
+# Delete asks the browser to confirm; a cancelled one reaches the handler as None
+CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && window.confirm('Delete ' + id.split('/').pop() + "
+                     "'? This cannot be undone.')) ? id : null]")
+
+
+def player_head() -> str:
+    """What the page's <head> gets for the player: its CSS and script (from the view room), the presenter's picker."""
+    return (f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
+            f"<script>{page_file('presenter_picker.js')}</script>")

@@ -1,0 +1,31 @@
+"""The player on the page: the gr.HTML that mounts it, and the updates of its `payload` prop the boxes send."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from app.ui.page_assets import PLAYER_GLUE, player_head
+from app.view.payload import load_payload, player_json
+
+
+def to_player(payload: dict[str, Any]) -> dict[str, Any]:
+    """An update of the player's `payload` prop, sent as one JSON string.
+
+    A string is replaced whole from one update to the next; Gradio 6.31's per-element diff of nested
+    lists renumbers deletions once per enclosing list (gradio.utils.diff) and corrupts rows that shrink.
+    """
+    return gr.update(payload=player_json(payload))
+
+
+def show_recording(path: Path) -> dict[str, Any]:
+    """The player's update that loads the recording at `path`, at its start, ready to play."""
+    return to_player(load_payload(path, name=path.name, cursor="start"))
+
+
+def player_box() -> gr.HTML:
+    """The player where it is called, inside the open Blocks, empty until the page-load handler fills it."""
+    return gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
+                   head=player_head(), apply_default_css=False, elem_id="player", payload=None)

@@ -1,0 +1,200 @@
+"""The race box: the prompt with its examples and pins, each side's source picker and settings, Run and Stop, and
+the Run handler that races two sources under the page's policy and streams the player's updates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generator, Iterator
+
+import gradio as gr
+
+from app.engine.pins import AR_REFUSAL
+from app.input_limits import MAX_PROMPT_CHARS
+from app.policy import LOCAL, Policy
+from app.prompts import EXAMPLE_PROMPTS, STORY
+from app.race import Race
+from app.scrub import known_keys, scrub_text
+from app.sources.base import REGISTRY
+from app.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
+from app.trace import SIDES
+from app.ui.events import QUIET, READS
+from app.ui.loading import while_loading
+from app.ui.player_ui import to_player
+from app.ui.sessions import after_stop, remember, session_of, visitor_of
+from app.ui.sources_ui import SideControls, side_controls
+from app.ui.visitor import Visitor, visitor_source
+from app.view.live import live_updates
+from app.view.payload import UPDATE_INTERVAL, live_payload, message_payload, new_run_id, notice_payload
+from app.view.side import SENTENCES
+
+DEFAULT_PAIR = ("local-diffusion", "local-ar")
+RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/compute.py)
+CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
+            "the rest are shown here but not saved.")
+Updates = Iterator[tuple[Any, Any]]  # (the player's update, the recording file shown) as the race goes
+
+
+@dataclass
+class RaceBox:
+    """The race box's inputs and buttons."""
+
+    prompt: Any
+    pins: Any
+    controls: dict[str, SideControls]
+    run_btn: Any
+    stop_btn: Any
+
+
+def race_box(policy: Policy = LOCAL) -> RaceBox:
+    """Builds the controls row where it is called, inside the open Blocks: prompt, pins, both sides, Run and Stop."""
+    defaults = [p if p in REGISTRY else next(iter(REGISTRY)) for p in DEFAULT_PAIR]
+    with gr.Row(elem_id="controls", equal_height=False):
+        with gr.Column(scale=5, min_width=320):
+            prompt = gr.Textbox(label="Prompt", lines=1, max_lines=6, elem_id="prompt", value=STORY,
+                                placeholder="Ask something, then press Run.")
+            gr.Examples([[p] for p in EXAMPLE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
+                        example_labels=list(EXAMPLE_PROMPTS), elem_id="prompt-examples",
+                        examples_per_page=len(EXAMPLE_PROMPTS))
+            with gr.Accordion("Pinned text (diffusion side)", open=False, elem_id="pins-box"):
+                pins = gr.Textbox(label="One POSITION:TEXT a line (optional)", lines=2, elem_id="pins",
+                                  placeholder="48:The end.",
+                                  info="An autoregressive model cannot see text that comes after what it "
+                                       "writes, so it ignores pins and continues the prompt.")
+        controls = {}
+        for side, default in zip(SIDES, defaults):
+            with gr.Column(scale=3, min_width=220):
+                controls[side] = side_controls(side, default, policy)
+        with gr.Column(scale=1, min_width=110, elem_id="run-stop"):
+            run_btn = gr.Button("Run", variant="primary", elem_id="run")
+            stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+    return RaceBox(prompt, pins, controls, run_btn, stop_btn)
+
+
+def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
+                 refresh: Callable[[Any], Any]) -> Callable[..., Any]:
+    """`start_race(event, api_name=False)`: chains a race after `event` (the Run button, a lesson) into the player
+    and what it holds (`shown`), and returns the race event; `refresh(event)` refreshes the library after it."""
+    left, right = box.controls["left"], box.controls["right"]
+    inputs = [owner, box.prompt, box.pins, *left.inputs(), *right.inputs()]
+
+    def start_race(event: Any, api_name: str | bool = False) -> Any:
+        """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends."""
+        race = event.then(run_race(left, right, policy), inputs=inputs, outputs=shown,
+                          concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden",
+                          api_name=api_name)
+        refresh(race)
+        return race
+    return start_race
+
+
+def wire_stop(box: RaceBox, races: list[Any], shown: list[Any], refresh: Callable[[Any], Any]) -> None:
+    """Stop cancels the `races` (Run's and the lessons'), then shows the saved run and refreshes the library."""
+    refresh(box.stop_btn.click(fn=None, cancels=races).then(after_stop, inputs=None, outputs=shown, **READS, **QUIET))
+
+
+def prompt_refusal(prompt: str, run_id: str) -> dict[str, Any] | None:
+    """The payload that says why a prompt cannot race (empty, or too long), or None."""
+    if not prompt.strip():  # a word in the player's status; the run it shows stays loaded
+        return notice_payload(SENTENCES["empty_prompt"])
+    if len(prompt) > MAX_PROMPT_CHARS:
+        return message_payload(f"The prompt is over {MAX_PROMPT_CHARS:,} characters; shorten it.", run_id)
+    return None
+
+
+def pin(pins: str, sides: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Puts `pins` into the settings of each diffusion side of (spec, settings); False when pins are given and no
+    side can take them."""
+    if not (pins or "").strip():
+        return True
+    takers = [st for spec, st in sides if spec.split(":")[0].endswith("diffusion")]
+    for st in takers:
+        st["pins"] = pins
+    return bool(takers)
+
+
+def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) -> Any:
+    """The Run handler: starts a race under `policy` and yields coalesced player payloads until it ends or is
+    cancelled; the run is saved in the visitor's own library."""
+    n_left = len(left.inputs())
+
+    def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Updates:
+        visitor = visitor_of(policy, owner, request)
+        run_id = new_run_id()
+        prompt = prompt or ""
+        refusal = prompt_refusal(prompt, run_id)
+        if refusal is not None:
+            yield to_player(refusal), gr.skip()
+            return
+        sides = {"left": left.read(list(values[:n_left])), "right": right.read(list(values[n_left:]))}
+        if not pin(pins, [(spec, st) for spec, st, _ in sides.values()]):
+            yield to_player(notice_payload(AR_REFUSAL)), gr.skip()
+            return
+        refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
+        race = yield from _loaded(visitor, prompt, sides, refused, run_id)
+        if race is not None:
+            yield from _raced(race, run_id, refused, session_of(request))
+
+    return run
+
+
+def _loaded(visitor: Visitor, prompt: str, sides: dict[str, tuple[str, dict[str, Any], dict[str, Any]]],
+            refused: list[str], run_id: str) -> Generator[tuple[Any, Any], None, Race | None]:
+    """Builds the race on a worker thread, saying "Loading..." meanwhile; returns it (None when its recording file
+    could not be made). A disk bound that refuses the recording is noted in `refused` and the race runs unsaved."""
+    (lspec, lset, lkey), (rspec, rset, rkey) = sides["left"], sides["right"]
+
+    def build() -> Race:
+        try:
+            make_room(visitor.owner, visitor.address)
+        except DiskFull as e:
+            refused.append(str(e))
+        cap = 0 if refused else (RUN_MAX_BYTES if visitor.owner is not None else None)
+        return Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
+                    secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
+                    folder=user_dir(visitor.owner), max_bytes=cap)
+
+    keys = known_keys({"left": lkey, "right": rkey})
+    loading = while_loading(build, scrub_text(f"{lspec} and {rspec}", keys), abandon=_abandon)
+    try:
+        while True:
+            yield to_player(message_payload(next(loading))), gr.skip()
+    except StopIteration as built:
+        return built.value
+    except OSError as e:
+        yield to_player(message_payload(f"Could not create the recording file: {e.strerror or e}.", run_id)), gr.skip()
+        return None
+
+
+def _raced(race: Race, run_id: str, refused: list[str], session: str) -> Updates:
+    """The race's live updates for the player until it ends or the visitor stops it; then it is closed, and its
+    file removed if no side made a frame."""
+    entry = {"race": race, "path": race.path, "run": run_id}
+    remember(session, entry)
+    updates = live_updates(race, interval=UPDATE_INTERVAL)
+    try:
+        for seq, snapshot in enumerate(updates):
+            notes = refused or ([CUT_NOTE] if race.writer.full else [])
+            yield to_player({**live_payload(snapshot, run_id, seq), **({"warnings": notes} if notes else {})}), \
+                (gr.skip() if refused else str(race.path))
+    finally:
+        updates.close()
+        race.stop()
+        race.close()
+        entry["race"] = None  # the file is complete; let the frames go
+        discard_if_empty(race)
+
+
+def discard_if_empty(race: Race) -> None:
+    """A race whose every side failed before a frame leaves nothing to replay: its file is removed, so the library
+    lists no failed run as if it were one (a run where a side failed after frames stays, marked failed)."""
+    if all(s.status == "error" and not s.frames for s in race.sides.values()):
+        try:
+            race.path.unlink()
+        except OSError:
+            pass
+
+
+def _abandon(race: Race) -> None:
+    """A race whose sources finished loading after its visitor stopped waiting: closed, never started."""
+    race.stop()
+    race.close()

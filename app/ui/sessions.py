@@ -1,0 +1,78 @@
+"""Who a request is and what their session runs: the visitor behind each handler call, and each session's latest
+race, kept so Stop can show the saved run and a closed tab stops its race."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import gradio as gr
+
+from app.policy import Policy
+from app.race import Race
+from app.ui.address import address_of
+from app.ui.player_ui import to_player
+from app.ui.visitor import Visitor, owner_of
+from app.view.payload import load_payload
+
+MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved run") before the oldest go
+OWNER_KEY = "converge-owner"  # where a browser keeps its owner id (localStorage)
+OWNER_SECRET = "converge-owner-id"  # not a secret: Gradio sends it to the page; a fixed one keeps ids across restarts
+
+_sessions: dict[str, dict[str, Any]] = {}  # session hash -> {"race", "path", "run"} of its latest race
+_sessions_lock = threading.Lock()
+
+
+def session_of(request: gr.Request | None) -> str:
+    """The request's session hash ("no-session" for a call without one)."""
+    return (request.session_hash if request is not None else None) or "no-session"
+
+
+def visitor_of(policy: Policy, token: Any, request: gr.Request | None) -> Visitor:
+    """The visitor behind a request: the page's policy and their owner id (from the browser, else the session)."""
+    return Visitor(policy, owner_of(policy, token, request.session_hash if request is not None else None),
+                   address_of(request))
+
+
+def as_visitor(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A Gradio handler for `fn(visitor, *values)` whose first input is the session's owner id (a gr.State, which
+    the queue API cannot set: only the page-load handler does, from the browser's stored id)."""
+    def handler(request: gr.Request, owner: Any, *values: Any) -> Any:
+        return fn(visitor_of(policy, owner, request), *values)
+    handler.__name__ = handler.__qualname__ = fn.__name__  # named for what it runs (not functools.wraps: Gradio
+    return handler                                          # must see this signature, not fn's)
+
+
+def remember(session: str, entry: dict[str, Any]) -> None:
+    """Keeps a session's latest race; of the sessions whose race has ended, only the latest MAX_SESSIONS stay
+    (API clients never unload, so nothing else would ever drop them)."""
+    with _sessions_lock:
+        _sessions.pop(session, None)  # re-inserted last: the dict stays in order of last use
+        _sessions[session] = entry
+        finished = [k for k, e in _sessions.items() if e["race"] is None]
+        for stale in finished[: max(0, len(finished) - MAX_SESSIONS)]:
+            del _sessions[stale]
+
+
+def after_stop(request: gr.Request) -> Any:
+    """After Stop: ends the session's race, waits for both sides to record how they ended, shows the saved run."""
+    with _sessions_lock:
+        entry = _sessions.get(session_of(request))
+    if not entry:
+        return gr.skip()
+    race: Race | None = entry["race"]
+    if race is not None:
+        race.stop()
+        race.close()
+    if not Path(entry["path"]).is_file():  # a race that was not saved: what it showed stays on screen
+        return gr.skip()
+    return to_player(load_payload(entry["path"], run=entry["run"])), str(entry["path"])
+
+
+def end_session(request: gr.Request) -> None:
+    """When a tab closes: stop its race so no thread keeps running for nobody."""
+    with _sessions_lock:
+        entry = _sessions.pop(session_of(request), None)
+    if entry and entry["race"] is not None:
+        entry["race"].stop()

@@ -1,0 +1,133 @@
+"""Each side's source picker and its per-source settings: the widgets rendered from every source's settings spec,
+the values read back for the Run handler, and the handlers that show a picked kind's settings and list its models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import gradio as gr
+
+from app.errors import SourceError
+from app.policy import LOCAL, Policy
+from app.sources.base import REGISTRY
+from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME
+from app.ui.visitor import visitor_models
+
+ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appears when picked), "
+            "a recording like example/NAME.jsonl for replay:, a Hugging Face id or folder for hf-.")
+
+
+def setting_component(spec: dict[str, Any], elem_id: str) -> gr.components.Component:
+    """One input for one entry of a source's settings spec: a checkbox, a dropdown, a slider or a textbox."""
+    default, label, info = spec.get("default"), str(spec.get("label", elem_id)), spec.get("info")
+    choices = spec.get("choices")
+    if isinstance(default, bool) and (choices is None or all(isinstance(c, bool) for c in choices)):
+        return gr.Checkbox(value=default, label=label, info=info, elem_id=elem_id)
+    if choices is not None:
+        return gr.Dropdown(choices=list(choices), value=default, label=label, info=info, elem_id=elem_id)
+    if "min" in spec and "max" in spec:
+        return gr.Slider(minimum=spec["min"], maximum=spec["max"], step=spec.get("step"), value=default,
+                         label=label, info=info, elem_id=elem_id)
+    return gr.Textbox(value="" if default is None else str(default), label=label, info=info, elem_id=elem_id)
+
+
+@dataclass
+class SideControls:
+    """The inputs for one side, in the order the Run handler receives them."""
+
+    side: str
+    kind: Any
+    arg: Any
+    key: Any
+    groups: dict[str, Any] = field(default_factory=dict)
+    settings: list[tuple[str, str, dict[str, Any], Any]] = field(default_factory=list)
+
+    def inputs(self) -> list[Any]:
+        return [self.kind, self.arg, self.key] + [c for _, _, _, c in self.settings]
+
+    def read(self, values: list[Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """(source spec, the chosen kind's settings as the widgets hold them, secrets) from this side's slice of the
+        inputs; the source reads each value as its declaration says (app/engine/options.py `coerce`)."""
+        prefix, arg, key = values[0], (values[1] or "").strip(), (values[2] or "").strip()
+        kind = REGISTRY.get(prefix)
+        spec = f"{prefix}:{arg}" if kind is not None and kind.takes_arg and arg else str(prefix or "")
+        settings = {name: v for (p, name, _, _), v in zip(self.settings, values[3:]) if p == prefix}
+        secrets = {"api_key": key} if key and kind is not None and kind.takes_key else {}
+        return spec, settings, secrets
+
+
+def hidden_setting(policy: Policy, name: str) -> bool:
+    """Settings a served page does not render (the handlers refuse them as well): running a model's own code, and a
+    base URL when the host listed none."""
+    return (name == "trust_remote_code" and not policy.can("remote-code")) or (
+        name == "base_url" and policy.served and not policy.base_urls)
+
+
+def side_controls(side: str, default: str, policy: Policy = LOCAL) -> SideControls:
+    """The picker, argument box, key field and per-kind settings for one side, as far as `policy` offers them."""
+    title = side.capitalize()
+    choices = [(f"{prefix} \u2014 {kind.label}", prefix) for prefix, kind in REGISTRY.items() if policy.offers(prefix)]
+    first = REGISTRY.get(default)
+    kind = gr.Dropdown(choices=choices, value=default, label=f"{title} source", elem_id=f"{side}-source")
+    arg = gr.Dropdown(choices=[], value=DEFAULT_MODELS.get(default, ""), allow_custom_value=True, info=ARG_INFO,
+                      label=f"{title} model or recording (the part after ':')", elem_id=f"{side}-arg",
+                      visible=bool(first and first.takes_arg))
+    lend = "leave empty to use the environment variable" if policy.can("env-keys") else "required on this server"
+    key = gr.Textbox(label=f"{title} API key (never saved; {lend})",
+                     type="password", elem_id=f"{side}-key", visible=bool(first and first.takes_key), max_lines=1)
+    controls = SideControls(side=side, kind=kind, arg=arg, key=key)
+    with gr.Accordion(f"{title} settings", open=False, elem_id=f"{side}-settings"):
+        for prefix, k in REGISTRY.items():
+            with gr.Group(visible=prefix == default) as group:
+                for name, spec in k.settings.items():
+                    if hidden_setting(policy, name):
+                        continue
+                    if name == "base_url" and policy.served:
+                        spec = {**spec, "info": "Only these: " + ", ".join(policy.base_urls) + " (with your own key)."}
+                    component = setting_component(spec, f"{side}-{prefix}-{name}")
+                    controls.settings.append((prefix, name, spec, component))
+            controls.groups[prefix] = group
+    return controls
+
+
+def _pick(controls: SideControls) -> Any:
+    """The picker's change handler: show the argument box, the key field and the settings of the chosen kind."""
+    def on_pick(prefix: str) -> list[Any]:
+        kind = REGISTRY.get(prefix)
+        return [gr.update(visible=bool(kind and kind.takes_arg)), gr.update(visible=bool(kind and kind.takes_key))] + [
+            gr.update(visible=p == prefix) for p in controls.groups]
+    return on_pick
+
+
+def _models(policy: Policy, controls: SideControls) -> tuple[Callable[..., Any], list[Any]]:
+    """The handler that fills the model picker of a side whose source lists its models (app/sources/listing.py),
+    and its inputs: the kind, the model typed so far, the key, and the base URL settings. A listing that fails says
+    why in the picker's one-line note; a typed name always stays allowed."""
+    urls = [(prefix, c) for prefix, name, _, c in controls.settings if name == "base_url" and prefix in LISTED]
+
+    def on_pick(prefix: str, arg: str | None, key: str | None, *url_values: str | None) -> Any:
+        if prefix not in LISTED:
+            return gr.update(choices=[], info=ARG_INFO)
+        base_url = next((v for (p, _), v in zip(urls, url_values) if p == prefix), "") or ""
+        value = (arg or "").strip() or DEFAULT_MODELS.get(prefix, "")
+        try:
+            models = visitor_models(policy, prefix, base_url, key)
+        except SourceError as e:
+            return gr.update(choices=[value] if value else [], value=value, info=str(e))
+        note = (f"{len(models)} models listed by the endpoint: pick one, or {TYPE_A_NAME}." if models
+                else f"The endpoint lists no models: {TYPE_A_NAME}.")
+        return gr.update(choices=models, value=value, info=note)
+    return on_pick, [controls.kind, controls.arg, controls.key, *(c for _, c in urls)]
+
+
+def wire_sources(controls: SideControls, policy: Policy) -> None:
+    """One side's handlers: picking a kind shows its argument box, key field and settings, then lists its models
+    (as does pressing Enter in the key field)."""
+    list_models, list_inputs = _models(policy, controls)
+    listing = {"fn": list_models, "inputs": list_inputs, "outputs": [controls.arg], "concurrency_limit": 8,
+               "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
+    controls.kind.change(_pick(controls), inputs=[controls.kind], outputs=[controls.arg, controls.key,
+                                                                           *controls.groups.values()],
+                         queue=False, show_progress="hidden", api_name=False).then(**listing)
+    controls.key.submit(**listing)
