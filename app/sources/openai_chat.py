@@ -97,15 +97,10 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
     client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
     text, frames, finish, usage = "", 0, None, None
     done = threading.Event()
+    context = {"host": host, "key": api_key, "key_hint": key_hint, "model": model, "timeout": timeout}
     try:
         clock = Clock()
-        try:
-            stream = client.chat.completions.create(
-                model=model, messages=[{"role": "user", "content": prompt}], stream=True,
-                stream_options={"include_usage": True}, extra_body=extra_body or None, **params)
-        except openai.APIError as err:
-            raise SourceError(describe(err, host=host, key=api_key, key_hint=key_hint, model=model, frames=0,
-                                       timeout=timeout)) from err
+        stream = _request(client, model, prompt, params, extra_body, context)
         threading.Thread(target=_watch_cancel, args=(cancel, done, stream.response), daemon=True,
                          name="chat-cancel-watch").start()
         try:
@@ -126,8 +121,7 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
             if cancel.is_set():
                 return
             if finish is None or not isinstance(err, openai.APIConnectionError):
-                raise SourceError(describe(err, host=host, key=api_key, key_hint=key_hint, model=model, frames=frames,
-                                           timeout=timeout)) from err
+                raise SourceError(describe(err, frames=frames, **context)) from err
             # the answer had finished; only the closing usage chunk or [DONE] was lost: the answer stands
         except _Malformed as err:
             raise SourceError(f"{host} sent a malformed chunk after {_n_frames(frames)}, "
@@ -143,6 +137,19 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
     finally:
         done.set()
         client.close()
+
+
+def _request(client: Any, model: str, prompt: str, params: dict[str, Any], extra_body: dict[str, Any] | None,
+             context: dict[str, Any]) -> Any:
+    """The streaming request through the SDK; an API error before any chunk becomes one sentence (never the key)."""
+    import openai
+
+    try:
+        return client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": prompt}], stream=True,
+            stream_options={"include_usage": True}, extra_body=extra_body or None, **params)
+    except openai.APIError as err:
+        raise SourceError(describe(err, frames=0, **context)) from err
 
 
 def sse_data(response: Any) -> Iterator[str]:
