@@ -11,10 +11,10 @@ one sentence, before anything is downloaded, when this machine cannot hold a pai
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.engine.hf_download import free_gb
 from app.errors import SourceError
 
 HEADROOM = 1.1  # activations and the CUDA context on top of the weights
@@ -114,15 +114,8 @@ def available_gb(device: str) -> tuple[float | None, str]:
             return None, "no torch"
         if not torch.cuda.is_available():
             return None, "no CUDA GPU"
-        free, _ = torch.cuda.mem_get_info(0)
-        return free / 1e9, torch.cuda.get_device_name(0)
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            info = {line.split(":")[0]: line.split()[1] for line in f if ":" in line}
-        return int(info["MemAvailable"]) * 1024 / 1e9, "RAM"
-    except (OSError, KeyError, ValueError, IndexError):
-        pages = os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
-        return (pages * os.sysconf("SC_PAGE_SIZE") / 1e9 if pages else None), "RAM"
+        return free_gb("cuda:0")
+    return free_gb("cpu")[0], "RAM"
 
 
 def check_memory(pair: Pair, free: tuple[float | None, str] | None = None) -> None:
