@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from app.errors import SourceError
 from app.trace import Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import recording_payload
-from tests.pages import watch_errors
 from tests.fixtures import HAVE_TWINS
+from tests.pages import watch_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ["</script><script>window.__pwned=1</script>", "<!--", "</SCRIPT >", "\u2028\u2029", "${window.__pwned=1}",

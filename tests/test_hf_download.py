@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import SourceError
 from app.engine.hf_download import check_fits, need_gb
+from app.errors import SourceError
 from tests.hub_server import serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,5 +118,5 @@ def test_the_page_loading_line_says_how_far_a_download_is(tiny: Path, tmp_path: 
                         shown.set()
             except StopIteration as done:
                 folder = Path(done.value)
-    assert any(f"Loading a tiny LLaDA2... " in x and f": downloading {REPO}: " in x and "GB (" in x for x in lines)
+    assert any("Loading a tiny LLaDA2... " in x and f": downloading {REPO}: " in x and "GB (" in x for x in lines)
     assert (folder / "model.safetensors").is_file() and hf_download.progress() is None

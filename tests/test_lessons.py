@@ -3,12 +3,11 @@ part of the page that exists, and a learner can walk all of them, making each "t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-import re
 
 from app.errors import SourceError
 from app.forward_process import STEPS, forward_recording

@@ -10,7 +10,6 @@ from typing import Any, Iterator
 
 import pytest
 
-from app import by_hand
 from app.policy import LOCAL
 from app.store import user_dir
 from app.trace import read_recording

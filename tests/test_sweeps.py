@@ -19,8 +19,8 @@ import pytest
 from app import sweeps
 from app.engine.measure import PROMPTS
 from app.errors import SourceError
-from tests.pages import browser_tab, serve_page
 from tests.fixtures import needs_twins
+from tests.pages import browser_tab, serve_page
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = ["Once upon a time"]

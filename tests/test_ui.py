@@ -17,12 +17,12 @@ import pytest
 
 from app.analysis import SideAnalyzer
 from app.race import Race
-from app.view.live import live_updates
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.view.live import live_updates
 from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
+from tests.fixtures import needs_twins
 from tests.pages import browser_tab, pick_source, watch_errors
 from tests.wire import expand_rows
-from tests.fixtures import needs_twins
 
 HOSTILE = ('<img src=x onerror="window.__pwned=1">', "<script>window.__pwned=1</script>",
            "${window.__pwned=1}", "{{constructor.constructor('window.__pwned=1')()}}")

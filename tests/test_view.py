@@ -8,8 +8,20 @@ from app.analysis import SideAnalyzer
 from app.export.video.track import Track
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import recording_payload
-from app.view.side import (CELLS, CHANGED, DRAFT, MASKED, NEW, PINNED, REMASKED, UNCHANGED, cell_styles,
-                           pinned_positions, recorded_sides, status_sentence)
+from app.view.side import (
+    CELLS,
+    CHANGED,
+    DRAFT,
+    MASKED,
+    NEW,
+    PINNED,
+    REMASKED,
+    UNCHANGED,
+    cell_styles,
+    pinned_positions,
+    recorded_sides,
+    status_sentence,
+)
 from app.view.theme import THEME
 from tests.wire import expand_rows
 

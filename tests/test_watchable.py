@@ -14,8 +14,8 @@ import pytest
 
 from app.trace import Frame, RecordingWriter, make_header
 from app.view.theme import THEME, hex_rgb
-from tests.pages import browser_tab
 from tests.fixtures import needs_twins
+from tests.pages import browser_tab
 
 ROOT = "#player .cv-player"
 SHOTS = Path("/tmp")

@@ -14,8 +14,7 @@ import math
 import types
 import typing
 from dataclasses import dataclass, field, fields
-from typing import Callable
-from typing import Any
+from typing import Any, Callable
 
 from app.errors import SourceError
 

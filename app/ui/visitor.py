@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 from app.engine.options import on_off
 from app.errors import SourceError
 from app.policy import HF_PREFIXES, LOCAL, Policy
-from app.sources.base import REGISTRY, Source, SourceKind, load_plugins, make_source
+from app.sources.base import REGISTRY, Source, load_plugins, make_source
 from app.sources.listing import LISTED, TYPE_A_NAME, list_models
 from app.sources.openai_chat import ENTERED_KEY, host_of
 from app.trace import Frame
