@@ -38,7 +38,8 @@ DISPLAY_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")  # how analysis splits a text sta
 
 
 def clean_text(text: str) -> str:
-    """`text` with lone surrogates (undecodable bytes, half a UTF-16 pair) replaced by U+FFFD, so it encodes as UTF-8."""
+    """`text` with lone surrogates (undecodable bytes, half a UTF-16 pair) replaced by U+FFFD, so it encodes as
+    UTF-8."""
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
@@ -368,7 +369,8 @@ def _reason(e: Exception) -> str:
 
 
 def _header_sources(sources: dict[str, Any]) -> dict[str, Any]:
-    """The header's sources, keeping each side's entry only when it is an object, its name a string and its settings an object."""
+    """The header's sources, keeping each side's entry only when it is an object, its name a string and its
+    settings an object."""
     out: dict[str, Any] = {}
     for side, entry in sources.items():
         if side in SIDES and isinstance(entry, dict):
@@ -406,7 +408,8 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
         raise RecordingError(f"{p.name} is {size / 1e6:.1f} MB; recordings over {max_bytes / 1e6:.0f} MB are refused.")
     lines_in_file = count_lines(p)
     if lines_in_file > MAX_FRAMES + 16:
-        raise RecordingError(f"{p.name} has {lines_in_file:,} lines; recordings over {MAX_FRAMES:,} frames are refused, "
+        raise RecordingError(f"{p.name} has {lines_in_file:,} lines; "
+                             f"recordings over {MAX_FRAMES:,} frames are refused, "
                              "as the player and the exports cannot show them.")
     lines = iter_lines(p)
     header = _read_header(p.name, lines)
@@ -435,7 +438,8 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
                 frames[side].append(frame)
             elif kind == "end":
                 message = entry.get("message")
-                ends[side] = {"status": str(entry.get("status", "")), "message": "" if message is None else str(message)}
+                ends[side] = {"status": str(entry.get("status", "")),
+                              "message": "" if message is None else str(message)}
             else:
                 raise ValueError(f"unknown entry type {repr(kind)[:40]}")
         except Exception as e:  # any failure of any type skips the line and names it

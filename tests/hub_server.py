@@ -53,7 +53,8 @@ def _handler(repos: dict[str, Path], claims: dict[str, dict[str, int]], served: 
                 tree = f"/api/models/{repo}/tree/"
                 if path.startswith(tree) and body:
                     sizes = {n: (folder / n).stat().st_size for n in _files(folder)} | claims.get(repo, {})
-                    data = json.dumps([{"type": "file", "path": n, "size": size, "oid": hashlib.sha1(n.encode()).hexdigest()}
+                    data = json.dumps([{"type": "file", "path": n, "size": size,
+                                        "oid": hashlib.sha1(n.encode()).hexdigest()}
                                        for n, size in sorted(sizes.items())]).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")

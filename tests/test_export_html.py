@@ -93,7 +93,8 @@ def test_hostile_text_is_escaped_in_the_data_and_round_trips(exported: tuple[Pat
 
 
 @given(st.recursive(st.text() | st.integers() | st.none(),
-                    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(), kids, max_size=4), max_leaves=12))
+                    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(), kids, max_size=4),
+                    max_leaves=12))
 def test_script_json_round_trips_and_leaves_nothing_that_can_end_a_script_or_read_as_a_url(data: Any) -> None:
     from app.export.html import script_json
 
@@ -193,7 +194,8 @@ def test_record_then_export_from_the_command_line(tmp_path: Path) -> None:
     for args in (["record", "--left", pair[0], "--right", pair[1], "--prompt", "Once upon a time", "--out", str(rec),
                   "--left-settings", settings[0], "--right-settings", settings[1]],
                  ["export", str(rec), "--format", "html", "--out", str(html)]):
-        proc = subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=600)
         assert proc.returncode == 0, proc.stderr
     page = html.read_text(encoding="utf-8")
     assert external(page) == []

@@ -55,7 +55,7 @@ def test_the_legend_never_covers_the_panel_headers_when_the_page_scrolls(browser
               const legend = document.querySelector('{ROOT} .cv-legend').getBoundingClientRect();
               const head = document.querySelector('{ROOT} .cv-side[data-side=left] .cv-side-head').getBoundingClientRect();
               return legend.bottom > head.top && legend.top < head.bottom;
-            }}""")
+            }}""")  # noqa: E501
             assert not overlap, y
 
 
@@ -68,8 +68,9 @@ def test_presenter_mode_fits_the_race_on_one_screen_with_nothing_else(
         tab.keyboard.press("End")
         tab.wait_for_selector(f"{ROOT}[data-status=done][data-playing=false]")
         assert outside_viewport(tab, PRESENTED) == {}
+        # the tucked controls cover none of it
         assert tab.evaluate(f"""() => document.querySelector('{ROOT} .cv-chart-box').getBoundingClientRect().bottom
-          <= document.querySelector('{ROOT} .cv-scrub').getBoundingClientRect().top""")  # the tucked controls cover none of it
+          <= document.querySelector('{ROOT} .cv-scrub').getBoundingClientRect().top""")
         for hidden in ("#controls", "#lessons", "#twins-about", "#library-area", "#sweeps", "#converge-title"):
             assert not tab.is_visible(hidden), hidden
         assert float(tab.evaluate(f"getComputedStyle(document.querySelector('{ROOT} .cv-scrub')).opacity")) < 0.5

@@ -34,7 +34,8 @@ def make(path: Path, prompt: str = "Once upon a time", caption: str | None = Non
         header["caption"] = caption
     w = RecordingWriter(path, header)
     for i in range(4):
-        w.frame("left", Frame(t=0.1 * (i + 1), step=i, tokens=["a", "b", "c", "d"], masked=[j >= i + 1 for j in range(4)]))
+        w.frame("left", Frame(t=0.1 * (i + 1), step=i, tokens=["a", "b", "c", "d"],
+                              masked=[j >= i + 1 for j in range(4)]))
     for i in range(3):
         w.frame("right", Frame(t=last_t * (i + 1) / 3, step=i, tokens=["a", "b", "c"][: i + 1], final=i == 2))
     w.end("left", "done")
@@ -66,7 +67,8 @@ def test_a_symlink_out_of_the_folder_is_not_listed_loaded_renamed_or_deleted(rec
     make(recordings / "inside.jsonl")
     assert [e["name"] for e in library.list_recordings()] == ["inside.jsonl"]
     for action in (lambda: store.locate("user/link.jsonl"), lambda: library.delete("user/link.jsonl"),
-                   lambda: library.rename("user/link.jsonl", "moved"), lambda: library_ui.download_copy("user/link.jsonl"),
+                   lambda: library.rename("user/link.jsonl", "moved"),
+                   lambda: library_ui.download_copy("user/link.jsonl"),
                    lambda: library.rename("user/inside.jsonl", "link.jsonl")):
         with pytest.raises(SourceError):
             action()
@@ -92,7 +94,8 @@ def test_the_list_shows_user_runs_then_examples_with_prompt_sources_date_and_dur
     junk = next(e for e in entries if e["name"] == "junk.jsonl")
     assert "not a Converge recording" in junk["problem"] and junk["frames"] == 0
     assert "not a Converge recording" in library_ui.label(junk)
-    assert library_ui.duration_text(2.0) == "2.0 s" and library_ui.date_text("2026-01-02T03:04:05Z") == "2026-01-02 03:04 UTC"
+    assert library_ui.duration_text(2.0) == "2.0 s" and \
+        library_ui.date_text("2026-01-02T03:04:05Z") == "2026-01-02 03:04 UTC"
 
 
 def test_rename_moves_only_user_recordings_and_never_overwrites(recordings: Path, examples: Path) -> None:
@@ -187,7 +190,8 @@ def test_a_download_is_a_copy_outside_the_recordings_folder(recordings: Path) ->
 EXAMPLES = sorted(store.EXAMPLES_DIR.glob("*.jsonl"))
 
 
-@pytest.mark.skipif(not EXAMPLES, reason="recordings/examples/ is empty (run scripts/make_examples.py once the twins exist)")
+@pytest.mark.skipif(not EXAMPLES,
+                    reason="recordings/examples/ is empty (run scripts/make_examples.py once the twins exist)")
 def test_the_bundled_examples_are_captioned_offline_races_that_read_cleanly() -> None:
     """Twin races, plus the synthetic Mercury-format stream from the test server, which its caption says it is."""
     assert len(EXAMPLES) >= 3

@@ -18,7 +18,8 @@ SHOTS = Path("/tmp")
 
 def even_race(path: Path) -> Path:
     """Left: 5 frames, one every 0.2 s (done at 1 s). Right: 5 frames, one every 0.8 s (done at 4 s).
-    On the shared timeline that is 9 distinct times (0.8 s is on both); by progress both sides sit at 20, 40, ... 100%."""
+    On the shared timeline that is 9 distinct times (0.8 s is on both); by progress both sides sit at 20, 40, ...
+    100%."""
     w = RecordingWriter(path, make_header("Compare me", {"left": {"name": "local-diffusion", "settings": {}},
                                                           "right": {"name": "local-ar", "settings": {}}}))
     words = ["one ", "two ", "three ", "four ", "five"]

@@ -140,7 +140,8 @@ def test_a_pick_the_model_cannot_take_is_refused_in_one_sentence(tab: Any) -> No
     tab.wait_for_function("() => document.querySelector('#sampler-note textarea').value === 'Press Start first.'")
     start(tab)
     tab.click("#sampler-commit")
-    tab.wait_for_function("() => document.querySelector('#sampler-note textarea').value.startsWith('Pick at least one')")
+    tab.wait_for_function("() => document.querySelector('#sampler-note textarea').value"
+                          ".startsWith('Pick at least one')")
     assert tab.is_visible("#sampler-pos-0")
 
 
@@ -148,7 +149,8 @@ def test_a_pick_the_model_cannot_take_is_refused_in_one_sentence(tab: Any) -> No
 def test_hostile_pinned_text_and_the_candidates_beside_it_show_as_text(tab: Any) -> None:
     hostile = HOSTILE["img-onerror"]
     start(tab, pins=f"18:{hostile}", length="64")
-    canvas = tab.evaluate("[...document.querySelectorAll('#sampler-canvas .token .text')].map(e => e.textContent).join('')")
+    canvas = tab.evaluate("[...document.querySelectorAll('#sampler-canvas .token .text')]"
+                          ".map(e => e.textContent).join('')")
     assert hostile in canvas  # the pinned pieces, side by side, read as the text itself
     tab.click("#sampler-model")
     tab.wait_for_function("() => document.querySelector('#sampler-note textarea').value.startsWith('The model')")

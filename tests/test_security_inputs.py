@@ -22,7 +22,8 @@ from tests.reliability import tally
 from tests.served import call, config, peak_mb, served_process
 
 BOUND_S = 5.0  # the issue asks for an answer in under a second; asserted generously, the measured worst is printed
-BIG = 1_000_000  # characters of one oversized value (1 MB: under the door's 2 MB cap on a request, so the handler's own limit answers)
+# characters of one oversized value (1 MB: under the door's 2 MB cap on a request, so the handler's own limit answers)
+BIG = 1_000_000
 EACH = 65_536  # characters of every value at once when all of a handler's inputs are oversized together
 MARKER = "visitor-text-7f3a"  # starts every value sent, so the log can be searched for any of it
 SERVER_STATE = {"state"}  # kept by the server; what a caller sends for it is ignored
@@ -182,9 +183,9 @@ def test_a_rejected_value_reaches_the_log_only_as_its_length_and_hash(server: tu
 
 
 def test_memory_bombs_are_refused_at_once_without_allocating(tmp_path: Path) -> None:
-    """Issue 21: a 50 MB prompt to Be the sampler took 92 s and raised the server from 1.1 to 6.8 GB, and a race with 20 MB of valid pins froze the
-    server at 5.9 GB; both are now refused in the response bound, and the server's peak memory stays far below the
-    issue's 1.5 GB bound (what remains is Gradio reading the request body)."""
+    """Issue 21: a 50 MB prompt to Be the sampler took 92 s and raised the server from 1.1 to 6.8 GB, and a race
+    with 20 MB of valid pins froze the server at 5.9 GB; both are now refused in the response bound, and the
+    server's peak memory stays far below the issue's 1.5 GB bound (what remains is Gradio reading the request body)."""
     with served_process(tmp_path / "server.log", tmp_path / "recordings") as (url, proc):
         cfg = config(url)
         before = peak_mb(proc)
@@ -226,7 +227,8 @@ def test_be_the_sampler_waits_for_a_compute_slot_like_a_race(recordings: Path) -
             worker.start()
             deadline = time.monotonic() + 60
             while COMPUTE.waiting() == 0:  # the condition: the sampler has queued for a slot
-                assert time.monotonic() < deadline and worker.is_alive(), f"the sampler did not wait: {str(answer)[:200]}"
+                assert time.monotonic() < deadline and worker.is_alive(), \
+                    f"the sampler did not wait: {str(answer)[:200]}"
                 time.sleep(0.05)  # polling interval while waiting for the condition, not synchronisation
             assert not answer  # it is waiting, not answering
             COMPUTE.release(held)

@@ -43,7 +43,8 @@ def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def page(browser: Any, server_url: str) -> Iterator[Any]:
     """A fresh tab on the page; the test fails if the page logs a console error or throws."""
     with browser_tab(browser, server_url) as tab:
-        tab.wait_for_selector(f"{ROOT}[data-status='idle'], {ROOT}[data-mode='replay']")  # empty, or the first example loaded
+        # empty, or the first example loaded
+        tab.wait_for_selector(f"{ROOT}[data-status='idle'], {ROOT}[data-mode='replay']")
         yield tab
 
 
@@ -420,7 +421,8 @@ LIB_ROWS = "#library-table [role=row].virtual-row"
 
 def library_names(page: Any) -> list[str]:
     """The Name column of the library table, top to bottom."""
-    return page.eval_on_selector_all(f"{LIB_ROWS} [role=gridcell][data-col='0']", "cells => cells.map(c => c.innerText.trim())")
+    return page.eval_on_selector_all(f"{LIB_ROWS} [role=gridcell][data-col='0']",
+                                     "cells => cells.map(c => c.innerText.trim())")
 
 
 def wait_rows(page: Any, n: int) -> None:
@@ -428,7 +430,8 @@ def wait_rows(page: Any, n: int) -> None:
 
 
 def wait_message(page: Any, words: str) -> str:
-    page.wait_for_function("w => (document.querySelector('#library-status textarea').value || '').includes(w)", arg=words)
+    page.wait_for_function("w => (document.querySelector('#library-status textarea').value || '').includes(w)",
+                           arg=words)
     return page.input_value("#library-status textarea")
 
 
@@ -555,12 +558,14 @@ def test_presenter_mode_on_the_page_hides_the_controls_and_shortcuts_skip_text_f
         page.locator("#prompt textarea").fill("")
         page.locator("#prompt textarea").press_sequentially("Why? p 1")  # typing is not a shortcut
         assert page.input_value("#prompt textarea") == "Why? p 1"
-        assert page.get_attribute(ROOT, "data-help") == "closed" and page.get_attribute(ROOT, "data-presenter") == "false"
+        assert page.get_attribute(ROOT, "data-help") == "closed" and \
+            page.get_attribute(ROOT, "data-presenter") == "false"
         assert page.get_attribute(ROOT, "data-speed") == "1"
 
 
 @pytest.mark.browser
-def test_export_buttons_give_a_self_contained_page_a_csv_and_a_gif(open_tab: Any, examples: Path, tmp_path: Path) -> None:
+def test_export_buttons_give_a_self_contained_page_a_csv_and_a_gif(open_tab: Any, examples: Path,
+                                                                    tmp_path: Path) -> None:
     captioned(examples / "ex.jsonl", "Export me")
     page = open_tab()
     page.wait_for_selector(f"{ROOT}[data-mode=replay]")

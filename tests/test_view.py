@@ -58,7 +58,8 @@ def test_the_status_line_says_racing_until_every_side_ended() -> None:
     assert status_sentence(["stopped", "done"]) == say["stopped"]
     assert status_sentence(["done", "idle"]) == say["finished"]
     # a failed side is said, as the player says it: never "Finished." alone
-    assert status_sentence(["error", "done"], ["mercury", "local-ar"]) == "Finished, but mercury failed: see its message."
+    assert status_sentence(["error", "done"], ["mercury", "local-ar"]) == \
+        "Finished, but mercury failed: see its message."
     assert status_sentence(["error", "error"]) == say["failed"]
 
 

@@ -90,7 +90,7 @@ def newest_in_view(tab: Any, side: str) -> dict[str, Any]:
       const lines = (text.clientHeight - 2 * pad) / lh;
       return {pos, inside: last.top >= box.top + text.clientTop - 1 && last.bottom <= box.top + text.clientTop + text.clientHeight + 1,
               scrolls: text.scrollHeight > text.clientHeight, lines, offset: text.scrollTop / lh};
-    }""", side)
+    }""", side)  # noqa: E501
 
 
 def assert_newest_in_view(tab: Any) -> None:
@@ -180,7 +180,8 @@ def test_a_finished_race_of_the_twins_replays_at_the_watch_pace_and_the_pace_is_
           return ['left', 'right'].map(s => st.sides[s].rows[st.sides[s].rows.length - 1].t);
         }}""")
         assert max(real) < 5  # the race itself was over in a fraction of that
-        figures = tab.eval_on_selector_all(f"{ROOT} .cv-fig[data-fig=elapsed] .cv-fig-num", "e => e.map(x => x.textContent)")
+        figures = tab.eval_on_selector_all(f"{ROOT} .cv-fig[data-fig=elapsed] .cv-fig-num",
+                                           "e => e.map(x => x.textContent)")
         assert figures == [f"{t:.2f} s" for t in real]  # the clock shows the real time
         assert badges(tab) == ["done", "done"]
         tab.select_option(f"{ROOT} .cv-pace", "15")
@@ -211,7 +212,7 @@ def test_an_api_race_keeps_its_real_timing(browser: Any, server_url: str, api_en
         assert tab.get_attribute(ROOT, "data-pace-factor") == "1"
 
 
-# -- 3. Presenter mode fits a talk --------------------------------------------------------------------------------------
+# -- 3. Presenter mode fits a talk -------------------------------------------------------------------------------------
 
 @pytest.mark.browser
 @pytest.mark.parametrize("size", [(1920, 1080), (1440, 900), (1280, 720)])
@@ -291,7 +292,7 @@ def test_the_compact_picker_runs_a_race_without_leaving_presenter_mode(browser: 
         assert tab.text_content(f"{ROOT} .cv-prompt-text") == "Tom had a big red ball. One day,"
 
 
-# -- 4. The player explains itself ---------------------------------------------------------------------------------------
+# -- 4. The player explains itself -------------------------------------------------------------------------------------
 
 @pytest.mark.browser
 @pytest.mark.parametrize("size", SIZES)
@@ -302,7 +303,8 @@ def test_the_first_screen_shows_the_play_row_the_status_asks_for_with_both_panel
         ready(tab)
         assert "Press Play" in tab.text_content(f"{ROOT} .cv-status")
         assert tab.evaluate("scrollY") == 0
-        assert outside_viewport(tab, (f"{ROOT} .cv-status", f"{ROOT} .cv-scrub", f"{ROOT} .cv-play", *PANELS)) == {}, size
+        assert outside_viewport(tab, (f"{ROOT} .cv-status", f"{ROOT} .cv-scrub", f"{ROOT} .cv-play", *PANELS)) == {}, \
+            size
 
 
 @pytest.mark.browser
@@ -406,9 +408,11 @@ def test_an_empty_prompt_keeps_what_is_loaded(browser: Any, server_url: str) -> 
         frames = tab.get_attribute(ROOT, "data-frames")
         tab.locator("#prompt textarea").fill("")
         tab.click("#run")
-        tab.wait_for_function(f"() => document.querySelector('{ROOT} .cv-status').textContent.includes('Type a prompt')")
+        tab.wait_for_function(f"() => document.querySelector('{ROOT} .cv-status')"
+                              ".textContent.includes('Type a prompt')")
         assert (tab.get_attribute(ROOT, "data-run"), tab.get_attribute(ROOT, "data-frames")) == (run, frames)
-        assert tab.text_content(f"{ROOT} .cv-caption-line") == caption and tab.get_attribute(ROOT, "data-mode") == "replay"
+        assert tab.text_content(f"{ROOT} .cv-caption-line") == caption and \
+            tab.get_attribute(ROOT, "data-mode") == "replay"
 
 
 @pytest.mark.browser

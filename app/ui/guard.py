@@ -108,7 +108,8 @@ class GuardedBlocks(gr.Blocks):
             raise gr.Error(UNREADABLE, print_exception=False) from None
 
     async def call_function(self, block_fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Runs the handler; an exception it raises is logged by its type and frames, since its message may quote input."""
+        """Runs the handler; an exception it raises is logged by its type and frames, since its message may quote
+        input."""
         try:
             return await super().call_function(block_fn, *args, **kwargs)
         except gr.Error:

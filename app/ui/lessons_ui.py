@@ -1,10 +1,10 @@
 """The lessons box: pick a lesson, read it, run its race, make its change; the page spotlights what it is about.
 
 A lesson only sets the page's own controls (sources, settings, prompt) and then presses Run for the learner,
-so what it shows is exactly what the learner can reproduce by hand. The spotlight is a CSS class on a part of
-the player (app/view/player/player.css `.cv-spotlight`), toggled in the browser from a table of fixed selectors. A lesson
-that shows the forward process loads it into the player as soon as it is chosen (a recording like any other,
-written to a scratch file so that the exports can make it too).
+so what it shows is exactly what the learner can reproduce by hand. The spotlight is a CSS class on a part
+of the player (app/view/player/player.css `.cv-spotlight`), toggled in the browser from a table of fixed
+selectors. A lesson that shows the forward process loads it into the player as soon as it is chosen (a
+recording like any other, written to a scratch file so that the exports can make it too).
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ def toggle(run: by_hand.HandRun, index: Any, values: list[Any]) -> list[Any]:
 
 
 def board(run: by_hand.HandRun, note: str | None = None) -> list[Any]:
-    """The box's outputs for a run: the run, the canvas, the note, and one picker per open position (the rest hidden)."""
+    """The box's outputs for a run: the run, the canvas, the note, and one picker per open position (the rest
+    hidden)."""
     shown = by_hand.choices(run)
     pickers = []
     for i in range(by_hand.MAX_OPEN):
@@ -160,13 +161,14 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
         gr.Markdown("The diffusion model proposes; you decide. Each step it shows its top candidates and its "
                     "confidence for every masked position of the current block: click the positions to commit "
                     "(and, if you like, pick their candidates below), or let the model choose by its rule, and "
-                    "compare your order with its own. Save the run to play it back in the player; your choices are marked as yours.")
+                    "compare your order with its own. Save the run to play it back in the player; "
+                    "your choices are marked as yours.")
         with gr.Row():
             prompt = gr.Textbox(value=STORY, label="Prompt", lines=1, max_lines=3, elem_id="sampler-prompt", scale=4)
             length = gr.Dropdown(HAND_LENGTHS, value=32, label="Answer length", elem_id="sampler-length", scale=1)
             block = gr.Dropdown(HAND_BLOCKS, value=16, label="Block length", elem_id="sampler-block", scale=1)
-            scoring = gr.Dropdown(list(SCORINGS), value="confidence", label="The model's rule", elem_id="sampler-scoring",
-                                  scale=1)
+            scoring = gr.Dropdown(list(SCORINGS), value="confidence", label="The model's rule",
+                                  elem_id="sampler-scoring", scale=1)
             start_btn = gr.Button("Start", variant="primary", elem_id="sampler-start", scale=1)
         model = gr.Textbox(value=TWIN, label="Model: the built-in diffusion twin, or hf-diffusion:MODEL_ID_OR_PATH "
                            "(a Hugging Face masked diffusion model on this machine)", lines=1, max_lines=1,
@@ -188,7 +190,8 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
 
     shown = [run, canvas, note, *pickers]
     quiet = {"show_progress": "hidden", "api_name": False, "concurrency_limit": 4, "concurrency_id": "sampler"}
-    start_btn.click(handler(on_start), inputs=[owner, prompt, length, block, scoring, pins, model], outputs=shown, **quiet)
+    start_btn.click(handler(on_start), inputs=[owner, prompt, length, block, scoring, pins, model], outputs=shown,
+                    **quiet)
     commit_btn.click(on_commit, inputs=[run, *pickers], outputs=shown, **quiet)
     canvas.select(on_canvas, inputs=[run, *pickers], outputs=pickers, **quiet)
     model_btn.click(on_model, inputs=[run], outputs=shown, **quiet)

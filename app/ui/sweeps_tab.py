@@ -112,7 +112,8 @@ def pass_cost_handler(points: list[int], policy: Policy = LOCAL) -> Callable[[st
             for rows, done in pass_cost.iter_rounds(lambda n: pass_cost.twin_pass(model, n), todo):
                 series[pass_cost.TWIN] = rows
                 if done < pass_cost.REPEATS:
-                    yield pass_cost.figure(series, colours), f"Timing the twin: round {done + 1} of {pass_cost.REPEATS}..."
+                    yield (pass_cost.figure(series, colours),
+                           f"Timing the twin: round {done + 1} of {pass_cost.REPEATS}...")
             notes.append(pass_cost.note(series[pass_cost.TWIN]))
             if hf:
                 yield pass_cost.figure(series, colours), f"Loading {hf}..."
@@ -121,7 +122,8 @@ def pass_cost_handler(points: list[int], policy: Policy = LOCAL) -> Callable[[st
                 for rows, done in pass_cost.iter_rounds(lambda n: pass_cost.hf_pass(net, n, vocab, dev), todo):
                     series[label] = rows
                     if done < pass_cost.REPEATS:
-                        yield pass_cost.figure(series, colours), f"Timing {label}: round {done + 1} of {pass_cost.REPEATS}..."
+                        yield (pass_cost.figure(series, colours),
+                               f"Timing {label}: round {done + 1} of {pass_cost.REPEATS}...")
                 notes.append(pass_cost.note(series[label], label))
             yield pass_cost.figure(series, colours), "**What to notice:** " + " ".join(n for n in notes if n)
         except SourceError as e:
@@ -158,10 +160,12 @@ def sweeps_tab(settings: dict[str, Any] | None = None, policy: Policy = LOCAL) -
         with gr.Row():
             hf = gr.Textbox(label="Also time a Hugging Face model (optional)", placeholder="hf-ar:gpt2",
                             value=cfg["pass_cost"].get("hf") or "", elem_id="sweep-pass-cost-hf", scale=3)
-            device = gr.Dropdown(label="Its device", choices=list(DEVICES), value=cfg["pass_cost"].get("device", "auto"),
-                                 elem_id="sweep-pass-cost-device", scale=1)
+            device = gr.Dropdown(label="Its device", choices=list(DEVICES),
+                                 value=cfg["pass_cost"].get("device", "auto"), elem_id="sweep-pass-cost-device",
+                                 scale=1)
         button = gr.Button("Run pass-cost sweep", elem_id="sweep-pass-cost")
         plot = gr.Plot(label="The cost of one forward pass", show_label=False, elem_id="sweep-pass-cost-plot")
         caption = gr.Markdown("Not measured yet: press **Run pass-cost sweep**.", elem_id="sweep-pass-cost-note")
-    button.click(pass_cost_handler(list(cfg["pass_cost"]["points"]), policy), inputs=[hf, device], outputs=[plot, caption],
-                 concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep", show_progress="hidden", api_name=False)
+    button.click(pass_cost_handler(list(cfg["pass_cost"]["points"]), policy), inputs=[hf, device],
+                 outputs=[plot, caption], concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep",
+                 show_progress="hidden", api_name=False)

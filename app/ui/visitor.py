@@ -74,7 +74,8 @@ def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
         if not policy.base_url_allowed(base_url):
             raise SourceError("That base URL is not one this server allows; leave it empty or use one the host listed.")
         if not str(settings.get("api_key") or "").strip():
-            raise SourceError("Enter an API key for that base URL: the host's key goes only to the endpoint the host set.")
+            raise SourceError("Enter an API key for that base URL: "
+                              "the host's key goes only to the endpoint the host set.")
     if kind.takes_key and not policy.can("env-keys") and not str(settings.get("api_key") or "").strip():
         raise SourceError("Enter your own API key: this server does not lend its keys to visitors.")
 

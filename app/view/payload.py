@@ -72,7 +72,8 @@ def _wire_sides(sides: dict[str, Any]) -> dict[str, Any]:
 
 
 def live_payload(snapshot: dict[str, Any], run: str, seq: int) -> dict[str, Any]:
-    """One live update (app/view/live.py) with compact rows, tagged with its run id and sequence number, for the player to merge."""
+    """One live update (app/view/live.py) with compact rows, tagged with its run id and sequence number, for the
+    player to merge."""
     return {**snapshot, "sides": _wire_sides(snapshot.get("sides", {})), "run": run, "seq": seq, "mode": "live"}
 
 
