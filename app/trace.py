@@ -408,9 +408,8 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
         raise RecordingError(f"{p.name} is {size / 1e6:.1f} MB; recordings over {max_bytes / 1e6:.0f} MB are refused.")
     lines_in_file = count_lines(p)
     if lines_in_file > MAX_FRAMES + 16:
-        raise RecordingError(f"{p.name} has {lines_in_file:,} lines; "
-                             f"recordings over {MAX_FRAMES:,} frames are refused, "
-                             "as the player and the exports cannot show them.")
+        raise RecordingError(f"{p.name} has {lines_in_file:,} lines; recordings over {MAX_FRAMES:,} frames are "
+                             "refused, as the player and the exports cannot show them.")
     lines = iter_lines(p)
     header = _read_header(p.name, lines)
     frames: dict[str, list[Frame]] = {s: [] for s in SIDES}
