@@ -83,3 +83,16 @@ def pick_source(tab: Any, side: str, prefix: str) -> None:
     if prefix in LISTED and not already:
         tab.wait_for_function("([sel, words]) => (document.querySelector(sel)?.textContent || '').includes(words)",
                               arg=[f"#{side}-arg", TYPE_A_NAME])
+
+def outside_viewport(tab: Any, selectors: tuple[str, ...]) -> dict[str, Any]:
+    """Each selector whose first element is missing, hidden or not wholly inside the viewport, with its box."""
+    return tab.evaluate("""(sels) => {
+      const out = {};
+      for (const sel of sels) {
+        const e = document.querySelector(sel);
+        const r = e && e.getBoundingClientRect();
+        if (!r || r.width === 0 || r.height === 0 || r.top < 0 || r.left < 0 || r.bottom > innerHeight
+            || r.right > innerWidth) out[sel] = r ? [r.left, r.top, r.right, r.bottom] : null;
+      }
+      return out;
+    }""", list(selectors))

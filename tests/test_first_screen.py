@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.pages import browser_tab
+from tests.pages import browser_tab, outside_viewport
 
 pytestmark = pytest.mark.browser
 ROOT = "#player .cv-player"
@@ -16,20 +16,6 @@ FIRST_SCREEN = ("#prompt", "#prompt-examples", "#left-source", "#right-source", 
 PRESENTED = (f"{ROOT} .cv-caption-line", f"{ROOT} .cv-prompt", f"{ROOT} .cv-legend", f"{ROOT} .cv-side[data-side=left]",
              f"{ROOT} .cv-side[data-side=right]", f"{ROOT} .cv-side[data-side=left] .cv-fig-num",
              f"{ROOT} .cv-heatmap", f"{ROOT} .cv-chart-box")
-
-
-def outside_viewport(tab: Any, selectors: tuple[str, ...]) -> dict[str, Any]:
-    """Each selector whose first element is missing, hidden or not wholly inside the viewport, with its box."""
-    return tab.evaluate("""(sels) => {
-      const out = {};
-      for (const sel of sels) {
-        const e = document.querySelector(sel);
-        const r = e && e.getBoundingClientRect();
-        if (!r || r.width === 0 || r.height === 0 || r.top < 0 || r.left < 0 || r.bottom > innerHeight
-            || r.right > innerWidth) out[sel] = r ? [r.left, r.top, r.right, r.bottom] : null;
-      }
-      return out;
-    }""", list(selectors))
 
 
 @pytest.mark.parametrize("size", [(1366, 768), (1440, 900)])

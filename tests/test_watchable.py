@@ -15,7 +15,7 @@ import pytest
 from app.trace import Frame, RecordingWriter, make_header
 from app.view.theme import THEME, hex_rgb
 from tests.fixtures import needs_twins
-from tests.pages import browser_tab
+from tests.pages import browser_tab, outside_viewport
 
 ROOT = "#player .cv-player"
 SHOTS = Path("/tmp")
@@ -103,20 +103,6 @@ def assert_newest_in_view(tab: Any) -> None:
 
 SIZES = [(1366, 768), (1440, 900), (1920, 1080), (1280, 720)]
 PANELS = (f"{ROOT} .cv-side[data-side=left]", f"{ROOT} .cv-side[data-side=right]")
-
-
-def outside_viewport(tab: Any, selectors: tuple[str, ...]) -> dict[str, Any]:
-    """Each selector whose first element is missing, hidden or not wholly inside the viewport, with its box."""
-    return tab.evaluate("""(sels) => {
-      const out = {};
-      for (const sel of sels) {
-        const e = document.querySelector(sel);
-        const r = e && e.getBoundingClientRect();
-        if (!r || r.width === 0 || r.height === 0 || r.top < 0 || r.left < 0 || r.bottom > innerHeight
-            || r.right > innerWidth) out[sel] = r ? [r.left, r.top, r.right, r.bottom] : null;
-      }
-      return out;
-    }""", list(selectors))
 
 
 # -- 1. Each lesson's claim is a test: the lesson box and its "Try it" result on screen together -----------------------
