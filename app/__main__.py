@@ -85,13 +85,13 @@ def record(argv: list[str]) -> int:
         return 2
     left, right = args.left or "local-diffusion", args.right or "local-ar"
     if args.pair:
-        from app.errors import SourceError
+        from app.errors import UserError
         from app.sources.pairs import check_memory, pair
 
         try:
             chosen = pair(args.pair)
             check_memory(chosen)
-        except SourceError as e:
+        except UserError as e:
             print(e, file=sys.stderr)
             return 2
         left, right = args.left or chosen.left, args.right or chosen.right
@@ -121,7 +121,7 @@ def pairs(argv: list[str]) -> int:
     parser = command_parser("pairs", COMMANDS["pairs"][1])
     parser.add_argument("--json", action="store_true", help="print the pairs as JSON, with this machine's verdict")
     args = parser.parse_args(argv)
-    from app.errors import SourceError
+    from app.errors import UserError
     from app.sources.pairs import PAIRS, check_memory
 
     rows = []
@@ -129,7 +129,7 @@ def pairs(argv: list[str]) -> int:
         try:
             check_memory(p)
             fits = None
-        except SourceError as e:
+        except UserError as e:
             fits = str(e)
         rows.append({**p.to_json(), "fits_here": fits is None, "why_not": fits})
     if args.json:

@@ -17,7 +17,7 @@ from pathlib import Path
 from app.engine import stepper
 from app.engine.diffusion import DiffusionSettings
 from app.engine.pins import resolve_pins
-from app.errors import SourceError
+from app.errors import UserError
 from app.input_limits import refusal
 from app.sources.local import EOS_MARK, SamplerSource, diffusion_frame, named_candidates
 from app.trace import Frame, Recording, clean_text, make_header, write_recording
@@ -47,25 +47,25 @@ class HandRun:
 
 def steppable(spec: str) -> str:
     """`spec` when it names a model the learner can step (the twin or a Hugging Face masked diffusion model); a
-    SourceError naming the fix for any other source, before anything is built for it."""
+    UserError naming the fix for any other source, before anything is built for it."""
     if spec == "local-diffusion" or spec.startswith("hf-diffusion:"):
         return spec
-    raise SourceError(UNSTEPPABLE.format(repr(spec)[:80]))
+    raise UserError(UNSTEPPABLE.format(repr(spec)[:80]))
 
 
 def begin(source: SamplerSource, prompt: str) -> HandRun:
-    """The all-masked start and the model's first pass; a SourceError naming the fix for a prompt or settings it
+    """The all-masked start and the model's first pass; a UserError naming the fix for a prompt or settings it
     cannot step (a block longer than MAX_OPEN positions)."""
     s = source.opts
     if not isinstance(s, DiffusionSettings):
-        raise SourceError(UNSTEPPABLE.format(source.name))
+        raise UserError(UNSTEPPABLE.format(source.name))
     if s.block_length > MAX_OPEN:
-        raise SourceError(f"A block of {s.block_length} positions is too many to choose from by hand: "
-                          f"use a block length of at most {MAX_OPEN}.")
+        raise UserError(f"A block of {s.block_length} positions is too many to choose from by hand: "
+                        f"use a block length of at most {MAX_OPEN}.")
     for field, value in (("prompt", prompt or ""), ("pins", "\n".join(s.pins))):
         too_big = refusal(field, value)  # before tokenising: the work grows with the text
         if too_big:
-            raise SourceError(too_big)
+            raise UserError(too_big)
     prompt = clean_text(prompt or "")
     ids = source.encode(prompt)
     pins = resolve_pins(source.tok, s.pins, s.gen_length)

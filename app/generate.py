@@ -17,7 +17,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.llada2 import EditSettings
 from app.engine.options import Option, bounds, declared, number
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import make_source
 from app.sources.hf import HF_AR, HF_DIFFUSION, HFLoad
 from app.sources.local import TWIN_DIFFUSION
@@ -111,11 +111,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = False) -> dict[str, Any]:
-    """Runs one source to its final frame; raises SourceError with the user-facing sentence."""
+    """Runs one source to its final frame; raises UserError with the user-facing sentence."""
     src = make_source(source, **settings)
     frames = list(src.stream(prompt, threading.Event()))
     if not frames or not frames[-1].final:
-        raise SourceError(f"{source} stopped before its final frame.")
+        raise UserError(f"{source} stopped before its final frame.")
     last = frames[-1]
     nfe = last.nfe or 0
     tokens = (last.usage or {}).get("completion_tokens", len(last.tokens))
@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
     try:
         with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
             result = run(args.source, args.prompt, given, keep_frames=args.trace)
-    except SourceError as e:
+    except UserError as e:
         print(str(e), file=sys.stderr)
         return 2
     if args.json:

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir
 from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
 
@@ -97,15 +97,15 @@ def rename(entry_id: str, new_name: str, owner: str | None = None) -> str:
     """Renames one of the user's recordings (never an example, never over another file); returns the new id."""
     kind, name = parse_id(entry_id)
     if kind != "user":
-        raise SourceError("Bundled examples cannot be renamed; download one and upload it to keep your own copy.")
+        raise UserError("Bundled examples cannot be renamed; download one and upload it to keep your own copy.")
     new_name = (new_name or "").strip()
     if new_name and not new_name.endswith(SUFFIX):
         new_name += SUFFIX
     src, dst = locate(entry_id, owner), resolve("user", new_name, owner)
     if dst.exists() or dst.is_symlink():
-        raise SourceError(f"There is already a recording called {new_name}; choose another name.")
+        raise UserError(f"There is already a recording called {new_name}; choose another name.")
     if src.is_symlink():
-        raise SourceError(f"{name} is a link, not a recording file; it cannot be renamed here.")
+        raise UserError(f"{name} is a link, not a recording file; it cannot be renamed here.")
     src.rename(dst)
     return f"user/{new_name}"
 
@@ -114,7 +114,7 @@ def delete(entry_id: str, owner: str | None = None) -> str:
     """Deletes one of the user's recordings (never an example); returns its name."""
     kind, name = parse_id(entry_id)
     if kind != "user":
-        raise SourceError("Bundled examples cannot be deleted.")
+        raise UserError("Bundled examples cannot be deleted.")
     path = locate(entry_id, owner)
     path.unlink()
     return name
@@ -134,12 +134,12 @@ def save_upload(src: str | Path, original: str | None = None, owner: str | None 
     src = Path(src)
     size = src.stat().st_size
     if size > MAX_RECORDING_BYTES:
-        raise SourceError(f"That file is {size / 1e6:.1f} MB; recordings over {MAX_RECORDING_BYTES / 1e6:.0f} MB are "
-                          "refused.")
+        raise UserError(f"That file is {size / 1e6:.1f} MB; recordings over {MAX_RECORDING_BYTES / 1e6:.0f} MB are "
+                        "refused.")
     try:
         read_recording(src)
     except RecordingError as e:
-        raise SourceError(str(e)) from None
+        raise UserError(str(e)) from None
     user_dir(owner).mkdir(parents=True, exist_ok=True)
     name = safe_upload_name(original or src.name)
     stem = name[: -len(SUFFIX)]
@@ -157,4 +157,4 @@ def save_upload(src: str | Path, original: str | None = None, owner: str | None 
             target.unlink(missing_ok=True)
             raise
         return f"user/{name}"
-    raise SourceError("Too many recordings with that name; rename some first.")
+    raise UserError("Too many recordings with that name; rename some first.")

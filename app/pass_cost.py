@@ -94,11 +94,11 @@ def twin_points(model: Any, points: Sequence[int] = POINTS) -> list[int]:
 def load_hf(spec: str, device: str, make: Callable[..., Any]) -> tuple[Any, int, int, str, str]:
     """(torch model, vocabulary size, positions it takes, device, label) of a Hugging Face source such as
     `hf-ar:gpt2`, made by `make(spec, **settings)` (the page's policy-checked factory, or make_source on the command
-    line), as a race makes it; raises SourceError with the sentence to show."""
-    from app.errors import SourceError
+    line), as a race makes it; raises UserError with the sentence to show."""
+    from app.errors import UserError
 
     if not spec.startswith(("hf-ar:", "hf-diffusion:")):
-        raise SourceError(f"Name a Hugging Face source such as hf-ar:MODEL or hf-diffusion:MODEL, not {spec[:80]!r}.")
+        raise UserError(f"Name a Hugging Face source such as hf-ar:MODEL or hf-diffusion:MODEL, not {spec[:80]!r}.")
     source = make(spec, device=device)
     wrapper = source.model
     placement = wrapper.placement

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from app.compute import COMPUTE
-from app.errors import SourceError
+from app.errors import UserError
 from app.limits import race_limit, stopped_at_limit
 from app.scrub import known_keys, scrub_frame, scrub_text, scrub_value
 from app.sources.base import Source, make_source
@@ -86,7 +86,7 @@ class Race:
             try:
                 source = make(given, **settings.get(side, {}), **secrets.get(side, {}))
                 self.sides[side] = Side(spec=spec, source=source)
-            except SourceError as e:
+            except UserError as e:
                 self.sides[side] = Side(spec=spec, source=None, status="error", message=scrub_text(str(e), self._keys))
             except TypeError as e:
                 self.sides[side] = Side(spec=spec, source=None, status="error",
@@ -204,7 +204,7 @@ class Race:
                     break
             if self.cancel.is_set():
                 status, message = "stopped", self.stop_reason
-        except SourceError as e:
+        except UserError as e:
             status, message = "error", scrub_text(str(e), self._keys)
         except Exception as e:  # a bug or an unforeseen library error: the other side keeps running
             log.error("source %s failed:\n%s", source.name, scrub_text(traceback.format_exc(), self._keys))

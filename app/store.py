@@ -15,7 +15,7 @@ import re
 import threading
 from pathlib import Path
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.trace import MAX_RECORDING_BYTES
 
 RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
@@ -60,23 +60,23 @@ def folder(kind: str, owner: str | None = None) -> Path:
         return user_dir(owner)
     if kind == "example":
         return examples_dir()
-    raise SourceError(f"Unknown recording kind {kind!r}: use user or example.")
+    raise UserError(f"Unknown recording kind {kind!r}: use user or example.")
 
 
 def check_name(name: str) -> str:
-    """A recording name as given, if it is a plain file name ending in .jsonl; raises SourceError otherwise."""
+    """A recording name as given, if it is a plain file name ending in .jsonl; raises UserError otherwise."""
     if not isinstance(name, str) or not name.strip():
-        raise SourceError("Give the recording a name.")
+        raise UserError("Give the recording a name.")
     if name != name.strip():
-        raise SourceError("A recording name cannot start or end with a space.")
+        raise UserError("A recording name cannot start or end with a space.")
     if os.path.isabs(name) or _BAD_CHARS.search(name) or name in (".", "..") or ".." in name:
-        raise SourceError("A recording name cannot contain a path: no /, \\, '..' or special characters.")
+        raise UserError("A recording name cannot contain a path: no /, \\, '..' or special characters.")
     if name.startswith("."):
-        raise SourceError("A recording name cannot start with a dot.")
+        raise UserError("A recording name cannot start with a dot.")
     if len(name) > MAX_NAME:
-        raise SourceError(f"A recording name can have at most {MAX_NAME} characters.")
+        raise UserError(f"A recording name can have at most {MAX_NAME} characters.")
     if not name.endswith(SUFFIX):
-        raise SourceError(f"A recording name must end in {SUFFIX}.")
+        raise UserError(f"A recording name must end in {SUFFIX}.")
     return name
 
 
@@ -86,15 +86,15 @@ def resolve(kind: str, name: str, owner: str | None = None) -> Path:
     base = folder(kind, owner).resolve()
     path = base / name
     if not path.resolve().is_relative_to(base):
-        raise SourceError(f"{name} points outside the recordings folder; it cannot be used.")
+        raise UserError(f"{name} points outside the recordings folder; it cannot be used.")
     return path
 
 
 def parse_id(entry_id: str) -> tuple[str, str]:
-    """("user" | "example", NAME) from an id such as "user/run.jsonl"; raises SourceError on anything else."""
+    """("user" | "example", NAME) from an id such as "user/run.jsonl"; raises UserError on anything else."""
     kind, sep, name = (entry_id or "").partition("/") if isinstance(entry_id, str) else ("", "", "")
     if not sep or kind not in KINDS:
-        raise SourceError("Choose a recording from the list first.")
+        raise UserError("Choose a recording from the list first.")
     check_name(name)
     return kind, name
 
@@ -103,7 +103,7 @@ def is_id(text: str) -> bool:
     """Whether `text` is shaped like a library id ("user/NAME" or "example/NAME")."""
     try:
         parse_id(text)
-    except SourceError:
+    except UserError:
         return False
     return True
 
@@ -113,7 +113,7 @@ def locate(entry_id: str, owner: str | None = None) -> Path:
     kind, name = parse_id(entry_id)
     path = resolve(kind, name, owner)
     if not path.is_file():
-        raise SourceError(f"There is no recording called {name} any more; refresh the list.")
+        raise UserError(f"There is no recording called {name} any more; refresh the list.")
     return path
 
 
@@ -155,7 +155,7 @@ def _usage(mine: Path, address: str | None) -> tuple[int, int]:
     return everyone, same_address
 
 
-class DiskFull(SourceError):
+class DiskFull(UserError):
     """A visitor's new recording refused because a disk bound is reached that only other owners' runs could free."""
 
 

@@ -24,7 +24,7 @@ from app import pass_cost
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_ar, run_diffusion, samples
-from app.errors import SourceError
+from app.errors import UserError
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -81,7 +81,7 @@ def defaults() -> dict[str, Any]:
         try:
             extra = json.loads(raw)
         except ValueError as e:
-            raise SourceError(f"CONVERGE_SWEEPS is not valid JSON ({e}).") from None
+            raise UserError(f"CONVERGE_SWEEPS is not valid JSON ({e}).") from None
         for key, value in extra.items():
             if isinstance(out.get(key), dict) and isinstance(value, dict):
                 out[key].update(value)
@@ -163,7 +163,7 @@ def iter_sweep(axis: str, points: Sequence[Any], prompts: Sequence[str] = PROMPT
     models = models or load()
     prompt_ids = [models[2].encode(p) for p in prompts]
     if not prompt_ids:
-        raise SourceError("A sweep needs at least one prompt.")
+        raise UserError("A sweep needs at least one prompt.")
     warm(models, prompt_ids[0])
     rows: list[dict[str, Any]] = []
     for i, p in enumerate(todo):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app import by_hand
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.local import EOS_MARK, make_local_diffusion
 from app.trace import read_recording
 
@@ -75,20 +75,20 @@ def test_the_recording_marks_each_frame_with_who_chose_and_plays_at_the_models_p
 
 
 def test_a_block_too_long_to_choose_from_by_hand_is_refused_with_the_fix() -> None:
-    with pytest.raises(SourceError, match="at most 32"):
+    with pytest.raises(UserError, match="at most 32"):
         by_hand.begin(source(gen_length=64, block_length=64), PROMPT)
-    with pytest.raises(SourceError, match="prompt is empty"):
+    with pytest.raises(UserError, match="prompt is empty"):
         by_hand.begin(source(), "   ")
 
 
 @pytest.mark.parametrize("spec", ["local-ar", "hf-ar:gpt2", "openai:gpt-4o", "mercury"])
 def test_a_source_that_types_left_to_right_cannot_be_stepped_by_hand(spec: str) -> None:
-    with pytest.raises(SourceError, match="cannot be stepped by hand: only a masked diffusion model"):
+    with pytest.raises(UserError, match="cannot be stepped by hand: only a masked diffusion model"):
         by_hand.steppable(spec)
 
 
 def test_an_autoregressive_source_given_to_the_stepper_is_refused_with_the_same_sentence() -> None:
     from app.sources.local import make_local_ar
 
-    with pytest.raises(SourceError, match="local-ar cannot be stepped by hand"):
+    with pytest.raises(UserError, match="local-ar cannot be stepped by hand"):
         by_hand.begin(make_local_ar(), PROMPT)

@@ -10,7 +10,7 @@ import pytest
 from app.engine import commit_filter, diffusion
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, load_twin, random_model
-from app.errors import SourceError
+from app.errors import UserError
 
 
 def masked_lm():
@@ -61,10 +61,10 @@ def test_the_sampler_commits_every_position_the_filter_calls_safe() -> None:
 
 
 def test_a_filter_on_a_model_without_one_is_refused_with_the_fix() -> None:
-    with pytest.raises(SourceError, match="no learned commit filter.*turn the filter off"):
+    with pytest.raises(UserError, match="no learned commit filter.*turn the filter off"):
         list(diffusion.generate(masked_lm(), [5, 6],
                                 DiffusionSettings(gen_length=16, steps=16, block_length=16, filter=0.8)))
-    with pytest.raises(SourceError, match="filter must be above 0"):
+    with pytest.raises(UserError, match="filter must be above 0"):
         DiffusionSettings(filter=1.5).validate()
 
 

@@ -19,7 +19,7 @@ from app.engine.model import (
     random_weights,
 )
 from app.engine.tokenizer import BPETokenizer
-from app.errors import SourceError
+from app.errors import UserError
 
 SMALL = dict(vocab_size=97, n_layer=2, n_head=4, n_embd=32, max_len=48)
 
@@ -141,12 +141,12 @@ def test_shipped_diffusion_twin_loads_and_fills_a_mask() -> None:
 def test_missing_and_corrupt_weights_raise_source_error(tmp_path) -> None:
     for name in ("ar.json", "ar.safetensors", "tokenizer.json"):
         shutil.copy(DEFAULT_MODELS_DIR / name, tmp_path / name)
-    with pytest.raises(SourceError, match="missing"):
+    with pytest.raises(UserError, match="missing"):
         load_twin("diffusion", tmp_path)
     (tmp_path / "ar.safetensors").write_bytes(b"\x00not a safetensors file")
-    with pytest.raises(SourceError, match="corrupt"):
+    with pytest.raises(UserError, match="corrupt"):
         load_twin("ar", tmp_path)
-    with pytest.raises(SourceError, match="Unknown local model"):
+    with pytest.raises(UserError, match="Unknown local model"):
         load_twin("gpt", tmp_path)
 
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.trace import Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import recording_payload
 from tests.fixtures import HAVE_TWINS
@@ -110,20 +110,20 @@ def test_a_failed_export_leaves_no_file_behind(tmp_path: Path, monkeypatch: pyte
     rec = hostile_recording(tmp_path / "race.jsonl")
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    with pytest.raises(SourceError, match="does not exist"):
+    with pytest.raises(UserError, match="does not exist"):
         html.export_html(rec, tmp_path / "missing" / "x.html")
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a recording\n")
-    with pytest.raises(SourceError, match="not a Converge recording"):
+    with pytest.raises(UserError, match="not a Converge recording"):
         html.export_html(bad, out_dir / "bad.html")
-    with pytest.raises(SourceError, match="is a folder"):
+    with pytest.raises(UserError, match="is a folder"):
         html.export_html(rec, out_dir)
 
     def disk_full(src: Any, dst: Any) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(html.os, "replace", disk_full)
-    with pytest.raises(SourceError, match="No space left"):
+    with pytest.raises(UserError, match="No space left"):
         html.export_html(rec, out_dir / "race.html")
     assert list(out_dir.iterdir()) == []
 

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from app.analysis import metrics
-from app.errors import SourceError
+from app.errors import UserError
 from app.export.cli import main as cli_main
 from app.export.video import export_video, render_still
 from app.export.video.fonts import Glyphs, clean
@@ -188,7 +188,7 @@ def test_a_corrupt_recording_is_named_and_nothing_is_written(tmp_path: Path, con
     folder.mkdir()
     bad = folder / "bad.jsonl"
     bad.write_bytes(content)
-    with pytest.raises(SourceError, match="bad.jsonl"):
+    with pytest.raises(UserError, match="bad.jsonl"):
         export_video(bad, folder / f"out.{fmt}", fmt=fmt, fps=FPS, size=SIZE)
     assert [p.name for p in folder.iterdir()] == ["bad.jsonl"]
 
@@ -224,7 +224,7 @@ def test_bad_options_are_refused_before_anything_is_written(recording: Path, tmp
     args = {"fmt": "mp4", "fps": FPS, "size": SIZE, **options}
     folder = tmp_path / "videos"
     folder.mkdir()
-    with pytest.raises(SourceError):
+    with pytest.raises(UserError):
         export_video(recording, folder / "out.video", **args)
     assert list(folder.iterdir()) == []
 

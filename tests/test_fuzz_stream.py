@@ -2,7 +2,7 @@
 splits,
 bursts, duplicates, reorders, truncates and spoils them; the real openai SDK sends the request, the loopback server
 answers with those bytes, and Converge's own stream parser (app.sources.openai_chat.sse_data) reads them. Whatever
-arrives, the source raises nothing but SourceError and yields every well-formed frame before the first fatal chunk,
+arrives, the source raises nothing but UserError and yields every well-formed frame before the first fatal chunk,
 in order, with the right text (replaced or appended per chunk)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.analysis import SideAnalyzer
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import make_source
 from app.view.payload import wire_rows
 from tests.hostile import HOSTILE, as_stored
@@ -72,7 +72,7 @@ class Stream:
     complete: bool
     expected: list[str]  # the text of each frame the client must yield, in order
     finished: bool  # the stream ends cleanly with a finish reason: a final frame and no error
-    fatal: bool  # a fatal chunk or a cut ends the stream early: a SourceError
+    fatal: bool  # a fatal chunk or a cut ends the stream early: a UserError
     events: list[bytes] = field(default_factory=list)
 
 
@@ -143,14 +143,14 @@ def streams(draw: st.DrawFn) -> Stream:
 
 
 def read_stream(base_url: str, stream: Stream) -> tuple[list[Any], Exception | None]:
-    """Serves the stream once and reads it with the openai source; any exception but SourceError propagates."""
+    """Serves the stream once and reads it with the openai source; any exception but UserError propagates."""
     model = script(stream.pieces, complete=stream.complete)
     source = make_source(f"openai:{model}", base_url=base_url, api_key=DEFAULT_KEY, timeout=30)
     frames: list[Any] = []
     try:
         for frame in source.stream("fuzz", threading.Event()):
             frames.append(frame)
-    except SourceError as err:
+    except UserError as err:
         return frames, err
     finally:
         SCRIPTS.pop(model, None)
@@ -190,7 +190,7 @@ def test_every_catalogued_spoilt_chunk_is_handled(wire_server: str, name: str) -
         if name == "benign":
             assert err is None and [f.text for f in frames] == ["Hello", "Hello world", "Hello world"], spoilt[:60]
         else:
-            assert isinstance(err, SourceError) and [f.text for f in frames] == ["Hello"], spoilt[:60]
+            assert isinstance(err, UserError) and [f.text for f in frames] == ["Hello"], spoilt[:60]
 
 
 def test_bytes_that_are_not_utf8_show_as_replacement_characters_and_the_stream_goes_on(wire_server: str) -> None:

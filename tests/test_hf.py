@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import make_source
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -130,15 +130,15 @@ def test_sampled_ar_is_reproducible_by_seed(tiny: dict[str, Path]) -> None:
 def test_unknown_id_offline_and_corrupt_weights_give_one_sentence(tiny: dict[str, Path], tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(SourceError, match="local folder"):
+    with pytest.raises(UserError, match="local folder"):
         make_source("hf-ar:no-such-org/no-such-model")
     broken = tmp_path / "broken"
     shutil.copytree(tiny["bert"], broken)
     (broken / "model.safetensors").write_bytes(b"not a safetensors file")
-    with pytest.raises(SourceError, match="weights") as err:
+    with pytest.raises(UserError, match="weights") as err:
         make_source(f"hf-diffusion:{broken}")
     assert "\n" not in str(err.value)
-    with pytest.raises(SourceError, match="hf-diffusion"):
+    with pytest.raises(UserError, match="hf-diffusion"):
         make_source(f"hf-ar:{tiny['gpt2']}", shift="shifted")
 
 
@@ -146,7 +146,7 @@ def test_missing_transformers_names_the_install(tiny: dict[str, Path], monkeypat
     from app.engine import hf
 
     monkeypatch.setitem(sys.modules, "transformers", None)  # what Python does when a package is absent
-    with pytest.raises(SourceError, match="pip install torch transformers"):
+    with pytest.raises(UserError, match="pip install torch transformers"):
         hf.load_causal(str(tiny["gpt2"]))
 
 
@@ -222,11 +222,11 @@ def test_an_explicit_dtype_loads_the_weights_in_it_and_sampling_still_works(tiny
 
 def test_an_absent_device_or_an_unknown_dtype_is_one_sentence(tiny: dict[str, Path]) -> None:
     if not torch.cuda.is_available():
-        with pytest.raises(SourceError, match="no CUDA GPU cuda on this machine.*auto or cpu"):
+        with pytest.raises(UserError, match="no CUDA GPU cuda on this machine.*auto or cpu"):
             make_source(f"hf-ar:{tiny['gpt2']}", device="cuda")
-    with pytest.raises(SourceError, match="Dtype must be one of auto, float32, bfloat16, float16, not 'int4'"):
+    with pytest.raises(UserError, match="Dtype must be one of auto, float32, bfloat16, float16, not 'int4'"):
         make_source(f"hf-ar:{tiny['gpt2']}", dtype="int4")
-    with pytest.raises(SourceError, match="Device must be one of"):
+    with pytest.raises(UserError, match="Device must be one of"):
         make_source(f"hf-diffusion:{tiny['bert']}", device="tpu")
 
 

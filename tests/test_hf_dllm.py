@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import make_source
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -94,10 +94,10 @@ def test_a2d_code_without_the_package_it_imports_names_the_package_not_the_versi
     import sys
 
     code = ("from app.sources.base import make_source\n"
-            "from app.errors import SourceError\n"
+            "from app.errors import UserError\n"
             "try:\n"
             f"    make_source('hf-diffusion:{a2d}', trust_remote_code=True, device='cpu')\n"
-            "except SourceError as e:\n"
+            "except UserError as e:\n"
             "    print(e)\n")
     env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
@@ -165,10 +165,10 @@ def test_block_attention_runs_the_prefix_once_a_block_then_only_the_block(a2d: P
 
 
 def test_block_attention_needs_the_prefix_cache_and_is_not_an_ar_setting(a2d: Path) -> None:
-    with pytest.raises(SourceError, match="block cache: turn the prefix cache on"):
+    with pytest.raises(UserError, match="block cache: turn the prefix cache on"):
         make_source(f"hf-diffusion:{a2d}", trust_remote_code=True, device="cpu", block_attention=True,
                     prefix_cache=False)
-    with pytest.raises(SourceError, match="hf-ar has no setting 'block_attention'"):
+    with pytest.raises(UserError, match="hf-ar has no setting 'block_attention'"):
         make_source("hf-ar:anything", block_attention=True)
 
 

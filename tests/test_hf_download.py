@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.hf_download import check_fits, need_gb
-from app.errors import SourceError
+from app.errors import UserError
 from tests.hub_server import serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ REPO = "converge/tiny-llada2"
 def test_weights_that_do_not_fit_are_refused_in_one_sentence() -> None:
     """8 GB of 16-bit weights take 17.6 GB in float32 (twice, plus a tenth), 8.8 GB in bfloat16."""
     assert need_gb(8 * 10**9, "float32") == pytest.approx(17.6) and need_gb(8 * 10**9, "bfloat16") == pytest.approx(8.8)
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(UserError) as err:
         check_fits("org/big", 8 * 10**9, {"device": "cpu", "dtype": "float32"}, free=(10.0, "this machine's RAM"))
     text = str(err.value)
     assert text == ("org/big needs about 17.6 GB of memory in float32 on cpu and this machine's RAM has 10.0 GB free: "

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import make_source
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -33,7 +33,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _load_error(spec: str, **settings: object) -> str:
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(UserError) as err:
         make_source(spec, **settings)
     text = str(err.value)
     assert "\n" not in text
@@ -125,8 +125,8 @@ def test_a_gated_model_says_log_in(gated_hub: str, tmp_path: Path) -> None:
     env = {**os.environ, "HF_ENDPOINT": gated_hub, "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(ROOT)}
     env.pop("HF_HUB_OFFLINE", None)
     env.pop("HF_TOKEN", None)
-    code = ("from app.errors import SourceError\nfrom app.engine.hf import load_causal\n"
-            "try:\n    load_causal('org/gated', device='cpu')\nexcept SourceError as e:\n    print(e)\n")
+    code = ("from app.errors import UserError\nfrom app.engine.hf import load_causal\n"
+            "try:\n    load_causal('org/gated', device='cpu')\nexcept UserError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     text = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-500:]
     assert "org/gated is a gated model" in text and "log in" in text and "HF_TOKEN" in text, text

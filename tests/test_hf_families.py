@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import make_source
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -77,7 +77,7 @@ def test_llada_decodes_as_its_reference_generate_at_temperature_0(llada: Path) -
 
 
 def test_llada_without_trust_remote_code_says_so(llada: Path) -> None:
-    with pytest.raises(SourceError, match="ships its own model code.*trust_remote_code"):
+    with pytest.raises(UserError, match="ships its own model code.*trust_remote_code"):
         make_source(f"hf-diffusion:{llada}")
 
 
@@ -88,7 +88,7 @@ def test_llada_code_that_breaks_under_this_transformers_names_the_version_and_th
     from app.engine import hf, hf_compat
 
     monkeypatch.setattr(hf_compat, "compatible", lambda cls: cls)
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(UserError) as err:
         hf.load_masked(str(llada), trust_remote_code=True, device="cpu")
     text = str(err.value)
     assert f"own model code does not run under transformers {transformers.__version__}" in text

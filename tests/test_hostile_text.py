@@ -15,7 +15,7 @@ import pytest
 
 from app import library
 from app.analysis import SideAnalyzer, display_tokens, text_tokens
-from app.errors import SourceError
+from app.errors import UserError
 from app.export.html import export_html, render
 from app.race import Race
 from app.sources.base import make_source
@@ -159,7 +159,7 @@ def test_each_entry_as_a_prompt_to_the_built_in_twins_is_answered_or_refused_cle
         for source in twins:
             try:
                 frames = list(source.stream(text, threading.Event()))
-            except SourceError as e:
+            except UserError as e:
                 assert "shorten the prompt" in str(e), (name, source.name, e)
                 continue
             assert frames[-1].final, (name, source.name)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.forward_process import STEPS, forward_recording
 from app.lessons import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
 from app.sources.base import REGISTRY, make_source
@@ -52,7 +52,7 @@ def test_every_lesson_and_its_change_make_valid_offline_sources(i: int) -> None:
             assert spec.partition(":")[0] in ("local-diffusion", "local-ar", "replay"), spec
             try:
                 make_source(spec, **settings)
-            except SourceError as e:
+            except UserError as e:
                 pytest.fail(f"lesson {i + 1}: {spec} {settings}: {e}")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app import library, store
-from app.errors import SourceError
+from app.errors import UserError
 from app.trace import MAX_RECORDING_BYTES, Frame, RecordingWriter, make_header, read_recording
 from app.ui import library_ui
 from app.view.payload import load_payload
@@ -46,9 +46,9 @@ def make(path: Path, prompt: str = "Once upon a time", caption: str | None = Non
 
 @pytest.mark.parametrize("name", ESCAPES)
 def test_names_that_could_escape_the_folder_are_refused(name: str, recordings: Path) -> None:
-    with pytest.raises(SourceError):
+    with pytest.raises(UserError):
         store.check_name(name)
-    with pytest.raises(SourceError):
+    with pytest.raises(UserError):
         store.locate(f"user/{name}")
 
 
@@ -56,7 +56,7 @@ def test_ids_name_a_kind_and_a_plain_name(recordings: Path) -> None:
     make(recordings / "race 1.jsonl")
     assert store.locate("user/race 1.jsonl") == recordings / "race 1.jsonl"
     for bad in ("race 1.jsonl", "other/race 1.jsonl", "user/", "/user/race 1.jsonl", "user//race 1.jsonl", None):
-        with pytest.raises(SourceError):
+        with pytest.raises(UserError):
             store.locate(bad)  # type: ignore[arg-type]
 
 
@@ -70,7 +70,7 @@ def test_a_symlink_out_of_the_folder_is_not_listed_loaded_renamed_or_deleted(rec
                    lambda: library.rename("user/link.jsonl", "moved"),
                    lambda: library_ui.download_copy("user/link.jsonl"),
                    lambda: library.rename("user/inside.jsonl", "link.jsonl")):
-        with pytest.raises(SourceError):
+        with pytest.raises(UserError):
             action()
     assert outside.is_file() and (recordings / "inside.jsonl").is_file()
 
@@ -104,12 +104,12 @@ def test_rename_moves_only_user_recordings_and_never_overwrites(recordings: Path
     make(examples / "ex.jsonl")
     assert library.rename("user/one.jsonl", "talk") == "user/talk.jsonl"
     assert (recordings / "talk.jsonl").is_file() and not (recordings / "one.jsonl").exists()
-    with pytest.raises(SourceError, match="already a recording"):
+    with pytest.raises(UserError, match="already a recording"):
         library.rename("user/talk.jsonl", "two.jsonl")
     for bad in ("../escaped", "/tmp/escaped.jsonl", "a/b", ".hidden"):
-        with pytest.raises(SourceError):
+        with pytest.raises(UserError):
             library.rename("user/talk.jsonl", bad)
-    with pytest.raises(SourceError, match="cannot be renamed"):
+    with pytest.raises(UserError, match="cannot be renamed"):
         library.rename("example/ex.jsonl", "mine")
     assert sorted(p.name for p in recordings.iterdir()) == ["talk.jsonl", "two.jsonl"]
     assert sorted(p.name for p in examples.iterdir()) == ["ex.jsonl"]
@@ -120,11 +120,11 @@ def test_delete_removes_only_user_recordings(recordings: Path, examples: Path) -
     make(recordings / "old.jsonl")
     make(examples / "ex.jsonl")
     assert library.delete("user/old.jsonl") == "old.jsonl" and not (recordings / "old.jsonl").exists()
-    with pytest.raises(SourceError, match="cannot be deleted"):
+    with pytest.raises(UserError, match="cannot be deleted"):
         library.delete("example/ex.jsonl")
-    with pytest.raises(SourceError, match="any more"):
+    with pytest.raises(UserError, match="any more"):
         library.delete("user/old.jsonl")
-    with pytest.raises(SourceError):
+    with pytest.raises(UserError):
         library.delete("user/../examples/ex.jsonl")
     assert (examples / "ex.jsonl").is_file()
 
@@ -150,7 +150,7 @@ def test_an_upload_that_is_not_a_recording_is_refused_and_nothing_is_saved(
         content: str, message: str, recordings: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(content)
-    with pytest.raises(SourceError, match=message):
+    with pytest.raises(UserError, match=message):
         library.save_upload(bad, "bad.jsonl")
     assert list(recordings.iterdir()) == []
 
@@ -159,7 +159,7 @@ def test_an_upload_over_the_size_limit_is_refused_before_it_is_read(recordings: 
     big = make(tmp_path / "big.jsonl")
     with open(big, "r+b") as f:
         f.truncate(MAX_RECORDING_BYTES + 1)  # sparse: no 64 MB written
-    with pytest.raises(SourceError, match="refused"):
+    with pytest.raises(UserError, match="refused"):
         library.save_upload(big, "big.jsonl")
     assert list(recordings.iterdir()) == []
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import make_source
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -198,7 +198,7 @@ def test_editing_settings_are_refused_for_a_model_that_does_not_edit(tmp_path: P
     from tests.hf_families import build_llada
 
     folder = build_llada(tmp_path)
-    with pytest.raises(SourceError, match="editing_threshold only apply to LLaDA2.x"):
+    with pytest.raises(UserError, match="editing_threshold only apply to LLaDA2.x"):
         make_source(f"hf-diffusion:{folder}", trust_remote_code=True, device="cpu", editing_threshold=0.9)
     src = make_source(f"hf-diffusion:{folder}", trust_remote_code=True, device="cpu", editing_threshold="off",
                       max_post_steps=16)  # the defaults, as a form may send them, are no request to edit

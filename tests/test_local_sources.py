@@ -11,7 +11,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
 from app.engine.options import coerce, declared
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources import local
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.trace import Frame
@@ -133,13 +133,13 @@ def test_settings_from_the_ui_are_coerced_and_checked() -> None:
     untouched = {"factor": 1.0, "threshold": 0.9}  # the page passes the threshold it shows
     assert coerce(DiffusionSettings, untouched, "local-diffusion").threshold is None
     assert coerce(DiffusionSettings, {"gen_length": 64, "steps": 0}, "local-diffusion").steps == 64  # the page's 0
-    with pytest.raises(SourceError, match="not both"):
+    with pytest.raises(UserError, match="not both"):
         coerce(DiffusionSettings, {"factor": 1.0, "threshold": 0.8}, "local-diffusion")
-    with pytest.raises(SourceError, match="no setting 'top_p'"):
+    with pytest.raises(UserError, match="no setting 'top_p'"):
         coerce(DiffusionSettings, {"top_p": 0.5}, "local-diffusion")
-    with pytest.raises(SourceError, match="whole number"):
+    with pytest.raises(UserError, match="whole number"):
         coerce(ARSettings, {"gen_length": "lots"}, "local-ar")
-    with pytest.raises(SourceError, match="does not divide"):
+    with pytest.raises(UserError, match="does not divide"):
         coerce(DiffusionSettings, {"gen_length": 64, "block_length": 24}, "local-diffusion")
 
 
@@ -164,14 +164,14 @@ def test_registered_settings_use_only_the_keys_the_ui_renders_and_their_defaults
 
 
 def test_missing_or_corrupt_twin_files_give_one_sentence(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="missing") as err:
+    with pytest.raises(UserError, match="missing") as err:
         local.twin("diffusion", str(tmp_path))
     assert "\n" not in str(err.value)
     if TOKENIZER.is_file():
         (tmp_path / "tokenizer.json").write_bytes(TOKENIZER.read_bytes())
         (tmp_path / "ar.json").write_text('{"config": {}}')
         (tmp_path / "ar.safetensors").write_bytes(b"\x00" * 64)
-        with pytest.raises(SourceError, match="corrupt"):
+        with pytest.raises(UserError, match="corrupt"):
             local.twin("ar", str(tmp_path))
 
 
@@ -183,9 +183,9 @@ def test_the_shipped_twins_tell_a_story_with_their_default_settings() -> None:
         text = frames[-1].text
         assert frames[-1].final and len(text.split()) >= 10, (name, text)
         assert len(words & set(text.lower().replace(".", " ").replace(",", " ").split())) >= 3, (name, text)
-    with pytest.raises(SourceError, match="shorten the prompt"):
+    with pytest.raises(UserError, match="shorten the prompt"):
         list(make_source("local-ar", gen_length=256).stream("word " * 400, threading.Event()))
-    with pytest.raises(SourceError, match="empty"):
+    with pytest.raises(UserError, match="empty"):
         list(make_source("local-diffusion").stream("   ", threading.Event()))
 
 
@@ -234,10 +234,10 @@ def test_models_declare_the_caches_their_methods_offer() -> None:
 
 def test_one_on_off_reader_refuses_what_is_neither() -> None:
     from app.engine.options import on_off
-    from app.errors import SourceError
+    from app.errors import UserError
 
     assert ([on_off(v, "x") for v in (True, "on", " YES ", "1", 1, False, "off", "No", "0", 0)]
             == [True] * 5 + [False] * 5)
     for bad in ("maybe", None, 2, 0.5):
-        with pytest.raises(SourceError, match="The x setting must be on or off"):
+        with pytest.raises(UserError, match="The x setting must be on or off"):
             on_off(bad, "x")

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.sources.mercury import DEFAULT_MODEL, EFFORTS, MercurySource, display_text
 from tests.wire_server import (
@@ -165,7 +165,7 @@ def test_reasoning_effort_is_selectable(url, effort):
                                             ({"diffusing": "maybe"}, "diffusing"),
                                             ({"base_url": "ftp://example.com"}, "base URL")])
 def test_bad_settings_raise_a_clear_error(url, settings, word):
-    with pytest.raises(SourceError, match=word):
+    with pytest.raises(UserError, match=word):
         mercury(url, **settings)
 
 
@@ -240,7 +240,7 @@ FAULTS = [
 def test_faults_give_one_clear_sentence_after_the_frames_before_them(url, model, n, phrase):
     prompt = "ECHO:A long enough answer for a fault to strike after a few frames of diffusion."
     frames, err = collect(mercury(url, model, timeout=1), prompt)
-    assert err is not None, f"{model} should raise SourceError"
+    assert err is not None, f"{model} should raise UserError"
     message = str(err)
     assert phrase in message
     assert [f.text for f in frames] == expected_texts(model, prompt, diffusing=True)[:n]
@@ -284,7 +284,7 @@ def test_cancel_ends_a_stalled_stream_without_error_or_final_frame(url):
                 frames.append(frame)
                 if len(frames) == 2:
                     got_two.set()
-        except SourceError as err:
+        except UserError as err:
             result["error"] = err
         result["frames"] = frames
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.policy import LOCAL, Policy
 from app.sources.listing import list_models
 from app.trace import read_recording
@@ -27,9 +27,9 @@ def test_a_source_lists_the_models_its_endpoint_serves(wire_server: str) -> None
 
 
 def test_a_failed_listing_is_one_sentence_that_never_quotes_the_key(wire_server: str) -> None:
-    with pytest.raises(SourceError) as rejected:
+    with pytest.raises(UserError) as rejected:
         list_models(wire_server, sentinels.TYPED, "the API key you entered")
-    with pytest.raises(SourceError) as offline:
+    with pytest.raises(UserError) as offline:
         list_models(sentinels.UNREACHABLE, sentinels.TYPED, "OPENAI_API_KEY")
     assert "rejected the API key (the API key you entered)" in str(rejected.value)
     assert str(offline.value) == "Could not reach 127.0.0.1:9 to list its models: you can still type a model name."
@@ -45,19 +45,19 @@ def test_the_hosts_endpoint_is_listed_with_the_hosts_key_only_where_the_policy_l
     assert listing_endpoint(LOCAL, "openai", "", sentinels.TYPED)[1] == sentinels.TYPED
     lending = Policy(served=True, reason="--share", allowed=frozenset({"env-keys"}))
     assert listing_endpoint(lending, "mercury", "", "")[1] == sentinels.ENV["INCEPTION_API_KEY"]
-    with pytest.raises(SourceError, match=r"^No API key to list models with \(enter your own API key\)"):
+    with pytest.raises(UserError, match=r"^No API key to list models with \(enter your own API key\)"):
         listing_endpoint(SERVED, "mercury", "", "")
     assert listing_endpoint(SERVED, "mercury", "", sentinels.TYPED)[1] == sentinels.TYPED
     monkeypatch.delenv("INCEPTION_API_KEY")
-    with pytest.raises(SourceError, match=r"set INCEPTION_API_KEY or enter a key\): you can still type a model name"):
+    with pytest.raises(UserError, match=r"set INCEPTION_API_KEY or enter a key\): you can still type a model name"):
         listing_endpoint(LOCAL, "mercury", "", "")
 
 
 def test_a_base_url_the_visitor_typed_gets_only_the_visitors_key_and_only_if_the_host_listed_it() -> None:
-    with pytest.raises(SourceError, match="^Enter an API key to list the models at that base URL"):
+    with pytest.raises(UserError, match="^Enter an API key to list the models at that base URL"):
         listing_endpoint(LOCAL, "openai", "http://elsewhere.example/v1", "")
     assert listing_endpoint(LOCAL, "openai", "http://elsewhere.example/v1", sentinels.TYPED)[1] == sentinels.TYPED
-    with pytest.raises(SourceError, match="not one this server allows"):
+    with pytest.raises(UserError, match="not one this server allows"):
         listing_endpoint(SERVED, "openai", "http://10.0.0.5:8000/v1", sentinels.TYPED)
     listed = Policy(served=True, reason="--share", base_urls=("http://10.0.0.5:8000/v1",))
     assert listing_endpoint(listed, "openai", "http://10.0.0.5:8000/v1/", sentinels.TYPED)[:2] == (
@@ -66,7 +66,7 @@ def test_a_base_url_the_visitor_typed_gets_only_the_visitors_key_and_only_if_the
 
 def test_on_a_served_page_a_failure_at_the_visitors_endpoint_says_nothing_about_what_answered(wire_server: str) -> None:
     listed = Policy(served=True, reason="--share", base_urls=(wire_server,))
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(UserError) as err:
         visitor_models(listed, "openai", wire_server, sentinels.TYPED)  # the server answers 401 with a body
     host = wire_server.split("//")[1].split("/")[0]
     assert str(err.value) == (f"Could not list the models at {host}: check the base URL and your key; "

@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.sources.openai_chat import OpenAIChatSource, public_url, redact
 from tests.wire_server import MERCURY_BLOCK, answer_for, collect, pieces, requests_seen, serve, usage_for
@@ -63,7 +63,7 @@ def test_max_tokens_cuts_the_answer_and_still_finishes(url):
 
 
 def test_model_is_required():
-    with pytest.raises(SourceError, match="openai:MODEL"):
+    with pytest.raises(UserError, match="openai:MODEL"):
         make_source("openai")
 
 

@@ -14,7 +14,7 @@ import pytest
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.options import coerce, declared, number
-from app.errors import SourceError
+from app.errors import UserError
 from app.generate import describe
 from app.sources.base import REGISTRY
 from app.sources.hf import HFLoad
@@ -50,18 +50,18 @@ def test_each_number_validates_at_its_declared_bounds_and_is_refused_one_step_be
             top = getattr(LARGE[cls], o.max) if isinstance(o.max, str) else o.max
             dataclasses.replace(LARGE[cls], **{name: kind(top)}).validate()
             assert getattr(coerce(cls, {name: str(top)}, "test", LARGE[cls]), name) == top
-            with pytest.raises(SourceError, match=rf"^{o.name} must be .*{number(top)}.*: change {name}\.$"):
+            with pytest.raises(UserError, match=rf"^{o.name} must be .*{number(top)}.*: change {name}\.$"):
                 dataclasses.replace(LARGE[cls], **{name: kind(top + step)}).validate()
         low = o.min + step if o.off else o.min
         dataclasses.replace(SMALL[cls], **{name: kind(low)}).validate()
-        with pytest.raises(SourceError, match=rf"^{o.name} must be .*: change {name}\.$"):
+        with pytest.raises(UserError, match=rf"^{o.name} must be .*: change {name}\.$"):
             dataclasses.replace(SMALL[cls], **{name: kind(low - step)}).validate()
 
 
 def test_both_samplers_offer_and_accept_temperatures_from_0_to_2() -> None:
     for cls in (DiffusionSettings, ARSettings):
         cls(temperature=2.0).validate()
-        with pytest.raises(SourceError, match="Temperature must be between 0 and 2"):
+        with pytest.raises(UserError, match="Temperature must be between 0 and 2"):
             cls(temperature=2.5).validate()
         assert (REGISTRY["local-diffusion" if cls is DiffusionSettings else "local-ar"]
                 .settings["temperature"]["max"] == 2.0)
@@ -73,12 +73,12 @@ def test_coercion_reads_each_value_as_its_declared_type() -> None:
     assert (s.steps, s.temperature, s.scoring, s.prefix_cache, s.threshold, s.filter, s.pins) == \
         (32, 1.0, "margin", False, None, 0.5, ("3:cat",))
     assert type(s.steps) is int and type(s.temperature) is float
-    with pytest.raises(SourceError, match="Setting seed of test cannot be 1.5: give a whole number"):
+    with pytest.raises(UserError, match="Setting seed of test cannot be 1.5: give a whole number"):
         coerce(ARSettings, {"seed": 1.5}, "test")
-    with pytest.raises(SourceError, match="Setting top_p of test cannot be 'most': give a number"):
+    with pytest.raises(UserError, match="Setting top_p of test cannot be 'most': give a number"):
         coerce(ARSettings, {"top_p": "most"}, "test")
     assert coerce(HFLoad, {"chat": "no", "device": "cuda:1"}, "test") == HFLoad(chat=False, device="cuda:1")
-    with pytest.raises(SourceError, match="Dtype must be one of auto, float32, bfloat16, float16, not 'int4'"):
+    with pytest.raises(UserError, match="Dtype must be one of auto, float32, bfloat16, float16, not 'int4'"):
         coerce(HFLoad, {"dtype": "int4"}, "test")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import REGISTRY, load_plugins
 from app.sources.pairs import PAIRS, check_memory, pair
 
@@ -45,13 +45,13 @@ def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
 
 def test_a_machine_without_the_memory_is_told_before_any_download() -> None:
     dream = pair("dream-7b")
-    with pytest.raises(SourceError, match=r"needs a GPU with about 33.5 GB free, and this machine has no CUDA GPU"):
+    with pytest.raises(UserError, match=r"needs a GPU with about 33.5 GB free, and this machine has no CUDA GPU"):
         check_memory(dream, free=(None, "no CUDA GPU"))
-    with pytest.raises(SourceError, match=r"needs about 33.5 GB of GPU memory and NVIDIA L4 has 22.0 GB free"):
+    with pytest.raises(UserError, match=r"needs about 33.5 GB of GPU memory and NVIDIA L4 has 22.0 GB free"):
         check_memory(dream, free=(22.0, "NVIDIA L4"))
     check_memory(dream, free=(80.0, "NVIDIA H100"))
     check_memory(pair("llada2-sglang"), free=(None, "no CUDA GPU"))  # an API pair needs no local memory
-    with pytest.raises(SourceError, match="There is no pair 'gpt-5'.*twins"):
+    with pytest.raises(UserError, match="There is no pair 'gpt-5'.*twins"):
         pair("gpt-5")
 
 
@@ -163,7 +163,7 @@ def test_dllms_pairs_run_on_a_laptop_cpu_and_the_page_sets_block_attention_for_b
         assert p.device == "CPU" and p.left_settings["schedule"] == "dllm" and p.memory_gb() < 6
         check_memory(p, free=(8.0, "RAM"))
     assert pair("a2d-mdlm-0.6b").right == pair("a2d-bd3lm-0.6b").right == "hf-ar:Qwen/Qwen3-0.6B"
-    with pytest.raises(SourceError, match=r"needs about 5.3 GB of CPU memory and RAM has 4.0 GB free"):
+    with pytest.raises(UserError, match=r"needs about 5.3 GB of CPU memory and RAM has 4.0 GB free"):
         check_memory(pair("a2d-bd3lm-0.6b"), free=(4.0, "RAM"))
     monkeypatch.setattr(pairs, "available_gb", lambda device: (16.0, "RAM"))
     controls = _controls(LOCAL)

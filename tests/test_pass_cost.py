@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from app import pass_cost
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import make_source
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab
@@ -93,7 +93,7 @@ def test_a_hugging_face_model_is_timed_on_its_device_over_the_positions_asked(tm
     finally:
         handle.remove()
     assert shapes == [(1, 16)] and tuple(out.shape) == (1, 16, vocab)
-    with pytest.raises(SourceError, match="Name a Hugging Face source"):
+    with pytest.raises(UserError, match="Name a Hugging Face source"):
         pass_cost.load_hf("gpt2", "cpu", make_source)
 
 

@@ -14,7 +14,7 @@ from app.engine import diffusion
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import random_model
 from app.engine.pins import AR_REFUSAL, resolve_pins
-from app.errors import SourceError
+from app.errors import UserError
 from app.export.html import export_html
 from app.export.video.scene import Scene
 from app.sources.base import make_source
@@ -74,7 +74,7 @@ def test_local_diffusion_keeps_pinned_text_in_every_frame_and_the_final_text() -
     (["5:"], "has no text after the colon"),
 ])
 def test_pins_that_do_not_fit_get_one_sentence_naming_the_fix(pins: list[str], says: str) -> None:
-    with pytest.raises(SourceError) as e:
+    with pytest.raises(UserError) as e:
         list(make_source("local-diffusion", gen_length=64, pins=pins).stream("Once", threading.Event()))
     assert says in str(e.value) and str(e.value).count(". ") == 0
 
@@ -95,12 +95,12 @@ def test_hf_diffusion_keeps_pins_and_refuses_text_its_tokenizer_cannot_spell(tin
                       chat=False, pins=["12:cat"])
     frames = list(src.stream("once upon a time", threading.Event()))
     assert all(f.tokens[12].strip() == "cat" and not f.masked[12] for f in frames)
-    with pytest.raises(SourceError, match="does not tokenize to whole positions: use plain text"):
+    with pytest.raises(UserError, match="does not tokenize to whole positions: use plain text"):
         resolve_pins(src.tok, ["3:qqqzzz"], 16)
 
 
 def test_an_autoregressive_source_refuses_pins_and_accepts_none() -> None:
-    with pytest.raises(SourceError) as e:
+    with pytest.raises(UserError) as e:
         make_source("local-ar", pins=["3:end"])
     assert str(e.value) == AR_REFUSAL
     assert make_source("local-ar", pins="").name == "local-ar"
@@ -112,7 +112,7 @@ def test_hostile_text_through_the_pin_path_comes_back_as_the_same_text() -> None
         src = make_source("local-diffusion", gen_length=256, steps=2, block_length=256, pins=[f"0:{text}"])
         try:
             frames = list(src.stream("Once", threading.Event()))
-        except SourceError as e:  # too long or not whole tokens for this tokenizer: still one sentence
+        except UserError as e:  # too long or not whole tokens for this tokenizer: still one sentence
             assert "\n" not in str(e) and str(e).endswith("."), name
             continue
         ran += 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.policy import from_launch
 from app.ui.sweeps_tab import pass_cost_handler
 from app.ui.visitor import Visitor, allowed_source
@@ -77,7 +77,7 @@ def test_a_served_page_refuses_hugging_face_paths_with_one_sentence_whether_they
     spec = spec.format(tmp=tmp_path)
     (tmp_path / "config.json").write_text("{}")
     served = from_launch("0.0.0.0", env={})
-    with pytest.raises(SourceError) as refused:
+    with pytest.raises(UserError) as refused:
         allowed_source(Visitor(served), spec)
     assert str(refused.value) == "This server runs only the Hugging Face models its host named, and it named none."
 
@@ -105,7 +105,7 @@ def test_a_served_load_failure_reads_the_same_whatever_the_cause(tmp_path: Path,
     served = from_launch("0.0.0.0", allow=["hf-models"], env={})
     said = set()
     for spec in (f"hf-ar:{tmp_path}", f"hf-ar:{tmp_path}/missing", f"hf-diffusion:{tmp_path}"):
-        with pytest.raises(SourceError) as failed:
+        with pytest.raises(UserError) as failed:
             allowed_source(Visitor(served), spec)
         said.add(str(failed.value))
     assert len(said) == 1 and str(tmp_path) not in said.pop()

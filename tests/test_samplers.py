@@ -13,7 +13,7 @@ from app.engine import autoregressive, diffusion, stutter
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
-from app.errors import SourceError
+from app.errors import UserError
 
 PROMPT = [5, 6, 7, 8, 9, 10]
 
@@ -237,17 +237,17 @@ def test_cancel_stops_between_steps(mlm) -> None:
     (dict(gen_length=0), "length"),
 ])
 def test_bad_diffusion_settings_name_the_fix(mlm, kw: dict, words: str) -> None:
-    with pytest.raises(SourceError, match=words):
+    with pytest.raises(UserError, match=words):
         list(diffusion.generate(mlm, PROMPT, DiffusionSettings(**{"gen_length": 32, "steps": 16, "block_length": 8,
                                                                   "threshold": None, **kw})))
 
 
 def test_prompt_errors(mlm) -> None:
-    with pytest.raises(SourceError, match="empty"):
+    with pytest.raises(UserError, match="empty"):
         next(diffusion.generate(mlm, [], DiffusionSettings(gen_length=32, steps=8, block_length=8)))
-    with pytest.raises(SourceError, match="shorten the prompt"):
+    with pytest.raises(UserError, match="shorten the prompt"):
         next(diffusion.generate(mlm, list(range(3, 80)), DiffusionSettings(gen_length=32, steps=8, block_length=8)))
-    with pytest.raises(SourceError, match="Top-p"):
+    with pytest.raises(UserError, match="Top-p"):
         next(autoregressive.generate(random_model(config(causal=True)), PROMPT, ARSettings(top_p=0.0)))
 
 

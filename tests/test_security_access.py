@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.policy import CAPABILITIES, LOCAL, Policy, from_launch, is_loopback
 from app.scrub import REDACTED, scrub_frame, scrub_text
 from app.sources.base import make_source
@@ -232,10 +232,10 @@ def test_a_visitor_cannot_make_the_server_run_an_uploaded_models_code(policy: Po
 
 def test_trust_remote_code_is_refused_for_visitors_unless_the_host_allows_it() -> None:
     for policy in (served(allow=["hf-models"]), served(hf_models=["some/model"])):
-        with pytest.raises(SourceError, match="trust_remote_code"):
+        with pytest.raises(UserError, match="trust_remote_code"):
             check_side(policy, "hf-ar:some/model", {"trust_remote_code": "True"})
     check_side(served(allow=["hf-models", "remote-code"]), "hf-ar:some/model", {"trust_remote_code": True})
-    with pytest.raises(SourceError, match="only the Hugging Face models its host named: some/model"):
+    with pytest.raises(UserError, match="only the Hugging Face models its host named: some/model"):
         check_side(served(hf_models=["some/model"]), "hf-diffusion:other/model", {})
 
 
@@ -307,7 +307,7 @@ def test_the_ssrf_control_the_listener_hears_a_key_the_visitor_typed(listener: L
 
 def test_a_base_url_the_host_did_not_list_is_refused_before_any_connection(listener: Listener) -> None:
     policy = served(base_urls=["https://api.example.com/v1"])
-    with pytest.raises(SourceError, match="not one this server allows"):
+    with pytest.raises(UserError, match="not one this server allows"):
         visitor_source(Visitor(policy))("openai:gpt-test", base_url=listener.url, api_key=sentinels.TYPED)
     tally("security_attacks")
     assert listener.connections == 0
@@ -325,7 +325,7 @@ def test_a_served_page_tells_probes_of_the_network_apart_by_nothing(wire_server:
                                    ("401", wire_server, "gpt-test", sentinels.TYPED),
                                    ("body", wire_server, "error-after-0", DEFAULT_KEY)):
         source = make(f"openai:{model}", base_url=base, api_key=key)
-        with pytest.raises(SourceError) as err:
+        with pytest.raises(UserError) as err:
             list(source.stream("hello", threading.Event()))
         said[name] = str(err.value).replace(base.split("//")[1].split("/")[0], "HOST")
     tally("security_attacks", len(said))
@@ -334,7 +334,7 @@ def test_a_served_page_tells_probes_of_the_network_apart_by_nothing(wire_server:
 
 
 def test_a_served_page_does_not_lend_the_hosts_keys_unless_allowed() -> None:
-    with pytest.raises(SourceError, match="Enter your own API key"):
+    with pytest.raises(UserError, match="Enter your own API key"):
         check_side(served(), "mercury", {})
     check_side(served(), "mercury", {"api_key": sentinels.TYPED})
     check_side(served(allow=["env-keys"]), "mercury", {})
@@ -393,7 +393,7 @@ def test_replay_from_the_page_plays_a_library_name(recordings: Path) -> None:
 def test_the_command_line_still_replays_a_file_path(tmp_path: Path) -> None:
     private = outside_recording(tmp_path)
     assert make_source(f"replay:{private}").recording.header["prompt"] == "another visitor's private prompt"
-    with pytest.raises(SourceError, match="not a file path"):
+    with pytest.raises(UserError, match="not a file path"):
         make_source(f"replay:{private}", paths=False)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.engine.options import Option, coerce, declared
-from app.errors import SourceError
+from app.errors import UserError
 from app.generate import describe, parser
 from app.sources.base import REGISTRY, load_plugins
 
@@ -90,7 +90,7 @@ def test_validation_accepts_every_value_a_control_offers_and_nothing_beyond(pref
             if o.clamp:
                 assert getattr(read(d, {**room, name: beyond}), name) == nearest, name
             elif not (o.follows and beyond == 0):  # 0 is how the page says "follow"
-                with pytest.raises(SourceError):
+                with pytest.raises(UserError):
                     read(d, {**room, name: beyond})
 
 

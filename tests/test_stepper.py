@@ -11,7 +11,7 @@ import pytest
 from app.engine import diffusion, stepper
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.local import TWIN_DIFFUSION, twin
 from tests.test_samplers import network_calls
 
@@ -121,7 +121,7 @@ def test_pins_are_never_offered_and_never_move(mlm) -> None:
     pins = {3: 40, 4: 41, 12: 42}
     state = stepper.start(mlm, PROMPT, settings(), pins)
     assert 3 not in state.open and 4 not in state.open
-    with pytest.raises(SourceError, match="not a masked position"):
+    with pytest.raises(UserError, match="not a masked position"):
         stepper.advance(mlm, state, {3: None})
     while not state.done:
         state = (stepper.advance(mlm, state, {state.open[-1]: None}) if len(state.open) % 2
@@ -144,16 +144,16 @@ def test_every_call_of_the_network_counts_as_a_forward_pass(mlm) -> None:
 
 def test_picks_the_pass_cannot_take_are_refused_with_the_fix(mlm) -> None:
     state = stepper.start(mlm, PROMPT, settings())
-    with pytest.raises(SourceError, match="Pick at least one"):
+    with pytest.raises(UserError, match="Pick at least one"):
         stepper.advance(mlm, state, {})
-    with pytest.raises(SourceError, match="current block"):
+    with pytest.raises(UserError, match="current block"):
         stepper.advance(mlm, state, {9: None})
-    with pytest.raises(SourceError, match="rules out token"):
+    with pytest.raises(UserError, match="rules out token"):
         stepper.advance(mlm, state, {0: mlm.mask_id})
-    with pytest.raises(SourceError, match="rules out token"):
+    with pytest.raises(UserError, match="rules out token"):
         stepper.advance(mlm, state, {0: 10_000})
     done = state
     while not done.done:
         done = stepper.advance(mlm, done)
-    with pytest.raises(SourceError, match="complete"):
+    with pytest.raises(UserError, match="complete"):
         stepper.advance(mlm, done)

@@ -18,7 +18,7 @@ import pytest
 
 from app import sweeps
 from app.engine.measure import PROMPTS
-from app.errors import SourceError
+from app.errors import UserError
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, serve_page
 
@@ -88,7 +88,7 @@ def test_the_time_charts_draw_each_points_spread_as_error_bars() -> None:
 
 
 def test_a_bad_point_is_refused_before_anything_runs() -> None:
-    with pytest.raises(SourceError, match="Steps must be between 1 and the answer length"):
+    with pytest.raises(UserError, match="Steps must be between 1 and the answer length"):
         sweeps.plan("steps", [128], length=64)
 
 
@@ -147,7 +147,7 @@ def test_a_bad_environment_setting_is_named_and_the_page_still_builds(monkeypatc
     from app.ui.sweeps_tab import sweeps_tab
 
     monkeypatch.setenv("CONVERGE_SWEEPS", "{steps")
-    with pytest.raises(SourceError, match="CONVERGE_SWEEPS is not valid JSON"):
+    with pytest.raises(UserError, match="CONVERGE_SWEEPS is not valid JSON"):
         sweeps.defaults()
     with gr.Blocks(analytics_enabled=False) as demo:
         sweeps_tab()

@@ -457,14 +457,14 @@ def serve(fps: float = DEFAULT_FPS, key: str = DEFAULT_KEY, port: int = 0) -> It
 
 
 def collect(source: Any, prompt: str = "hello", cancel: threading.Event | None = None) -> tuple[list, Exception | None]:
-    """Every frame a source yields against this server, and the SourceError that ended it (or None)."""
-    from app.errors import SourceError  # here, so the server also runs as a plain script
+    """Every frame a source yields against this server, and the UserError that ended it (or None)."""
+    from app.errors import UserError  # here, so the server also runs as a plain script
 
     frames = []
     try:
         for frame in source.stream(prompt, cancel or threading.Event()):
             frames.append(frame)
-    except SourceError as err:
+    except UserError as err:
         return frames, err
     return frames, None
 

@@ -21,7 +21,7 @@ from app import sweeps
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_diffusion, samples
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.local import TWIN_DIFFUSION
 
 SWEEP_LENGTHS = (64, 128, 256)
@@ -181,7 +181,7 @@ def bench(models_dir: str | Path | None = None) -> dict[str, Any]:
     try:
         dm, tok = twin("diffusion", str(models_dir) if models_dir else None)
         am, _ = twin("ar", str(models_dir) if models_dir else None)
-    except SourceError as e:
+    except UserError as e:
         return {"skipped": str(e)}
     prompts = [tok.encode(p) for p in PROMPTS]
     started = time.perf_counter()

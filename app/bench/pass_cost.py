@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.pass_cost import POINTS, REPEATS, TWIN, hf_pass, hf_points, load_hf, note, run_points, twin_pass, twin_points
 from app.sources.base import make_source
 from app.sources.local import twin
@@ -18,7 +18,7 @@ def bench(points: Sequence[int] = POINTS, hf: str | None = None, device: str = "
     out: dict[str, Any] = {"points": list(points), "repeats": repeats}
     try:
         model, _ = twin("diffusion")
-    except SourceError as e:
+    except UserError as e:
         return {**out, "skipped": str(e)}
     rows = run_points(lambda n: twin_pass(model, n), twin_points(model, points), repeats)
     out["twin"] = {"label": TWIN, "rows": rows, "note": note(rows)}
@@ -26,7 +26,7 @@ def bench(points: Sequence[int] = POINTS, hf: str | None = None, device: str = "
         try:
             # the host's own command: no visitor policy
             net, vocab, max_len, dev, label = load_hf(hf, device, make_source)
-        except SourceError as e:
+        except UserError as e:
             out["hf"] = {"skipped": str(e)}
             return out
         rows = run_points(lambda n: hf_pass(net, n, vocab, dev), hf_points(max_len, points), repeats)

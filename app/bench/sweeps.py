@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.bench import pass_cost
-from app.errors import SourceError
+from app.errors import UserError
 from app.sweeps import SWEEPS, defaults, load, note, run_sweep
 
 
@@ -16,7 +16,7 @@ def bench(models_dir: str | None = None) -> dict[str, Any]:
     try:
         cfg = defaults()
         models = load(models_dir)
-    except SourceError as e:
+    except UserError as e:
         return {"skipped": str(e)}
     out: dict[str, Any] = {"prompts": cfg["prompts"]}
     for axis in SWEEPS:

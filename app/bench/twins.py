@@ -16,7 +16,7 @@ import numpy as np
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.errors import SourceError
+from app.errors import UserError
 from app.prompts import EXAMPLE_PROMPTS, STORY
 from app.sources.local import TWIN_DIFFUSION
 
@@ -101,7 +101,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         dm, tok = twin("diffusion", folder)
         am, _ = twin("ar", folder)
         referee, _ = load_twin("referee", folder)
-    except SourceError as e:
+    except UserError as e:
         return {"skipped": str(e)}
     known = training_ngrams()
     page = tuple(EXAMPLE_PROMPTS.values())

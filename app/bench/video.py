@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.export.video import FORMATS, _export
 from app.export.video.encoders import X264
 from app.trace import Frame, RecordingWriter, make_header
@@ -89,7 +89,7 @@ def bench(seconds: float = 10.0, fps: float = 30, size: tuple[int, int] = (1280,
             own, kids = _cpu()
             try:
                 stats = _export(rec, Path(tmp) / f"race.{fmt}", fmt, fps, 1.0, size, 0.0, None)
-            except SourceError as e:
+            except UserError as e:
                 out[f"{prefix}error"] = str(e)
                 continue
             own, kids = _cpu()[0] - own, _cpu()[1] - kids

@@ -27,7 +27,7 @@ class ARSettings:
     seed: int = option(0, "Seed", min=0, max=9999, step=1)
 
     def validate(self) -> "ARSettings":
-        """Checks each setting against its declaration (app/engine/options.py); raises SourceError naming the fix."""
+        """Checks each setting against its declaration (app/engine/options.py); raises UserError naming the fix."""
         check(self)
         return self
 

@@ -21,7 +21,7 @@ from app.engine.base import MaskedLM
 from app.engine.commit_filter import features
 from app.engine.options import check, option
 from app.engine.sampling import BLOCKS, LENGTHS, check_prompt, top_candidates
-from app.errors import SourceError
+from app.errors import UserError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
 SCHEDULES = ("even", "dream", "dllm")  # how many positions a step commits: spread evenly (LLaDA), Dream's 1 - s/t, or
@@ -91,20 +91,20 @@ class DiffusionSettings:
                                    help="POSITION:TEXT fixes TEXT at that answer position; the model writes around it.")
 
     def validate(self) -> "DiffusionSettings":
-        """Checks each setting against its declaration, then the rules between settings; raises SourceError naming
+        """Checks each setting against its declaration, then the rules between settings; raises UserError naming
         the fix. Returns self for chaining."""
         check(self)
         n = self.gen_length
         if n % self.block_length:
             near = min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - self.block_length))
-            raise SourceError(f"Block length {self.block_length} does not divide the generation length {n}: "
-                              f"use a block length such as {near}, or change the length.")
+            raise UserError(f"Block length {self.block_length} does not divide the generation length {n}: "
+                            f"use a block length such as {near}, or change the length.")
         blocks = n // self.block_length
         if self.steps < blocks:
-            raise SourceError(f"{self.steps} steps cannot cover {blocks} blocks (at least one step each): "
-                              f"raise steps to {blocks} or use longer blocks.")
+            raise UserError(f"{self.steps} steps cannot cover {blocks} blocks (at least one step each): "
+                            f"raise steps to {blocks} or use longer blocks.")
         if self.threshold is not None and self.factor is not None:
-            raise SourceError("Choose a confidence threshold or a factor for parallel decoding, not both.")
+            raise UserError("Choose a confidence threshold or a factor for parallel decoding, not both.")
         return self
 
     def to_json(self) -> dict[str, Any]:
@@ -265,8 +265,8 @@ def begin(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diffusi
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
     judge = commit_filter or (getattr(model, "commit_filter", None) if s.filter is not None else None)
     if s.filter is not None and judge is None:
-        raise SourceError("This model has no learned commit filter (only the built-in diffusion twin ships one): "
-                          "turn the filter off, or use a threshold.")
+        raise UserError("This model has no learned commit filter (only the built-in diffusion twin ships one): "
+                        "turn the filter off, or use a threshold.")
     P, L = len(prompt), s.gen_length
     run = Run(s, np.concatenate([prompt, np.full(L, model.mask_id, dtype=np.int64)]), P, np.ones(L, dtype=bool),
               np.zeros(L, dtype=np.float64), np.zeros(L, dtype=bool), np.full(L, -1, dtype=np.int64),

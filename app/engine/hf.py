@@ -22,7 +22,7 @@ import numpy as np
 
 from app.engine.llada2 import MASK_ID as LLADA2_MASK_ID
 from app.engine.llada2 import MODEL_TYPES as LLADA2_TYPES
-from app.errors import SourceError
+from app.errors import UserError
 
 LLADA_MASK_ID = 126336  # LLaDA's tokenizer has no mask token; its reserved id is this one
 SHIFTS = ("auto", "shifted", "aligned")
@@ -31,12 +31,12 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def _libs() -> tuple[Any, Any]:
-    """(torch, transformers), or a SourceError that says what to install."""
+    """(torch, transformers), or a UserError that says what to install."""
     try:
         import torch
         import transformers
     except ImportError:
-        raise SourceError("Hugging Face sources need torch and transformers: pip install torch transformers.") from None
+        raise UserError("Hugging Face sources need torch and transformers: pip install torch transformers.") from None
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
     return torch, transformers
@@ -90,14 +90,14 @@ class HFTokenizer:
 
 
 def placement(device: str = "auto", dtype: str = "auto") -> dict[str, str]:
-    """The device and dtype a model will run with, auto resolved on this machine; a SourceError names what to pick
+    """The device and dtype a model will run with, auto resolved on this machine; a UserError names what to pick
     when the name is unknown or the device is absent."""
     torch, _ = _libs()
     device, dtype = str(device).strip().lower(), str(dtype).strip().lower()
     if device not in DEVICES and not re.fullmatch(r"cuda:\d+", device):
-        raise SourceError(f"Device must be one of {', '.join(DEVICES)} (or cuda:N), not {device!r}.")
+        raise UserError(f"Device must be one of {', '.join(DEVICES)} (or cuda:N), not {device!r}.")
     if dtype not in DTYPES:
-        raise SourceError(f"Dtype must be one of {', '.join(DTYPES)}, not {dtype!r}.")
+        raise UserError(f"Dtype must be one of {', '.join(DTYPES)}, not {dtype!r}.")
     mps = getattr(torch.backends, "mps", None)
     has_mps = bool(mps and mps.is_available())
     if device == "auto":
@@ -105,10 +105,10 @@ def placement(device: str = "auto", dtype: str = "auto") -> dict[str, str]:
     elif device.startswith("cuda"):
         index = int(device.partition(":")[2] or 0)
         if not torch.cuda.is_available() or index >= torch.cuda.device_count():
-            raise SourceError(f"There is no CUDA GPU {device} on this machine (torch sees "
-                              f"{torch.cuda.device_count()}): set device to auto or cpu.")
+            raise UserError(f"There is no CUDA GPU {device} on this machine (torch sees "
+                            f"{torch.cuda.device_count()}): set device to auto or cpu.")
     elif device == "mps" and not has_mps:
-        raise SourceError("Apple's MPS is not available on this machine: set device to auto or cpu.")
+        raise UserError("Apple's MPS is not available on this machine: set device to auto or cpu.")
     if dtype == "auto":
         gpu_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
         dtype = "float32" if device == "cpu" else "bfloat16" if gpu_bf16 else "float16"
@@ -199,15 +199,15 @@ def _max_len(config: Any, tok: Any) -> int:
 
 
 def _load(name: str, trust_remote_code: bool, runs_on: dict[str, str] | None = None) -> tuple[Any, Any, Any, bool]:
-    """(config, tokenizer, transformers module, whether the files are local), or a SourceError naming what to do; a
+    """(config, tokenizer, transformers module, whether the files are local), or a UserError naming what to do; a
     model not yet on this machine is first downloaded with progress, if it fits `runs_on` (`_fetch`)."""
     torch, transformers = _libs()
     if not name:
-        raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH or hf-ar:MODEL_ID_OR_PATH.")
+        raise UserError("Name a model: hf-diffusion:MODEL_ID_OR_PATH or hf-ar:MODEL_ID_OR_PATH.")
     local = Path(name).expanduser().is_dir() or _cached(transformers, name, trust_remote_code)
     if not local and not _hub_reachable():
-        raise SourceError(f"{name!r} is not a local folder nor in the Hugging Face cache, and the Hub cannot be "
-                          "reached: pass a local folder, or download the model first while online.")
+        raise UserError(f"{name!r} is not a local folder nor in the Hugging Face cache, and the Hub cannot be "
+                        "reached: pass a local folder, or download the model first while online.")
     if not local and runs_on is not None:
         local = _fetch(name, trust_remote_code, runs_on)
     try:
@@ -217,33 +217,33 @@ def _load(name: str, trust_remote_code: bool, runs_on: dict[str, str] | None = N
                                                          local_files_only=local)
     except ValueError as e:
         if "trust_remote_code" in str(e) and not trust_remote_code:
-            raise SourceError(f"{name} ships its own model code: set trust_remote_code to True "
-                              "if you trust it.") from None
-        raise SourceError(_why(e, name, trust_remote_code)) from None
+            raise UserError(f"{name} ships its own model code: set trust_remote_code to True "
+                            "if you trust it.") from None
+        raise UserError(_why(e, name, trust_remote_code)) from None
     except OSError as e:
         if "not a valid model identifier" in str(e):
-            raise SourceError(f"Cannot find the Hugging Face model {name!r} locally nor on the Hub: check the name, "
-                              "pass a local folder, or log in if it is private (hf auth login).") from None
-        raise SourceError(_why(e, name, trust_remote_code)) from None
+            raise UserError(f"Cannot find the Hugging Face model {name!r} locally nor on the Hub: check the name, "
+                            "pass a local folder, or log in if it is private (hf auth login).") from None
+        raise UserError(_why(e, name, trust_remote_code)) from None
     except Exception as e:  # transformers raises many kinds for half-written folders
-        raise SourceError(_why(e, name, trust_remote_code)) from None
+        raise UserError(_why(e, name, trust_remote_code)) from None
     if not trust_remote_code and getattr(config, "auto_map", None) and not type(config).__module__.startswith(
             "transformers."):  # its own config class was registered by an earlier trusted load in this process
-        raise SourceError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.")
+        raise UserError(f"{name} ships its own model code: set trust_remote_code to True if you trust it.")
     return config, tok, transformers, local
 
 
 def _fetch(name: str, trust_remote_code: bool, runs_on: dict[str, str]) -> bool:
     """Downloads `name` into the cache with progress, after checking it fits (app/engine/hf_download.py); True once
-    it is there, so everything after loads without the network. A SourceError names what went wrong."""
+    it is there, so everything after loads without the network. A UserError names what went wrong."""
     from app.engine.hf_download import download
 
     try:
         download(name, runs_on)
-    except SourceError:
+    except UserError:
         raise
     except Exception as e:
-        raise SourceError(_why(e, name, trust_remote_code)) from None
+        raise UserError(_why(e, name, trust_remote_code)) from None
     return True
 
 
@@ -278,7 +278,7 @@ def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool, runs_
         model = loader.from_pretrained(name, trust_remote_code=trust_remote_code, dtype=runs_on["dtype"],
                                        local_files_only=local, **extra).to(runs_on["device"])
     except Exception as e:
-        raise SourceError(_why(e, name, trust_remote_code, config, runs_on)) from None
+        raise UserError(_why(e, name, trust_remote_code, config, runs_on)) from None
     if config is not None and getattr(config, "auto_map", None):  # the model's own code, written for transformers 4
         from app.engine.hf_compat import fix_rotary_buffers
 
@@ -297,7 +297,7 @@ def _remote(config: Any, name: str, local: bool, trust_remote_code: bool, *keys:
     try:
         return remote_class(config, name, local, *keys)
     except Exception as e:
-        raise SourceError(_why(e, name, True, config)) from None
+        raise UserError(_why(e, name, True, config)) from None
 
 
 def _why(e: BaseException, name: str, remote_code: bool, config: Any = None,
@@ -325,7 +325,7 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
                 dtype: str = "auto") -> tuple[HFMaskedLM, HFTokenizer]:
     """A Hugging Face masked-diffusion model and its tokenizer, ready for the diffusion sampler."""
     if shift not in SHIFTS:
-        raise SourceError(f"Logit shift must be one of {', '.join(SHIFTS)}, not {shift!r}.")
+        raise UserError(f"Logit shift must be one of {', '.join(SHIFTS)}, not {shift!r}.")
     runs_on = placement(device, dtype)
     config, tok, tf, local = _load(name, trust_remote_code, runs_on)
     kind = str(getattr(config, "model_type", "")).lower()
@@ -338,17 +338,17 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
     elif type(config) in tf.MODEL_FOR_CAUSAL_LM_MAPPING:
         loader, causal_class = tf.AutoModelForCausalLM, True
     else:
-        raise SourceError(f"{name} is neither a masked LM nor a Dream-style model transformers can load: "
-                          "pick a masked LM (BERT family, LLaDA, Dream).")
+        raise UserError(f"{name} is neither a masked LM nor a Dream-style model transformers can load: "
+                        "pick a masked LM (BERT family, LLaDA, Dream).")
     shifted = shift == "shifted" or (shift == "auto" and (kind == "dream" or causal_class))
     mask_id = next((i for i in (tok.mask_token_id, getattr(config, "mask_token_id", None)) if isinstance(i, int)),
                    LLADA2_MASK_ID if kind in LLADA2_TYPES else LLADA_MASK_ID if "llada" in kind else None)
     if mask_id is None:
-        raise SourceError(f"{name} has no mask token, so it cannot be sampled as a masked diffusion model: "
-                          "use hf-ar for causal models.")
+        raise UserError(f"{name} has no mask token, so it cannot be sampled as a masked diffusion model: "
+                        "use hf-ar for causal models.")
     eos_id = tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
     if eos_id is None:
-        raise SourceError(f"{name}'s tokenizer has no end-of-text (or [SEP]) token: pick another model.")
+        raise UserError(f"{name}'s tokenizer has no end-of-text (or [SEP]) token: pick another model.")
     model = _weights(loader, name, trust_remote_code, local, runs_on, config if remote is not None else None)
     banned = _never_proposed(config, tok)
     return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned, runs_on=runs_on),
@@ -362,10 +362,10 @@ def load_causal(name: str, trust_remote_code: bool = False, device: str = "auto"
     config, tok, tf, local = _load(name, trust_remote_code, runs_on)
     if type(config) not in tf.MODEL_FOR_CAUSAL_LM_MAPPING and not (trust_remote_code
                                                                    and getattr(config, "auto_map", None)):
-        raise SourceError(f"{name} is not a causal language model: use hf-diffusion for masked models.")
+        raise UserError(f"{name} is not a causal language model: use hf-diffusion for masked models.")
     eos_id = tok.eos_token_id
     if eos_id is None:
-        raise SourceError(f"{name}'s tokenizer has no end-of-text token: pick another model.")
+        raise UserError(f"{name}'s tokenizer has no end-of-text token: pick another model.")
     loader = _remote(config, name, local, trust_remote_code, "AutoModelForCausalLM") or tf.AutoModelForCausalLM
     model = _weights(loader, name, trust_remote_code, local, runs_on,
                      config if loader is not tf.AutoModelForCausalLM else None)

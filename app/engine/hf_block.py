@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from app.errors import SourceError
+from app.errors import UserError
 
 
 def block_layout(x: Any, block: int, pad_id: int) -> tuple[Any, Any]:
@@ -40,8 +40,8 @@ class HFBlockLM:
 
     def __init__(self, base: Any, block: int, pad_id: int) -> None:
         if base.shifted:
-            raise SourceError("Block attention runs models whose outputs align with their positions: set the logit "
-                              "shift to auto or aligned.")
+            raise UserError("Block attention runs models whose outputs align with their positions: set the logit "
+                            "shift to auto or aligned.")
         self.base = base
         self.model = base.model
         self.block = int(block)
@@ -67,7 +67,7 @@ class HFBlockLM:
         import torch
 
         if cache is None:
-            raise SourceError("Block attention decodes with its block cache: turn the prefix cache on.")
+            raise UserError("Block attention decodes with its block cache: turn the prefix cache on.")
         block = torch.as_tensor(np.asarray(ids[start:start + self.block], dtype=np.int64)).to(self.placement["device"])
         prefix = cache["ids"]
         mask, pos = block_layout(torch.cat([prefix, block]), self.block, self.pad_id)

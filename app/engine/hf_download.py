@@ -17,7 +17,7 @@ import os
 import threading
 from typing import Any, Callable, Iterator
 
-from app.errors import SourceError
+from app.errors import UserError
 
 PATTERNS = ["*.json", "*.py", "*.txt", "*.model", "*.tiktoken", "tokenizer*"]  # besides the weights
 HEADROOM = 1.1  # activations and the runtime's own memory on top of the weights, as app/sources/pairs.py counts
@@ -112,14 +112,14 @@ def need_gb(weights_bytes: int, dtype: str) -> float:
 
 def check_fits(name: str, weights_bytes: int, runs_on: dict[str, str],
                free: tuple[float | None, str] | None = None) -> None:
-    """Raises SourceError, in one sentence, when `weights_bytes` of weights cannot fit the free memory of the device
+    """Raises UserError, in one sentence, when `weights_bytes` of weights cannot fit the free memory of the device
     they will run on; `free` overrides the measurement (what `free_gb` returns)."""
     free_now, where = free if free is not None else free_gb(runs_on["device"])
     need = need_gb(weights_bytes, runs_on["dtype"])
     if free_now is not None and free_now < need:
-        raise SourceError(f"{name} needs about {need:.1f} GB of memory in {runs_on['dtype']} on {runs_on['device']} "
-                          f"and {where} has {free_now:.1f} GB free: nothing was downloaded; pick a smaller model or "
-                          "another machine.")
+        raise UserError(f"{name} needs about {need:.1f} GB of memory in {runs_on['dtype']} on {runs_on['device']} "
+                        f"and {where} has {free_now:.1f} GB free: nothing was downloaded; pick a smaller model or "
+                        "another machine.")
 
 
 def _weights(files: list[Any]) -> list[Any]:

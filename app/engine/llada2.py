@@ -29,7 +29,7 @@ import numpy as np
 
 from app.engine.diffusion import DiffusionSettings, Step
 from app.engine.options import check, option
-from app.errors import SourceError
+from app.errors import UserError
 
 MODEL_TYPES = ("llada2_moe", "llada21_moe")  # inclusionAI's name; dllm's copy of the 2.1 code renames it
 MASK_ID = 156895  # LLaDA2.x's mask id (its generate()'s default), for a tokenizer that names no mask token
@@ -61,13 +61,13 @@ def is_llada2(model: Any) -> bool:
 
 
 def _diffusers() -> Any:
-    """The diffusers module, or a SourceError that says what to install."""
+    """The diffusers module, or a UserError that says what to install."""
     try:
         import diffusers
     except ImportError:
-        raise SourceError("LLaDA2 models run through diffusers' LLaDA2Pipeline: pip install diffusers.") from None
+        raise UserError("LLaDA2 models run through diffusers' LLaDA2Pipeline: pip install diffusers.") from None
     if not hasattr(diffusers, "LLaDA2Pipeline"):
-        raise SourceError(f"diffusers {diffusers.__version__} has no LLaDA2Pipeline: pip install -U diffusers.")
+        raise UserError(f"diffusers {diffusers.__version__} has no LLaDA2Pipeline: pip install -U diffusers.")
     return diffusers
 
 
@@ -186,7 +186,7 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
             if isinstance(item, _Stopped):
                 return
             if isinstance(item, BaseException):
-                raise SourceError(f"LLaDA2's pipeline failed: {type(item).__name__}: {item}") from None
+                raise UserError(f"LLaDA2's pipeline failed: {type(item).__name__}: {item}") from None
             last = item
             yield last
             if cancel is not None and cancel.is_set():

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.tokenizer import BPETokenizer
-from app.errors import SourceError
+from app.errors import UserError
 
 DEFAULT_MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 TRAIN_HINT = "python -m app.engine.train --twin {kind} --corpus STORIES.txt"
@@ -346,16 +346,16 @@ _LOADED: dict[tuple, tuple] = {}
 
 def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[MaskedDiffusionLM | ARLM, BPETokenizer]:
     """Loads a shipped twin ("diffusion" or "ar", or "referee": the AR model that only judges the twins' text)
-    and the tokenizer; SourceError when files are missing or corrupt."""
+    and the tokenizer; UserError when files are missing or corrupt."""
     if kind not in ("diffusion", "ar", "referee"):
-        raise SourceError(f"Unknown local model {kind!r}; choose 'diffusion' or 'ar'.")
+        raise UserError(f"Unknown local model {kind!r}; choose 'diffusion' or 'ar'.")
     d = Path(models_dir)
     weights_path, config_path, tok_path = d / f"{kind}.safetensors", d / f"{kind}.json", d / "tokenizer.json"
     hint = TRAIN_HINT.format(kind=kind)
     for p in (weights_path, config_path, tok_path):
         if not p.is_file():
-            raise SourceError(f"The {kind} twin cannot load because {p} is missing; restore assets/models/ or train it "
-                              f"with `{hint}`.")
+            raise UserError(f"The {kind} twin cannot load because {p} is missing; restore assets/models/ or train it "
+                            f"with `{hint}`.")
     filter_path = d / f"{kind}.filter.safetensors"  # a filter fitted later makes a new entry, like new weights
     key = (kind, str(d.resolve()), *(p.stat().st_mtime_ns for p in (weights_path, config_path, tok_path)),
            filter_path.stat().st_mtime_ns if filter_path.is_file() else 0)
@@ -368,13 +368,13 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
         net = NumpyTransformer(config, load_file(str(weights_path)))
         tok = BPETokenizer(tok_path)
     except Exception as e:  # any parse or shape failure means the files are unusable
-        raise SourceError(
+        raise UserError(
             f"The {kind} twin's files in {d} are corrupt or do not match ({type(e).__name__}: {e}); restore them or "
             f"retrain with `{hint}`."
         ) from None
     if tok.vocab_size != config.vocab_size or tok.eos_id != config.eos_id or tok.mask_id != config.mask_id:
-        raise SourceError(f"The tokenizer in {d} does not match the {kind} twin's weights; restore both from the same "
-                          "training run.")
+        raise UserError(f"The tokenizer in {d} does not match the {kind} twin's weights; restore both from the same "
+                        "training run.")
     for stale in [k for k in _LOADED if k[0] == kind]:  # one copy per kind: a retrained twin replaces the old one
         del _LOADED[stale]
     model = adapter(net)
@@ -384,7 +384,7 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
         try:
             model.commit_filter = load(filter_path)
         except Exception as e:  # a damaged filter is as unusable as damaged weights
-            raise SourceError(f"The {kind} twin's commit filter {filter_path} is corrupt ({type(e).__name__}); "
-                              "restore it or refit it with `python -m app.engine.fit_filter`.") from None
+            raise UserError(f"The {kind} twin's commit filter {filter_path} is corrupt ({type(e).__name__}); "
+                            "restore it or refit it with `python -m app.engine.fit_filter`.") from None
     _LOADED[key] = (model, tok)
     return _LOADED[key]

@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from app.errors import SourceError
+from app.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -94,17 +94,17 @@ def check(settings: Any) -> None:
             continue
         fix = f"not {v!r}: change {key}."
         if kind is bool and not isinstance(v, bool):
-            raise SourceError(f"{o.name} must be on or off, {fix}")
+            raise UserError(f"{o.name} must be on or off, {fix}")
         if o.choices is not None and v not in o.choices:
-            raise SourceError(f"{o.name} must be one of {', '.join(map(str, o.choices))}, {fix}")
+            raise UserError(f"{o.name} must be one of {', '.join(map(str, o.choices))}, {fix}")
         if kind is int and (not isinstance(v, int) or isinstance(v, bool)):
-            raise SourceError(f"{o.name} must be a whole number, {fix}")
+            raise UserError(f"{o.name} must be a whole number, {fix}")
         if kind is float and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-            raise SourceError(f"{o.name} must be a number, {fix}")
+            raise UserError(f"{o.name} must be a number, {fix}")
         if kind in (int, float):
             hi = getattr(settings, o.max) if isinstance(o.max, str) else o.max
             if not (o.min < v if o.off else o.min <= v) or (hi is not None and v > hi):
-                raise SourceError(f"{o.name} must be {bounds(type(settings), o, hi)}, {fix}")
+                raise UserError(f"{o.name} must be {bounds(type(settings), o, hi)}, {fix}")
 
 
 _ON = ("true", "on", "yes", "1")
@@ -120,7 +120,7 @@ def on_off(value: Any, name: str) -> bool:
     text = str(value).strip().lower() if isinstance(value, (str, int)) else None
     if text in _ON or text in _NO:
         return text in _ON
-    raise SourceError(f"The {name} setting must be on or off (true or false), not {value!r}.")
+    raise UserError(f"The {name} setting must be on or off (true or false), not {value!r}.")
 
 
 def _finite(value: Any) -> float:
@@ -179,7 +179,7 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None,
     follow = [k for k, (_, o) in settings.items() if o.follows and k not in given]
     for key, value in given.items():
         if key not in settings:
-            raise SourceError(f"{source} has no setting {key!r}; its settings are: {', '.join(settings)}.")
+            raise UserError(f"{source} has no setting {key!r}; its settings are: {', '.join(settings)}.")
         kind, o = settings[key]
         if o.follows and _unset(value):
             follow.append(key)
@@ -191,7 +191,7 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None,
                 out[key] = _read(key, kind, o, value, read_tuple)
         except (TypeError, ValueError, OverflowError):
             give = {int: "a whole number", float: "a number"}.get(kind, "text")
-            raise SourceError(f"Setting {key} of {source} cannot be {value!r}: give {give}.") from None
+            raise UserError(f"Setting {key} of {source} cannot be {value!r}: give {give}.") from None
     s = dataclasses.replace(defaults, **out)
     for key, (kind, o) in settings.items():
         v = getattr(s, key)

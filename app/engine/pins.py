@@ -9,42 +9,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.errors import SourceError
+from app.errors import UserError
 
 AR_REFUSAL = ("Pins need a diffusion source, because an autoregressive model cannot see text that comes after "
               "what it writes: remove the pins or pin on the diffusion side.")
 
 
 def parse_pin(spec: str) -> tuple[int, str]:
-    """One "POSITION:TEXT" as (position, text); a SourceError naming the fix when it is not that."""
+    """One "POSITION:TEXT" as (position, text); a UserError naming the fix when it is not that."""
     head, sep, text = str(spec).partition(":")
     if not sep or not head.strip().isdigit():
-        raise SourceError(f"Pin {spec!r} is not POSITION:TEXT: write it like 40:the end (a position counted from 0).")
+        raise UserError(f"Pin {spec!r} is not POSITION:TEXT: write it like 40:the end (a position counted from 0).")
     if not text:
-        raise SourceError(f"Pin {spec!r} has no text after the colon: write the text to pin, like 40:the end.")
+        raise UserError(f"Pin {spec!r} has no text after the colon: write the text to pin, like 40:the end.")
     return int(head), text
 
 
 def resolve_pins(tok: Any, specs: tuple[str, ...] | list[str], gen_length: int) -> dict[int, int]:
-    """The pins as {answer position: token id}; a SourceError naming the fix for pins that do not fit."""
+    """The pins as {answer position: token id}; a UserError naming the fix for pins that do not fit."""
     ids: dict[int, int] = {}
     total = 0
     for spec in specs:
         pos, text = parse_pin(spec)
         tokens = list(tok.encode(text))
         if not tokens or tok.decode(tokens) != text:
-            raise SourceError(f"Pinned text {text!r} does not tokenize to whole positions: "
-                              "use plain text this model's tokenizer spells exactly, or drop that pin.")
+            raise UserError(f"Pinned text {text!r} does not tokenize to whole positions: "
+                            "use plain text this model's tokenizer spells exactly, or drop that pin.")
         total += len(tokens)
         if total > gen_length:
-            raise SourceError(f"The pins are {total} tokens but the answer is {gen_length}: "
-                              "shorten the pins or raise the answer length.")
+            raise UserError(f"The pins are {total} tokens but the answer is {gen_length}: "
+                            "shorten the pins or raise the answer length.")
         if pos + len(tokens) > gen_length:
-            raise SourceError(f"Pin {spec!r} ({len(tokens)} tokens at {pos}) falls outside the answer of "
-                              f"{gen_length} tokens: pin it at {gen_length - len(tokens)} or earlier.")
+            raise UserError(f"Pin {spec!r} ({len(tokens)} tokens at {pos}) falls outside the answer of "
+                            f"{gen_length} tokens: pin it at {gen_length - len(tokens)} or earlier.")
         for i, t in enumerate(tokens):
             if pos + i in ids:
-                raise SourceError(f"Pin {spec!r} overlaps another pin at position {pos + i}: "
-                                  "move one of them so they do not share positions.")
+                raise UserError(f"Pin {spec!r} overlaps another pin at position {pos + i}: "
+                                "move one of them so they do not share positions.")
             ids[pos + i] = int(t)
     return ids

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.errors import SourceError
+from app.errors import UserError
 
 LENGTHS = (16, 32, 64, 128, 256)  # the answer lengths the page offers (any is valid)
 BLOCKS = (8, 16, 32, 64, 128, 256)  # the block lengths the page offers (any that divides the length is valid)
@@ -23,15 +23,15 @@ def top_candidates(probs: np.ndarray, k: int = TOP_CANDIDATES) -> list[tuple[int
 
 
 def check_prompt(prompt_ids: list[int] | np.ndarray, gen_length: int, max_len: int) -> np.ndarray:
-    """The prompt as int64, or a SourceError when it is empty or leaves no room for the answer."""
+    """The prompt as int64, or a UserError when it is empty or leaves no room for the answer."""
     ids = np.asarray(prompt_ids, dtype=np.int64).reshape(-1)
     if len(ids) == 0:
-        raise SourceError("The prompt is empty: type a prompt.")
+        raise UserError("The prompt is empty: type a prompt.")
     if len(ids) + gen_length > max_len:
         room = max_len - len(ids)
         if room < 1:
-            raise SourceError(f"The prompt is {len(ids)} tokens but the model's context is {max_len}: "
-                              "shorten the prompt.")
-        raise SourceError(f"Prompt ({len(ids)} tokens) plus answer length ({gen_length}) exceeds the model's context "
-                          f"of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
+            raise UserError(f"The prompt is {len(ids)} tokens but the model's context is {max_len}: "
+                            "shorten the prompt.")
+        raise UserError(f"Prompt ({len(ids)} tokens) plus answer length ({gen_length}) exceeds the model's context "
+                        f"of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
     return ids

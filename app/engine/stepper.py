@@ -17,7 +17,7 @@ import numpy as np
 from app.engine.base import MaskedLM
 from app.engine.diffusion import DiffusionSettings, Pass, Run, Step, begin, commit, forward, next_block
 from app.engine.sampling import top_candidates
-from app.errors import SourceError
+from app.errors import UserError
 
 USER, MODEL = "user", "model"  # who chose a step's commits
 SHOWN = 5  # candidates offered per masked position
@@ -81,20 +81,20 @@ def start(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diffusi
 
 
 def _checked(state: State, picks: dict[int, int | None], vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The picks as block-relative rows and tokens; a SourceError naming the fix for any the pass cannot take."""
+    """The picks as block-relative rows and tokens; a UserError naming the fix for any the pass cannot take."""
     if not picks:
-        raise SourceError("Pick at least one masked position to commit, or let the model choose.")
+        raise UserError("Pick at least one masked position to commit, or let the model choose.")
     lo, hi = state.run.bounds
     open_ = set(state.open)
     rows, tokens = [], []
     for pos, token in sorted(picks.items()):
         if pos not in open_:
-            raise SourceError(f"Position {pos} is not a masked position of the current block ({lo} to {hi - 1}): "
-                              "pick one of those.")
+            raise UserError(f"Position {pos} is not a masked position of the current block ({lo} to {hi - 1}): "
+                            "pick one of those.")
         row = pos - lo
         token = int(state.now.chosen[row]) if token is None else int(token)
         if not 0 <= token < vocab_size or state.now.probs[row, token] <= 0:
-            raise SourceError(f"The model rules out token {token} at position {pos}: pick one of its candidates.")
+            raise UserError(f"The model rules out token {token} at position {pos}: pick one of its candidates.")
         rows.append(row)
         tokens.append(token)
     return np.array(rows, dtype=np.int64), np.array(tokens, dtype=np.int64)
@@ -105,7 +105,7 @@ def advance(model: MaskedLM, state: State, picks: dict[int, int | None] | None =
     the learner's: exactly those are committed, nothing is reopened. Without picks the model chooses by the
     configured rule (scoring, threshold, filter and remasking), as `generate` would."""
     if state.now is None:
-        raise SourceError("The answer is complete: start a new run.")
+        raise UserError("The answer is complete: start a new run.")
     chosen = picks is not None
     if chosen:
         rows, tokens = _checked(state, picks, model.vocab_size)

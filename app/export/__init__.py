@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.trace import Recording, RecordingError, read_recording
 
 
 def read_for_export(path: str | Path) -> Recording:
-    """Reads a recording to export; a file that cannot be read as one raises SourceError naming the problem."""
+    """Reads a recording to export; a file that cannot be read as one raises UserError naming the problem."""
     try:
         return read_recording(path)
     except RecordingError as e:
-        raise SourceError(str(e)) from None
+        raise UserError(str(e)) from None
     except OSError as e:
-        raise SourceError(f"Could not read {Path(path).name}: {e.strerror or e}.") from None
+        raise UserError(f"Could not read {Path(path).name}: {e.strerror or e}.") from None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from app.cli_help import command_parser
-from app.errors import SourceError
+from app.errors import UserError
 
 FORMATS = ("mp4", "gif", "html")
 
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
             return 2
         export_video(args.recording, out, fmt=fmt, fps=args.fps, speed=args.speed, size=(args.width, args.height),
                      hold=args.hold, progress=_terminal_progress() if sys.stderr.isatty() else None, clock=args.clock)
-    except SourceError as e:
+    except UserError as e:
         print(str(e), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.export import read_for_export
 from app.view.payload import asset, recording_payload
 
@@ -86,14 +86,14 @@ def render(payload: dict[str, Any]) -> str:
 
 def export_html(recording_path: str | Path, out: str | Path, clock: str = "time") -> Path:
     """Writes the recording as a self-contained HTML replay at `out`, opening on `clock` (time, or passes: the
-    forward-pass clock; ?clock= in the address overrides it); raises SourceError, leaving no file, when it cannot."""
+    forward-pass clock; ?clock= in the address overrides it); raises UserError, leaving no file, when it cannot."""
     if clock not in ("time", "passes"):
-        raise SourceError(f"The clock must be time or passes, not {clock!r}.")
+        raise UserError(f"The clock must be time or passes, not {clock!r}.")
     out = Path(out)
     if out.is_dir():
-        raise SourceError(f"{out} is a folder; give --out a file name such as race.html.")
+        raise UserError(f"{out} is a folder; give --out a file name such as race.html.")
     if not out.parent.is_dir():
-        raise SourceError(f"Cannot write {out}: the folder {out.parent} does not exist.")
+        raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist.")
     rec = read_for_export(recording_path)
     page = render({**recording_payload(rec, Path(recording_path).name, run="export", cursor="start"), "clock": clock})
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
@@ -103,7 +103,7 @@ def export_html(recording_path: str | Path, out: str | Path, clock: str = "time"
                 f.write(page)
             os.replace(tmp, out)
         except OSError as e:
-            raise SourceError(f"Could not write {out.name}: {e.strerror or e}.") from None
+            raise UserError(f"Could not write {out.name}: {e.strerror or e}.") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

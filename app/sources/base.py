@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
 from app.engine.options import settings_spec
-from app.errors import SourceError
+from app.errors import UserError
 from app.trace import Frame
 
 
@@ -25,7 +25,7 @@ class Source(Protocol):
         ...
 
     def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
-        """Yields frames, the last with final=True; raises SourceError with a user-facing message."""
+        """Yields frames, the last with final=True; raises UserError with a user-facing message."""
         ...
 
 
@@ -65,11 +65,11 @@ def make_source(spec: str, **settings: Any) -> Source:
     kind = REGISTRY.get(prefix)
     if kind is None:
         names = ", ".join(sorted(REGISTRY))
-        raise SourceError(f"Unknown source {spec!r}. Known sources: {names}.")
+        raise UserError(f"Unknown source {spec!r}. Known sources: {names}.")
     if kind.takes_arg:
         return kind.make(arg, **settings)
     if arg:
-        raise SourceError(f"Source {prefix!r} takes no ':' argument.")
+        raise UserError(f"Source {prefix!r} takes no ':' argument.")
     return kind.make(**settings)
 
 

@@ -18,7 +18,7 @@ from app.engine.diffusion import DiffusionSettings
 from app.engine.hf import DEVICES, DTYPES, SHIFTS
 from app.engine.llada2 import EditSettings
 from app.engine.options import check, coerce, declared, option
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
 from app.trace import Clock, Frame
@@ -104,13 +104,13 @@ def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
     edits = {k: rest.pop(k) for k in EDIT_OPTIONS if k in rest}
     s = sampler_settings(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
     if not arg:
-        raise SourceError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
+        raise UserError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
     load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
     extra = {"model": arg, "shift": o.shift, "chat": o.chat, "block_attention": o.block_attention}
     if o.block_attention:
         if _moved(edits):
-            raise SourceError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models, which run without "
-                              "block_attention.")
+            raise UserError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models, which run without "
+                            "block_attention.")
         load = _block_load(load, s)
     else:
         block = _block_source(arg, load(), s, edits, o.chat, extra)
@@ -127,13 +127,13 @@ def _moved(edits: dict[str, Any]) -> list[str]:
 
 def _block_source(arg: str, loaded: tuple[Any, Any], s: DiffusionSettings, edits: dict[str, Any], chat: bool,
                   extra: dict[str, Any]) -> BlockDiffusionSource | None:
-    """An LLaDA2.x model's source (its editing settings applied), None for other models; a SourceError when a model
+    """An LLaDA2.x model's source (its editing settings applied), None for other models; a UserError when a model
     that does not edit is given editing settings other than their defaults."""
     from app.engine.llada2 import is_llada2
 
     if not is_llada2(loaded[0].model):
         if _moved(edits):
-            raise SourceError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models; {arg} is not one.")
+            raise UserError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models; {arg} is not one.")
         return None
     edit = coerce(EditSettings, edits, "hf-diffusion")
     return BlockDiffusionSource(f"hf-diffusion:{arg}", lambda: loaded, s, _prompt(chat), extra, edit=edit)
@@ -141,9 +141,9 @@ def _block_source(arg: str, loaded: tuple[Any, Any], s: DiffusionSettings, edits
 
 def _block_load(load: Any, s: DiffusionSettings) -> Any:
     """`load` with its model run as block diffusion in blocks of the sampler's block length (app/engine/hf_block.py),
-    which decodes with its block cache: a SourceError when the prefix cache is off."""
+    which decodes with its block cache: a UserError when the prefix cache is off."""
     if not s.prefix_cache:
-        raise SourceError("Block attention decodes with its block cache: turn the prefix cache on.")
+        raise UserError("Block attention decodes with its block cache: turn the prefix cache on.")
 
     def loaded() -> tuple[Any, Any]:
         from app.engine.hf_block import block_model
@@ -156,11 +156,11 @@ def _block_load(load: Any, s: DiffusionSettings) -> Any:
 def make_hf_ar(arg: str, **settings: Any) -> SamplerSource:
     for name in ("shift", "block_attention"):
         if name in settings:
-            raise SourceError(f"hf-ar has no setting '{name}' (that is for hf-diffusion).")
+            raise UserError(f"hf-ar has no setting '{name}' (that is for hf-diffusion).")
     o, rest = _options(dict(settings), "hf-ar")
     s = sampler_settings(ARSettings, rest, "hf-ar", HF_AR)
     if not arg:
-        raise SourceError("Name a model: hf-ar:MODEL_ID_OR_PATH.")
+        raise UserError("Name a model: hf-ar:MODEL_ID_OR_PATH.")
     load = functools.partial(_causal, arg, o.trust_remote_code, o.device, o.dtype)
     return _ran(SamplerSource(f"hf-ar:{arg}", load, s, _prompt(o.chat), {"model": arg, "chat": o.chat}))
 

@@ -7,7 +7,7 @@ sentence that never quotes the server's error body or the key.
 
 from __future__ import annotations
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources import mercury, openai_chat
 from app.sources.openai_chat import check_base_url, check_key, host_of
 
@@ -20,7 +20,7 @@ DEFAULT_MODELS = {"mercury": mercury.DEFAULT_MODEL}  # what a picker shows when 
 
 
 def list_models(base_url: str, api_key: str, key_hint: str, timeout: float = LIST_TIMEOUT) -> list[str]:
-    """The model ids the endpoint at `base_url` lists, sorted; raises SourceError (one sentence) when it cannot."""
+    """The model ids the endpoint at `base_url` lists, sorted; raises UserError (one sentence) when it cannot."""
     import openai
 
     base_url = check_base_url(base_url)
@@ -29,14 +29,14 @@ def list_models(base_url: str, api_key: str, key_hint: str, timeout: float = LIS
     try:
         return sorted({str(m.id) for m in client.models.list() if getattr(m, "id", None)})
     except openai.APITimeoutError:
-        raise SourceError(f"{host} did not answer within {timeout:g} s, so no models are listed: "
-                          f"{TYPE_A_NAME}.") from None
+        raise UserError(f"{host} did not answer within {timeout:g} s, so no models are listed: "
+                        f"{TYPE_A_NAME}.") from None
     except openai.APIConnectionError:
-        raise SourceError(f"Could not reach {host} to list its models: {TYPE_A_NAME}.") from None
+        raise UserError(f"Could not reach {host} to list its models: {TYPE_A_NAME}.") from None
     except openai.AuthenticationError:
-        raise SourceError(f"{host} rejected the API key ({key_hint}), so no models are listed: "
-                          f"{TYPE_A_NAME}.") from None
+        raise UserError(f"{host} rejected the API key ({key_hint}), so no models are listed: "
+                        f"{TYPE_A_NAME}.") from None
     except openai.APIStatusError as err:
-        raise SourceError(f"{host} did not list its models (HTTP {err.status_code}): {TYPE_A_NAME}.") from None
+        raise UserError(f"{host} did not list its models (HTTP {err.status_code}): {TYPE_A_NAME}.") from None
     except (openai.APIError, ValueError, TypeError):  # an answer that is not a model list
-        raise SourceError(f"{host} sent something that is not a model list: {TYPE_A_NAME}.") from None
+        raise UserError(f"{host} sent something that is not a model list: {TYPE_A_NAME}.") from None

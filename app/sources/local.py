@@ -18,7 +18,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.options import coerce, declared, lines
 from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.trace import Clock, Frame, clean_text
 
@@ -31,7 +31,7 @@ def sampler_settings(cls: type, given: dict[str, Any], source: str, base: Any = 
     given = dict(given)
     if "pins" in given and "pins" not in declared(cls):
         if as_pins(given.pop("pins")):
-            raise SourceError(AR_REFUSAL)
+            raise UserError(AR_REFUSAL)
     return coerce(cls, given, source, base, read_tuple=as_pins)
 
 
@@ -151,9 +151,9 @@ class SamplerSource:
         return {**self.opts.to_json(), **self.extra}
 
     def encode(self, prompt: str) -> list[int]:
-        """The prompt's token ids as this source feeds them to its model; a SourceError when it is empty."""
+        """The prompt's token ids as this source feeds them to its model; a UserError when it is empty."""
         if not prompt.strip():
-            raise SourceError("The prompt is empty: type a prompt.")
+            raise UserError("The prompt is empty: type a prompt.")
         return self._prompt_ids(self.tok, clean_text(prompt))
 
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
@@ -171,11 +171,11 @@ def twin(kind: str, folder: str | None = None) -> tuple[Any, Any]:
         from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
         return load_twin(kind, folder or DEFAULT_MODELS_DIR)
-    except SourceError:
+    except UserError:
         raise
     except (OSError, ValueError, KeyError, ImportError) as e:
-        raise SourceError(f"The built-in {kind} model could not be loaded ({type(e).__name__}): restore assets/models/ "
-                          "from the repository or retrain it with python -m app.engine.train.") from None
+        raise UserError(f"The built-in {kind} model could not be loaded ({type(e).__name__}): restore assets/models/ "
+                        "from the repository or retrain it with python -m app.engine.train.") from None
 
 
 def _plain_prompt(tok: Any, prompt: str) -> list[int]:

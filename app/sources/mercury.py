@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from app.engine.options import coerce, declared, option
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.sources.openai_chat import DEFAULT_TIMEOUT, ENTERED_KEY, check_base_url, public_url, stream_chat
 from app.trace import Frame
@@ -80,7 +80,7 @@ class MercurySource:
     def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
         key = self._api_key or os.environ.get("INCEPTION_API_KEY")
         if not key:
-            raise SourceError("Set INCEPTION_API_KEY to your Inception API key (or enter one) to use Mercury.")
+            raise UserError("Set INCEPTION_API_KEY to your Inception API key (or enter one) to use Mercury.")
         yield from stream_chat(base_url=self.base_url, api_key=key,
                                key_hint=ENTERED_KEY if self._api_key else "INCEPTION_API_KEY",
                                model=self.model, prompt=prompt,

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from app.engine.options import coerce, option
-from app.errors import SourceError
+from app.errors import UserError
 from app.scrub import scrub_text
 from app.sources.base import SourceKind, register
 from app.trace import Clock, Frame, clean_text, clean_usage
@@ -40,7 +40,7 @@ class _Malformed(Exception):
 
 
 def check_base_url(url: str) -> str:
-    """The base URL without a trailing slash; raises SourceError unless it is an http(s) URL with a host."""
+    """The base URL without a trailing slash; raises UserError unless it is an http(s) URL with a host."""
     url = (url or "").strip().rstrip("/")
     try:
         parts = urlsplit(url)
@@ -49,18 +49,18 @@ def check_base_url(url: str) -> str:
     except ValueError:
         valid = False
     if not valid:
-        raise SourceError(f"The base URL {clean_text(public_url(url))[:200]!r} is not valid: give one like "
-                          "https://api.example.com/v1.")
+        raise UserError(f"The base URL {clean_text(public_url(url))[:200]!r} is not valid: give one like "
+                        "https://api.example.com/v1.")
     return url
 
 
 def check_key(key: str, key_hint: str) -> str:
-    """The key without surrounding whitespace; raises SourceError (never quoting it) when an HTTP header cannot
+    """The key without surrounding whitespace; raises UserError (never quoting it) when an HTTP header cannot
     carry it."""
     key = key.strip()
     if not key.isascii() or not key.isprintable() or any(c.isspace() for c in key):
-        raise SourceError(f"The API key has a space, a line break or a character that is not plain ASCII, which an "
-                          f"HTTP header cannot carry: check {key_hint}.")
+        raise UserError(f"The API key has a space, a line break or a character that is not plain ASCII, which an "
+                        f"HTTP header cannot carry: check {key_hint}.")
     return key
 
 
@@ -86,7 +86,7 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
                 max_retries: int = MAX_RETRIES) -> Iterator[Frame]:
     """Streams one chat completion as Frames: one per content chunk, then a final one carrying the usage.
 
-    Raises SourceError (one sentence, never the key) for any failure, after the frames received
+    Raises UserError (one sentence, never the key) for any failure, after the frames received
     before it have been yielded. Returns quietly, without a final frame, when `cancel` is set.
     """
     import openai
@@ -121,18 +121,18 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
             if cancel.is_set():
                 return
             if finish is None or not isinstance(err, openai.APIConnectionError):
-                raise SourceError(describe(err, frames=frames, **context)) from err
+                raise UserError(describe(err, frames=frames, **context)) from err
             # the answer had finished; only the closing usage chunk or [DONE] was lost: the answer stands
         except _Malformed as err:
-            raise SourceError(f"{host} sent a malformed chunk after {_n_frames(frames)}, "
-                              "so the stream was stopped there.") from err
+            raise UserError(f"{host} sent a malformed chunk after {_n_frames(frames)}, "
+                            "so the stream was stopped there.") from err
         finally:
             stream.close()
         if cancel.is_set():
             return
         if finish is None:
-            raise SourceError(f"The stream from {host} ended after {_n_frames(frames)} without finishing the answer: "
-                              "try again.")
+            raise UserError(f"The stream from {host} ended after {_n_frames(frames)} without finishing the answer: "
+                            "try again.")
         yield Frame(t=clock(), step=frames, text=text, final=True, usage=usage)
     finally:
         done.set()
@@ -149,7 +149,7 @@ def _request(client: Any, model: str, prompt: str, params: dict[str, Any], extra
             model=model, messages=[{"role": "user", "content": prompt}], stream=True,
             stream_options={"include_usage": True}, extra_body=extra_body or None, **params)
     except openai.APIError as err:
-        raise SourceError(describe(err, frames=0, **context)) from err
+        raise UserError(describe(err, frames=0, **context)) from err
 
 
 def sse_data(response: Any) -> Iterator[str]:
@@ -355,7 +355,7 @@ class OpenAIChatSource:
     def __init__(self, model: str, *, api_key: str | None = None, **settings: Any) -> None:
         model = (model or "").strip()
         if not model:
-            raise SourceError("The openai source needs a model: use openai:MODEL, for example openai:gpt-4o-mini.")
+            raise UserError("The openai source needs a model: use openai:MODEL, for example openai:gpt-4o-mini.")
         self.name = f"openai:{model}"
         self.model = model
         self._api_key = api_key or None
@@ -373,8 +373,8 @@ class OpenAIChatSource:
     def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
         key = self._api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            raise SourceError("Set OPENAI_API_KEY (any value for a local server that needs none) "
-                              f"or enter a key to use {self.name}.")
+            raise UserError("Set OPENAI_API_KEY (any value for a local server that needs none) "
+                            f"or enter a key to use {self.name}.")
         yield from stream_chat(base_url=self.base_url, api_key=key,
                                key_hint=ENTERED_KEY if self._api_key else "OPENAI_API_KEY",
                                model=self.model, prompt=prompt,

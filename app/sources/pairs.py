@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.hf_download import free_gb
-from app.errors import SourceError
+from app.errors import UserError
 
 HEADROOM = 1.1  # activations and the CUDA context on top of the weights
 
@@ -119,23 +119,23 @@ def available_gb(device: str) -> tuple[float | None, str]:
 
 
 def check_memory(pair: Pair, free: tuple[float | None, str] | None = None) -> None:
-    """Raises SourceError (one sentence naming what fits instead) when this machine lacks the memory for `pair`;
+    """Raises UserError (one sentence naming what fits instead) when this machine lacks the memory for `pair`;
     called before anything is downloaded. `free` overrides the measurement (what `available_gb` returns)."""
     if pair.device == "API" or not sum(pair.params_b):
         return
     free_gb, where = free if free is not None else available_gb(pair.device)
     need = pair.memory_gb()
     if free_gb is None:
-        raise SourceError(f"{pair.title} needs a GPU with about {need:g} GB free, and this machine has {where}: "
-                          "pick the twins or an API pair, or run it on a GPU machine.")
+        raise UserError(f"{pair.title} needs a GPU with about {need:g} GB free, and this machine has {where}: "
+                        "pick the twins or an API pair, or run it on a GPU machine.")
     if free_gb < need:
-        raise SourceError(f"{pair.title} needs about {need:g} GB of {pair.device} memory and {where} has "
-                          f"{free_gb:.1f} GB free: pick a smaller pair (the twins run anywhere) or another machine.")
+        raise UserError(f"{pair.title} needs about {need:g} GB of {pair.device} memory and {where} has "
+                        f"{free_gb:.1f} GB free: pick a smaller pair (the twins run anywhere) or another machine.")
 
 
 def pair(name: str) -> Pair:
-    """The pair called `name`, or a SourceError listing the names."""
+    """The pair called `name`, or a UserError listing the names."""
     try:
         return PAIRS[name]
     except KeyError:
-        raise SourceError(f"There is no pair {name!r}: pick one of {', '.join(PAIRS)}.") from None
+        raise UserError(f"There is no pair {name!r}: pick one of {', '.join(PAIRS)}.") from None

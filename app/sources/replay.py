@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from app.engine.options import coerce, option
-from app.errors import SourceError
+from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.store import is_id, locate
 from app.trace import SIDES, Frame, RecordingError, read_recording
@@ -35,22 +35,22 @@ class ReplaySource:
         name, _, side = arg.partition("#")
         side = side or "left"
         if not name:
-            raise SourceError("Name a recording: replay:NAME, with NAME from the recordings list "
-                              "(like example/NAME.jsonl).")
+            raise UserError("Name a recording: replay:NAME, with NAME from the recordings list "
+                            "(like example/NAME.jsonl).")
         if side not in SIDES:
-            raise SourceError(f"Side must be left or right, not {side!r}.")
+            raise UserError(f"Side must be left or right, not {side!r}.")
         speed = coerce(ReplaySettings, settings, "replay").speed
         if paths and not is_id(name):
             path: str | Path = name
         elif is_id(name):
             path = locate(name, owner)
         else:
-            raise SourceError("replay: takes a recording's name from the recordings list, like "
-                              "example/01-confidence-blocks.jsonl or user/NAME.jsonl, not a file path.")
+            raise UserError("replay: takes a recording's name from the recordings list, like "
+                            "example/01-confidence-blocks.jsonl or user/NAME.jsonl, not a file path.")
         try:
             self.recording = read_recording(path)
         except RecordingError as e:
-            raise SourceError(str(e)) from None
+            raise UserError(str(e)) from None
         self.name = f"replay:{arg}"
         self.side = side
         self.speed = speed
@@ -70,9 +70,9 @@ class ReplaySource:
             yield frame
         end = self.recording.ends.get(self.side, {})
         if self.recording.warnings:
-            raise SourceError(self.recording.warnings[0])
+            raise UserError(self.recording.warnings[0])
         if end.get("status") == "error":
-            raise SourceError(f"The recorded run ended with an error: {end.get('message', '')}")
+            raise UserError(f"The recorded run ended with an error: {end.get('message', '')}")
 
 
 register(SourceKind(prefix="replay", make=ReplaySource, label="Recording", takes_arg=True,

@@ -8,19 +8,19 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from app.errors import SourceError
+from app.errors import UserError
 
 PROGRESS_EVERY = 1.0  # seconds between progress sentences (and chances for Gradio to notice a departed client)
 
 
-class ExportCancelled(SourceError):
+class ExportCancelled(UserError):
     """The export was cancelled; the half-made file is removed."""
 
 
 def run_export(source: Path, out: Path, fmt: str, clock: str = "time") -> Iterator[tuple[int, int]]:
     """Makes `out` (html, csv, gif or mp4, on the player's `clock`) from the recording `source`, yielding
     (frames done, frames in all; 0, 0 before a video knows) at once and then about once a second while it works;
-    raises what the export raised (SourceError, RecordingError, ImportError, OSError) once it has stopped."""
+    raises what the export raised (UserError, RecordingError, ImportError, OSError) once it has stopped."""
     cancel = threading.Event()
     progress = [0, 0]
     failures: list[BaseException] = []

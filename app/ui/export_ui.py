@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import gradio as gr
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.trace import RecordingError
 from app.ui import scratch
 from app.ui.events import QUIET
@@ -73,7 +73,7 @@ def export_current(fmt: str) -> Any:
             yield gr.skip(), (f"{fmt.upper()} export needs {e.name}, which is not installed "
                               "(pip install -r requirements.txt).")
             return
-        except (SourceError, RecordingError, OSError) as e:
+        except (UserError, RecordingError, OSError) as e:
             yield gr.skip(), error_text(e)
             return
         yield str(out), f"{out.name} is ready: use the download link."

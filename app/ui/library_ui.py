@@ -17,7 +17,7 @@ from typing import Any, Callable
 import gradio as gr
 
 from app import library
-from app.errors import SourceError
+from app.errors import UserError
 from app.policy import Policy
 from app.store import locate, make_room
 from app.ui import scratch
@@ -108,7 +108,7 @@ def load_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, str]:
     """Loads the picked recording into the player at its start."""
     try:
         path = locate(entry_id or "", visitor.owner)
-    except SourceError as e:
+    except UserError as e:
         return gr.skip(), gr.skip(), str(e)
     payload = {**load_payload(path, name=path.name, cursor="start"), "reveal": True}  # the player scrolls into view
     if payload["mode"] == "message":
@@ -130,7 +130,7 @@ def rename_entry(visitor: Visitor, entry_id: str | None, new_name: str, current:
     try:
         old = locate(entry_id or "", visitor.owner)
         new_id = library.rename(entry_id or "", new_name, visitor.owner)
-    except (SourceError, OSError) as e:
+    except (UserError, OSError) as e:
         return (gr.skip(),) * 4 + (error_text(e),)
     new_path = locate(new_id, visitor.owner)
     table, pick, ids = library_view(visitor, new_id)
@@ -144,7 +144,7 @@ def delete_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, ...]:
         return (gr.skip(),) * 3 + ("Nothing deleted.",)
     try:
         name = library.delete(entry_id, visitor.owner)
-    except (SourceError, OSError) as e:
+    except (UserError, OSError) as e:
         return (gr.skip(),) * 3 + (error_text(e),)
     return (*library_view(visitor), f"Deleted {name}.")
 
@@ -159,7 +159,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
     try:
         make_room(visitor.owner, visitor.address)
         new_id = library.save_upload(path, Path(path).name, visitor.owner)
-    except (SourceError, OSError) as e:
+    except (UserError, OSError) as e:
         return (gr.skip(),) * 5 + (error_text(e), None)
     saved = locate(new_id, visitor.owner)
     table, pick, ids = library_view(visitor, new_id)
@@ -173,7 +173,7 @@ def download_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, str]:
     """The picked recording as a file to download."""
     try:
         copy = download_copy(entry_id or "", visitor.owner)
-    except (SourceError, OSError) as e:
+    except (UserError, OSError) as e:
         return gr.skip(), error_text(e)
     return str(copy), f"{copy.name} is ready: use the download link."
 

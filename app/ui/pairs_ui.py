@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.policy import LOCAL, Policy
 from app.sources.pairs import PAIRS, Pair, check_memory
 from app.ui.lessons_ui import control_outputs, control_values
@@ -63,7 +63,7 @@ def apply_pair(name: str, controls: dict[str, Any], policy: Policy = LOCAL) -> l
         return [gr.update(value=NOT_OFFERED), *skip]
     try:
         check_memory(p)
-    except SourceError as e:
+    except UserError as e:
         return [gr.update(value=f"{pair_markdown(p)}\n\n**Not on this machine:** {e}"), *skip]
     sources = {"left": (p.left, {k: _page_value(v) for k, v in p.left_settings.items()}),
                "right": (p.right, {k: _page_value(v) for k, v in p.right_settings.items()})}

@@ -19,7 +19,7 @@ from app import by_hand
 from app.compute import COMPUTE
 from app.engine import sampling
 from app.engine.diffusion import SCORINGS
-from app.errors import SourceError
+from app.errors import UserError
 from app.prompts import STORY
 from app.store import make_room, user_dir
 from app.ui.visitor import Visitor, visitor_source
@@ -53,7 +53,7 @@ def read_picks(run: by_hand.HandRun, values: list[Any]) -> dict[int, int | None]
         try:
             picks[pos] = int(value)
         except (TypeError, ValueError):
-            raise SourceError(f"Position {pos} has no candidate {str(value)[:20]!r}: pick one from its list.") from None
+            raise UserError(f"Position {pos} has no candidate {str(value)[:20]!r}: pick one from its list.") from None
     return picks
 
 
@@ -99,7 +99,7 @@ def on_start(visitor: Visitor, prompt_text: str, gen_length: Any, block_length: 
         with compute_slot():
             source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
             return board(by_hand.begin(source, prompt_text or ""))
-    except SourceError as e:
+    except UserError as e:
         return said(str(e))
 
 
@@ -110,7 +110,7 @@ def _step(current_run: by_hand.HandRun | None, picks: Callable[[by_hand.HandRun]
     try:
         with compute_slot():
             return board(by_hand.advance(current_run, picks(current_run)))
-    except SourceError as e:
+    except UserError as e:
         return said(str(e))
 
 
@@ -144,7 +144,7 @@ def saver(show: Callable[[Path], Any]) -> Callable[..., list[Any]]:
             folder = user_dir(visitor.owner)
             folder.mkdir(parents=True, exist_ok=True)
             path = by_hand.save(finished, folder)
-        except (SourceError, OSError) as e:
+        except (UserError, OSError) as e:
             return said(f"Could not save the run: {e.strerror or e}." if isinstance(e, OSError) else str(e), extra=2)
         note_text = f"Saved as {path.name} in your recordings; it is in the player above."
         return [*board(finished, note_text), show(path), str(path)]

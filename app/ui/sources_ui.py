@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.policy import LOCAL, Policy
 from app.sources.base import REGISTRY
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME
@@ -113,7 +113,7 @@ def _models(policy: Policy, controls: SideControls) -> tuple[Callable[..., Any],
         value = (arg or "").strip() or DEFAULT_MODELS.get(prefix, "")
         try:
             models = visitor_models(policy, prefix, base_url, key)
-        except SourceError as e:
+        except UserError as e:
             return gr.update(choices=[value] if value else [], value=value, info=str(e))
         note = (f"{len(models)} models listed by the endpoint: pick one, or {TYPE_A_NAME}." if models
                 else f"The endpoint lists no models: {TYPE_A_NAME}.")

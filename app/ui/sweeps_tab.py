@@ -19,7 +19,7 @@ import gradio as gr
 from app import pass_cost, sweeps
 from app.compute import COMPUTE
 from app.engine.hf import DEVICES
-from app.errors import SourceError
+from app.errors import UserError
 from app.policy import LOCAL, Policy
 from app.ui.visitor import Visitor, allowed_source, visitor_source
 
@@ -77,7 +77,7 @@ def run_handler(axis: str, options: dict[str, Any], prompts: list[str], policy: 
                     yield sweeps.figure(axis, rows), f"Measuring {what} ({done + 1} of {total})..."
                 else:
                     yield sweeps.figure(axis, rows), f"**What to notice:** {sweeps.note(axis, rows)}"
-        except SourceError as e:
+        except UserError as e:
             yield gr.skip(), f"The sweep could not run: {e}"
         finally:
             COMPUTE.release(1)
@@ -126,7 +126,7 @@ def pass_cost_handler(points: list[int], policy: Policy = LOCAL) -> Callable[[st
                                f"Timing {label}: round {done + 1} of {pass_cost.REPEATS}...")
                 notes.append(pass_cost.note(series[label], label))
             yield pass_cost.figure(series, colours), "**What to notice:** " + " ".join(n for n in notes if n)
-        except SourceError as e:
+        except UserError as e:
             yield gr.skip(), " ".join([f"**What to notice:** {notes[0]}" if notes else "",
                                        f"The pass-cost sweep could not run: {e}"]).strip()
         finally:
@@ -141,7 +141,7 @@ def sweeps_tab(settings: dict[str, Any] | None = None, policy: Policy = LOCAL) -
     warning = ""
     try:
         cfg = sweeps.defaults()
-    except SourceError as e:
+    except UserError as e:
         cfg, warning = copy.deepcopy(sweeps.DEFAULTS), f"\n\n{e} The built-in points are used instead."
     for key, value in (settings or {}).items():
         cfg[key] = {**cfg[key], **value} if isinstance(cfg.get(key), dict) and isinstance(value, dict) else value

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from app.engine.options import on_off
-from app.errors import SourceError
+from app.errors import UserError
 from app.policy import HF_PREFIXES, LOCAL, Policy
 from app.sources.base import REGISTRY, Source, load_plugins, make_source
 from app.sources.listing import LISTED, TYPE_A_NAME, list_models
@@ -55,7 +55,7 @@ def owner_of(policy: Policy, token: Any, session: str | None) -> str | None:
 
 
 def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
-    """Raises SourceError (one sentence for the visitor) when the policy forbids this side; `settings` holds the
+    """Raises UserError (one sentence for the visitor) when the policy forbids this side; `settings` holds the
     side's settings and its typed key, if any."""
     load_plugins()
     prefix, _, arg = spec.partition(":")
@@ -65,19 +65,19 @@ def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
     if prefix in HF_PREFIXES:
         if not policy.hf_model_allowed(arg):
             named = ", ".join(policy.hf_models)
-            raise SourceError("This server runs only the Hugging Face models its host named"
-                              + (f": {named}." if named else ", and it named none."))
+            raise UserError("This server runs only the Hugging Face models its host named"
+                            + (f": {named}." if named else ", and it named none."))
         if on_off(settings.get("trust_remote_code", False), "trust_remote_code") and not policy.can("remote-code"):
-            raise SourceError("Running a model's own code (trust_remote_code) is off on this server.")
+            raise UserError("Running a model's own code (trust_remote_code) is off on this server.")
     base_url = str(settings.get("base_url") or "").strip()
     if base_url:
         if not policy.base_url_allowed(base_url):
-            raise SourceError("That base URL is not one this server allows; leave it empty or use one the host listed.")
+            raise UserError("That base URL is not one this server allows; leave it empty or use one the host listed.")
         if not str(settings.get("api_key") or "").strip():
-            raise SourceError("Enter an API key for that base URL: "
-                              "the host's key goes only to the endpoint the host set.")
+            raise UserError("Enter an API key for that base URL: "
+                            "the host's key goes only to the endpoint the host set.")
     if kind.takes_key and not policy.can("env-keys") and not str(settings.get("api_key") or "").strip():
-        raise SourceError("Enter your own API key: this server does not lend its keys to visitors.")
+        raise UserError("Enter your own API key: this server does not lend its keys to visitors.")
 
 
 class QuietSource:
@@ -98,10 +98,10 @@ class QuietSource:
             for frame in self.source.stream(prompt, cancel):
                 frames += 1
                 yield frame
-        except SourceError:
+        except UserError:
             after = f" after {frames} frame{'s' if frames != 1 else ''}" if frames else ""
-            raise SourceError(f"The request to {self.host} failed{after}: check the model name, your key and the "
-                              "base URL.") from None
+            raise UserError(f"The request to {self.host} failed{after}: check the model name, your key and the "
+                            "base URL.") from None
 
 
 HF_LOAD_FAILED = ("That Hugging Face model could not be loaded on this server; check its name (a served page does not "
@@ -118,9 +118,9 @@ def allowed_source(visitor: Visitor, spec: str, **settings: Any) -> Source:
     extra = {"paths": False, "owner": visitor.owner} if prefix == "replay" else {}
     try:
         source = make_source(spec, **settings, **extra)
-    except SourceError:
+    except UserError:
         if visitor.policy.served and prefix in HF_PREFIXES:
-            raise SourceError(HF_LOAD_FAILED) from None
+            raise UserError(HF_LOAD_FAILED) from None
         raise
     base_url = str(settings.get("base_url") or "").strip()
     if visitor.policy.served and base_url:
@@ -138,31 +138,31 @@ def visitor_source(visitor: Visitor) -> Callable[..., Source]:
 def listing_endpoint(policy: Policy, prefix: str, base_url: str | None, key: str | None) -> tuple[str, str, str]:
     """(base URL, key, how to name the key) to list a source's models with, by the same rules as a race: a base URL
     the visitor typed gets only the key the visitor typed (and, on a served page, must be one the host listed); the
-    host's own endpoint gets the typed key, else the host's key where the policy lends it. Raises SourceError."""
+    host's own endpoint gets the typed key, else the host's key where the policy lends it. Raises UserError."""
     url_var, key_var, default_url = LISTED[prefix]
     base_url, key = (base_url or "").strip(), (key or "").strip()
     if base_url:
         if not policy.base_url_allowed(base_url):
-            raise SourceError("That base URL is not one this server allows, so no models are listed.")
+            raise UserError("That base URL is not one this server allows, so no models are listed.")
         if not key:
-            raise SourceError(f"Enter an API key to list the models at that base URL: {TYPE_A_NAME}.")
+            raise UserError(f"Enter an API key to list the models at that base URL: {TYPE_A_NAME}.")
         return base_url, key, ENTERED_KEY
     if key:
         return os.environ.get(url_var) or default_url, key, ENTERED_KEY
     if policy.can("env-keys") and os.environ.get(key_var):
         return os.environ.get(url_var) or default_url, os.environ[key_var], key_var
     lend = f"set {key_var} or enter a key" if policy.can("env-keys") else "enter your own API key"
-    raise SourceError(f"No API key to list models with ({lend}): {TYPE_A_NAME}.")
+    raise UserError(f"No API key to list models with ({lend}): {TYPE_A_NAME}.")
 
 
 def visitor_models(policy: Policy, prefix: str, base_url: str | None, key: str | None) -> list[str]:
-    """The models a source's endpoint lists for this visitor; raises SourceError with one sentence when it cannot.
+    """The models a source's endpoint lists for this visitor; raises UserError with one sentence when it cannot.
     On a served page a failure at a base URL the visitor typed says nothing about what answered (see QuietSource)."""
     url, api_key, hint = listing_endpoint(policy, prefix, base_url, key)
     try:
         return list_models(url, api_key, hint)
-    except SourceError:
+    except UserError:
         if policy.served and (base_url or "").strip():
-            raise SourceError(f"Could not list the models at {host_of(url)}: check the base URL and your key; "
-                              f"{TYPE_A_NAME}.") from None
+            raise UserError(f"Could not list the models at {host_of(url)}: check the base URL and your key; "
+                            f"{TYPE_A_NAME}.") from None
         raise

@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from PIL import Image
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.export.video.encoders import GifWriter, Mp4Writer
 from app.export.video.scene import MAX_SIZE, MIN_SIZE, Scene
 from app.export.video.track import load
@@ -61,22 +61,22 @@ def race_time(k: int, n: int, end: float, fps: float, speed: float) -> float:
 
 def _check(fmt: str, fps: float, speed: float, size: tuple[int, int], hold: float) -> None:
     if fmt not in FORMATS:
-        raise SourceError(f"Unknown video format {fmt!r}; choose mp4 or gif.")
+        raise UserError(f"Unknown video format {fmt!r}; choose mp4 or gif.")
     if not (isinstance(fps, (int, float)) and math.isfinite(fps) and 1 <= fps <= 120):
-        raise SourceError("The frame rate must be between 1 and 120 frames per second.")
+        raise UserError("The frame rate must be between 1 and 120 frames per second.")
     if fmt == "gif" and fps > GIF_MAX_FPS:
-        raise SourceError(f"GIF delays are whole hundredths of a second and players slow down faster frames: "
-                          f"use --fps {GIF_MAX_FPS} or less for GIF.")
+        raise UserError(f"GIF delays are whole hundredths of a second and players slow down faster frames: "
+                        f"use --fps {GIF_MAX_FPS} or less for GIF.")
     if not (isinstance(speed, (int, float)) and math.isfinite(speed) and 0.01 <= speed <= 100):
-        raise SourceError("The speed must be between 0.01 and 100 (1 is real time, 2 twice as fast).")
+        raise UserError("The speed must be between 0.01 and 100 (1 is real time, 2 twice as fast).")
     if not (math.isfinite(hold) and 0 <= hold <= 600):
-        raise SourceError("The final hold must be between 0 and 600 seconds.")
+        raise UserError("The final hold must be between 0 and 600 seconds.")
     w, h = size
     if not (MIN_SIZE[0] <= w <= MAX_SIZE[0] and MIN_SIZE[1] <= h <= MAX_SIZE[1]):
-        raise SourceError(f"The video size must be from {MIN_SIZE[0]}x{MIN_SIZE[1]} to {MAX_SIZE[0]}x{MAX_SIZE[1]}; "
-                          f"got {w}x{h}.")
+        raise UserError(f"The video size must be from {MIN_SIZE[0]}x{MIN_SIZE[1]} to {MAX_SIZE[0]}x{MAX_SIZE[1]}; "
+                        f"got {w}x{h}.")
     if fmt == "mp4" and (w % 2 or h % 2):
-        raise SourceError(f"MP4 needs an even width and height; got {w}x{h} (try {w - w % 2}x{h - h % 2}).")
+        raise UserError(f"MP4 needs an even width and height; got {w}x{h} (try {w - w % 2}x{h - h % 2}).")
 
 
 def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, speed: float,
@@ -85,23 +85,23 @@ def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, s
     size = (int(size[0]), int(size[1]))
     _check(fmt, fps, speed, size, hold)
     if clock not in CLOCKS:
-        raise SourceError(f"The clock must be time or passes, not {clock!r}.")
+        raise UserError(f"The clock must be time or passes, not {clock!r}.")
     out = Path(out)
     if not out.parent.is_dir():
-        raise SourceError(f"Cannot write {out}: the folder {out.parent} does not exist.")
+        raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist.")
     if out.is_dir():
-        raise SourceError(f"{out} is a folder; give --out a file name such as race.{fmt}.")
+        raise UserError(f"{out} is a folder; give --out a file name such as race.{fmt}.")
     rec = load(recording_path)
     started = time.perf_counter()
     scene = Scene(rec, size, speed, clock)
     span = scene.end / scene.rate  # seconds of video at speed 1
     n = frame_count(span, fps, speed, hold)
     if n > MAX_FRAMES:
-        raise SourceError(f"That would be {n} frames; raise --speed or lower --fps (at most {MAX_FRAMES}).")
+        raise UserError(f"That would be {n} frames; raise --speed or lower --fps (at most {MAX_FRAMES}).")
     if n / fps > MAX_VIDEO_SECONDS:
-        raise SourceError(f"That video would last {n / fps:,.0f} s and videos are capped at {MAX_VIDEO_SECONDS} s: "
-                          f"export HTML, which plays any length, or use python -m app export with --speed "
-                          f"{math.ceil(scene.end / max(1.0, MAX_VIDEO_SECONDS - hold))} or more.")
+        raise UserError(f"That video would last {n / fps:,.0f} s and videos are capped at {MAX_VIDEO_SECONDS} s: "
+                        f"export HTML, which plays any length, or use python -m app export with --speed "
+                        f"{math.ceil(scene.end / max(1.0, MAX_VIDEO_SECONDS - hold))} or more.")
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
     render = write = 0.0
     writer: Mp4Writer | GifWriter | None = None
@@ -122,7 +122,7 @@ def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, s
             writer = None
             os.replace(tmp, out)
         except OSError as e:
-            raise SourceError(f"Could not write {out.name}: {e.strerror or e}.") from None
+            raise UserError(f"Could not write {out.name}: {e.strerror or e}.") from None
         finally:
             if writer is not None:
                 writer.close()
@@ -139,7 +139,7 @@ def export_video(recording_path: str | Path, out: str | Path, fmt: str = "mp4", 
     """Writes the race in a recording as an MP4 or GIF that looks like the page; returns `out`.
 
     `speed` 2 plays twice as fast; `hold` adds seconds of the final state at the end; `progress(done, total)`
-    is called after each video frame; `clock="passes"` runs it on forward passes. Raises SourceError with one clear
+    is called after each video frame; `clock="passes"` runs it on forward passes. Raises UserError with one clear
     sentence on bad input or a failed
     write, leaving no file at `out`.
     """

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from PIL import GifImagePlugin, Image
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.export.video.palette import (
     BADGE,
     BORDER,
@@ -39,8 +39,8 @@ class Mp4Writer:
         try:
             import imageio_ffmpeg
         except ImportError:
-            raise SourceError("MP4 export needs imageio-ffmpeg: pip install imageio-ffmpeg==0.8.1 "
-                              "(it ships ffmpeg).") from None
+            raise UserError("MP4 export needs imageio-ffmpeg: pip install imageio-ffmpeg==0.8.1 "
+                            "(it ships ffmpeg).") from None
         self.path = path
         self.gen = imageio_ffmpeg.write_frames(
             str(path), size, fps=fps, quality=None, macro_block_size=2, ffmpeg_log_level="error",
@@ -51,7 +51,7 @@ class Mp4Writer:
         try:
             self.gen.send(frame)
         except OSError:
-            raise SourceError("The video encoder (ffmpeg) stopped while writing; its message is above.") from None
+            raise UserError("The video encoder (ffmpeg) stopped while writing; its message is above.") from None
 
     def close(self) -> None:
         self.gen.close()
@@ -59,7 +59,7 @@ class Mp4Writer:
     def finish(self) -> None:
         self.close()
         if not self.path.exists() or self.path.stat().st_size == 0:
-            raise SourceError("The video encoder (ffmpeg) wrote nothing; its message is above.")
+            raise UserError("The video encoder (ffmpeg) wrote nothing; its message is above.")
 
 
 class Quantizer:

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.export.video.fonts import NEWLINE, SANS, TAB, Glyphs, bold, coverage, font, one_line
 from app.export.video.palette import (
     BADGE,
@@ -100,8 +100,8 @@ class Scene:
         self.cols = (self.inner_w - 2 * px(6)) // g.cw
         self.rows_n = (self.text_h - 2 * px(4)) // g.ch
         if self.rows_n < 1 or self.cols < 8:
-            raise SourceError(f"{self.W}x{self.H} is too small to draw the race; use at least "
-                              f"{MIN_SIZE[0]}x{MIN_SIZE[1]}.")
+            raise UserError(f"{self.W}x{self.H} is too small to draw the race; use at least "
+                            f"{MIN_SIZE[0]}x{MIN_SIZE[1]}.")
 
     def _legend_items(self) -> list[tuple[int, Callable[[Image.Image, int, int], None]]]:
         px, face, g = self.px, self.sans[13], self.glyphs

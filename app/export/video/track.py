@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from app.errors import SourceError
+from app.errors import UserError
 from app.export import read_for_export
 from app.export.video.palette import CODE_HEAT, H_GIVEN, H_MASKED, H_UNCHANGED, HEAT, WHITE
 from app.trace import Recording
@@ -97,10 +97,10 @@ class Track:
 
 
 def load(path: str | Path) -> Recording:
-    """Reads a recording for export; a file that is not one raises SourceError naming the problem."""
+    """Reads a recording for export; a file that is not one raises UserError naming the problem."""
     rec = read_for_export(path)
     if not any(rec.frames.values()):
-        raise SourceError(f"{Path(path).name} has no frames to export: record a race first.")
+        raise UserError(f"{Path(path).name} has no frames to export: record a race first.")
     for warning in rec.warnings:
         log.warning(warning)
     return rec
