@@ -28,20 +28,25 @@ def serve_page(demo: Any = None) -> Iterator[str]:
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, _frontend=False,
                 **launch_options())
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)  # polling interval while the server starts, not synchronisation
+    wait_for_page(url)
     try:
         yield url
     finally:
         demo.close()
+
+
+def wait_for_page(url: str, limit_s: float = 60) -> None:
+    """Returns once `url` answers 200 (a page launched with _frontend=False, whose own probe Gradio skipped)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)  # polling interval while the server starts, not synchronisation
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ import gc
 import json
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,7 +20,7 @@ from app.race import Race
 from app.sources.base import REGISTRY, load_plugins
 from app.trace import SIDES, Frame, read_recording
 from tests.fixtures import needs_twins
-from tests.pages import free_port, watch_errors
+from tests.pages import free_port, wait_for_page, watch_errors
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, start, wait_status
 from tests.wire_server import script
@@ -35,16 +34,10 @@ def app_url() -> Iterator[str]:
     from app.ui.layout import launch
 
     port = free_port()
-    demo = launch(port=port, prevent_thread_lock=True, quiet=True)
+    # _frontend=False: Gradio's own 3 s probe of the page fails under load; wait_for_page waits as long as it takes
+    demo = launch(port=port, prevent_thread_lock=True, quiet=True, _frontend=False)
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                break
-        except OSError:
-            assert time.monotonic() < deadline, "the page did not start"
-            time.sleep(0.1)  # polling interval while the server starts, not synchronisation
+    wait_for_page(url)
     yield url
     demo.close()
 

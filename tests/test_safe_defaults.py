@@ -17,7 +17,7 @@ import pytest
 
 from app.__main__ import launch_parser
 from app.trace import MAX_RECORDING_BYTES
-from tests.pages import free_port
+from tests.pages import free_port, wait_for_page
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,10 @@ def launched() -> Iterator[tuple[Any, str]]:
     from app.ui.layout import launch
 
     port = free_port()
-    demo = launch(port=port, prevent_thread_lock=True, quiet=True)
+    # _frontend=False: Gradio's own 3 s probe of the page failed under load (a whole suite beside this one);
+    # wait_for_page waits as long as it takes. The launch is otherwise the app's, defaults and all.
+    demo = launch(port=port, prevent_thread_lock=True, quiet=True, _frontend=False)
+    wait_for_page(f"http://127.0.0.1:{port}/")
     yield demo, f"http://127.0.0.1:{port}"
     demo.close()
 
