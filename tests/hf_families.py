@@ -29,13 +29,10 @@ def vendored(family: str, filename: str) -> ModuleType:
     return module
 
 
-def family_tokenizer(folder: Path, family: str, vocab_size: int, words: tuple[str, ...] = ()) -> None:
-    """Writes tokenizer.json (WORDS and `words`, then fillers up to vocab_size, the family's special tokens at their
-    real ids) beside the family's own tokenizer_config.json."""
+def word_tokenizer(folder: Path, specials: dict[int, str], vocab_size: int, words: tuple[str, ...] = ()) -> None:
+    """Writes tokenizer.json: WORDS and `words`, then fillers up to vocab_size, `specials` ({id: text}) at their ids."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-    config = json.loads((ASSETS / family / "tokenizer_config.json").read_text(encoding="utf-8"))
-    specials = {int(i): t["content"] for i, t in config["added_tokens_decoder"].items()}
     vocab: dict[str, int] = {"<unk>": 0}
     for w in sorted(set(WORDS) | set(words)):
         vocab[w] = len(vocab)
@@ -48,6 +45,14 @@ def family_tokenizer(folder: Path, family: str, vocab_size: int, words: tuple[st
     tok.decoder = decoders.WordPiece(prefix="##")
     tok.add_special_tokens([AddedToken(specials[i], special=True, normalized=False) for i in sorted(specials)])
     tok.save(str(folder / "tokenizer.json"))
+
+
+def family_tokenizer(folder: Path, family: str, vocab_size: int, words: tuple[str, ...] = ()) -> None:
+    """Writes tokenizer.json (WORDS and `words`, then fillers up to vocab_size, the family's special tokens at their
+    real ids) beside the family's own tokenizer_config.json."""
+    config = json.loads((ASSETS / family / "tokenizer_config.json").read_text(encoding="utf-8"))
+    specials = {int(i): t["content"] for i, t in config["added_tokens_decoder"].items()}
+    word_tokenizer(folder, specials, vocab_size, words)
     shutil.copy(ASSETS / family / "tokenizer_config.json", folder / "tokenizer_config.json")
 
 
@@ -157,21 +162,7 @@ LLADA2_EOS, LLADA2_MASK = 156892, 156895  # LLaDA2.x's end-of-text and mask ids 
 def llada2_tokenizer(folder: Path, vocab_size: int) -> None:
     """tokenizer.json and tokenizer_config.json with LLaDA2.x's end-of-text and mask tokens at their ids (no chat
     template: LLaDA2's published tokenizer_config.json is not vendored, see SOURCES.md)."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-
-    specials = {LLADA2_EOS: "<|endoftext|>", LLADA2_MASK: "<|mask|>"}
-    vocab: dict[str, int] = {"<unk>": 0}
-    for w in sorted(set(WORDS)):
-        vocab[w] = len(vocab)
-    for i in range(len(vocab), vocab_size):
-        if i not in specials:
-            vocab[f"w{i}"] = i
-    vocab.update({text: i for i, text in specials.items()})
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.decoder = decoders.WordPiece(prefix="##")
-    tok.add_special_tokens([AddedToken(specials[i], special=True, normalized=False) for i in sorted(specials)])
-    tok.save(str(folder / "tokenizer.json"))
+    word_tokenizer(folder, {LLADA2_EOS: "<|endoftext|>", LLADA2_MASK: "<|mask|>"}, vocab_size)
     (folder / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>", "mask_token": "<|mask|>",
         "pad_token": "<|endoftext|>", "unk_token": "<unk>"}, indent=2), encoding="utf-8")
