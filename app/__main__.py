@@ -18,7 +18,7 @@ def default_host() -> str:
 def launch_parser() -> argparse.ArgumentParser:
     """The page's options: this machine only unless --host says otherwise, no public link unless --share, and what
     visitors of a served page may do."""
-    from app.policy import CAPABILITIES, ENV_ALLOW, ENV_BASE_URLS, ENV_HF_MODELS
+    from app.serving.policy import CAPABILITIES, ENV_ALLOW, ENV_BASE_URLS, ENV_HF_MODELS
 
     capabilities = "\n".join(f"  {name}: {what}" for name, what in CAPABILITIES.items())
     trust = ("A page bound to a loopback address is Local: everything is on. With --host anything else, --share, or "
@@ -47,7 +47,7 @@ def launch(argv: list[str]) -> int:
     parser = launch_parser()
     args = parser.parse_args(argv)
     from app import limits
-    from app.policy import from_launch
+    from app.serving.policy import from_launch
 
     try:
         policy = from_launch(args.host, args.share, args.allow, args.hf_model, args.allow_base_url)

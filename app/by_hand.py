@@ -18,7 +18,7 @@ from app.engine import stepper
 from app.engine.diffusion import DiffusionSettings
 from app.engine.pins import resolve_pins
 from app.errors import UserError
-from app.input_limits import refusal
+from app.serving.input_limits import refusal
 from app.sources.local import EOS_MARK, SamplerSource, diffusion_frame, named_candidates
 from app.trace import Frame, Recording, clean_text, make_header, write_recording
 

@@ -19,7 +19,7 @@ from tests.pages import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 # as pages.serve_page
-SERVE = ("import sys; from app.policy import from_launch; from app.ui.layout import launch; "
+SERVE = ("import sys; from app.serving.policy import from_launch; from app.ui.layout import launch; "
          "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', env={}), quiet=True, _frontend=False)")
 
 

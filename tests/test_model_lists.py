@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.errors import UserError
-from app.policy import LOCAL, Policy
+from app.serving.policy import LOCAL, Policy
 from app.sources.listing import list_models
 from app.trace import read_recording
 from app.ui.visitor import listing_endpoint, visitor_models

@@ -102,7 +102,7 @@ def _set(updates: list, controls: dict) -> dict[tuple[str, str], object]:
 
 
 def test_the_page_box_sets_both_sides_to_a_pair_with_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.policy import LOCAL
+    from app.serving.policy import LOCAL
     from app.sources import pairs
     from app.ui.pairs_ui import apply_pair
 
@@ -119,7 +119,7 @@ def test_the_page_box_sets_both_sides_to_a_pair_with_its_settings(monkeypatch: p
 
 def test_the_page_box_refuses_a_pair_this_machine_cannot_hold_and_touches_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.policy import LOCAL
+    from app.serving.policy import LOCAL
     from app.sources import pairs
     from app.ui.pairs_ui import apply_pair
 
@@ -131,7 +131,7 @@ def test_the_page_box_refuses_a_pair_this_machine_cannot_hold_and_touches_nothin
 
 
 def test_a_served_page_offers_only_the_pairs_its_host_allows() -> None:
-    from app.policy import from_launch
+    from app.serving.policy import from_launch
     from app.ui.layout import build
     from app.ui.pairs_ui import apply_pair, offered
 
@@ -154,7 +154,7 @@ def test_a_served_page_offers_only_the_pairs_its_host_allows() -> None:
 
 def test_dllms_pairs_run_on_a_laptop_cpu_and_the_page_sets_block_attention_for_bd3lm(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.policy import LOCAL
+    from app.serving.policy import LOCAL
     from app.sources import pairs
     from app.ui.pairs_ui import apply_pair
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import UserError
-from app.policy import from_launch
+from app.serving.policy import from_launch
 from app.ui.sweeps_tab import pass_cost_handler
 from app.ui.visitor import Visitor, allowed_source
 

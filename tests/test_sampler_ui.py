@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.policy import LOCAL
+from app.serving.policy import LOCAL
 from app.store import user_dir
 from app.trace import read_recording
 from tests.hostile import HOSTILE

@@ -18,8 +18,8 @@ from typing import Any, Iterator
 import pytest
 
 from app.errors import UserError
-from app.policy import CAPABILITIES, LOCAL, Policy, from_launch, is_loopback
 from app.scrub import REDACTED, scrub_frame, scrub_text
+from app.serving.policy import CAPABILITIES, LOCAL, Policy, from_launch, is_loopback
 from app.sources.base import make_source
 from app.store import EXAMPLES_DIR, user_dir
 from app.trace import Frame, read_recording

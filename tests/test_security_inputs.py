@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from app.compute import COMPUTE
-from app.input_limits import LIMITS, fingerprint
+from app.serving.input_limits import LIMITS, fingerprint
 from app.ui import door
 from app.ui.guard import FAILED, NOT_A_CHOICE, OUT_OF_RANGE, UNREADABLE
 from tests.reliability import tally

@@ -21,7 +21,7 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from app.policy import Policy
+from app.serving.policy import Policy
 from app.ui.address import address_of, client_address
 
 HEAVY = ("race", "sweep")  # the concurrency ids of the work a visitor may hold only one of at a time

@@ -1,5 +1,5 @@
-"""Every handler's inputs checked against their declared limits (app/input_limits.py) before Gradio or the handler
-does any work with them, and no visitor text in the server's log.
+"""Every handler's inputs checked against their declared limits (app/serving/input_limits.py) before Gradio or the
+handler does any work with them, and no visitor text in the server's log.
 
 Why here: Gradio runs any handler of the page through its queue API by fn_index, hidden ones (api_name=False)
 included, and preprocesses each value (a dropdown's check against its choices, a file's move to the cache) before
@@ -17,7 +17,7 @@ from typing import Any
 
 import gradio as gr
 
-from app.input_limits import LIMITS, fingerprint, refusal
+from app.serving.input_limits import LIMITS, fingerprint, refusal
 
 log = logging.getLogger("converge.inputs")
 

@@ -21,7 +21,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from app.engine.about import twins_note
-from app.policy import LOCAL, Policy, from_launch
+from app.serving.policy import LOCAL, Policy, from_launch
 from app.sources.base import load_plugins
 from app.trace import MAX_RECORDING_BYTES
 from app.ui import door
@@ -101,8 +101,9 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
 def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, policy: Policy | None = None,
            **kwargs: Any) -> gr.Blocks:
     """Builds and serves the page on host:port (this machine only by default) with a bounded queue; `share` opts in to a
-    public link, with a warning. `policy` defaults to the one the launch implies (app/policy.py); a served page says
-    on stderr what it turns off. Returns the running page (pass prevent_thread_lock=True to get it back at once)."""
+    public link, with a warning. `policy` defaults to the one the launch implies (app/serving/policy.py); a served
+    page says on stderr what it turns off. Returns the running page (pass prevent_thread_lock=True to get it back at
+    once)."""
     policy = policy or from_launch(host, share)
     if share:
         print("Warning: --share makes this page public through Gradio's share servers; anyone with the link can "

@@ -18,7 +18,7 @@ import gradio as gr
 
 from app import library
 from app.errors import UserError
-from app.policy import Policy
+from app.serving.policy import Policy
 from app.store import locate, make_room
 from app.ui import scratch
 from app.ui.events import QUIET, READS

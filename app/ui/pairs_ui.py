@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from app.errors import UserError
-from app.policy import LOCAL, Policy
+from app.serving.policy import LOCAL, Policy
 from app.sources.pairs import PAIRS, Pair, check_memory
 from app.ui.lessons_ui import control_outputs, control_values
 

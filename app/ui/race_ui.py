@@ -9,11 +9,11 @@ from typing import Any, Callable, Generator, Iterator
 import gradio as gr
 
 from app.engine.pins import AR_REFUSAL
-from app.input_limits import MAX_PROMPT_CHARS
-from app.policy import LOCAL, Policy
 from app.prompts import EXAMPLE_PROMPTS, STORY
 from app.race import Race
 from app.scrub import known_keys, scrub_text
+from app.serving.input_limits import MAX_PROMPT_CHARS
+from app.serving.policy import LOCAL, Policy
 from app.sources.base import REGISTRY
 from app.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
 from app.trace import SIDES

@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from app.policy import Policy
 from app.race import Race
+from app.serving.policy import Policy
 from app.ui.address import address_of
 from app.ui.player_ui import to_player
 from app.ui.visitor import Visitor, owner_of

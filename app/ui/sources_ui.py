@@ -9,7 +9,7 @@ from typing import Any, Callable
 import gradio as gr
 
 from app.errors import UserError
-from app.policy import LOCAL, Policy
+from app.serving.policy import LOCAL, Policy
 from app.sources.base import REGISTRY
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME
 from app.ui.visitor import visitor_models

@@ -20,7 +20,7 @@ from app import pass_cost, sweeps
 from app.compute import COMPUTE
 from app.engine.hf import DEVICES
 from app.errors import UserError
-from app.policy import LOCAL, Policy
+from app.serving.policy import LOCAL, Policy
 from app.ui.visitor import Visitor, allowed_source, visitor_source
 
 SWEEP_CONCURRENCY = 1  # sweeps at once across all users: each holds a CPU slot for minutes

@@ -1,5 +1,5 @@
 """Who is asking, and what they may race: a page visitor's owner id, and the source factory that applies the
-trust policy (app/policy.py) to each side of a visitor's race.
+trust policy (app/serving/policy.py) to each side of a visitor's race.
 
 Every page handler can also be called through Gradio's queue API, so the checks live here, where the race is
 built, not in what the page shows. Whatever the trust level, a visitor's `replay:` names a library entry, not a
@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 
 from app.engine.options import on_off
 from app.errors import UserError
-from app.policy import HF_PREFIXES, LOCAL, Policy
+from app.serving.policy import HF_PREFIXES, LOCAL, Policy
 from app.sources.base import REGISTRY, Source, load_plugins, make_source
 from app.sources.listing import LISTED, TYPE_A_NAME, list_models
 from app.sources.openai_chat import ENTERED_KEY, host_of
