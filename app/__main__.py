@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from app.cli_help import command_parser
+from app.cli.parsers import command_parser
 
 
 def default_host() -> str:
@@ -143,7 +143,7 @@ def pairs(argv: list[str]) -> int:
 
 
 def generate(argv: list[str]) -> int:
-    from app.generate import main
+    from app.cli.generate import main
 
     return main(argv)
 

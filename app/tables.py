@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.analysis import CHANGED, NEW, REMASKED, change_matrix, metrics, settled_fraction_series, visible_count
-from app.cli_help import command_parser
+from app.cli.parsers import command_parser
 from app.trace import SIDES, Recording, RecordingError, read_recording
 
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from app.cli.generate import main, parser, shown
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.options import declared
-from app.generate import main, parser, shown
 from app.sources.base import make_source
 from tests.fixtures import needs_twins
 

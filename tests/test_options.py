@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from app.cli.generate import describe
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.options import coerce, declared, number
 from app.errors import UserError
-from app.generate import describe
 from app.sources.base import REGISTRY
 from app.sources.hf import HFLoad
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from app.cli.generate import describe, parser
 from app.engine.options import Option, coerce, declared
 from app.errors import UserError
-from app.generate import describe, parser
 from app.sources.base import REGISTRY, load_plugins
 
 load_plugins()

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from app.cli_help import command_parser
+from app.cli.parsers import command_parser
 
 # each section: the module of this room whose `bench()` measures it, imported only when that section runs
 SECTIONS = {

@@ -1,7 +1,7 @@
 """Each source setting declared once, as dataclass field metadata: its label, range or choices, and help.
 
 Validation (`check`), reading a value from the page or the CLI (`coerce`), the page's controls (`settings_spec`)
-and the flags of `python -m app generate` (app/generate.py) are all derived from the declaration, so they cannot
+and the flags of `python -m app generate` (app/cli/generate.py) are all derived from the declaration, so they cannot
 disagree. Every source kind declares its settings this way: the samplers here, the Hugging Face loader, the API
 sources and replay in app/sources/.
 """

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from app.cli_help import command_parser
+from app.cli.parsers import command_parser
 from app.errors import UserError
 
 FORMATS = ("mp4", "gif", "html")

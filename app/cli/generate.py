@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any
 
-from app.cli_help import command_parser
+from app.cli.parsers import command_parser
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.llada2 import EditSettings
