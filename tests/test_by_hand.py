@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app import by_hand
 from app.errors import UserError
+from app.lessons import by_hand
 from app.sources.local import EOS_MARK, make_local_diffusion
 from app.trace import read_recording
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.export.html import export_html
-from app.lessons import MERCURY_EXAMPLE
+from app.lessons.guided import MERCURY_EXAMPLE
 from app.trace import read_recording
 from app.view.live import record
 from tests.fixtures import needs_twins

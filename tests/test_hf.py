@@ -231,7 +231,7 @@ def test_an_absent_device_or_an_unknown_dtype_is_one_sentence(tiny: dict[str, Pa
 
 
 def test_a_hugging_face_masked_model_can_be_stepped_by_hand_and_saved(tiny: dict[str, Path], tmp_path: Path) -> None:
-    from app import by_hand
+    from app.lessons import by_hand
     from app.trace import read_recording
 
     spec = by_hand.steppable(f"hf-diffusion:{tiny['bert']}")

@@ -16,7 +16,7 @@ import pytest
 
 from app.engine.measure import nll, recited, training_ngrams
 from app.engine.model import DEFAULT_MODELS_DIR
-from app.lessons import LESSONS, MERCURY_EXAMPLE, Lesson
+from app.lessons.guided import LESSONS, MERCURY_EXAMPLE, Lesson
 from app.sources.base import make_source
 from app.sources.local import EOS_MARK, twin
 from app.trace import Frame, read_recording

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from app.errors import UserError
-from app.forward_process import STEPS, forward_recording
-from app.lessons import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
+from app.lessons.forward_process import STEPS, forward_recording
+from app.lessons.guided import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
 from app.sources.base import REGISTRY, make_source
 from app.trace import read_recording
 from app.ui.lessons_ui import lesson_markdown, noising_file

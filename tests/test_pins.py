@@ -257,7 +257,7 @@ def test_a_race_without_pins_shows_no_pinned_legend_entry(page: Any) -> None:
 
 
 def test_the_write_the_ending_first_lesson_pins_an_ending_the_diffusion_twin_keeps() -> None:
-    from app.lessons import LESSONS
+    from app.lessons.guided import LESSONS
 
     lesson = next(x for x in LESSONS if x.title == "Write the ending first")
     spec, settings = lesson.sources()["left"]

@@ -112,7 +112,7 @@ PANELS = (f"{ROOT} .cv-side[data-side=left]", f"{ROOT} .cv-side[data-side=right]
 @pytest.mark.parametrize("size", SIZES)
 def test_the_lesson_box_and_its_try_it_result_are_on_screen_together(
         browser: Any, server_url: str, size: tuple[int, int]) -> None:
-    from app.lessons import LESSONS
+    from app.lessons.guided import LESSONS
     from app.ui.lessons_ui import lesson_markdown
 
     longest = max(range(len(LESSONS)), key=lambda i: len(lesson_markdown(i)))  # the tallest lesson box

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.lessons import LESSONS
+from app.lessons.guided import LESSONS
 from app.race import Race
 from app.view.live import live_updates
 

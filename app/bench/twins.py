@@ -17,7 +17,7 @@ import numpy as np
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.errors import UserError
-from app.prompts import EXAMPLE_PROMPTS, STORY
+from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
 from app.sources.local import TWIN_DIFFUSION
 
 # Held-out openings for the twins section: neither the sampler defaults nor the training were tuned on them.

@@ -110,7 +110,7 @@ def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool)
 def diffusion_frame(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int, t: float,
                     pinned: list[int] | None = None) -> Frame:
     """One diffusion Step as the ready Frame `diffusion_frames` would make of it, stamped at `t` (for a run stepped
-    by hand, app/by_hand.py); `pinned`: the pinned positions, passed for the first step only."""
+    by hand, app/lessons/by_hand.py); `pinned`: the pinned positions, passed for the first step only."""
     return _framed(t, st, functools.partial(_diffusion_fields, tok, st, eos_id, prompt_len, pinned), False)
 
 

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from app.forward_process import forward_recording
-from app.lessons import LESSONS, Lesson
+from app.lessons.forward_process import forward_recording
+from app.lessons.guided import LESSONS, Lesson
 from app.trace import read_recording, write_recording
 from app.ui import scratch
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Generator, Iterator
 import gradio as gr
 
 from app.engine.pins import AR_REFUSAL
-from app.prompts import EXAMPLE_PROMPTS, STORY
+from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
 from app.race import Race
 from app.scrub import known_keys, scrub_text
 from app.serving.input_limits import MAX_PROMPT_CHARS

@@ -1,5 +1,5 @@
-"""The "Be the sampler" box: the learner steps the built-in diffusion twin by hand (app/by_hand.py), choosing which
-masked positions of the current block to commit (by clicking them on the canvas, or a candidate in their picker),
+"""The "Be the sampler" box: the learner steps the built-in diffusion twin by hand (app/lessons/by_hand.py), choosing
+which masked positions of the current block to commit (by clicking them on the canvas, or a candidate in their picker),
 and saves the run to their library to play it in the player.
 
 Every model string reaches the page through Gradio components that escape it (the canvas's HighlightedText, each
@@ -15,12 +15,12 @@ from typing import Any, Callable, Iterator
 
 import gradio as gr
 
-from app import by_hand
 from app.compute import COMPUTE
 from app.engine import sampling
 from app.engine.diffusion import SCORINGS
 from app.errors import UserError
-from app.prompts import STORY
+from app.lessons import by_hand
+from app.lessons.prompts import STORY
 from app.store import make_room, user_dir
 from app.ui.visitor import Visitor, visitor_source
 from app.view.theme import THEME, light

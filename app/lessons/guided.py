@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.prompts import STORY
+from app.lessons.prompts import STORY
 from app.store import EXAMPLES_DIR
 
 MERCURY_EXAMPLE = EXAMPLES_DIR / "04-mercury-wire-format.jsonl"
@@ -46,8 +46,8 @@ class Lesson:
     right_settings: dict[str, Any] = field(default_factory=lambda: dict(AR64))
     prompt: str = STORY
     pins: str = ""  # the page's pins box (one POSITION:TEXT a line); only the diffusion side uses it
-    noising: Path | None = None  # a recording whose diffusion answer is masked step by step (app/forward_process.py)
-    # and shown in the player when the lesson is chosen, before its race
+    noising: Path | None = None  # a recording whose diffusion answer is masked step by step
+    # (app/lessons/forward_process.py) and shown in the player when the lesson is chosen, before its race
 
     def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings before the change."""
