@@ -155,7 +155,7 @@ def export(argv: list[str]) -> int:
 
 
 def stats(argv: list[str]) -> int:
-    from app.tables import main
+    from app.analysis.tables import main
 
     return main(argv)
 

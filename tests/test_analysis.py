@@ -1,4 +1,4 @@
-"""Behaviour of app.analysis: display tokens, change codes, alignment to the final frame, metrics."""
+"""Behaviour of app.analysis.changes: display tokens, change codes, alignment to the final frame, metrics."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.analysis import (
+from app.analysis.changes import (
     CHANGED,
     NEW,
     REMASKED,

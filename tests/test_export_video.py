@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.analysis import metrics
+from app.analysis.changes import metrics
 from app.errors import UserError
 from app.export.cli import main as cli_main
 from app.export.video import export_video, render_still

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.analysis import SideAnalyzer
+from app.analysis.changes import SideAnalyzer
 from app.errors import UserError
 from app.sources.base import make_source
 from app.view.payload import wire_rows

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from app import library
-from app.analysis import SideAnalyzer, display_tokens, text_tokens
+from app.analysis.changes import SideAnalyzer, display_tokens, text_tokens
 from app.errors import UserError
 from app.export.html import export_html, render
 from app.race import Race

@@ -177,7 +177,7 @@ def test_llada20_loads_under_transformers_5_and_decodes_as_its_own_generate(llad
 def test_an_edited_token_is_drawn_as_a_change(llada2: Path) -> None:
     """Each token LLaDA2.1 rewrites is coded 2 (a different token) in its frame's row and styled "changed this
     frame", as a Mercury draft's rewritten word is."""
-    from app.analysis import SideAnalyzer
+    from app.analysis.changes import SideAnalyzer
     from app.engine import llada2 as engine
     from app.sources.local import diffusion_frame
     from app.view.side import CHANGED, cell_styles

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app import pass_cost
+from app.analysis import pass_cost
 from app.errors import UserError
 from app.sources.base import make_source
 from tests.fixtures import needs_twins

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import pytest
 
-from app.analysis import CHANGED, NEW, REMASKED, SideAnalyzer, text_tokens
+from app.analysis.changes import CHANGED, NEW, REMASKED, SideAnalyzer, text_tokens
 from app.sources.base import make_source
 from tests.sglang_server import BLOCK, MODEL, SGLangServer, answer, serve
 

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app import sweeps
+from app.analysis import sweeps
 from app.engine.measure import PROMPTS
 from app.errors import UserError
 from tests.fixtures import needs_twins

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from app.tables import FRAME_COLUMNS, frames_table, metrics_table
+from app.analysis.tables import FRAME_COLUMNS, frames_table, metrics_table
 from app.trace import Frame, RecordingWriter, make_header
 
 ROOT = Path(__file__).resolve().parent.parent

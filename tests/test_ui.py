@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.analysis import SideAnalyzer
+from app.analysis.changes import SideAnalyzer
 from app.race import Race
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.live import live_updates
@@ -615,7 +615,7 @@ def test_a_video_export_reports_its_frames_while_it_renders(open_tab: Any, examp
 def test_the_csv_export_is_the_recordings_frames_table(tmp_path: Path) -> None:
     import pandas as pd
 
-    from app.tables import frames_table
+    from app.analysis.tables import frames_table
     from app.ui.export_ui import export_current
     from tests.test_tables import fixture_recording
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.analysis import SideAnalyzer
+from app.analysis.changes import SideAnalyzer
 from app.export.video.track import Track
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import recording_payload

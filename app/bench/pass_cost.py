@@ -5,8 +5,19 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from app.analysis.pass_cost import (
+    POINTS,
+    REPEATS,
+    TWIN,
+    hf_pass,
+    hf_points,
+    load_hf,
+    note,
+    run_points,
+    twin_pass,
+    twin_points,
+)
 from app.errors import UserError
-from app.pass_cost import POINTS, REPEATS, TWIN, hf_pass, hf_points, load_hf, note, run_points, twin_pass, twin_points
 from app.sources.base import make_source
 from app.sources.local import twin
 

@@ -1,8 +1,9 @@
-"""The pipeline section of `python -m app bench`: what app.analysis costs per frame, and how well each aligner does.
+"""The pipeline section of `python -m app bench`: what app.analysis.changes costs per frame, and how well each aligner
+does.
 
 A seeded Mercury-like stream (`mercury_like_stream`) knows which final character every drafted character will be,
-so each middle aligner of app.analysis is timed and scored against that ground truth; the table in app.analysis's
-docstring and its CHOSEN aligner come from this section.
+so each middle aligner of app.analysis.changes is timed and scored against that ground truth; the table in
+app.analysis.changes's docstring and its CHOSEN aligner come from this section.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ import statistics
 import time
 from typing import Any, Callable
 
-from app.analysis import CHOSEN, MIDDLE_ALIGNERS, SideAnalyzer, align, display_tokens, metrics, settled_fraction_series
+from app.analysis.changes import (
+    CHOSEN,
+    MIDDLE_ALIGNERS,
+    SideAnalyzer,
+    align,
+    display_tokens,
+    metrics,
+    settled_fraction_series,
+)
 from app.trace import DISPLAY_TOKEN, Frame
 
 _TOKEN = DISPLAY_TOKEN

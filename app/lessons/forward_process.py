@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from app.analysis import display_tokens
+from app.analysis.changes import display_tokens
 from app.trace import Frame, Recording, make_header
 
 STEPS = 20

@@ -37,7 +37,7 @@ def run_export(source: Path, out: Path, fmt: str, clock: str = "time") -> Iterat
 
                 export_html(source, out, clock=clock)
             elif fmt == "csv":
-                from app.tables import write_frames_csv
+                from app.analysis.tables import write_frames_csv
 
                 write_frames_csv(source, out)
             else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from app.analysis import SideAnalyzer, side_labels
+from app.analysis.changes import SideAnalyzer, side_labels
 from app.race import Race
 from app.view.side import entry, setting_defaults, summary
 

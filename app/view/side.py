@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from app.analysis import SideAnalyzer, metrics, settled_fraction_series, side_labels
+from app.analysis.changes import SideAnalyzer, metrics, settled_fraction_series, side_labels
 from app.trace import SIDES, Frame, Recording
 from app.view.theme import TERMINAL, THEME
 

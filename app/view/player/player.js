@@ -17,7 +17,7 @@
  *    cursor: "start"|"end"|null,
  *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}
  * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
- * A row is one frame analysed by app.analysis.SideAnalyzer:
+ * A row is one frame analysed by app.analysis.changes.SideAnalyzer:
  *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp, pin?, note?, by?}
  * where the first row's `pin` lists the positions given before the run (pinned text, drawn in their own style
  * and shown as given in the heatmap), `note` is a line shown with that frame (the forward process's t), and `by`

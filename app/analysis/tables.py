@@ -1,6 +1,6 @@
 """A recording as pandas tables, for notebooks and spreadsheets: per-frame figures and per-side metrics.
 
-Every number comes from app.analysis (the change codes, the settled fraction, the metrics), so a table
+Every number comes from app.analysis.changes (the change codes, the settled fraction, the metrics), so a table
 says what the page, the exports and the bench say. pandas is imported only when a table is built.
 `python -m app stats run.jsonl [--csv FILE]` prints the metrics and writes the per-frame CSV.
 """
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.analysis import CHANGED, NEW, REMASKED, change_matrix, metrics, settled_fraction_series, visible_count
+from app.analysis.changes import CHANGED, NEW, REMASKED, change_matrix, metrics, settled_fraction_series, visible_count
 from app.cli.parsers import command_parser
 from app.trace import SIDES, Recording, RecordingError, read_recording
 
@@ -53,7 +53,7 @@ def frames_table(recording: Recording | str | Path) -> "pandas.DataFrame":
 
 
 def metrics_table(recording: Recording | str | Path) -> "pandas.DataFrame":
-    """app.analysis.metrics for each side, one column per side (the source's name in the first row)."""
+    """app.analysis.changes.metrics for each side, one column per side (the source's name in the first row)."""
     import pandas as pd
 
     rec = _recording(recording)

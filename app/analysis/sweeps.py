@@ -7,7 +7,7 @@ median over those runs of the mean wall seconds per answer (with the fastest and
 `seconds_max`, drawn as the chart's error bars), forward passes, tokens per forward pass, perplexity under the AR twin,
 distinct-2 and the texts. `CONVERGE_SWEEPS` (JSON, merged over DEFAULTS) changes the points for both.
 The pass-cost sweep (milliseconds of one forward pass against the positions it recomputes) lives in
-app/pass_cost.py; its options are DEFAULTS["pass_cost"] and the bench reports it beside these three.
+app/analysis/pass_cost.py; its options are DEFAULTS["pass_cost"] and the bench reports it beside these three.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from app import pass_cost
+from app.analysis import pass_cost
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.measure import PROMPTS, run_ar, run_diffusion, samples
