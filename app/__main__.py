@@ -46,7 +46,7 @@ def launch_parser() -> argparse.ArgumentParser:
 def launch(argv: list[str]) -> int:
     parser = launch_parser()
     args = parser.parse_args(argv)
-    from app import limits
+    from app.race import limits
     from app.serving.policy import from_launch
 
     try:

@@ -17,7 +17,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from app import limits, store
+from app import store
+from app.race import limits
 from app.store import examples_dir, user_dir
 from app.trace import SIDES
 from app.ui import door

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from app.race import Race
+from app.race.run import Race
 from app.trace import read_recording
 from app.view.live import live_updates
 from tests.fixtures import HAVE_TWINS

@@ -17,7 +17,7 @@ from app import library
 from app.analysis.changes import SideAnalyzer, display_tokens, text_tokens
 from app.errors import UserError
 from app.export.html import export_html, render
-from app.race import Race
+from app.race.run import Race
 from app.sources.base import make_source
 from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.live import live_updates

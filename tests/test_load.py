@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.compute import COMPUTE, ComputeGate
-from app.race import Race
+from app.race.compute import COMPUTE, ComputeGate
+from app.race.run import Race
 from app.sources.base import REGISTRY, load_plugins
 from app.trace import SIDES, Frame, read_recording
 from tests.fixtures import needs_twins

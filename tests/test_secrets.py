@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from app.export.html import export_html
-from app.race import Race
+from app.race.run import Race
 from app.sources.base import REGISTRY, SourceKind, make_source, register
 from app.trace import Frame, read_recording
 from app.view.live import live_updates

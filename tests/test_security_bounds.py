@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from app import limits
-from app.race import GRACE, Race
+from app.race import limits
+from app.race.run import GRACE, Race
 from app.trace import (
     MAX_FRAMES,
     MAX_LINE_BYTES,

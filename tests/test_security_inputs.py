@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.compute import COMPUTE
+from app.race.compute import COMPUTE
 from app.serving.input_limits import LIMITS, fingerprint
 from app.ui import door
 from app.ui.guard import FAILED, NOT_A_CHOICE, OUT_OF_RANGE, UNREADABLE

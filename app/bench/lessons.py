@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from app.lessons.guided import LESSONS
-from app.race import Race
+from app.race.run import Race
 from app.view.live import live_updates
 
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.race import Race
+from app.race.run import Race
 from app.trace import read_recording
 from app.view.live import live_updates
 from app.view.payload import UPDATE_INTERVAL, live_payload, new_run_id, player_json

@@ -136,7 +136,7 @@ def ar_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings,
 class SamplerSource:
     """A model + tokenizer (loaded once per process) driven by the diffusion or the AR sampler."""
 
-    cpu_bound = True  # a race gives this side one of the shared CPU slots (app/compute.py)
+    cpu_bound = True  # a race gives this side one of the shared CPU slots (app/race/compute.py)
     defers = True  # stream(defer=True) leaves decoding to Frame.ready(), off this source's clock
 
     def __init__(self, name: str, load: Callable[[], tuple[Any, Any]], settings: Any,

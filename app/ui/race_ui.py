@@ -10,7 +10,7 @@ import gradio as gr
 
 from app.engine.pins import AR_REFUSAL
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
-from app.race import Race
+from app.race.run import Race
 from app.scrub import known_keys, scrub_text
 from app.serving.input_limits import MAX_PROMPT_CHARS
 from app.serving.policy import LOCAL, Policy
@@ -28,7 +28,7 @@ from app.view.payload import UPDATE_INTERVAL, live_payload, message_payload, new
 from app.view.side import SENTENCES
 
 DEFAULT_PAIR = ("local-diffusion", "local-ar")
-RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/compute.py)
+RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/race/compute.py)
 CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
             "the rest are shown here but not saved.")
 Updates = Iterator[tuple[Any, Any]]  # (the player's update, the recording file shown) as the race goes

@@ -15,12 +15,12 @@ from typing import Any, Callable, Iterator
 
 import gradio as gr
 
-from app.compute import COMPUTE
 from app.engine import sampling
 from app.engine.diffusion import SCORINGS
 from app.errors import UserError
 from app.lessons import by_hand
 from app.lessons.prompts import STORY
+from app.race.compute import COMPUTE
 from app.store import make_room, user_dir
 from app.ui.visitor import Visitor, visitor_source
 from app.view.theme import THEME, light
@@ -35,7 +35,7 @@ COLOURS = {who: light(name) for who, name in THEME["by_hand"].items()}  # who co
 
 @contextlib.contextmanager
 def compute_slot() -> Iterator[None]:
-    """Holds one of the CPU slots races and sweeps share (app/compute.py) while the model runs, first come first
+    """Holds one of the CPU slots races and sweeps share (app/race/compute.py) while the model runs, first come first
     served, so hand-stepped runs cannot crowd out the races' local models."""
     COMPUTE.acquire(1, threading.Event())
     try:

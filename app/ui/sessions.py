@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from app.race import Race
+from app.race.run import Race
 from app.serving.policy import Policy
 from app.ui.address import address_of
 from app.ui.player_ui import to_player

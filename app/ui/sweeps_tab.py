@@ -3,9 +3,9 @@
 Each handler walks the sweep's plan and yields the chart after every point, so it fills in as points finish,
 with the point being measured named under it. Sweeps have their own queue ("sweep", SWEEP_CONCURRENCY at once), so
 races cannot starve sweeps nor sweeps races; like a race side on a built-in model, a sweep holds one CPU slot
-(app/compute.py, first come first served) while it measures. The points are app.analysis.sweeps.defaults(), the same as
-`python -m app bench --only sweeps`. The pass-cost chart (app/analysis/pass_cost.py) times one forward pass of the twin,
-and of a Hugging Face model the user names, on this machine.
+(app/race/compute.py, first come first served) while it measures. The points are app.analysis.sweeps.defaults(), the
+same as `python -m app bench --only sweeps`. The pass-cost chart (app/analysis/pass_cost.py) times one forward pass
+of the twin, and of a Hugging Face model the user names, on this machine.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, Callable, Iterator
 import gradio as gr
 
 from app.analysis import pass_cost, sweeps
-from app.compute import COMPUTE
 from app.engine.hf import DEVICES
 from app.errors import UserError
+from app.race.compute import COMPUTE
 from app.serving.policy import LOCAL, Policy
 from app.ui.visitor import Visitor, allowed_source, visitor_source
 

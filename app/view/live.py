@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from app.analysis.changes import SideAnalyzer, side_labels
-from app.race import Race
+from app.race.run import Race
 from app.view.side import entry, setting_defaults, summary
 
 

@@ -6,7 +6,7 @@ its strings (`Frame.ready()`) and appends it to the recording, so that bookkeepi
 side's clock, and passes it on; a side's end goes the same way, after its frames, so the race reports
 a side finished only once all its frames are on disk. The consumer gets a tick at most once per
 `interval` while frames arrive, and always a final one; app/view/live.py turns each tick into the player's
-update. Every race has a wall-clock limit (app/limits.py): when it is reached both sides stop, say why, and
+update. Every race has a wall-clock limit (app/race/limits.py): when it is reached both sides stop, say why, and
 keep their frames; a tick comes at least once a second even when nothing changed, so a page or API caller
 that went away is noticed and the race ends.
 """
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from app.compute import COMPUTE
 from app.errors import UserError
-from app.limits import race_limit, stopped_at_limit
+from app.race.compute import COMPUTE
+from app.race.limits import race_limit, stopped_at_limit
 from app.scrub import known_keys, scrub_frame, scrub_text, scrub_value
 from app.sources.base import Source, make_source
 from app.store import recordings_dir
@@ -66,8 +66,8 @@ class Race:
         """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk;
         `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy);
         the recording is `out`, or a new file in `folder` (default: recordings_dir()); `limit` is the race's
-        wall-clock limit in seconds (default: app.limits.race_limit()); `max_bytes` caps the recording's frames (0: the
-        race runs and is shown but nothing is saved, see RecordingWriter).
+        wall-clock limit in seconds (default: app.race.limits.race_limit()); `max_bytes` caps the recording's frames
+        (0: the race runs and is shown but nothing is saved, see RecordingWriter).
         Every key the race could hold is scrubbed from the prompt, the header, each frame and each message."""
         settings = settings or {}
         self.limit = race_limit() if limit is None else float(limit)
