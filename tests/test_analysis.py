@@ -22,7 +22,7 @@ from app.analysis.changes import (
 )
 from app.bench.pipeline import _truth, mercury_like_stream
 from app.bench.pipeline import bench as bench_pipeline
-from app.trace import Frame
+from app.trace.frames import Frame
 
 M = ""  # a masked position's display string
 

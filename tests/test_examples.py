@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.engine.measure import recited, training_ngrams
-from app.store import EXAMPLES_DIR
-from app.trace import Frame, read_recording
+from app.trace.frames import Frame, read_recording
+from app.trace.store import EXAMPLES_DIR
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 

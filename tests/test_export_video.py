@@ -18,7 +18,7 @@ from app.export.video.fonts import Glyphs, clean
 from app.export.video.palette import CHANGED, FG, HEAT, NEW
 from app.export.video.scene import MIN_SIZE, Scene
 from app.export.video.track import load, timer_text
-from app.trace import Frame, RecordingWriter, make_header
+from app.trace.frames import Frame, RecordingWriter, make_header
 
 SIZE = (480, 270)
 FPS = 10

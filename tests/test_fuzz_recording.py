@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app import library
 from app.export.html import render
-from app.trace import SIDES, Frame, RecordingError, RecordingWriter, make_header, read_recording
+from app.trace import library
+from app.trace.frames import SIDES, Frame, RecordingError, RecordingWriter, make_header, read_recording
 from app.view.payload import recording_payload
 from tests.hostile import HOSTILE
 from tests.reliability import tally

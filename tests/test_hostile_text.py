@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from app import library
 from app.analysis.changes import SideAnalyzer, display_tokens, text_tokens
 from app.errors import UserError
 from app.export.html import export_html, render
 from app.race.run import Race
 from app.sources.base import make_source
-from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.trace import library
+from app.trace.frames import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.live import live_updates
 from app.view.payload import load_payload, wire_rows
 from tests.fixtures import needs_twins

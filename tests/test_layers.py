@@ -27,7 +27,8 @@ def module_names(app_dir: Path = APP) -> dict[str, Path]:
 
 
 def _known(name: str, modules: dict[str, Path]) -> str | None:
-    """The deepest module of ours that `name` names or lies in (`app.trace.Frame` -> `app.trace`); None outside."""
+    """The deepest module of ours that `name` names or lies in (`app.trace.frames.Frame` -> `app.trace.frames`); None
+    outside."""
     while name and name not in modules:
         name = name.rpartition(".")[0]
     return name or None
@@ -117,8 +118,8 @@ def _located(node: ast.AST, here: Path, names: dict[str, Path]) -> Path | None:
 
 
 def room_of(path: Path, app_dir: Path = APP) -> str | None:
-    """The room a file or folder under `app_dir` lies in (app/view/player/x.js -> app.view, app/store.py -> app.store);
-    None for `app_dir` itself and anything outside it."""
+    """The room a file or folder under `app_dir` lies in (app/view/player/x.js -> app.view, app/errors.py ->
+    app.errors); None for `app_dir` itself and anything outside it."""
     try:
         parts = path.relative_to(app_dir).parts
     except ValueError:
@@ -149,7 +150,7 @@ def test_the_reader_sees_package_lazy_and_from_package_imports() -> None:
     graph = import_graph()
     assert "app.sources.base" in graph["app.race.run"]  # a plain from-import
     assert "app.sources.local" in graph["app.bench.pass_cost"]  # a module of a package
-    assert "app.library" in graph["app.ui.library_ui"]  # `from app import library` names the module
+    assert "app.trace.library" in graph["app.ui.library_ui"]  # `from app.trace import library` names the module
     assert "app.export.html" in graph["app.ui.export_job"]  # an import inside a function
     assert "app.bench" in graph[ENTRY] and "app.ui.layout" in graph[ENTRY]
 

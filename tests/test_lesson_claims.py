@@ -19,7 +19,7 @@ from app.engine.model import DEFAULT_MODELS_DIR
 from app.lessons.guided import LESSONS, MERCURY_EXAMPLE, Lesson
 from app.sources.base import make_source
 from app.sources.local import EOS_MARK, twin
-from app.trace import Frame, read_recording
+from app.trace.frames import Frame, read_recording
 
 pytestmark = pytest.mark.skipif(
     not all((DEFAULT_MODELS_DIR / f"{k}.safetensors").is_file() for k in ("diffusion", "ar", "referee")),

@@ -13,7 +13,7 @@ from app.errors import UserError
 from app.lessons.forward_process import STEPS, forward_recording
 from app.lessons.guided import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
 from app.sources.base import REGISTRY, make_source
-from app.trace import read_recording
+from app.trace.frames import read_recording
 from app.ui.lessons_ui import lesson_markdown, noising_file
 from app.view.payload import recording_payload
 from app.view.theme import THEME

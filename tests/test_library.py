@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app import library, store
 from app.errors import UserError
-from app.trace import MAX_RECORDING_BYTES, Frame, RecordingWriter, make_header, read_recording
+from app.trace import library, store
+from app.trace.frames import MAX_RECORDING_BYTES, Frame, RecordingWriter, make_header, read_recording
 from app.ui import library_ui
 from app.view.payload import load_payload
 

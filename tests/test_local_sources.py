@@ -14,7 +14,7 @@ from app.engine.options import coerce, declared
 from app.errors import UserError
 from app.sources import local
 from app.sources.base import REGISTRY, load_plugins, make_source
-from app.trace import Frame
+from app.trace.frames import Frame
 from tests.fixtures import needs_twins
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"

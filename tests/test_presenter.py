@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.trace import Frame, RecordingWriter, make_header
+from app.trace.frames import Frame, RecordingWriter, make_header
 from tests.pages import watch_errors
 
 pytestmark = pytest.mark.browser

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from app.__main__ import launch_parser
-from app.trace import MAX_RECORDING_BYTES
+from app.trace.frames import MAX_RECORDING_BYTES
 from tests.pages import free_port, wait_for_page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,9 +115,9 @@ def test_uploads_over_the_limit_are_refused(launched: tuple[Any, str]) -> None:
             assert status == 413, reply[:200]
 
 
-@pytest.mark.parametrize("target", ["/etc/passwd", str(ROOT / "app" / "trace.py"), "README.md", "assets/models/ar.json",
-                                    str(ROOT / "recordings" / "examples"), "../../../../etc/passwd",
-                                    str(Path(sys.executable).resolve())])
+@pytest.mark.parametrize("target", ["/etc/passwd", str(ROOT / "app" / "trace" / "frames.py"), "README.md",
+                                    "assets/models/ar.json", str(ROOT / "recordings" / "examples"),
+                                    "../../../../etc/passwd", str(Path(sys.executable).resolve())])
 def test_no_file_outside_what_the_page_hands_out_is_served(launched: tuple[Any, str], target: str) -> None:
     _, url = launched
     status, _ = http(f"{url}/gradio_api/file={target}")

@@ -11,8 +11,8 @@ from typing import Any, Iterator
 import pytest
 
 from app.serving.policy import LOCAL
-from app.store import user_dir
-from app.trace import read_recording
+from app.trace.frames import read_recording
+from app.trace.store import user_dir
 from tests.hostile import HOSTILE
 from tests.pages import browser_tab
 from tests.test_inspector import click_position, inspector

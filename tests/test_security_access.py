@@ -18,11 +18,11 @@ from typing import Any, Iterator
 import pytest
 
 from app.errors import UserError
-from app.scrub import REDACTED, scrub_frame, scrub_text
 from app.serving.policy import CAPABILITIES, LOCAL, Policy, from_launch, is_loopback
 from app.sources.base import make_source
-from app.store import EXAMPLES_DIR, user_dir
-from app.trace import Frame, read_recording
+from app.trace.frames import Frame, read_recording
+from app.trace.scrub import REDACTED, scrub_frame, scrub_text
+from app.trace.store import EXAMPLES_DIR, user_dir
 from app.ui import scratch
 from app.ui.guard import NOT_A_CHOICE
 from app.ui.layout import build
@@ -348,7 +348,7 @@ def outside_recording(tmp_path: Path) -> Path:
     path = tmp_path / "elsewhere" / "private.jsonl"
     path.parent.mkdir()
     rec = read_recording(EXAMPLES_DIR / EXAMPLE.partition("/")[2])
-    from app.trace import RecordingWriter
+    from app.trace.frames import RecordingWriter
 
     writer = RecordingWriter(path, {**rec.header, "prompt": "another visitor's private prompt"})
     for frame in rec.frames["left"]:

@@ -25,7 +25,7 @@ import pytest
 
 from app.race import limits
 from app.race.run import GRACE, Race
-from app.trace import (
+from app.trace.frames import (
     MAX_FRAMES,
     MAX_LINE_BYTES,
     MAX_TOKENS,
@@ -298,7 +298,7 @@ def test_a_bad_header_of_any_kind_is_one_sentence(tmp_path: Path) -> None:
 
 
 def test_one_damaged_file_is_listed_as_damaged_and_the_rest_of_the_library_loads(recordings: Path) -> None:
-    from app import library
+    from app.trace import library
     from app.ui.library_ui import library_view, upload_entry
     from app.ui.visitor import Visitor
 

@@ -242,7 +242,7 @@ def test_be_the_sampler_waits_for_a_compute_slot_like_a_race(recordings: Path) -
 
 
 def test_the_declared_name_limit_is_the_librarys_own() -> None:
-    from app.store import MAX_NAME
+    from app.trace.store import MAX_NAME
 
     assert LIMITS["name"].chars == MAX_NAME
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from app.analysis.tables import FRAME_COLUMNS, frames_table, metrics_table
-from app.trace import Frame, RecordingWriter, make_header
+from app.trace.frames import Frame, RecordingWriter, make_header
 
 ROOT = Path(__file__).resolve().parent.parent
 M, U = True, False  # masked, unmasked

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.trace import Frame, RecordingError, RecordingWriter, make_header, read_recording
+from app.trace.frames import Frame, RecordingError, RecordingWriter, make_header, read_recording
 
 
 def frames(n: int) -> list[Frame]:
@@ -81,7 +81,7 @@ def test_killed_writer_process_leaves_a_readable_file(tmp_path: Path) -> None:
     path = tmp_path / "killed.jsonl"
     script = (
         "import os, sys\n"
-        "from app.trace import Frame, RecordingWriter, make_header\n"
+        "from app.trace.frames import Frame, RecordingWriter, make_header\n"
         f"w = RecordingWriter({str(path)!r}, make_header('p', {{}}))\n"
         "for i in range(5):\n"
         "    w.frame('left', Frame(t=i, step=i, text='x' * i))\n"

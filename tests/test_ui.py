@@ -17,7 +17,7 @@ import pytest
 
 from app.analysis.changes import SideAnalyzer
 from app.race.run import Race
-from app.trace import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.live import live_updates
 from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
 from tests.fixtures import needs_twins

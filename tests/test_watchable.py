@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.trace import Frame, RecordingWriter, make_header
+from app.trace.frames import Frame, RecordingWriter, make_header
 from app.view.theme import THEME, hex_rgb
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, outside_viewport
@@ -404,7 +404,7 @@ def test_an_empty_prompt_keeps_what_is_loaded(browser: Any, server_url: str) -> 
 @pytest.mark.browser
 def test_a_failed_side_says_failed_and_a_race_that_failed_outright_is_not_saved(
         browser: Any, server_url: str, api_env: str, recordings: Path) -> None:
-    from app import library
+    from app.trace import library
     from tests.test_ui import choose
 
     with browser_tab(browser, server_url, width=1366, height=768) as tab:

@@ -37,12 +37,12 @@ import re
 from itertools import accumulate
 from typing import Any, Callable, Iterable, Iterator
 
-from app.trace import DISPLAY_TOKEN, Frame
+from app.trace.frames import DISPLAY_TOKEN, Frame
 
 UNCHANGED, NEW, CHANGED, REMASKED = 0, 1, 2, 3
 EOS_TOKENS = frozenset({"<|endoftext|>", "<|eos|>", "<|eot_id|>", "<|im_end|>", "<|end|>", "</s>", "<eos>", "[EOS]"})
 
-_TOKEN = DISPLAY_TOKEN  # defined in app.trace, whose reader counts display tokens against its cap
+_TOKEN = DISPLAY_TOKEN  # defined in app.trace.frames, whose reader counts display tokens against its cap
 _MARKER = re.compile(r"<\|[^<>|\s]{1,64}\|>")
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.analysis.changes import CHANGED, NEW, REMASKED, change_matrix, metrics, settled_fraction_series, visible_count
 from app.cli.parsers import command_parser
-from app.trace import SIDES, Recording, RecordingError, read_recording
+from app.trace.frames import SIDES, Recording, RecordingError, read_recording
 
 if TYPE_CHECKING:
     import pandas

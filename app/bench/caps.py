@@ -1,4 +1,5 @@
-"""`python -m app bench --only caps`: what a recording at the caps costs to load (app.trace MAX_FRAMES, MAX_TOKENS).
+"""`python -m app bench --only caps`: what a recording at the caps costs to load
+(app.trace.frames MAX_FRAMES, MAX_TOKENS).
 
 Each shape is written just under the caps, then read and turned into the player's payload and its JSON message in a
 fresh process, so the peak memory (VmHWM, the high-water mark of that process's own memory) is that load's alone.
@@ -14,12 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.trace import MAX_FRAMES, MAX_TOKENS
+from app.trace.frames import MAX_FRAMES, MAX_TOKENS
 
 MEASURE = """
 import json, sys, time
 from app.bench.caps import peak_mb
-from app.trace import read_recording
+from app.trace.frames import read_recording
 from app.view.payload import recording_payload
 base = peak_mb()
 t0 = time.perf_counter()

@@ -23,7 +23,7 @@ from app.analysis.changes import (
     metrics,
     settled_fraction_series,
 )
-from app.trace import DISPLAY_TOKEN, Frame
+from app.trace.frames import DISPLAY_TOKEN, Frame
 
 _TOKEN = DISPLAY_TOKEN
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.trace import Frame, RecordingWriter, make_header
+from app.trace.frames import Frame, RecordingWriter, make_header
 
 CHROMIUM = "/usr/bin/chromium"
 TARGET_MS = 1000 / 60

@@ -14,7 +14,7 @@ from typing import Any
 from app.errors import UserError
 from app.export.video import FORMATS, _export
 from app.export.video.encoders import X264
-from app.trace import Frame, RecordingWriter, make_header
+from app.trace.frames import Frame, RecordingWriter, make_header
 
 _WORDS = ("the model writes every token at once and then keeps the ones it is sure of while the other "
           "side types one word after another from left to right").split()

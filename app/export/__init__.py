@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.errors import UserError
-from app.trace import Recording, RecordingError, read_recording
+from app.trace.frames import Recording, RecordingError, read_recording
 
 
 def read_for_export(path: str | Path) -> Recording:

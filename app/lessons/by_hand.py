@@ -20,7 +20,7 @@ from app.engine.pins import resolve_pins
 from app.errors import UserError
 from app.serving.input_limits import refusal
 from app.sources.local import EOS_MARK, SamplerSource, diffusion_frame, named_candidates
-from app.trace import Frame, Recording, clean_text, make_header, write_recording
+from app.trace.frames import Frame, Recording, clean_text, make_header, write_recording
 
 BY_YOU = "you+"  # a saved run's source name is this and the model's: you+local-diffusion, you+hf-diffusion:ID
 UNSTEPPABLE = ("{} cannot be stepped by hand: only a masked diffusion model has an order to choose; name "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from app.analysis.changes import display_tokens
-from app.trace import Frame, Recording, make_header
+from app.trace.frames import Frame, Recording, make_header
 
 STEPS = 20
 SECONDS_PER_STEP = 0.25  # the animation's pace at 1x: 20 steps in 5 s

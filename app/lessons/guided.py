@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.lessons.prompts import STORY
-from app.store import EXAMPLES_DIR
+from app.trace.store import EXAMPLES_DIR
 
 MERCURY_EXAMPLE = EXAMPLES_DIR / "04-mercury-wire-format.jsonl"
 MERCURY_EXAMPLE_ID = f"example/{MERCURY_EXAMPLE.name}"  # replay: takes library names on the page

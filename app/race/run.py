@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterator
 from app.errors import UserError
 from app.race.compute import COMPUTE
 from app.race.limits import race_limit, stopped_at_limit
-from app.scrub import known_keys, scrub_frame, scrub_text, scrub_value
 from app.sources.base import Source, make_source
-from app.store import recordings_dir
-from app.trace import SIDES, Frame, RecordingWriter, clean_text, make_header
+from app.trace.frames import SIDES, Frame, RecordingWriter, clean_text, make_header
+from app.trace.scrub import known_keys, scrub_frame, scrub_text, scrub_value
+from app.trace.store import recordings_dir
 
 log = logging.getLogger("converge.race")
 

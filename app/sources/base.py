@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 from app.engine.options import settings_spec
 from app.errors import UserError
-from app.trace import Frame
+from app.trace.frames import Frame
 
 
 class Source(Protocol):

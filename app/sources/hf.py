@@ -21,7 +21,7 @@ from app.engine.options import check, coerce, declared, option
 from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
-from app.trace import Clock, Frame
+from app.trace.frames import Clock, Frame
 
 
 @dataclass

@@ -20,7 +20,7 @@ from app.engine.options import coerce, declared, lines
 from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
 from app.errors import UserError
 from app.sources.base import SourceKind, register
-from app.trace import Clock, Frame, clean_text
+from app.trace.frames import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
 

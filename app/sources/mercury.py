@@ -17,7 +17,7 @@ from app.engine.options import coerce, declared, option
 from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.sources.openai_chat import DEFAULT_TIMEOUT, ENTERED_KEY, check_base_url, public_url, stream_chat
-from app.trace import Frame
+from app.trace.frames import Frame
 
 DEFAULT_BASE_URL = "https://api.inceptionlabs.ai/v1"
 DEFAULT_MODEL = "mercury-2"

@@ -23,9 +23,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app.engine.options import coerce, option
 from app.errors import UserError
-from app.scrub import scrub_text
 from app.sources.base import SourceKind, register
-from app.trace import Clock, Frame, clean_text, clean_usage
+from app.trace.frames import Clock, Frame, clean_text, clean_usage
+from app.trace.scrub import scrub_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 60.0

@@ -16,8 +16,8 @@ from typing import Any, Iterator
 from app.engine.options import coerce, option
 from app.errors import UserError
 from app.sources.base import SourceKind, register
-from app.store import is_id, locate
-from app.trace import SIDES, Frame, RecordingError, read_recording
+from app.trace.frames import SIDES, Frame, RecordingError, read_recording
+from app.trace.store import is_id, locate
 
 
 @dataclass

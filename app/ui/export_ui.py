@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import gradio as gr
 
 from app.errors import UserError
-from app.trace import RecordingError
+from app.trace.frames import RecordingError
 from app.ui import scratch
 from app.ui.events import QUIET
 from app.ui.export_job import run_export

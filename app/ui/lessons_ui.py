@@ -17,7 +17,7 @@ import gradio as gr
 
 from app.lessons.forward_process import forward_recording
 from app.lessons.guided import LESSONS, Lesson
-from app.trace import read_recording, write_recording
+from app.trace.frames import read_recording, write_recording
 from app.ui import scratch
 
 SPOTLIGHT_JS = """

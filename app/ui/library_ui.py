@@ -1,7 +1,7 @@
 """The library box: the visitor's recordings (the bundled examples and their own) in a table, with Load, Download,
 Rename, Delete and Upload, and the status line and download that the exports share.
 
-What is on disk, and what may be done to it, is app/library.py's; this is how the page words it and hands
+What is on disk, and what may be done to it, is app/trace/library.py's; this is how the page words it and hands
 a file to the browser (in a scratch folder that app/ui/scratch.py bounds).
 """
 
@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from app import library
 from app.errors import UserError
 from app.serving.policy import Policy
-from app.store import locate, make_room
+from app.trace import library
+from app.trace.store import locate, make_room
 from app.ui import scratch
 from app.ui.events import QUIET, READS
 from app.ui.page_assets import CONFIRM_DELETE_JS

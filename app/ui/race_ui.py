@@ -11,12 +11,12 @@ import gradio as gr
 from app.engine.pins import AR_REFUSAL
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
 from app.race.run import Race
-from app.scrub import known_keys, scrub_text
 from app.serving.input_limits import MAX_PROMPT_CHARS
 from app.serving.policy import LOCAL, Policy
 from app.sources.base import REGISTRY
-from app.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
-from app.trace import SIDES
+from app.trace.frames import SIDES
+from app.trace.scrub import known_keys, scrub_text
+from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
 from app.ui.events import QUIET, READS
 from app.ui.loading import while_loading
 from app.ui.player_ui import to_player

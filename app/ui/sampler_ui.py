@@ -21,7 +21,7 @@ from app.errors import UserError
 from app.lessons import by_hand
 from app.lessons.prompts import STORY
 from app.race.compute import COMPUTE
-from app.store import make_room, user_dir
+from app.trace.store import make_room, user_dir
 from app.ui.visitor import Visitor, visitor_source
 from app.view.theme import THEME, light
 

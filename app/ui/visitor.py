@@ -24,7 +24,7 @@ from app.serving.policy import HF_PREFIXES, LOCAL, Policy
 from app.sources.base import REGISTRY, Source, load_plugins, make_source
 from app.sources.listing import LISTED, TYPE_A_NAME, list_models
 from app.sources.openai_chat import ENTERED_KEY, host_of
-from app.trace import Frame
+from app.trace.frames import Frame
 
 OWNER_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.changes import prefix_len
-from app.trace import Recording, RecordingError, read_recording
+from app.trace.frames import Recording, RecordingError, read_recording
 from app.view.side import caption, recorded_sides
 from app.view.theme import css_rules, theme_json
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from app.analysis.changes import SideAnalyzer, metrics, settled_fraction_series, side_labels
-from app.trace import SIDES, Frame, Recording
+from app.trace.frames import SIDES, Frame, Recording
 from app.view.theme import TERMINAL, THEME
 
 SENTENCES: dict[str, str] = THEME["sentences"]

@@ -31,7 +31,7 @@ from app.export.video.palette import (
     WHITE,
 )
 from app.export.video.track import HeatStrip, Track
-from app.trace import SIDES, Recording
+from app.trace.frames import SIDES, Recording
 from app.view.side import CELLS, cell_styles, status_sentence
 from app.view.theme import MASK, STATUS_TEXT, TERMINAL
 

@@ -14,7 +14,7 @@ import numpy as np
 from app.errors import UserError
 from app.export import read_for_export
 from app.export.video.palette import CODE_HEAT, H_GIVEN, H_MASKED, H_UNCHANGED, HEAT, WHITE
-from app.trace import Recording
+from app.trace.frames import Recording
 from app.view.side import recorded_side
 
 log = logging.getLogger("converge.export")

@@ -1,6 +1,6 @@
 """The recording library on disk: the user's runs and the bundled examples, listed, renamed, deleted and uploaded.
 
-Ids, names and folders are app.store's: "user/NAME" lives in the user's folder (an owner's own folder when
+Ids, names and folders are app.trace.store's: "user/NAME" lives in the user's folder (an owner's own folder when
 the page is served), "example/NAME" in recordings/examples/ (read-only); names that would lead out of their
 folder are refused there. Only the user's recordings can be renamed or deleted. The page's picker text and the
 copies it hands to the browser are app/ui/library_ui.py's.
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
-from app.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir
-from app.trace import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
+from app.trace.frames import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
+from app.trace.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir
 
 _cache: dict[tuple[str, int, int], dict[str, Any]] = {}
 

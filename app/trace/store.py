@@ -16,9 +16,9 @@ import threading
 from pathlib import Path
 
 from app.errors import UserError
-from app.trace import MAX_RECORDING_BYTES
+from app.trace.frames import MAX_RECORDING_BYTES
 
-RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "recordings"
+RECORDINGS_DIR = Path(__file__).resolve().parents[2] / "recordings"
 EXAMPLES_DIR = RECORDINGS_DIR / "examples"
 OWNERS = "visitors"  # the subfolder of recordings_dir() that holds each owner's own folder
 KINDS = ("user", "example")

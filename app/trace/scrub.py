@@ -12,7 +12,7 @@ import dataclasses
 import os
 from typing import Any
 
-from app.trace import Frame
+from app.trace.frames import Frame
 
 REDACTED = "[key]"
 MIN_KEY = 8  # shorter values are not keys worth hiding, and hiding them would eat ordinary words
