@@ -2,6 +2,7 @@
 nothing outside the bench room imports the benchmarks, the engine imports only itself and app.errors, and only
 the page and the command line import the page. No module reads another room's files by a path built from its own
 location (the page once read the player's scripts that way); a room's files are read through that room's functions.
+Beside the rooms, app/ holds only its package file, the command line and the one user error (issue 26).
 
 Every import counts, including one inside a function: a lazy import is an arrow too, only a later one.
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 
 APP = Path(__file__).resolve().parent.parent / "app"
 ENTRY = "app.__main__"  # the command line dispatches to the page and to the bench, so it may import both
+BESIDE_ROOMS = ("__init__.py", "__main__.py", "errors.py")  # errors.py: the user error, imported by every room
 
 
 def module_names(app_dir: Path = APP) -> dict[str, Path]:
@@ -56,6 +58,11 @@ def import_graph(app_dir: Path = APP) -> dict[str, set[str]]:
     """module -> the modules of ours it imports, for every module under `app_dir`."""
     modules = module_names(app_dir)
     return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def outside_rooms(app_dir: Path = APP) -> list[str]:
+    """The modules that lie flat in `app_dir` rather than in a room, leaving out those BESIDE_ROOMS."""
+    return sorted(path.name for path in app_dir.glob("*.py") if path.name not in BESIDE_ROOMS)
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -220,3 +227,17 @@ def test_the_path_reader_finds_a_read_into_another_room_through_a_name(tmp_path:
 
 def test_no_module_reads_another_rooms_files_by_path() -> None:
     assert reads_across_rooms() == []
+
+
+def test_the_room_reader_finds_a_module_left_flat_beside_the_rooms(tmp_path: Path) -> None:
+    room = tmp_path / "app"
+    (room / "race").mkdir(parents=True)
+    for name in (*BESIDE_ROOMS, "race/__init__.py", "race/run.py"):
+        (room / name).write_text("")
+    assert outside_rooms(room) == []
+    (room / "compute.py").write_text("")
+    assert outside_rooms(room) == ["compute.py"]
+
+
+def test_app_holds_rooms_and_beside_them_only_the_package_the_command_line_and_the_error() -> None:
+    assert outside_rooms() == []
