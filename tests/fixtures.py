@@ -80,3 +80,11 @@ def server_url() -> Iterator[str]:
 
     with serve_page() as url:
         yield url
+
+
+def api_client(url: str):
+    """A gradio_client Client of the served page that waits long for each answer: its default read timeout on the
+    config fetch (5 s) ran out when two suites shared the machine at load 8 to 10; 300 s still ends a hung server."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, httpx_kwargs={"timeout": 300})

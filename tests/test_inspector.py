@@ -326,13 +326,15 @@ def test_the_inspector_works_on_a_live_race_in_the_page(browser: Any, recordings
         page.click("#run")
         page.wait_for_function(f"""(before) => {{
           const r = document.querySelector('{root}'), st = r.convergePlayer.state;
-          return st.run !== before && st.mode === 'live' && st.done && r.dataset.status === 'done';
-        }}""", arg=before)
+          return st.run !== before && st.mode === 'live' && st.done && r.dataset.status === 'done'
+            && st.autoPlayed && !st.playing;
+        }}""", arg=before)  # the race and its replay at the watch pace over: the panels hold still
         click_position(page, "left", 2, root)
         page.wait_for_selector(f"{root} .cv-inspector[data-open=true][data-side=left][data-pos='2']")
         got = inspector(page, root)
         assert got["spark"] and got["note"] is None
         assert any(" committed " in e and "%" in e for e in got["events"]), got["events"]
+        page.focus(f"{root} .cv-insp-pos")  # Escape from inside the inspector, wherever the page left the focus
         page.keyboard.press("Escape")
         page.wait_for_selector(f"{root} .cv-inspector[data-open=false]")
 

@@ -19,7 +19,7 @@ from app.race.compute import COMPUTE, ComputeGate
 from app.race.run import Race
 from app.sources.base import REGISTRY, load_plugins
 from app.trace.frames import SIDES, Frame, read_recording
-from tests.fixtures import needs_twins
+from tests.fixtures import api_client, needs_twins
 from tests.pages import free_port, wait_for_page, watch_errors
 from tests.reliability import tally
 from tests.test_ui import ROOT, choose, start, wait_status
@@ -109,10 +109,8 @@ def test_cpu_slots_go_first_come_first_served_and_a_cancelled_waiter_leaves() ->
 @needs_twins
 def test_eight_sessions_race_at_once_each_keeps_its_own_frames_and_stop_works_under_load(
         app_url: str, api_env: str, browser: Any, recordings: Path) -> None:
-    from gradio_client import Client
-
     gate = threading.Event()
-    clients = [Client(app_url, verbose=False) for _ in range(LOCAL + WIRE)]
+    clients = [api_client(app_url) for _ in range(LOCAL + WIRE)]
     api = clients[0].view_api(return_format="dict", print_info=False)["named_endpoints"]["/race"]
     prompts = [f"Once upon a time, in session {k}, there was" for k in range(LOCAL)]
     prompts += [f"wire session {k}" for k in range(WIRE)]

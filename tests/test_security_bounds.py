@@ -37,6 +37,7 @@ from app.trace.frames import (
     read_recording,
 )
 from app.view.live import live_updates
+from tests.fixtures import api_client
 from tests.reliability import tally
 from tests.test_load import app_url, payload_of, race_args  # noqa: F401  (app_url is a fixture)
 
@@ -137,12 +138,10 @@ def test_the_race_limit_comes_from_the_flag_then_the_environment_then_the_local_
 
 def test_hostile_races_fill_every_slot_yet_another_sessions_race_completes_within_the_limit(
         app_url: str, fast_env: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    from gradio_client import Client
-
     from app.ui.race_ui import RACE_CONCURRENCY
 
     monkeypatch.setenv(limits.ENV, str(SLOT_LIMIT))
-    clients = [Client(app_url, verbose=False) for _ in range(RACE_CONCURRENCY + 1)]
+    clients = [api_client(app_url) for _ in range(RACE_CONCURRENCY + 1)]
     api = clients[0].view_api(return_format="dict", print_info=False)["named_endpoints"]["/race"]
     forever = {"left": ("mercury", "keepalive-after-1", {}), "right": ("openai", "keepalive-after-1", {})}
     hostile = [c.submit(*race_args(api, "ECHO: hold the slot", forever), api_name="/race") for c in clients[:-1]]
@@ -166,12 +165,10 @@ def test_hostile_races_fill_every_slot_yet_another_sessions_race_completes_withi
 
 def test_a_race_ends_when_its_api_client_goes_away(app_url: str, fast_env: str,  # noqa: F811
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from gradio_client import Client
-
     from app.ui import sessions
 
     monkeypatch.setenv(limits.ENV, "600")  # far away: only the departure can end this race
-    client = Client(app_url, verbose=False)
+    client = api_client(app_url)
     api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/race"]
     client.close()
     with urllib.request.urlopen(app_url + "config") as r:
