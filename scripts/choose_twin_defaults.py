@@ -10,6 +10,8 @@ per pass among the settings whose referee perplexity is at most the AR twin's, w
 whose stutter (adjacent repeated words) is at most 1%: the fresh-stories issue's quality bounds.
 The referee (an AR model trained with another seed, `referee.safetensors`) judges: it taught neither twin. These 24
 prompts are not the bench's: the bench's held-out prompts (app.bench.twins.EVAL_PROMPTS) are never tuned on.
+`--filter-levels` runs only greedy entropy-order settings with no repeated runs of 8, the learned filter at 0.9 to 0.5
+(finer near the bounds) with the stutter guard on and off: the round run after the filter was refitted.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any
 
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import TWIN_DIFFUSION
 from app.engine.measure import quality
-from app.sources.local import TWIN_DIFFUSION, twin
+from app.sources.local import twin
 
 SELECTION_PROMPTS = ("Once upon a time, there was a big dog.", "Once upon a time", "Lily and Ben went to the beach.",
                      "The little girl had a doll.", "One day, a boy found a ball in the park.", "The bird sang a song.",
@@ -46,6 +49,9 @@ def main() -> None:
     folder = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else None
     if "--greedy-filter-0.9" in sys.argv:  # the last round of the fresh-stories twin's choice: the guards compared
         GRID[:] = [g for g in GRID if g[0] == 0.0 and g[1] == "entropy" and g[2] == 0.9]
+    if "--filter-levels" in sys.argv:  # after the filter's refit on the page's decoding: its level, finer, guard or not
+        GRID[:] = [(0.0, "entropy", level, guard, 8) for level in (0.9, 0.8, 0.7, 0.65, 0.6, 0.55, 0.5)
+                   for guard in (False, True)]
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
     dm, tok = twin("diffusion", folder)

@@ -14,10 +14,9 @@ import sys
 from dataclasses import replace
 
 from app.engine.autoregressive import ARSettings
-from app.engine.diffusion import DiffusionSettings
+from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.measure import PROMPTS, distinct2, nll, run_ar, run_diffusion
 from app.engine.model import load_twin
-from app.sources.local import TWIN_DIFFUSION
 from scripts.choose_twin_defaults import SELECTION_PROMPTS
 
 

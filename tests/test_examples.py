@@ -49,9 +49,10 @@ def test_random_order_with_no_blocks_opens_positions_anywhere() -> None:
 
 def test_sixteen_steps_for_64_tokens_take_a_quarter_of_the_passes_at_a_cost_in_text() -> None:
     from app.engine import diffusion
+    from app.engine.diffusion import TWIN_DIFFUSION
     from app.engine.measure import quality
     from app.engine.model import load_twin
-    from app.sources.local import TWIN_DIFFUSION, twin
+    from app.sources.local import twin
 
     rec = read_recording(EXAMPLES_DIR / "03-few-steps-parallel.jsonl")
     left = rec.frames["left"]

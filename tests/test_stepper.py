@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from app.engine import diffusion, stepper
-from app.engine.diffusion import DiffusionSettings
+from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.model import ModelConfig, random_model
 from app.errors import UserError
-from app.sources.local import TWIN_DIFFUSION, twin
+from app.sources.local import twin
 from tests.test_samplers import network_calls
 
 PROMPT = [5, 6, 7, 8, 9, 10]

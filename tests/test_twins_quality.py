@@ -10,9 +10,9 @@ import pytest
 
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import TWIN_DIFFUSION
 from app.engine.measure import CORPUS, RECITAL_N, recited, training_ngrams
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
-from app.sources.local import TWIN_DIFFUSION
 from tests.fixtures import needs_twins
 
 pytestmark = needs_twins

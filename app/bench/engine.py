@@ -19,10 +19,9 @@ import numpy as np
 
 from app.analysis import sweeps
 from app.engine.autoregressive import ARSettings
-from app.engine.diffusion import DiffusionSettings
+from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.measure import PROMPTS, run_diffusion, samples
 from app.errors import UserError
-from app.sources.local import TWIN_DIFFUSION
 
 SWEEP_LENGTHS = (64, 128, 256)
 SWEEP_STEPS = 64

@@ -15,10 +15,9 @@ from typing import Any
 import numpy as np
 
 from app.engine.autoregressive import ARSettings
-from app.engine.diffusion import DiffusionSettings
+from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.errors import UserError
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
-from app.sources.local import TWIN_DIFFUSION
 
 # Held-out openings for the twins section: neither the sampler defaults nor the training were tuned on them.
 EVAL_PROMPTS = (

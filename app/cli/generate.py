@@ -14,13 +14,12 @@ from typing import Any
 
 from app.cli.parsers import command_parser
 from app.engine.autoregressive import ARSettings
-from app.engine.diffusion import DiffusionSettings
+from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.llada2 import EditSettings
 from app.engine.options import Option, bounds, declared, number
 from app.errors import UserError
 from app.sources.base import make_source
 from app.sources.hf import HF_AR, HF_DIFFUSION, HFLoad
-from app.sources.local import TWIN_DIFFUSION
 from app.sources.mercury import MercurySettings
 from app.sources.openai_chat import ChatSettings
 from app.sources.replay import ReplaySettings

@@ -111,6 +111,17 @@ class DiffusionSettings:
         return asdict(self)
 
 
+# The built-in diffusion twin's defaults: LLaDA's (the class defaults, kept for Hugging Face models: greedy, threshold
+# 0.9) in entropy order and blocks of 16, the learned commit filter at 0.9, no repeated run of 8 tokens (greedy decoding
+# otherwise loops: "The frog was very happy. The frog was very happy.") and never an empty answer, chosen by
+# `python -m scripts.choose_twin_defaults` (the most tokens per pass within the fresh-stories issue's quality bounds on
+# prompts the bench does not use). Bolder filter levels cost more quality than the AR twin leaves room for, and the
+# stutter guard (`no_repeat`) cost perplexity beyond the AR twin's there (assets/models/MODEL_CARD.md, "Sampler
+# defaults").
+TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.0, filter=0.9, no_repeat_ngram=8,
+                                   min_length=1)
+
+
 @dataclass
 class Step:
     """The answer region after one step. Positions are answer-relative (0 = first generated token)."""
