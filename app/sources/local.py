@@ -183,8 +183,6 @@ def _plain_prompt(tok: Any, prompt: str) -> list[int]:
     return list(tok.encode(prompt.rstrip()))
 
 
-
-
 def make_local_diffusion(**settings: Any) -> SamplerSource:
     s = sampler_settings(DiffusionSettings, settings, "local-diffusion", base=TWIN_DIFFUSION)
     return SamplerSource("local-diffusion", lambda: twin("diffusion"), s, _plain_prompt)
