@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -104,48 +105,40 @@ def test_the_page_names_the_shipped_twins_data_early_stopping_and_hardware() -> 
     assert "early stopping" in details and "40 copies" in details and "H200" in details
 
 
-def test_fit_filter_writes_a_filter_the_twin_then_loads(tmp_path: Path) -> None:
+def fit_in(folder: Path, *flags: str) -> Any:
+    """Runs the fitting command on a copy of the shipped twin in `folder` (on two openings); returns the filter the
+    twin then loads. Skips where torch or the training stories are missing."""
     import shutil
 
     from app.engine import fit_filter
+    from app.engine.measure import CORPUS
     from app.engine.model import DEFAULT_MODELS_DIR
 
     pytest.importorskip("torch", reason="the fitting command reads the corpus with the training module (torch)")
-    for name in ("diffusion.safetensors", "diffusion.json", "tokenizer.json"):
-        shutil.copy(DEFAULT_MODELS_DIR / name, tmp_path / name)
-    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    files = sorted(str(p) for p in corpus.glob("tinystories-*.txt"))
+    files = sorted(str(p) for p in CORPUS.glob("tinystories-*.txt"))
     if not files:
         pytest.skip("the training stories (../shared/corpus) are not beside the repository")
-    fit_filter.main(["--models", str(tmp_path), "--corpus", *files, "--prompts", "2"])
-    model, _ = load_twin("diffusion", tmp_path)
-    assert model.commit_filter.about["prompts"] == 2 and model.commit_filter.about["rows"] > 0
+    folder.mkdir(exist_ok=True)
+    for name in ("diffusion.safetensors", "diffusion.json", "tokenizer.json"):
+        shutil.copy(DEFAULT_MODELS_DIR / name, folder / name)
+    fit_filter.main(["--models", str(folder), "--corpus", *files, "--prompts", "2", *flags])
+    return load_twin("diffusion", folder)[0].commit_filter
+
+
+def test_fit_filter_writes_a_filter_the_twin_then_loads(tmp_path: Path) -> None:
+    about = fit_in(tmp_path).about
+    assert about["prompts"] == 2 and about["rows"] > 0
 
 
 def test_fit_filter_decodes_as_the_page_does_and_in_several_processes_finds_the_same_rows(tmp_path: Path) -> None:
     """The filter learns the page's own one-token-per-pass decoding of the twin, and --jobs splits the openings
     over processes without losing or adding a row."""
-    import shutil
-
     from app.engine import fit_filter
     from app.engine.diffusion import TWIN_DIFFUSION
-    from app.engine.model import DEFAULT_MODELS_DIR
 
-    pytest.importorskip("torch", reason="the fitting command reads the corpus with the training module (torch)")
     s = fit_filter.reference_settings()
     assert (s.scoring, s.block_length, s.no_repeat_ngram) == (TWIN_DIFFUSION.scoring, TWIN_DIFFUSION.block_length,
                                                                TWIN_DIFFUSION.no_repeat_ngram)
     assert s.threshold is None and s.steps == s.gen_length
-    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    files = sorted(str(p) for p in corpus.glob("tinystories-*.txt"))
-    if not files:
-        pytest.skip("the training stories (../shared/corpus) are not beside the repository")
-    rows = {}
-    for jobs in (1, 2):
-        folder = tmp_path / str(jobs)
-        folder.mkdir()
-        for name in ("diffusion.safetensors", "diffusion.json", "tokenizer.json"):
-            shutil.copy(DEFAULT_MODELS_DIR / name, folder / name)
-        fit_filter.main(["--models", str(folder), "--corpus", *files, "--prompts", "2", "--jobs", str(jobs)])
-        rows[jobs] = load_twin("diffusion", folder)[0].commit_filter.about["rows"]
+    rows = {jobs: fit_in(tmp_path / str(jobs), "--jobs", str(jobs)).about["rows"] for jobs in (1, 2)}
     assert rows[1] == rows[2] > 0

@@ -138,6 +138,12 @@ def test_the_lesson_box_and_its_try_it_result_are_on_screen_together(
 
 # -- 2. Watchable by default ------------------------------------------------------------------------------------------
 
+def longest_side(tab: Any) -> float:
+    """The player's race time of the longer side: the time the watch pace is measured against."""
+    return tab.evaluate(f"""() => {{ const st = document.querySelector('{ROOT}').convergePlayer.state;
+      return Math.max(st.sides.left.end, st.sides.right.end); }}""")
+
+
 @pytest.mark.browser
 @needs_twins
 def test_a_finished_race_of_the_twins_replays_at_the_watch_pace_and_the_pace_is_remembered(
@@ -170,8 +176,7 @@ def test_a_finished_race_of_the_twins_replays_at_the_watch_pace_and_the_pace_is_
         # A race over sooner than the watch pace is stretched to last it; a slower one (a loaded machine) replays in
         # real time. Either way the replay cannot end before the longer of the two: it follows the clock.
         pace = THEME["pace"]
-        end = tab.evaluate(f"""() => {{ const st = document.querySelector('{ROOT}').convergePlayer.state;
-          return Math.max(st.sides.left.end, st.sides.right.end); }}""")
+        end = longest_side(tab)
         if end < pace:
             assert float(replay["factor"]) == pytest.approx(end / pace, rel=1e-3), (replay, real)
         else:
@@ -186,8 +191,7 @@ def test_a_finished_race_of_the_twins_replays_at_the_watch_pace_and_the_pace_is_
         tab.reload()
         ready(tab)
         assert tab.input_value(f"{ROOT} .cv-pace") == "15"
-        end = tab.evaluate(f"""() => {{ const st = document.querySelector('{ROOT}').convergePlayer.state;
-          return Math.max(st.sides.left.end, st.sides.right.end); }}""")
+        end = longest_side(tab)
         assert float(tab.get_attribute(ROOT, "data-pace-factor")) == pytest.approx(end / 15, rel=1e-3)
         tab.select_option(f"{ROOT} .cv-pace", "0")  # real time
         tab.wait_for_selector(f"{ROOT}[data-pace-factor='1']")

@@ -52,18 +52,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=1, help="processes that decode the openings (one per core)")
     args = ap.parse_args(argv)
     start = time.time()
-    _, tok = load_twin("diffusion", args.models)
+    model, tok = load_twin("diffusion", args.models)
     train, _ = split_stories(read_stories(args.corpus), 1337)  # the training side only: held-out stories stay unseen
     rng = np.random.default_rng(args.seed)
     prompts = [tok.encode(train[int(i)])[: int(rng.integers(3, 13))] for i in rng.integers(0, len(train), args.prompts)]
-    shares = [(args.models, prompts[i::args.jobs]) for i in range(args.jobs)]
-    if args.jobs > 1:
+    if args.jobs > 1:  # each process loads the twin itself (a spawned process shares nothing)
         from multiprocessing import get_context
 
         with get_context("spawn").Pool(args.jobs) as pool:
-            parts = pool.map(_rows, shares)
+            parts = pool.map(_rows, [(args.models, prompts[i::args.jobs]) for i in range(args.jobs)])
     else:
-        parts = [_rows(shares[0])]
+        parts = [collect(model, prompts, reference_settings(), diffusion.generate)]
     X, y = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     f = fit(X, y)
     f.about = {"rows": int(len(y)), "positive": round(float(y.mean()), 3), "prompts": args.prompts,
