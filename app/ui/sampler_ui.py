@@ -3,7 +3,8 @@ which masked positions of the current block to commit (by clicking them on the c
 and saves the run to their library to play it in the player.
 
 Every model string reaches the page through Gradio components that escape it (the canvas's HighlightedText, each
-position's Radio choices); the run lives in a per-session gr.State, so two visitors never share one.
+position's Radio choices); the run is kept in app/ui/hand_runs.py under a ticket that only its session's gr.State holds,
+so two visitors never share one, and what a visitor keeps is bounded.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from app.lessons import by_hand
 from app.lessons.prompts import STORY
 from app.race.compute import COMPUTE
 from app.trace.store import make_room, user_dir
+from app.ui.hand_runs import ENDED, HAND_RUNS
 from app.ui.visitor import Visitor, visitor_source
 from app.view.theme import THEME, light
 
@@ -68,9 +70,9 @@ def toggle(run: by_hand.HandRun, index: Any, values: list[Any]) -> list[Any]:
     return out
 
 
-def board(run: by_hand.HandRun, note: str | None = None) -> list[Any]:
-    """The box's outputs for a run: the run, the canvas, the note, and one picker per open position (the rest
-    hidden)."""
+def board(run: by_hand.HandRun, note: str | None = None, ticket: Any = None) -> list[Any]:
+    """The box's outputs for a run: its ticket (a new run's; else the state stays), the canvas, the note, and one
+    picker per open position (the rest hidden)."""
     shown = by_hand.choices(run)
     pickers = []
     for i in range(by_hand.MAX_OPEN):
@@ -81,7 +83,7 @@ def board(run: by_hand.HandRun, note: str | None = None) -> list[Any]:
                                      choices=[("leave masked", LEAVE)] + [(label, str(t)) for label, t in cands]))
         else:
             pickers.append(gr.update(visible=False, value=LEAVE, choices=[("leave masked", LEAVE)]))
-    return [run, gr.update(value=by_hand.canvas(run)), note or run.note, *pickers]
+    return [gr.skip() if ticket is None else ticket, gr.update(value=by_hand.canvas(run)), note or run.note, *pickers]
 
 
 def said(text: str, extra: int = 0) -> list[Any]:
@@ -89,43 +91,67 @@ def said(text: str, extra: int = 0) -> list[Any]:
     return [gr.skip(), gr.skip(), text, *[gr.skip()] * (by_hand.MAX_OPEN + extra)]
 
 
+def whose(visitor: Visitor) -> str | None:
+    """Whose cap a visitor's runs count against: on a served page their client address (else their owner id); on a
+    local page nobody's (the visitor is the host)."""
+    if not visitor.policy.served:
+        return None
+    return visitor.address or visitor.owner or "unknown"
+
+
+def kept(ticket: Any) -> by_hand.HandRun | None:
+    """The run a session's ticket names; None before Start or once it has ended."""
+    return HAND_RUNS.get(ticket) if ticket else None
+
+
+def ended(ticket: Any, extra: int = 0) -> list[Any]:
+    """What a step says without a run: press Start first, or (with a ticket) that the run has ended."""
+    return said(ENDED if ticket else "Press Start first.", extra)
+
+
 def on_start(visitor: Visitor, prompt_text: str, gen_length: Any, block_length: Any, rule: str,
              pinned: str, model_name: str) -> list[Any]:
-    """Start: opens a stepped run of the chosen model on the prompt, the model's rule committing one position a pass."""
+    """Start: opens a stepped run of the chosen model on the prompt, the model's rule committing one position a pass,
+    and keeps it under a new ticket (ending the visitor's least recently used run when they keep all they may)."""
     settings = {"gen_length": gen_length, "block_length": block_length, "scoring": rule, "temperature": 0.0,
                 "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
                 "pins": pinned or ""}
     try:
         with compute_slot():
             source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
-            return board(by_hand.begin(source, prompt_text or ""))
+            run = by_hand.begin(source, prompt_text or "")
+        return board(run, ticket=HAND_RUNS.keep(whose(visitor), run))
     except UserError as e:
         return said(str(e))
 
 
-def _step(current_run: by_hand.HandRun | None, picks: Callable[[by_hand.HandRun], Any]) -> list[Any]:
-    """One step of the run: commits `picks(run)` (None: the model's rule chooses), or says why not."""
+def _step(ticket: Any, picks: Callable[[by_hand.HandRun], Any]) -> list[Any]:
+    """One step of the ticket's run: commits `picks(run)` (None: the model's rule chooses), or says why not."""
+    current_run = kept(ticket)
     if current_run is None:
-        return said("Press Start first.")
+        return ended(ticket)
     try:
         with compute_slot():
-            return board(by_hand.advance(current_run, picks(current_run)))
+            run = by_hand.advance(current_run, picks(current_run))
     except UserError as e:
         return said(str(e))
+    HAND_RUNS.put(ticket, run)
+    return board(run)
 
 
-def on_commit(current_run: by_hand.HandRun | None, *values: Any) -> list[Any]:
+def on_commit(ticket: Any, *values: Any) -> list[Any]:
     """Commit my picks: the positions and candidates the learner chose."""
-    return _step(current_run, lambda r: read_picks(r, list(values)))
+    return _step(ticket, lambda r: read_picks(r, list(values)))
 
 
-def on_model(current_run: by_hand.HandRun | None) -> list[Any]:
+def on_model(ticket: Any) -> list[Any]:
     """Let the model choose: one step by its rule."""
-    return _step(current_run, lambda r: None)
+    return _step(ticket, lambda r: None)
 
 
-def on_canvas(current_run: by_hand.HandRun | None, evt: gr.SelectData, *values: Any) -> list[Any]:
+def on_canvas(ticket: Any, evt: gr.SelectData, *values: Any) -> list[Any]:
     """A click on a position of the canvas opens or closes its picker."""
+    current_run = kept(ticket)
     if current_run is None:
         return [gr.skip()] * by_hand.MAX_OPEN
     return toggle(current_run, evt.index, list(values))
@@ -134,12 +160,14 @@ def on_canvas(current_run: by_hand.HandRun | None, evt: gr.SelectData, *values: 
 def saver(show: Callable[[Path], Any]) -> Callable[..., list[Any]]:
     """Finish and save: the rest of the run by the model's rule, saved in the visitor's recordings and shown in the
     player (`show(path)` is the player's update for a recording)."""
-    def on_save(visitor: Visitor, current_run: by_hand.HandRun | None) -> list[Any]:
+    def on_save(visitor: Visitor, ticket: Any) -> list[Any]:
+        current_run = kept(ticket)
         if current_run is None:
-            return said("Press Start first.", extra=2)
+            return ended(ticket, extra=2)
         try:
             with compute_slot():
                 finished = by_hand.finish(current_run)
+            HAND_RUNS.put(ticket, finished)
             make_room(visitor.owner, visitor.address)
             folder = user_dir(visitor.owner)
             folder.mkdir(parents=True, exist_ok=True)
@@ -175,7 +203,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
                            elem_id="sampler-model-name")
         pins = gr.Textbox(label="Pinned text (optional): one POSITION:TEXT a line, fixed before the first step",
                           lines=1, max_lines=3, elem_id="sampler-pins", placeholder="28:The end.")
-        run = gr.State(None)
+        run = gr.State(None)  # the run's ticket in app/ui/hand_runs.py (the run itself is kept there, bounded)
         canvas = gr.HighlightedText(label="The answer so far: click a position [N] to commit the model's guess there",
                                     color_map=COLOURS,
                                     show_legend=True, combine_adjacent=False, elem_id="sampler-canvas")
