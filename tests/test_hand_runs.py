@@ -1,15 +1,9 @@
-"""What the server keeps of "Be the sampler" runs is bounded: per visitor of a served page, in idle time and in all;
-through Gradio's queue API, a visitor who opens sessions without end keeps no more than two runs."""
+"""What a page keeps of "Be the sampler" runs is bounded: per visitor of a served page, in idle time and in all (the
+same through Gradio's queue API: tests/test_sampler_ui.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
-from app.serving.policy import LOCAL
-from app.ui.hand_runs import ENDED, HandRuns
-from tests.test_security_access import OWNER_A, call, fn_index, inputs, page, served, session
+from app.ui.hand_runs import HandRuns
 
 
 class Clock:
@@ -61,26 +55,3 @@ def test_an_unknown_or_forged_ticket_names_no_run() -> None:
     runs = HandRuns()
     runs.keep(None, "a run")
     assert runs.get("not-a-ticket") is None and runs.get(None) is None and runs.get(["a", "list"]) is None
-
-
-def step_note(demo: Any, url: str, session_hash: str) -> str:
-    """'Let the model choose' in a session, through the queue API; the note the box then shows."""
-    index = fn_index(demo, elem_id="sampler-model", event="click")
-    done = call(url, index, inputs(demo, index), session_hash)
-    assert done["success"], done
-    return done["output"]["data"][2]
-
-
-@pytest.mark.parametrize("served_page", [True, False], ids=["served", "local-control"])
-def test_three_sessions_of_one_visitor_keep_only_the_two_newest_runs(served_page: bool) -> None:
-    """A served page ends a visitor's run that a third started run leaves no room for, and says so in that session;
-    on a local page (the host) every run is kept."""
-    with page(served() if served_page else LOCAL) as (demo, url):
-        start = fn_index(demo, elem_id="sampler-start", event="click")
-        sessions = [session(demo, url, OWNER_A) for _ in range(3)]
-        for hash_ in sessions:
-            done = call(url, start, inputs(demo, start, OWNER_A), hash_)
-            assert done["success"], done
-        notes = [step_note(demo, url, hash_) for hash_ in sessions]
-    assert notes[0] == ENDED if served_page else notes[0] != ENDED
-    assert all(note != ENDED and note for note in notes[1:]), notes

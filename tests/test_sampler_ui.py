@@ -1,6 +1,9 @@
 """Be the sampler on the page, in a real Chromium: the learner commits positions and candidates by hand, lets the model
 choose once, saves, and finds every choice marked in the recording the player then plays; hostile text stays text;
-a served page saves each visitor's run in their own library."""
+a served page saves each visitor's run in their own library and keeps at most two runs of one visitor.
+
+These pages' runs stay kept after the test (as a page keeps them, up to 30 idle minutes), so this module sorts after
+tests/test_load.py, which checks that no frame outlives its race."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 from app.serving.policy import LOCAL
 from app.trace.frames import read_recording
 from app.trace.store import user_dir
+from app.ui.hand_runs import ENDED
 from tests.hostile import HOSTILE
 from tests.pages import browser_tab
 from tests.test_inspector import click_position, inspector
@@ -176,3 +180,26 @@ def test_a_saved_run_goes_to_its_visitors_own_library(served_page: bool, recordi
     assert len(runs) == 1 and read_recording(runs[0]).header["sources"]["left"]["name"] == "you+local-diffusion"
     assert runs[0].parent == (user_dir(OWNER_A) if served_page else recordings)
     assert not user_dir(OWNER_B).exists()
+
+
+def step_note(demo: Any, url: str, session_hash: str) -> str:
+    """'Let the model choose' in a session, through the queue API; the note the box then shows."""
+    index = fn_index(demo, elem_id="sampler-model", event="click")
+    done = call(url, index, inputs(demo, index), session_hash)
+    assert done["success"], done
+    return done["output"]["data"][2]
+
+
+@pytest.mark.parametrize("served_page", [True, False], ids=["served", "local-control"])
+def test_three_sessions_of_one_visitor_keep_only_the_two_newest_runs(served_page: bool) -> None:
+    """A served page ends a visitor's run that a third started run leaves no room for, and says so in that session;
+    on a local page (the host) every run is kept."""
+    with page(served() if served_page else LOCAL) as (demo, url):
+        start = fn_index(demo, elem_id="sampler-start", event="click")
+        sessions = [session(demo, url, OWNER_A) for _ in range(3)]
+        for hash_ in sessions:
+            done = call(url, start, inputs(demo, start, OWNER_A), hash_)
+            assert done["success"], done
+        notes = [step_note(demo, url, hash_) for hash_ in sessions]
+    assert notes[0] == ENDED if served_page else notes[0] != ENDED
+    assert all(note != ENDED and note for note in notes[1:]), notes

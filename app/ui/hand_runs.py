@@ -1,11 +1,12 @@
 """The hand-stepped runs ("Be the sampler") the server keeps between a learner's clicks, bounded per visitor and in
 time.
 
-A run lives here and the session's gr.State holds only its ticket. Gradio keeps a session's state for an hour after
-its tab closes, and the queue API opens sessions without end, so runs kept in session state were bounded by nothing a
-visitor does. Here, on a served page, each visitor (client address, else owner id) keeps at most PER_VISITOR runs:
-starting another ends the one they used longest ago. On any page a run goes after IDLE seconds untouched, and the
-server keeps at most TOTAL runs, the least recently used going first.
+A page keeps its runs in one HandRuns (they go with the page), and a session's gr.State holds only its run's ticket.
+Gradio keeps a session's state for an hour after its tab closes, and the queue API opens sessions without end, so
+runs kept in session state were bounded by nothing a visitor does. Here, on a served page, each visitor (client
+address, else owner id) keeps at most PER_VISITOR runs: starting another ends the one they used longest ago. On any
+page a run goes after IDLE seconds untouched, and a page keeps at most TOTAL runs, the least recently used going
+first.
 """
 
 from __future__ import annotations
@@ -90,5 +91,3 @@ class HandRuns:
             del self._runs[ticket]
         return now
 
-
-HAND_RUNS = HandRuns()  # the page's runs: one store for every session of this process

@@ -3,8 +3,8 @@ which masked positions of the current block to commit (by clicking them on the c
 and saves the run to their library to play it in the player.
 
 Every model string reaches the page through Gradio components that escape it (the canvas's HighlightedText, each
-position's Radio choices); the run is kept in app/ui/hand_runs.py under a ticket that only its session's gr.State holds,
-so two visitors never share one, and what a visitor keeps is bounded.
+position's Radio choices); the page's runs are kept in a HandRuns (app/ui/hand_runs.py), each under a ticket that only
+its session's gr.State holds, so two visitors never share one, and what a visitor keeps is bounded.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from app.lessons import by_hand
 from app.lessons.prompts import STORY
 from app.race.compute import COMPUTE
 from app.trace.store import make_room, user_dir
-from app.ui.hand_runs import ENDED, HAND_RUNS
+from app.ui.hand_runs import ENDED, HandRuns
 from app.ui.visitor import Visitor, visitor_source
 from app.view.theme import THEME, light
 
@@ -99,75 +99,77 @@ def whose(visitor: Visitor) -> str | None:
     return visitor.address or visitor.owner or "unknown"
 
 
-def kept(ticket: Any) -> by_hand.HandRun | None:
-    """The run a session's ticket names; None before Start or once it has ended."""
-    return HAND_RUNS.get(ticket) if ticket else None
-
-
 def ended(ticket: Any, extra: int = 0) -> list[Any]:
     """What a step says without a run: press Start first, or (with a ticket) that the run has ended."""
     return said(ENDED if ticket else "Press Start first.", extra)
 
 
-def on_start(visitor: Visitor, prompt_text: str, gen_length: Any, block_length: Any, rule: str,
-             pinned: str, model_name: str) -> list[Any]:
-    """Start: opens a stepped run of the chosen model on the prompt, the model's rule committing one position a pass,
-    and keeps it under a new ticket (ending the visitor's least recently used run when they keep all they may)."""
-    settings = {"gen_length": gen_length, "block_length": block_length, "scoring": rule, "temperature": 0.0,
-                "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
-                "pins": pinned or ""}
-    try:
-        with compute_slot():
-            source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
-            run = by_hand.begin(source, prompt_text or "")
-        return board(run, ticket=HAND_RUNS.keep(whose(visitor), run))
-    except UserError as e:
-        return said(str(e))
+class HandBox:
+    """The box's handlers and the page's runs they step (kept in a HandRuns that goes with the page); each
+    session's gr.State holds only its run's ticket. `show(path)` is the player's update for a recording."""
 
+    def __init__(self, show: Callable[[Path], Any]) -> None:
+        self.runs = HandRuns()
+        self.show = show
 
-def _step(ticket: Any, picks: Callable[[by_hand.HandRun], Any]) -> list[Any]:
-    """One step of the ticket's run: commits `picks(run)` (None: the model's rule chooses), or says why not."""
-    current_run = kept(ticket)
-    if current_run is None:
-        return ended(ticket)
-    try:
-        with compute_slot():
-            run = by_hand.advance(current_run, picks(current_run))
-    except UserError as e:
-        return said(str(e))
-    HAND_RUNS.put(ticket, run)
-    return board(run)
+    def kept(self, ticket: Any) -> by_hand.HandRun | None:
+        """The run a session's ticket names; None before Start or once it has ended."""
+        return self.runs.get(ticket) if ticket else None
 
+    def on_start(self, visitor: Visitor, prompt_text: str, gen_length: Any, block_length: Any, rule: str,
+                 pinned: str, model_name: str) -> list[Any]:
+        """Start: opens a stepped run of the chosen model on the prompt, the model's rule committing one position a
+        pass, and keeps it under a new ticket (ending the visitor's least recently used run when they keep all they
+        may)."""
+        settings = {"gen_length": gen_length, "block_length": block_length, "scoring": rule, "temperature": 0.0,
+                    "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
+                    "pins": pinned or ""}
+        try:
+            with compute_slot():
+                source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
+                run = by_hand.begin(source, prompt_text or "")
+            return board(run, ticket=self.runs.keep(whose(visitor), run))
+        except UserError as e:
+            return said(str(e))
 
-def on_commit(ticket: Any, *values: Any) -> list[Any]:
-    """Commit my picks: the positions and candidates the learner chose."""
-    return _step(ticket, lambda r: read_picks(r, list(values)))
+    def _step(self, ticket: Any, picks: Callable[[by_hand.HandRun], Any]) -> list[Any]:
+        """One step of the ticket's run: commits `picks(run)` (None: the model's rule chooses), or says why not."""
+        current_run = self.kept(ticket)
+        if current_run is None:
+            return ended(ticket)
+        try:
+            with compute_slot():
+                run = by_hand.advance(current_run, picks(current_run))
+        except UserError as e:
+            return said(str(e))
+        self.runs.put(ticket, run)
+        return board(run)
 
+    def on_commit(self, ticket: Any, *values: Any) -> list[Any]:
+        """Commit my picks: the positions and candidates the learner chose."""
+        return self._step(ticket, lambda r: read_picks(r, list(values)))
 
-def on_model(ticket: Any) -> list[Any]:
-    """Let the model choose: one step by its rule."""
-    return _step(ticket, lambda r: None)
+    def on_model(self, ticket: Any) -> list[Any]:
+        """Let the model choose: one step by its rule."""
+        return self._step(ticket, lambda r: None)
 
+    def on_canvas(self, ticket: Any, evt: gr.SelectData, *values: Any) -> list[Any]:
+        """A click on a position of the canvas opens or closes its picker."""
+        current_run = self.kept(ticket)
+        if current_run is None:
+            return [gr.skip()] * by_hand.MAX_OPEN
+        return toggle(current_run, evt.index, list(values))
 
-def on_canvas(ticket: Any, evt: gr.SelectData, *values: Any) -> list[Any]:
-    """A click on a position of the canvas opens or closes its picker."""
-    current_run = kept(ticket)
-    if current_run is None:
-        return [gr.skip()] * by_hand.MAX_OPEN
-    return toggle(current_run, evt.index, list(values))
-
-
-def saver(show: Callable[[Path], Any]) -> Callable[..., list[Any]]:
-    """Finish and save: the rest of the run by the model's rule, saved in the visitor's recordings and shown in the
-    player (`show(path)` is the player's update for a recording)."""
-    def on_save(visitor: Visitor, ticket: Any) -> list[Any]:
-        current_run = kept(ticket)
+    def on_save(self, visitor: Visitor, ticket: Any) -> list[Any]:
+        """Finish and save: the rest of the run by the model's rule, saved in the visitor's recordings and shown in
+        the player."""
+        current_run = self.kept(ticket)
         if current_run is None:
             return ended(ticket, extra=2)
         try:
             with compute_slot():
                 finished = by_hand.finish(current_run)
-            HAND_RUNS.put(ticket, finished)
+            self.runs.put(ticket, finished)
             make_room(visitor.owner, visitor.address)
             folder = user_dir(visitor.owner)
             folder.mkdir(parents=True, exist_ok=True)
@@ -175,9 +177,7 @@ def saver(show: Callable[[Path], Any]) -> Callable[..., list[Any]]:
         except (UserError, OSError) as e:
             return said(f"Could not save the run: {e.strerror or e}." if isinstance(e, OSError) else str(e), extra=2)
         note_text = f"Saved as {path.name} in your recordings; it is in the player above."
-        return [*board(finished, note_text), show(path), str(path)]
-
-    return on_save
+        return [*board(finished, note_text), self.show(path), str(path)]
 
 
 def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], owner: Any, player: Any, current: Any,
@@ -218,9 +218,10 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
 
     shown = [run, canvas, note, *pickers]
     quiet = {"show_progress": "hidden", "api_name": False, "concurrency_limit": 4, "concurrency_id": "sampler"}
-    start_btn.click(handler(on_start), inputs=[owner, prompt, length, block, scoring, pins, model], outputs=shown,
+    box = HandBox(show)
+    start_btn.click(handler(box.on_start), inputs=[owner, prompt, length, block, scoring, pins, model], outputs=shown,
                     **quiet)
-    commit_btn.click(on_commit, inputs=[run, *pickers], outputs=shown, **quiet)
-    canvas.select(on_canvas, inputs=[run, *pickers], outputs=pickers, **quiet)
-    model_btn.click(on_model, inputs=[run], outputs=shown, **quiet)
-    return save_btn.click(handler(saver(show)), inputs=[owner, run], outputs=[*shown, player, current], **quiet)
+    commit_btn.click(box.on_commit, inputs=[run, *pickers], outputs=shown, **quiet)
+    canvas.select(box.on_canvas, inputs=[run, *pickers], outputs=pickers, **quiet)
+    model_btn.click(box.on_model, inputs=[run], outputs=shown, **quiet)
+    return save_btn.click(handler(box.on_save), inputs=[owner, run], outputs=[*shown, player, current], **quiet)
