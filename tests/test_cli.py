@@ -77,6 +77,15 @@ def test_bench_prints_one_json_object_with_the_pipeline_figures() -> None:
         assert figures[key] > 0
 
 
+def test_bench_on_a_twins_folder_without_a_filter_says_how_to_fit_one_before_any_work(tmp_path: Path) -> None:
+    for name in ("tokenizer.json", "diffusion.safetensors", "ar.safetensors", "referee.safetensors"):
+        (tmp_path / name).write_bytes(b"")  # a training run's candidate: everything but the filter
+    proc = run_cli("bench", "--json", "--only", "twins", "--models", str(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == (f"{tmp_path} has no diffusion.filter.safetensors (fit the filter first: python -m "
+                                   "app.engine.fit_filter --models DIR --corpus ../shared/corpus/tinystories-*.txt).")
+
+
 def test_help_lists_every_command_and_each_commands_help_shows_its_options_with_defaults() -> None:
     from app.__main__ import COMMANDS
 

@@ -12,6 +12,7 @@ import os
 import platform
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from app.cli.parsers import command_parser
@@ -30,6 +31,22 @@ SECTIONS = {
 }
 
 
+# what the twins section reads from a --models folder; a candidate from app.engine.train has no filter until
+# `python -m app.engine.fit_filter --models DIR ...` fits one
+TWIN_FILES = ("tokenizer.json", "diffusion.safetensors", "diffusion.filter.safetensors", "ar.safetensors",
+              "referee.safetensors")
+
+
+def missing_twins(folder: str) -> str | None:
+    """One sentence naming what a --models folder lacks for the twins section (None when it has it all)."""
+    missing = [f for f in TWIN_FILES if not (Path(folder) / f).is_file()]
+    if not missing:
+        return None
+    fix = (" (fit the filter first: python -m app.engine.fit_filter --models DIR --corpus "
+           "../shared/corpus/tinystories-*.txt)" if "diffusion.filter.safetensors" in missing else "")
+    return f"{folder} has no {', '.join(missing)}{fix}."
+
+
 def _section(name: str) -> Callable[[], dict[str, Any]]:
     """The `bench` function of the named section's module."""
     return importlib.import_module(SECTIONS[name]).bench
@@ -44,6 +61,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--models", default=None, help="the twins section on the twins in this folder (default: the "
                         "shipped ones in assets/models), e.g. an earlier commit's twins to compare")
     args = parser.parse_args(argv)
+    if args.models and (args.only is None or "twins" in args.only) and (problem := missing_twins(args.models)):
+        print(problem, file=sys.stderr)  # before any section runs, not in a traceback minutes in
+        return 2
     result: dict[str, Any] = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                                           "platform": platform.platform()}}
     for name in args.only or SECTIONS:
