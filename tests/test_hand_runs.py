@@ -43,7 +43,7 @@ def test_a_run_left_idle_goes_and_a_run_in_use_stays() -> None:
     assert len(runs) == 1
 
 
-def test_the_server_keeps_at_most_its_total_the_least_recently_used_going_first() -> None:
+def test_a_page_keeps_at_most_its_total_the_least_recently_used_going_first() -> None:
     runs = HandRuns(total=3)
     a, b, c = (runs.keep(None, name) for name in "abc")
     runs.get(a)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 PER_VISITOR = 2  # runs one visitor of a served page keeps at once (two tabs side by side)
 IDLE = 1800.0  # seconds a run is kept after its last step
-TOTAL = 256  # runs the whole server keeps (a twin's run with its cache is a few MB)
+TOTAL = 256  # runs one page keeps (a twin's run with its cache is a few MB)
 ENDED = (f"This run has ended (it was left idle for {IDLE / 60:.0f} minutes, or newer runs were started in its place): "
          "press Start to begin again.")
 
