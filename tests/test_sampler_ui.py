@@ -2,8 +2,9 @@
 choose once, saves, and finds every choice marked in the recording the player then plays; hostile text stays text;
 a served page saves each visitor's run in their own library and keeps at most two runs of one visitor.
 
-These pages' runs stay kept after the test (as a page keeps them, up to 30 idle minutes), so this module sorts after
-tests/test_load.py, which checks that no frame outlives its race."""
+A page keeps its runs up to 30 idle minutes, and a page a test built stays alive after it closes (FastAPI 0.165's
+lru_cache of callable classifications, in fastapi.dependencies.models, holds its route functions), so its runs outlive
+the test: this module sorts after tests/test_load.py, which checks that no frame outlives its race."""
 
 from __future__ import annotations
 
