@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,9 +78,13 @@ def test_bench_prints_one_json_object_with_the_pipeline_figures() -> None:
         assert figures[key] > 0
 
 
+@needs_twins
 def test_bench_on_a_twins_folder_without_a_filter_says_how_to_fit_one_before_any_work(tmp_path: Path) -> None:
-    for name in ("tokenizer.json", "diffusion.safetensors", "ar.safetensors", "referee.safetensors"):
-        (tmp_path / name).write_bytes(b"")  # a training run's candidate: everything but the filter
+    from app.engine.model import DEFAULT_MODELS_DIR
+
+    for twin in DEFAULT_MODELS_DIR.glob("*"):  # a training run's candidate: the shipped twins, but for the filter
+        if twin.suffix in (".json", ".safetensors") and twin.name != "diffusion.filter.safetensors":
+            shutil.copy(twin, tmp_path / twin.name)
     proc = run_cli("bench", "--json", "--only", "twins", "--models", str(tmp_path))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == (f"{tmp_path} has no diffusion.filter.safetensors (fit the filter first: python -m "

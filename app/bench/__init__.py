@@ -12,7 +12,6 @@ import os
 import platform
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from app.cli.parsers import command_parser
@@ -31,20 +30,23 @@ SECTIONS = {
 }
 
 
-# what the twins section reads from a --models folder; a candidate from app.engine.train has no filter until
-# `python -m app.engine.fit_filter --models DIR ...` fits one
-TWIN_FILES = ("tokenizer.json", "diffusion.safetensors", "diffusion.filter.safetensors", "ar.safetensors",
-              "referee.safetensors")
-
-
 def missing_twins(folder: str) -> str | None:
-    """One sentence naming what a --models folder lacks for the twins section (None when it has it all)."""
-    missing = [f for f in TWIN_FILES if not (Path(folder) / f).is_file()]
-    if not missing:
-        return None
-    fix = (" (fit the filter first: python -m app.engine.fit_filter --models DIR --corpus "
-           "../shared/corpus/tinystories-*.txt)" if "diffusion.filter.safetensors" in missing else "")
-    return f"{folder} has no {', '.join(missing)}{fix}."
+    """One sentence saying why the twins section cannot run on a --models folder (None when it can): what load_twin
+    finds missing or corrupt, or no commit filter, which load_twin leaves optional but the page's defaults use (a
+    candidate from app.engine.train has none until fit_filter fits one). The twins stay loaded for the section."""
+    from app.engine.model import load_twin
+    from app.errors import UserError
+
+    try:
+        dm = load_twin("diffusion", folder)[0]
+        for kind in ("ar", "referee"):
+            load_twin(kind, folder)
+    except UserError as e:
+        return str(e)
+    if getattr(dm, "commit_filter", None) is None:
+        return (f"{folder} has no diffusion.filter.safetensors (fit the filter first: python -m app.engine.fit_filter "
+                "--models DIR --corpus ../shared/corpus/tinystories-*.txt).")
+    return None
 
 
 def _section(name: str) -> Callable[[], dict[str, Any]]:
