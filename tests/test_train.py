@@ -12,7 +12,7 @@ pytest.importorskip("torch", reason="training needs torch, the optional training
 
 from app.engine.about import twins_note  # noqa: E402
 from app.engine.model import ARLM, MaskedDiffusionLM, load_twin  # noqa: E402
-from app.engine.train import main, read_stories  # noqa: E402
+from app.engine.train import main  # noqa: E402
 
 NAMES = ["Lily", "Tom", "Sue", "Ben", "Max", "Mia"]
 THINGS = ["ball", "cat", "tree", "cake", "boat", "dog"]
@@ -40,14 +40,6 @@ def small_args(corpus, out, twin: str, *extra: str) -> list[str]:
 
 def mean(points: list[dict], key: str) -> float:
     return float(np.mean([p[key] for p in points]))
-
-
-def test_read_stories_splits_blank_line_corpora_at_story_openers(tmp_path) -> None:
-    corpus = tmp_path / "s.txt"
-    write_corpus(corpus, n=10)
-    stories = read_stories([str(corpus)])
-    assert len(stories) == 10 and all(s.startswith("Once upon a time") for s in stories)
-    assert all("\n\nOne day" in s for s in stories)
 
 
 def test_both_twins_train_load_and_generate(tmp_path) -> None:

@@ -82,17 +82,20 @@ TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out open
 # long: its measurements are closures over the loaded twins, the referee and the training n-grams, so that each row of
 # the result below reads as one call
 def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_PROMPTS,
-          seeds: tuple[int, ...] = SEEDS, curve_only: bool = False) -> dict[str, Any]:
+          seeds: tuple[int, ...] = SEEDS, curve_only: bool = False,
+          held_out_stories: int | None = None) -> dict[str, Any]:
     """The twins at the page's defaults on held-out openings and on the page's own prompts (128 tokens), pooled over
     `seeds`: answer tokens per pass, commits per step and how many were not the leftmost masked position; referee
     perplexity (an AR model trained with another seed that taught neither twin), distinct-2, stutter (adjacent
     repeated words), recital (8-word runs found verbatim in the training stories) and empty answers; the stutter
-    guards and the filter on and off; the curve of tokens per pass against quality (only that with `curve_only`); and
-    both twins alone on the first screen's prompt."""
+    guards and the filter on and off; the curve of tokens per pass against quality (only that with `curve_only`);
+    both twins at their defaults on the first sentences of the held-out training stories (the first
+    `held_out_stories` of them; all by default); and both twins alone on the first screen's prompt."""
     from app.engine import autoregressive, diffusion
-    from app.engine.measure import quality, recited, timed, training_ngrams
+    from app.engine.measure import CORPUS, TRAINING_FILES, quality, recited, timed, training_ngrams
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
     from app.engine.parallel import decode_order, summarise
+    from app.engine.stories import held_out_openings
     from app.sources.local import twin
 
     folder = str(models_dir or DEFAULT_MODELS_DIR)
@@ -128,6 +131,10 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
                 runs.append((p, [int(i) for i in steps[-1].ids[: orders[-1]["answer_tokens"]]], sec))
         return {"settings": s.to_json(), "seeds": list(with_seeds), **summarise(orders), **judged(runs)}
 
+    def greedy(s: DiffusionSettings | ARSettings) -> bool:
+        """True when every seed writes the same: greedy, in a deterministic order, without remasking."""
+        return s.temperature == 0 and getattr(s, "scoring", "") != "random" and getattr(s, "remask", 0) == 0
+
     def curve() -> list[dict[str, Any]]:
         """The page's defaults with the levers of each CURVE point moved: tokens per pass against quality. A greedy
         setting in a deterministic order runs one seed, which stands for all (the main rows run every seed
@@ -135,17 +142,17 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
         points = []
         for moved in CURVE:
             s = replace(TWIN_DIFFUSION, **moved)
-            greedy = s.temperature == 0 and s.scoring != "random" and s.remask == 0  # then every seed writes the same
-            r = diffusion_runs(s, with_seeds=seeds[:1] if greedy else seeds)
+            r = diffusion_runs(s, with_seeds=seeds[:1] if greedy(s) else seeds)
             points.append({"moved": moved, "seeds": r["seeds"], **{k: r[k] for k in CURVE_KEYS}})
         return points
 
     if curve_only:
         return {"prompts": len(prompts), "gen_length": TWIN_DIFFUSION.gen_length, "curve": curve()}
 
-    def ar_runs(s: ARSettings, on: tuple[str, ...] = prompts) -> dict[str, Any]:
+    def ar_runs(s: ARSettings, on: tuple[str, ...] = prompts,
+                with_seeds: tuple[int, ...] = seeds) -> dict[str, Any]:
         runs, passes = [], 0
-        for seed in seeds:
+        for seed in with_seeds:
             for text in on:
                 p = tok.encode(text)
                 last, sec = timed(
@@ -153,8 +160,8 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
                 runs.append((p, list(last.ids), sec))
                 passes += last.nfe
         tokens = sum(len(a) for _, a, _ in runs)
-        return {"settings": s.to_json(), "seeds": list(seeds), "answer_tokens_per_pass": round(tokens / passes, 2),
-                **judged(runs)}
+        return {"settings": s.to_json(), "seeds": list(with_seeds),
+                "answer_tokens_per_pass": round(tokens / passes, 2), **judged(runs)}
 
     ar = ARSettings(gen_length=TWIN_DIFFUSION.gen_length)
     page_prompts = {}
@@ -164,6 +171,14 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
                                                        "empty_answers")}
                               | ({"answer_tokens_per_pass": r["answer_tokens_per_pass"]}) for name, r in
                               (("diffusion", d), ("ar", a))}
+    stories: dict[str, Any] = {"skipped": "the training stories (../shared/corpus) are not beside the checkout"}
+    files = [str(CORPUS / f) for f in TRAINING_FILES]
+    if all(Path(f).is_file() for f in files):  # openings as a visitor might type them, from stories never trained on
+        held = tuple(held_out_openings(files)[:held_out_stories])
+        stories = {"prompts": len(held), "seeds_note": "greedy settings run one seed: every seed writes the same",
+                   "diffusion_default": diffusion_runs(TWIN_DIFFUSION, held, seeds[:1] if greedy(TWIN_DIFFUSION)
+                                                       else seeds),
+                   "ar_default": ar_runs(ar, held, seeds[:1] if greedy(ar) else seeds)}
     wall = wall_time(dm, am, tok.encode(RACE_PROMPT))
     alone = wall[0]  # the page's defaults: the whole answer, 128 tokens
     race: dict[str, Any] = {"prompt": RACE_PROMPT, **{name: {
@@ -183,6 +198,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
             "ar_default": ar_runs(ar),
             "curve": curve(),
             "page_prompts": page_prompts,
+            "held_out_story_openings": stories,
             "race_prompt_alone": race,
             "targets": TARGETS}
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from app.engine import diffusion
 from app.engine.commit_filter import FEATURES, collect, fit
+from app.engine.stories import SPLIT_SEED, read_stories, split_stories
 
 REFERENCE = "one token per pass, the page's settings for the twin (app.engine.diffusion.TWIN_DIFFUSION), 128 tokens"
 
@@ -40,7 +41,6 @@ def _rows(job: tuple[str, list[list[int]]]) -> tuple[np.ndarray, np.ndarray]:
 def main(argv: list[str] | None = None) -> None:
     """Fits the built-in diffusion twin's filter from its own decoding of training-story openings."""
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
-    from app.engine.train import read_stories, split_stories
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=str(DEFAULT_MODELS_DIR),
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     start = time.time()
     model, tok = load_twin("diffusion", args.models)
-    train, _ = split_stories(read_stories(args.corpus), 1337)  # the training side only: held-out stories stay unseen
+    train, _ = split_stories(read_stories(args.corpus), SPLIT_SEED)  # the training side: held-out stories stay unseen
     rng = np.random.default_rng(args.seed)
     prompts = [tok.encode(train[int(i)])[: int(rng.integers(3, 13))] for i in rng.integers(0, len(train), args.prompts)]
     if args.jobs > 1:  # each process loads the twin itself (a spawned process shares nothing)

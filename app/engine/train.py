@@ -16,8 +16,6 @@ import json
 import math
 import os
 import platform
-import random
-import re
 import shlex
 import subprocess
 import sys
@@ -29,49 +27,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from app.engine.stories import SPLIT_SEED, read_stories, split_stories
+
 SPECIALS = ["<|endoftext|>", "<|mask|>", "<|pad|>"]
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "models"
-STORY_START = re.compile(r"^(Once upon a time|Once there|Once,)")
 
 
 # ---------------------------------------------------------------- data
-
-def read_stories(paths: list[str]) -> list[str]:
-    """Splits corpus files into stories: a single newline between non-empty lines ends a story
-    (TinyStories subset b); where stories are only separated by blank lines like their paragraphs
-    (subset a), a paragraph opening with a story opener ("Once upon a time"...) starts a new one."""
-    stories: list[str] = []
-    for path in paths:
-        text = Path(path).read_text(encoding="utf-8").replace("\r\n", "\n")
-        blocks = re.split(r"(?<=[^\n])\n(?=[^\n])", text) if _has_single_breaks(text) else [text]
-        for block in blocks:
-            current: list[str] = []
-            for para in re.split(r"\n\s*\n", block):
-                para = para.strip()
-                if not para:
-                    continue
-                if current and STORY_START.match(para) and not _has_single_breaks(text):
-                    stories.append("\n\n".join(current))
-                    current = []
-                current.append(para)
-            if current:
-                stories.append("\n\n".join(current))
-    return stories
-
-
-def _has_single_breaks(text: str) -> bool:
-    """True when single newlines separate stories (more than one per 20 blank-line breaks)."""
-    singles = len(re.findall(r"(?<=[^\n])\n(?=[^\n])", text))
-    return singles * 20 > text.count("\n\n")
-
-
-def split_stories(stories: list[str], seed: int, held_out: float = 0.03) -> tuple[list[str], list[str]]:
-    """Seeded shuffle, then the first `held_out` fraction is kept aside for held-out loss."""
-    order = list(range(len(stories)))
-    random.Random(seed).shuffle(order)
-    n_val = max(1, int(len(stories) * held_out))
-    return [stories[i] for i in order[n_val:]], [stories[i] for i in order[:n_val]]
-
 
 def train_tokenizer(stories: list[str], path: Path, vocab_size: int = 4096) -> None:
     """Byte-level BPE with end-of-text, mask and pad tokens, saved as a `tokenizers` JSON."""
@@ -343,7 +305,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--n-embd", type=int, default=256)
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--lr", type=float, default=None, help="peak learning rate (default 2e-3 AR, 1e-3 diffusion)")
-    ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--seed", type=int, default=SPLIT_SEED)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--eval-every", type=int, default=250, help="steps between held-out evaluations")

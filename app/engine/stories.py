@@ -1,0 +1,59 @@
+"""The twins' training stories: how the corpus files split into stories, and which stories training keeps aside.
+
+Torch-free, so that the bench and the filter fitting read the same split as training (`app/engine/train.py`) without
+the training module: the held-out stories are never trained on, and their first sentences are openings nobody tuned
+the twins on.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+STORY_START = re.compile(r"^(Once upon a time|Once there|Once,)")
+SPLIT_SEED = 1337  # the twins' seed (train.py's --seed default): the split every shipped twin was trained with
+FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?=\s|$)", re.S)
+
+
+def read_stories(paths: list[str]) -> list[str]:
+    """Splits corpus files into stories: a single newline between non-empty lines ends a story
+    (TinyStories subset b); where stories are only separated by blank lines like their paragraphs
+    (subset a), a paragraph opening with a story opener ("Once upon a time"...) starts a new one."""
+    stories: list[str] = []
+    for path in paths:
+        text = Path(path).read_text(encoding="utf-8").replace("\r\n", "\n")
+        blocks = re.split(r"(?<=[^\n])\n(?=[^\n])", text) if _has_single_breaks(text) else [text]
+        for block in blocks:
+            current: list[str] = []
+            for para in re.split(r"\n\s*\n", block):
+                para = para.strip()
+                if not para:
+                    continue
+                if current and STORY_START.match(para) and not _has_single_breaks(text):
+                    stories.append("\n\n".join(current))
+                    current = []
+                current.append(para)
+            if current:
+                stories.append("\n\n".join(current))
+    return stories
+
+
+def _has_single_breaks(text: str) -> bool:
+    """True when single newlines separate stories (more than one per 20 blank-line breaks)."""
+    singles = len(re.findall(r"(?<=[^\n])\n(?=[^\n])", text))
+    return singles * 20 > text.count("\n\n")
+
+
+def split_stories(stories: list[str], seed: int, held_out: float = 0.03) -> tuple[list[str], list[str]]:
+    """Seeded shuffle, then the first `held_out` fraction is kept aside for held-out loss."""
+    order = list(range(len(stories)))
+    random.Random(seed).shuffle(order)
+    n_val = max(1, int(len(stories) * held_out))
+    return [stories[i] for i in order[n_val:]], [stories[i] for i in order[:n_val]]
+
+
+def held_out_openings(paths: list[str]) -> list[str]:
+    """The first sentence of each held-out story (the split shipped twins were trained with), in split order."""
+    _, held = split_stories(read_stories(paths), SPLIT_SEED)
+    return [m.group(1) if (m := FIRST_SENTENCE.match(s.strip())) else s.strip() for s in held]
