@@ -1,0 +1,112 @@
+"""Self-distillation data: the diffusion twin writes stories at the page's defaults, which it then learns from.
+
+`python -m app.engine.self_distill --out self.npz --minutes 30 --jobs 2`, then `python -m app.engine.train --twin
+diffusion --init-from assets/models/diffusion.safetensors --kd-data self.npz --certainty 1.0 ...`
+
+dParallel (Chen et al. 2025) trains a diffusion model with certainty forcing on its own answers rather than on a
+teacher's or the corpus's text: its own greedy text is one mode of its predictions, so learning it makes several
+positions sure at once without teaching it another writer's style. Openings are the first sentence (at most 28
+tokens) or the first 3 to 12 tokens of training stories and of three name-swapped copies of each
+(app/engine/augment.py); held-out stories are never used. Each answer is written as the page writes it
+(`TWIN_DIFFUSION`, `--gen-length` tokens) and ends with end-of-text, where the twin wrote one or where the answer was
+cut. The writer is numpy only: one process per core with `--jobs`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shlex
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from app.engine import diffusion
+from app.engine.stories import FIRST_SENTENCE, SPLIT_SEED, read_stories, split_stories
+
+OPENING_MAX = 28  # tokens of a first-sentence opening
+
+
+def training_openings(tok: object, corpus: list[str], n: int, seed: int) -> list[list[int]]:
+    """`n` openings from the training side of the split and three name-swapped copies of it, shuffled by `seed`: a
+    story's first sentence (seven in ten, at most OPENING_MAX tokens), else its first 3-12 tokens."""
+    from app.engine.augment import augmented
+
+    train, _ = split_stories(read_stories(corpus), SPLIT_SEED)
+    pool = train + augmented(train, 3, SPLIT_SEED)
+    rng = random.Random(seed)
+    rng.shuffle(pool)
+    out = []
+    for story in (s.strip() for s in pool[:n]):
+        sentence = FIRST_SENTENCE.match(story)
+        if sentence and rng.random() < 0.7:
+            out.append(tok.encode(sentence.group(1))[:OPENING_MAX])
+        else:
+            out.append(tok.encode(story)[: rng.randint(3, 12)])
+    return out
+
+
+def write(job: tuple[str, list[list[int]], int, float]) -> list[list[int]]:
+    """One process's stories: the opening, the twin's answer at the page's defaults, end-of-text; until its openings
+    or its minutes run out. Empty answers are dropped."""
+    from app.engine.model import load_twin
+
+    folder, prompts, gen_length, minutes = job
+    model, _ = load_twin("diffusion", folder)
+    settings = replace(diffusion.TWIN_DIFFUSION, gen_length=gen_length, steps=gen_length).validate()
+    start, stories = time.time(), []
+    for prompt in prompts:
+        if time.time() - start > 60 * minutes:
+            break
+        last = list(diffusion.generate(model, prompt, settings))[-1]
+        n = diffusion.answer_length(last.ids, last.masked, model.eos_id)
+        if n:
+            stories.append([*prompt, *(int(i) for i in last.ids[:n]), model.eos_id])
+    return stories
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Writes the twin's own stories to --out (the .npz app.engine.train reads with --kd-data); returns their stats."""
+    from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=str(DEFAULT_MODELS_DIR), help="folder with the diffusion twin and its filter")
+    ap.add_argument("--corpus", nargs="+", required=True,
+                    help="the twins' training stories (openings come from the training side of the split)")
+    ap.add_argument("--out", required=True, help=".npz with the token stream and story starts")
+    ap.add_argument("--stories", type=int, default=100_000, help="at most this many openings")
+    ap.add_argument("--minutes", type=float, default=30.0, help="each process stops after this long")
+    ap.add_argument("--gen-length", type=int, default=diffusion.TWIN_DIFFUSION.gen_length)
+    ap.add_argument("--jobs", type=int, default=1, help="processes that write (one per core)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    start = time.time()
+    _, tok = load_twin("diffusion", args.models)
+    prompts = training_openings(tok, args.corpus, args.stories, args.seed)
+    jobs = [(args.models, prompts[i :: args.jobs], args.gen_length, args.minutes) for i in range(args.jobs)]
+    if args.jobs > 1:  # each process loads the twin itself (a spawned process shares nothing)
+        from multiprocessing import get_context
+
+        with get_context("spawn").Pool(args.jobs) as workers:
+            parts = workers.map(write, jobs)
+    else:
+        parts = [write(jobs[0])]
+    stories = [s for part in parts for s in part]
+    starts = np.cumsum([0] + [len(s) for s in stories[:-1]]) if stories else np.zeros(0)
+    stats = {"teacher": "the diffusion twin itself at the page's defaults", "models": args.models,
+             "stories": len(stories), "tokens": int(sum(len(s) for s in stories)), "gen_length": args.gen_length,
+             "seconds": round(time.time() - start, 1), "jobs": args.jobs,
+             "command": "python -m app.engine.self_distill "
+                        + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))}
+    with open(args.out, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
+        np.savez(f, tokens=np.array([t for s in stories for t in s], dtype=np.int64),
+                 starts=np.array(starts, dtype=np.int64), stats=json.dumps(stats))
+    print(json.dumps(stats), flush=True)
+    return stats
+
+
+if __name__ == "__main__":
+    main()

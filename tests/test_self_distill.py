@@ -1,0 +1,33 @@
+"""The twin's own stories for self-distillation: written at the page's defaults after training-story openings, in the
+token stream the training command reads with --kd-data."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.engine import diffusion, self_distill
+from app.engine.measure import CORPUS, TRAINING_FILES
+from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+
+
+def test_the_twin_writes_its_own_answers_after_training_openings_each_ending_with_end_of_text(tmp_path: Path) -> None:
+    files = [str(CORPUS / f) for f in TRAINING_FILES]
+    if not all(Path(f).is_file() for f in files):
+        pytest.skip("the training stories (../shared/corpus) are not beside the repository")
+    out = tmp_path / "self.npz"
+    stats = self_distill.main(["--corpus", *files, "--out", str(out), "--stories", "2", "--gen-length", "16"])
+    data = np.load(out)
+    assert stats["stories"] == len(data["starts"]) == 2
+    assert json.loads(str(data["stats"]))["command"] == stats["command"]
+    model, tok = load_twin("diffusion", DEFAULT_MODELS_DIR)
+    prompts = self_distill.training_openings(tok, files, 2, 0)
+    settings = replace(diffusion.TWIN_DIFFUSION, gen_length=16, steps=16)
+    for story, prompt in zip(np.split(data["tokens"], data["starts"][1:]), prompts):
+        last = list(diffusion.generate(model, prompt, settings))[-1]
+        answer = last.ids[: diffusion.answer_length(last.ids, last.masked, model.eos_id)].tolist()
+        assert story.tolist() == [*prompt, *answer, model.eos_id]  # the page's answer, then end-of-text
