@@ -23,7 +23,7 @@ CORPUS=$1; OUT=$2; MIN=${3:-4}; STORIES=${4:-200000}
 DEVICE=${DEVICE:-cuda}
 C="$CORPUS/tinystories-a.txt $CORPUS/tinystories-b.txt"
 mkdir -p "$OUT"
-python3 -m app.engine.self_distill --corpus $C --out "$OUT/self.npz" --minutes "${SD_MINUTES:-3}" \
+OMP_NUM_THREADS=1 python3 -m app.engine.self_distill --corpus $C --out "$OUT/self.npz" --minutes "${SD_MINUTES:-3}" \
   --jobs "${SD_JOBS:-$(( $(nproc) > 2 ? $(nproc) - 2 : 1 ))}" --stories "${SD_STORIES:-100000}" > "$OUT/self_distill.log" 2>&1 &
 WRITER=$!
 python3 -m app.engine.distill --device "$DEVICE" --teacher assets/models/ar.safetensors --corpus $C \

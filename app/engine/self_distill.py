@@ -1,7 +1,8 @@
 """Self-distillation data: the diffusion twin writes stories at the page's defaults, which it then learns from.
 
-`python -m app.engine.self_distill --out self.npz --minutes 30 --jobs 2`, then `python -m app.engine.train --twin
-diffusion --init-from assets/models/diffusion.safetensors --kd-data self.npz --certainty 1.0 ...`
+`python -m app.engine.self_distill --corpus ../shared/corpus/tinystories-*.txt --out self.npz --minutes 30 --jobs 2`,
+then `python -m app.engine.train --twin diffusion --init-from assets/models/diffusion.safetensors --kd-data self.npz
+--certainty 1.0 ...` (the whole command and what it gave: docs/twins.md).
 
 dParallel (Chen et al. 2025) trains a diffusion model with certainty forcing on its own answers rather than on a
 teacher's or the corpus's text: its own greedy text is one mode of its predictions, so learning it makes several
