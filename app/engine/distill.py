@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from app.engine.stories import SPLIT_SEED, read_stories, split_stories
+from app.engine.stories import SPLIT_SEED, command_line, read_stories, save_stream, split_stories
 from app.engine.train import SPECIALS, TorchTransformer, encode_stream
 
 
@@ -150,12 +148,9 @@ def save(args: argparse.Namespace, argv: list[str] | None, stream: list[int], st
         "teacher": Path(args.teacher).name, "stories": len(story_starts), "tokens": len(stream),
         "temperatures": args.temperatures, "opening_tokens": args.opening, "seconds": round(seconds, 1),
         "threads": args.threads, "device": args.device,
-        "command": "python -m app.engine.distill "
-                   + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
+        "command": command_line("app.engine.distill", argv),
     }
-    with open(args.out, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
-        np.savez(f, tokens=np.array(stream, dtype=np.int64), starts=np.array(story_starts, dtype=np.int64),
-                 stats=json.dumps(stats))
+    save_stream(args.out, stream, story_starts, stats)
     return stats
 
 

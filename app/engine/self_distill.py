@@ -18,15 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shlex
-import sys
 import time
 from dataclasses import replace
 
 import numpy as np
 
 from app.engine import diffusion
-from app.engine.stories import FIRST_SENTENCE, SPLIT_SEED, read_stories, split_stories
+from app.engine.stories import FIRST_SENTENCE, SPLIT_SEED, command_line, read_stories, save_stream, split_stories
 
 OPENING_MAX = 28  # tokens of a first-sentence opening
 
@@ -96,15 +94,12 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         parts = [write(jobs[0])]
     stories = [s for part in parts for s in part]
-    starts = np.cumsum([0] + [len(s) for s in stories[:-1]]) if stories else np.zeros(0)
+    starts = np.cumsum([0, *(len(s) for s in stories)])[:-1]
     stats = {"teacher": "the diffusion twin itself at the page's defaults", "models": args.models,
              "stories": len(stories), "tokens": int(sum(len(s) for s in stories)), "gen_length": args.gen_length,
              "seconds": round(time.time() - start, 1), "jobs": args.jobs,
-             "command": "python -m app.engine.self_distill "
-                        + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))}
-    with open(args.out, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
-        np.savez(f, tokens=np.array([t for s in stories for t in s], dtype=np.int64),
-                 starts=np.array(starts, dtype=np.int64), stats=json.dumps(stats))
+             "command": command_line("app.engine.self_distill", argv)}
+    save_stream(args.out, [t for s in stories for t in s], starts.tolist(), stats)
     print(json.dumps(stats), flush=True)
     return stats
 

@@ -1,15 +1,22 @@
-"""The twins' training stories: how the corpus files split into stories, and which stories training keeps aside.
+"""The twins' training stories: how the corpus files split into stories, which stories training keeps aside, and the
+streams of a teacher's stories that training reads instead (`--kd-data`).
 
-Torch-free, so that the bench and the filter fitting read the same split as training (`app/engine/train.py`) without
-the training module: the held-out stories are never trained on, and their first sentences are openings nobody tuned
-the twins on.
+Torch-free, so that the bench, the filter fitting and the twin's own story writer read the same split as training
+(`app/engine/train.py`) without the training module: the held-out stories are never trained on, and their first
+sentences are openings nobody tuned the twins on.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import shlex
+import sys
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 STORY_START = re.compile(r"^(Once upon a time|Once there|Once,)")
 SPLIT_SEED = 1337  # the twins' seed (train.py's --seed default): the split every shipped twin was trained with
@@ -57,3 +64,16 @@ def held_out_openings(paths: list[str]) -> list[str]:
     """The first sentence of each held-out story (the split shipped twins were trained with), in split order."""
     _, held = split_stories(read_stories(paths), SPLIT_SEED)
     return [m.group(1) if (m := FIRST_SENTENCE.match(s.strip())) else s.strip() for s in held]
+
+
+def command_line(module: str, argv: list[str] | None) -> str:
+    """The command that ran `module`'s main, as its log records it (`argv` as main got it; None: the process's)."""
+    return f"python -m {module} " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+
+
+def save_stream(path: str | Path, stream: list[int], starts: list[int], stats: dict[str, Any]) -> None:
+    """Writes a teacher's stories as the .npz `train.py --kd-data` reads: the token stream, where each story starts,
+    and how they were made."""
+    with open(path, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
+        np.savez(f, tokens=np.array(stream, dtype=np.int64), starts=np.array(starts, dtype=np.int64),
+                 stats=json.dumps(stats))

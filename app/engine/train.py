@@ -16,9 +16,7 @@ import json
 import math
 import os
 import platform
-import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from app.engine.stories import SPLIT_SEED, read_stories, split_stories
+from app.engine.stories import SPLIT_SEED, command_line, read_stories, split_stories
 
 SPECIALS = ["<|endoftext|>", "<|mask|>", "<|pad|>"]
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "models"
@@ -338,7 +336,7 @@ def main(argv: list[str] | None = None) -> dict:
                     "write the twin as it is then (its log says how many tokens it saw)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda[:N]: on a GPU, tensors and the generator live there")
     args = ap.parse_args(argv)
-    command = "python -m app.engine.train " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    command = command_line("app.engine.train", argv)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
