@@ -9,7 +9,8 @@
 # 1. The shipped AR twin (kept at its best held-out loss, so it no longer recites) writes STORIES stories from
 #    openings of training stories at temperature 0, 0.3 and 0.6 (app/engine/distill.py).
 #    Meanwhile the machine's CPU cores write the diffusion twin's own stories at the page's defaults for SD_MINUTES
-#    (app/engine/self_distill.py, numpy, one process per core).
+#    (app/engine/self_distill.py, numpy, one process per core). SD_WITH names .npz files of its stories written
+#    earlier (on this CPU, say); sd learns them too.
 # 2. The shipped diffusion twin continues on them for MINUTES each, certainty weight 0.5, 1 and 2 on the AR twin's
 #    stories and 1 on its own (sd), three quarters of its sequences laid out as the block sampler sees them
 #    (app/engine/train.py).
@@ -32,10 +33,11 @@ python3 -m app.engine.distill --device "$DEVICE" --teacher assets/models/ar.safe
 wait "$WRITER" || { tail "$OUT/self_distill.log"; exit 1; }
 for run in cf0.5:kd:0.5 cf1:kd:1 cf2:kd:2 sd:self:1; do
   IFS=: read -r name data w <<< "$run"
+  streams="$OUT/$data.npz"; [ "$data" = self ] && streams="$streams ${SD_WITH:-}"
   d="$OUT/$name"; mkdir -p "$d"
   cp assets/models/tokenizer.json assets/models/ar.safetensors assets/models/ar.json assets/models/referee.safetensors \
     assets/models/referee.json "$d/"
-  python3 -m app.engine.train --device "$DEVICE" --twin diffusion --corpus $C --kd-data "$OUT/$data.npz" \
+  python3 -m app.engine.train --device "$DEVICE" --twin diffusion --corpus $C --kd-data $streams \
     --init-from assets/models/diffusion.safetensors --first-token 0 --tokens 400000000 --batch "${BATCH:-256}" \
     --pad-frac 0.5 --prefix-frac 0.5 --block-frac 0.75 --certainty "$w" --lr 3e-4 --threads 2 --eval-every 200 \
     --checkpoint-every 100000 --max-minutes "$MIN" --out "$d" > "$d/log.txt" 2>&1 &

@@ -44,3 +44,14 @@ def test_the_held_out_openings_are_the_stories_the_shipped_twins_never_trained_o
     trained = json.loads((DEFAULT_MODELS_DIR / "diffusion.json").read_text())["training"]["data"]
     assert len(openings) == trained["stories_held_out"] == 56
     assert all(o and o[-1] in ".!?" and "\n" not in o for o in openings)
+
+
+def test_load_streams_joins_files_with_story_starts_shifted_and_each_files_stats(tmp_path) -> None:
+    from app.engine.stories import joined_stats, load_streams, save_stream
+
+    save_stream(tmp_path / "a.npz", [5, 6, 1, 7, 1], [0, 3], {"stories": 2, "tokens": 5, "seconds": 1.0})
+    save_stream(tmp_path / "b.npz", [8, 9, 1], [0], {"stories": 1, "tokens": 3, "seconds": 2.5})
+    tokens, starts, stats = load_streams([str(tmp_path / "a.npz"), str(tmp_path / "b.npz")])
+    assert tokens.tolist() == [5, 6, 1, 7, 1, 8, 9, 1] and starts.tolist() == [0, 3, 5]
+    assert joined_stats(stats[:1]) == stats[0]
+    assert joined_stats(stats) == {"stories": 3, "tokens": 8, "seconds": 3.5, "parts": stats}

@@ -77,3 +77,25 @@ def save_stream(path: str | Path, stream: list[int], starts: list[int], stats: d
     with open(path, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
         np.savez(f, tokens=np.array(stream, dtype=np.int64), starts=np.array(starts, dtype=np.int64),
                  stats=json.dumps(stats))
+
+
+def load_streams(paths: list[str]) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    """Reads one or more .npz written by `save_stream` as one stream: tokens, story starts shifted to match, and each
+    file's stats (so stories written on different machines or runs train together)."""
+    tokens, starts, stats, n = [], [], [], 0
+    for path in paths:
+        with np.load(path) as d:
+            tokens.append(d["tokens"])
+            starts.append(d["starts"] + n)
+            stats.append(json.loads(str(d["stats"])))
+        n += len(tokens[-1])
+    return np.concatenate(tokens), np.concatenate(starts), stats
+
+
+def joined_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """One file's stats as they are; several files' as their summed stories, tokens and seconds, with each file's
+    stats under "parts" (what a training log records of the streams it read)."""
+    if len(stats) == 1:
+        return stats[0]
+    return {"stories": sum(s.get("stories", 0) for s in stats), "tokens": sum(s.get("tokens", 0) for s in stats),
+            "seconds": sum(s.get("seconds", 0) for s in stats), "parts": stats}

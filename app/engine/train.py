@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from app.engine.stories import SPLIT_SEED, command_line, read_stories, split_stories
+from app.engine.stories import SPLIT_SEED, command_line, joined_stats, load_streams, read_stories, split_stories
 
 SPECIALS = ["<|endoftext|>", "<|mask|>", "<|pad|>"]
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "models"
@@ -318,9 +318,10 @@ def main(argv: list[str] | None = None) -> dict:
                     help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     ap.add_argument("--val-windows", type=int, default=64)
-    ap.add_argument("--kd-data", default=None,
-                    help="train on this token stream (.npz from app.engine.distill: a teacher's "
-                    "stories) instead of the corpus, which still gives the tokenizer and the held-out stories")
+    ap.add_argument("--kd-data", nargs="+", default=None,
+                    help="train on these token streams (.npz from app.engine.distill or self_distill: a teacher's "
+                    "stories, joined in order) instead of the corpus, which still gives the tokenizer and the "
+                    "held-out stories")
     ap.add_argument("--checkpoint-every", type=int, default=200,
                     help="steps between resumable checkpoints (<twin>.ckpt.pt in --out)")
     ap.add_argument("--pause-after", type=int, default=None, help="save a checkpoint after this many steps of the run "
@@ -360,9 +361,9 @@ def main(argv: list[str] | None = None) -> dict:
 
         train_s = train_s + augmented(train_s, args.augment, args.seed)
     tokens, starts = encode_stream(tok, train_s, eos_id)
+    distilled = None
     if args.kd_data:
-        kd = np.load(args.kd_data)
-        tokens, starts = kd["tokens"], kd["starts"]
+        tokens, starts, distilled = load_streams(args.kd_data)
     val_tokens, val_starts = encode_stream(tok, val_s, eos_id)
     val = torch.stack([batch_at(i, val_tokens, val_starts, 1, args.seq, args.seed + 1)[0]
                        for i in range(args.val_windows)]).to(device)
@@ -506,7 +507,7 @@ def main(argv: list[str] | None = None) -> dict:
         "stopped_early": {"after_minutes": args.max_minutes, "at_step": stopped_early} if stopped_early else None,
         "kept_best": {"step": best["step"], "held_out": best["figure"]} if best and args.keep_best else None,
         "data": {"files": [Path(p).name for p in args.corpus], "stories_train": len(train_s),
-                 "distilled": json.loads(str(np.load(args.kd_data)["stats"])) if args.kd_data else None,
+                 "distilled": joined_stats(distilled) if distilled else None,
                  "stories_held_out": len(val_s), "train_tokens": int(len(tokens)),
                  "held_out_tokens": int(len(val_tokens))},
         "held_out": held_out_loss(model, val, args.twin, mask_id, args.seed),
