@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One round of self-distillation for the diffusion twin (dParallel's recipe with its own text as the target): the twin
+# in MODELS_DIR writes its own stories at the page's defaults on the machine's CPU cores (app/engine/self_distill.py),
+# then continues on them, and on any earlier rounds' stories named in SD_WITH, with certainty forcing at weight 1,
+# one run per entry of MINUTES side by side (a run's length is the lever to compare).
+# Usage: bash scripts/self_distill_round.sh MODELS_DIR OUT_DIR "1.5 3" [CORPUS_DIR]
+# OUT_DIR gets stories.npz, self_distill.log and one folder per length (m1.5, m3) with the twin, its log and what the
+# twins bench reads. Round 2 of the model card ran this on an H200 with MODELS_DIR the sd candidate of
+# scripts/parallel_twin_gpu.sh, SD_MINUTES=1.8, SD_JOBS=15 and SD_WITH the 3,669 stories round 1 wrote on this CPU.
+# On a CPU: DEVICE=cpu BATCH=16.
+set -uo pipefail
+MODELS=$1; OUT=$2; LENGTHS=${3:-3}; CORPUS=${4:-../shared/corpus}
+DEVICE=${DEVICE:-cuda}
+C="$CORPUS/tinystories-a.txt $CORPUS/tinystories-b.txt"
+mkdir -p "$OUT"
+OMP_NUM_THREADS=1 python3 -m app.engine.self_distill --models "$MODELS" --corpus $C --out "$OUT/stories.npz" \
+  --minutes "${SD_MINUTES:-3}" --jobs "${SD_JOBS:-$(( $(nproc) > 2 ? $(nproc) - 1 : 1 ))}" --seed "${SD_SEED:-2}" \
+  --stories "${SD_STORIES:-100000}" > "$OUT/self_distill.log" 2>&1 || { tail "$OUT/self_distill.log"; exit 1; }
+for min in $LENGTHS; do
+  d="$OUT/m$min"; mkdir -p "$d"
+  cp "$MODELS"/tokenizer.json "$MODELS"/ar.safetensors "$MODELS"/ar.json "$MODELS"/referee.safetensors \
+    "$MODELS"/referee.json "$d/"
+  python3 -m app.engine.train --device "$DEVICE" --twin diffusion --corpus $C --kd-data "$OUT/stories.npz" \
+    ${SD_WITH:-} --init-from "$MODELS/diffusion.safetensors" --first-token 0 --tokens 400000000 \
+    --batch "${BATCH:-256}" --pad-frac 0.5 --prefix-frac 0.5 --block-frac 0.75 --certainty 1 --lr 3e-4 --threads 2 \
+    --eval-every 200 --checkpoint-every 100000 --max-minutes "$min" --out "$d" > "$d/log.txt" 2>&1 &
+done
+wait
