@@ -47,10 +47,20 @@ def _diffusion_story(dm: list[dict[str, Any]], taught: list[dict[str, Any]], for
             start += f"; then {run['tokens_this_run']:,} more tokens on the same stories{forcing}"
             continue
         written.append(kd)
+        if own_stories(kd):
+            start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of its own "
+                      f"stories{forcing} (self-distillation: it wrote them at the page's defaults of the time, "
+                      f"which took {kd['seconds'] / 60:.0f} minutes on CPU cores)")
+            continue
         start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of stories the AR twin "
                   f"wrote{forcing} (sequence-level distillation: the AR twin is its teacher; writing them took "
                   f"{kd['seconds'] / 60:.0f} minutes on {kd.get('threads', 1)} CPU thread(s))")
     return start, written
+
+
+def own_stories(kd: dict[str, Any]) -> bool:
+    """Whether a training run's story stream (or every part of it) was written by the diffusion twin itself."""
+    return all("diffusion twin itself" in str(part.get("teacher")) for part in kd.get("parts", [kd]))
 
 
 def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
@@ -80,9 +90,12 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     headline = (f"Built-in twins: {params / 1e6:.1f}M parameters each, "
                 + (f"{tokens['ar']:,} training tokens each" if same else "different training budgets")
                 + ("; the diffusion twin starts from the AR twin's checkpoint" if fork else "")
-                + ("; then it learns from stories the AR twin wrote (distillation)" if taught else ""))
+                + "".join(f"; then the diffusion twin learns from {w}" for w in dict.fromkeys(
+                    "its own stories (self-distillation)" if own_stories(r["data"]["distilled"]) else
+                    "stories the AR twin wrote (distillation)" for r in reversed(taught))))
     start, written = _diffusion_story(dm, taught, bool(fork), forked, shared)
-    teacher = sum(kd["seconds"] for kd in written) / 60
+    by_ar, by_itself = [kd for kd in written if not own_stories(kd)], [kd for kd in written if own_stories(kd)]
+    teacher, itself = (sum(kd["seconds"] for kd in sets) / 60 for sets in (by_ar, by_itself))
     hardware = sorted({r["hardware"] for r in (*ar, *dm) if r.get("hardware")})
     details = "\n".join([
         f"Two {params:,}-parameter transformers with the same architecture, tokenizer and training stories "
@@ -95,7 +108,8 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
         + f". Held-out: {_held_out(ar[0]['held_out'])}.",
         f"- **Diffusion twin** (`local-diffusion`): {start}; {minutes['diffusion']:.0f} minutes of training "
         f"(wall clock{', including the AR part' if fork else ''}"
-        f"{f', plus {teacher:.0f} minutes of the AR twin writing its stories' if taught else ''}). "
+        f"{f', plus {teacher:.0f} minutes of the AR twin writing its stories' if by_ar else ''}"
+        f"{f', plus {itself:.0f} minutes of it writing its own' if by_itself else ''}). "
         f"Held-out: {_held_out(dm[0]['held_out'])}.",
         *([f"- Data: the training stories and {augment} copies of them with names, animals, colours, objects and "
            "places swapped consistently within each story (app/engine/augment.py): more ways to tell the same "
