@@ -11,7 +11,9 @@ whose stutter (adjacent repeated words) is at most 1%: the fresh-stories issue's
 The referee (an AR model trained with another seed, `referee.safetensors`) judges: it taught neither twin. These 24
 prompts are not the bench's: the bench's held-out prompts (app.bench.twins.EVAL_PROMPTS) are never tuned on.
 `--filter-levels` runs only greedy entropy-order settings with no repeated runs of 8, the learned filter at 0.9 to 0.5
-(finer near the bounds) with the stutter guard on and off: the round run after the filter was refitted.
+(finer near the bounds) with the stutter guard on and off: the round run after the filter was refitted. `--runs` runs
+the same levels with no repeated runs of 8, 7 or 6 tokens and no stutter guard: the round that chose the self-distilled
+twin's defaults (its guard cost perplexity at every level).
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ def main() -> None:
     if "--filter-levels" in sys.argv:  # after the filter's refit on the page's decoding: its level, finer, guard or not
         GRID[:] = [(0.0, "entropy", level, guard, 8) for level in (0.9, 0.8, 0.7, 0.65, 0.6, 0.55, 0.5)
                    for guard in (False, True)]
+    if "--runs" in sys.argv:  # for a self-distilled twin, whose greedy text repeats longer runs: the run guard's length
+        GRID[:] = [(0.0, "entropy", level, False, ngram) for level in (0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5)
+                   for ngram in (8, 7, 6)]
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
     dm, tok = twin("diffusion", folder)

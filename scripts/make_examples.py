@@ -47,7 +47,7 @@ EXAMPLES: list[dict[str, Any]] = [
     {"name": "05-learned-filter",
      "caption": "Entropy order in blocks of 16 with the twin's learned commit filter at 0.6: it adds every position it "
                 "judges final, so several tokens land in one forward pass, not always the leftmost (the page's default "
-                "is a cautious 0.9: bolder levels cost this twin text quality).",
+                "is a more cautious 0.85: bolder levels cost this twin text quality).",
      "prompt": "Once upon a time, a little turtle found a map in the sand.",
      "left": {"gen_length": 128, "filter": 0.6}, "right": {"gen_length": 128, "temperature": 0.0}},
     {"name": "04-mercury-wire-format",

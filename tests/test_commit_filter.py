@@ -82,9 +82,10 @@ def test_the_built_in_twin_loads_with_its_filter_and_uses_it() -> None:
 
 def test_the_twins_bench_reports_the_defaults_beside_the_filter_and_guards_on_and_off() -> None:
     from app.bench.twins import EVAL_PROMPTS, bench
+    from app.engine.diffusion import TWIN_DIFFUSION
 
     out = bench(prompts=EVAL_PROMPTS[:2], seeds=(0, 1), held_out_stories=2)
-    assert out["diffusion_default"]["settings"]["filter"] == 0.9
+    assert out["diffusion_default"]["settings"]["filter"] == TWIN_DIFFUSION.filter
     assert out["diffusion_filter_0.6"]["settings"]["filter"] == 0.6
     assert out["diffusion_without_no_repeat_runs"]["settings"]["no_repeat_ngram"] == 0
     assert out["diffusion_with_stutter_guard"]["settings"]["no_repeat"] is True
@@ -102,12 +103,14 @@ def test_the_twins_bench_reports_the_defaults_beside_the_filter_and_guards_on_an
         assert d["answers"] == a["answers"] == 2 and d["referee_ppl"] > 1 and a["stutter"] is not None
 
 
-def test_the_page_names_the_shipped_twins_data_early_stopping_and_hardware() -> None:
+def test_the_page_names_the_shipped_twins_data_early_stopping_self_distillation_and_hardware() -> None:
     from app.engine.about import twins_note
 
     headline, details = twins_note()
     assert "different training budgets" in headline and "trained from random weights" in details
     assert "early stopping" in details and "40 copies" in details and "H200" in details
+    assert "learns from its own stories (self-distillation)" in headline and "AR twin wrote" not in headline
+    assert "tokens of its own stories with certainty forcing" in details and "writing its own" in details
 
 
 def fit_in(folder: Path, *flags: str) -> Any:

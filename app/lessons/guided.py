@@ -144,8 +144,8 @@ LESSONS: list[Lesson] = [
         title="Blocks: why diffusion is often run semi-autoregressively",
         text="With blocks, the answer is cut into chunks that are decoded one after another from the left; "
              "inside a block, positions fill in any order. A model allowed to commit anywhere strays further from "
-             "the left: here each commit lands on average about 5 positions right of the first masked one with one "
-             "block of 64 (left), about 2 with blocks of 16 (right). Blocks exist because at longer lengths that "
+             "the left: here each commit lands on average about 27 positions right of the first masked one with one "
+             "block of 64 (left), about 3 with blocks of 16 (right). Blocks exist because at longer lengths that "
              "freedom lets easy, far-away tokens such as end-of-text settle first (the end-of-text lesson shows it).",
         point=part("heatmap-right"), look="the right heatmap: one block at a time",
         try_it="Set the right block length to 8 and run again: decoding gets closer to left to right.",
@@ -171,12 +171,12 @@ LESSONS: list[Lesson] = [
         text="Instead of a fixed number of steps, Fast-dLLM's threshold commits every masked position whose "
              "confidence is above it (and at least one per step), so the model decides how many tokens each "
              "pass yields. The threshold trades speed for quality: lower means more tokens per pass and more "
-             "mistakes. This small twin is rarely 90% sure of any word, so at Fast-dLLM's 0.9 (left) the threshold "
-             "never fires and the left text is the right's, one token per pass; its learned commit filter gains more "
-             "(the next lesson).",
+             "mistakes. This twin learned from its own stories to be sure of several words at once, so even at "
+             "Fast-dLLM's 0.9 (left) it commits about 1.3 tokens per pass, several where it is sure, with text as "
+             "likely as the right's one token per pass; its learned commit filter gains more (the next lesson).",
         point=part("metrics"), look="'Tokens per forward pass' in the metrics",
-        try_it="Set the left threshold to 0.1 and run again: about two tokens per pass, and the text falls apart "
-               "(the twin's referee finds it about three times less likely).",
+        try_it="Set the left threshold to 0.1 and run again: over six tokens per pass, and the text falls apart "
+               "(the twins' referee finds it about ten times less likely).",
         try_side="left", try_settings={"threshold": 0.1},
         right="local-diffusion",
         left_settings={**SHORT, "threshold": 0.9},
@@ -188,14 +188,14 @@ LESSONS: list[Lesson] = [
              "network fitted to the twin's own decoding (Learn2PD) reads what the model shows at each masked "
              "position (its confidence, its neighbours, how long its guess has held) and commits every position "
              "it judges final, wherever it is in the block. The page's defaults use it; here it races the same "
-             "twin committing one token per pass. At 0.6 it commits about 1.3 tokens per pass, several in some passes "
-             "and one in others, with text as likely as the one-per-pass run's.",
+             "twin committing one token per pass. At 0.7 it commits about two tokens per pass, up to six in some "
+             "passes and one in others, with text as likely as the one-per-pass run's.",
         point=part("metrics"), look="'Tokens per forward pass' in both metrics, and the left heatmap's wider steps",
-        try_it="Set the left learned commit filter to 0.5 and run again: bolder, more tokens per pass, and the "
-               "text starts to suffer.",
+        try_it="Set the left learned commit filter to 0.5 and run again: bolder, nearly three tokens per pass, "
+               "and the text starts to suffer.",
         try_side="left", try_settings={"filter": 0.5},
         right="local-diffusion",
-        left_settings={**SHORT, "filter": 0.6},
+        left_settings={**SHORT, "filter": 0.7},
         right_settings=dict(SHORT),
     ),
     Lesson(
@@ -212,19 +212,20 @@ LESSONS: list[Lesson] = [
     Lesson(
         title="End of text: flooding, and why blocks hold it back",
         text="A diffusion model must fill every position of its canvas, so the positions after the story ends "
-             "get end-of-text (shown as <eos>). End-of-text far from the prompt is an easy, confident guess: with "
-             "one block of 256 (left) the twin commits about 40 <eos> in its first pass, over a hundred by its "
-             "second, and the story stops after a few words. With blocks of 32 (right), nothing right of the current "
-             "block can be committed, so "
-             "the story runs past a hundred tokens.",
+             "get end-of-text (shown as <eos>). End-of-text far from the prompt is an easy, confident guess: ranked "
+             "by confidence (LLaDA's order) in one block of 256 (left), the twin commits over a hundred <eos> "
+             "within its first 20 passes, and the story stops after about 40 tokens. With blocks of 32 (right), "
+             "nothing right of the current block can be committed, so the story runs past a hundred tokens.",
         point=part("panel-left"), look="the <eos> marks in the left panel",
         try_it="Set the left end-of-text score factor to 0.3 and run again: end-of-text now needs a much "
                "higher score to be committed (by the schedule or the learned filter), so the story runs past a "
                "hundred tokens.",
         try_side="left", try_settings={"eos_discount": 0.3},
         right="local-diffusion",
-        left_settings={"gen_length": 256, "steps": 256, "block_length": 256, "threshold": 0.0, "stop_at_eos": False},
-        right_settings={"gen_length": 256, "steps": 256, "block_length": 32, "threshold": 0.0, "stop_at_eos": False},
+        left_settings={"gen_length": 256, "steps": 256, "block_length": 256, "threshold": 0.0, "stop_at_eos": False,
+                       "scoring": "confidence"},
+        right_settings={"gen_length": 256, "steps": 256, "block_length": 32, "threshold": 0.0, "stop_at_eos": False,
+                        "scoring": "confidence"},
     ),
     Lesson(
         title="Why diffusion wins on a GPU: what one forward pass costs",
@@ -276,7 +277,8 @@ LESSONS: list[Lesson] = [
              "'Let the model choose' to see which position its confidence rule takes, and compare its order with "
              "yours; the race here shows confidence order (left) beside random order (right) on the same twin. "
              "Any order is allowed, but not every order reads well: the random order writes another story, which "
-             "the twins' referee finds about twice as unlikely, which is why the sampler's rule matters.",
+             "the twins' referee finds less likely (its perplexity a fifth to a quarter higher), which is why the "
+             "sampler's rule matters.",
         point="#sampler", look="the 'Be the sampler' box under the lessons, and the two heatmaps",
         try_it="Set the left block length to 8 and run again: the model's order comes close to left to right; "
                "in Be the sampler, a block of 8 leaves you eight positions to choose from.",
