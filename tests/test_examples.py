@@ -75,6 +75,25 @@ def test_the_learned_filter_lands_several_tokens_in_one_pass_not_always_the_left
     assert not_leftmost(left, 16) > 0.1
 
 
+def test_the_learned_filter_at_06_costs_text_quality_against_the_page_default() -> None:
+    from app.engine import diffusion
+    from app.engine.diffusion import TWIN_DIFFUSION
+    from app.engine.measure import quality
+    from app.engine.model import load_twin
+    from app.sources.local import twin
+
+    rec = read_recording(EXAMPLES_DIR / "05-learned-filter.jsonl")
+    assert rec.header["sources"]["left"]["settings"]["filter"] == 0.6 < TWIN_DIFFUSION.filter
+    dm, tok = twin("diffusion")
+    referee, _ = load_twin("referee", MODELS)
+    prompt = tok.encode(rec.header["prompt"])
+    last = list(diffusion.generate(dm, prompt, replace(TWIN_DIFFUSION, gen_length=128)))[-1]
+    default = [int(i) for i in last.ids[:diffusion.answer_length(last.ids, last.masked, dm.eos_id)]]
+    bolder = tok.encode("".join(rec.frames["left"][-1].tokens))  # the caption: bolder levels cost text quality
+    assert (quality(referee, tok, [(prompt, bolder)])[0]["referee_ppl"]
+            > quality(referee, tok, [(prompt, default)])[0]["referee_ppl"])
+
+
 def test_no_example_recites_the_training_stories() -> None:
     known = training_ngrams()
     if known is None:
