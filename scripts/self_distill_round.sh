@@ -5,8 +5,9 @@
 # one run per entry of MINUTES side by side (a run's length is the lever to compare).
 # Usage: bash scripts/self_distill_round.sh MODELS_DIR OUT_DIR "1.5 3" [CORPUS_DIR]
 # OUT_DIR gets stories.npz, self_distill.log and one folder per length (m1.5, m3) with the twin, its log and what the
-# twins bench reads. Round 2 of the model card ran this on an H200 with MODELS_DIR the sd candidate of
-# scripts/parallel_twin_gpu.sh, SD_MINUTES=1.8, SD_JOBS=15 and SD_WITH the 3,669 stories round 1 wrote on this CPU.
+# twins bench reads. Round 2 of the model card ran the same commands (from a script beside the checkout, before this
+# one existed) on an H200 with MODELS_DIR the sd candidate of scripts/parallel_twin_gpu.sh, SD_MINUTES=1.8, SD_JOBS=15,
+# lengths "1.5 3" and SD_WITH the 3,669 stories round 1 wrote on this CPU.
 # On a CPU: DEVICE=cpu BATCH=16.
 set -uo pipefail
 MODELS=$1; OUT=$2; LENGTHS=${3:-3}; CORPUS=${4:-../shared/corpus}
