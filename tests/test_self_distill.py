@@ -31,3 +31,25 @@ def test_the_twin_writes_its_own_answers_after_training_openings_each_ending_wit
         last = list(diffusion.generate(model, prompt, settings))[-1]
         answer = last.ids[: diffusion.answer_length(last.ids, last.masked, model.eos_id)].tolist()
         assert story.tolist() == [*prompt, *answer, model.eos_id]  # the page's answer, then end-of-text
+
+
+def test_with_a_temperature_each_story_is_the_twins_sampled_answer_with_its_own_seed(tmp_path: Path) -> None:
+    files = [str(CORPUS / f) for f in TRAINING_FILES]
+    if not all(Path(f).is_file() for f in files):
+        pytest.skip("the training stories (../shared/corpus) are not beside the repository")
+    out = tmp_path / "sampled.npz"
+    stats = self_distill.main(["--corpus", *files, "--out", str(out), "--stories", "3", "--gen-length", "16",
+                               "--temperature", "1.0"])
+    assert stats["temperature"] == 1.0
+    data = np.load(out)
+    model, tok = load_twin("diffusion", DEFAULT_MODELS_DIR)
+    prompts = self_distill.training_openings(tok, files, 3, 0)
+    sampled = replace(diffusion.TWIN_DIFFUSION, gen_length=16, steps=16, temperature=1.0)
+    differs = False
+    for i, (story, prompt) in enumerate(zip(np.split(data["tokens"], data["starts"][1:]), prompts)):
+        last = list(diffusion.generate(model, prompt, replace(sampled, seed=i)))[-1]
+        answer = last.ids[: diffusion.answer_length(last.ids, last.masked, model.eos_id)].tolist()
+        assert story.tolist() == [*prompt, *answer, model.eos_id]
+        greedy = list(diffusion.generate(model, prompt, replace(sampled, temperature=0.0)))[-1]
+        differs |= greedy.ids.tolist() != last.ids.tolist()
+    assert differs  # sampling changed at least one story: the temperature reached the sampler

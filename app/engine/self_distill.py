@@ -10,7 +10,8 @@ positions sure at once without teaching it another writer's style. Openings are 
 tokens) or the first 3 to 12 tokens of training stories and of three name-swapped copies of each
 (app/engine/augment.py); held-out stories are never used. Each answer is written as the page writes it
 (`TWIN_DIFFUSION`, `--gen-length` tokens) and ends with end-of-text, where the twin wrote one or where the answer was
-cut. The writer is numpy only: one process per core with `--jobs`.
+cut. With `--temperature` above 0 the twin samples its guesses instead (one seed per story), for stories that vary more
+than its greedy favourites. The writer is numpy only: one process per core with `--jobs`.
 """
 
 from __future__ import annotations
@@ -48,19 +49,20 @@ def training_openings(tok: object, corpus: list[str], n: int, seed: int) -> list
     return out
 
 
-def write(job: tuple[str, list[list[int]], int, float]) -> list[list[int]]:
-    """One process's stories: the opening, the twin's answer at the page's defaults, end-of-text; until its openings
-    or its minutes run out. Empty answers are dropped."""
+def write(job: tuple[str, list[list[int]], int, float, float, int]) -> list[list[int]]:
+    """One process's stories: the opening, the twin's answer at the page's defaults (sampled at `temperature`, story i
+    with seed `seed + i`), end-of-text; until its openings or its minutes run out. Empty answers are dropped."""
     from app.engine.model import load_twin
 
-    folder, prompts, gen_length, minutes = job
+    folder, prompts, gen_length, minutes, temperature, seed = job
     model, _ = load_twin("diffusion", folder)
-    settings = replace(diffusion.TWIN_DIFFUSION, gen_length=gen_length, steps=gen_length).validate()
+    settings = replace(diffusion.TWIN_DIFFUSION, gen_length=gen_length, steps=gen_length,
+                       temperature=temperature).validate()
     start, stories = time.time(), []
-    for prompt in prompts:
+    for i, prompt in enumerate(prompts):
         if time.time() - start > 60 * minutes:
             break
-        last = list(diffusion.generate(model, prompt, settings))[-1]
+        last = list(diffusion.generate(model, prompt, replace(settings, seed=(seed + i) % 10_000)))[-1]
         n = diffusion.answer_length(last.ids, last.masked, model.eos_id)
         if n:
             stories.append([*prompt, *(int(i) for i in last.ids[:n]), model.eos_id])
@@ -79,13 +81,16 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--stories", type=int, default=100_000, help="at most this many openings")
     ap.add_argument("--minutes", type=float, default=30.0, help="each process stops after this long")
     ap.add_argument("--gen-length", type=int, default=diffusion.TWIN_DIFFUSION.gen_length)
+    ap.add_argument("--temperature", type=float, default=diffusion.TWIN_DIFFUSION.temperature,
+                    help="sample the twin's guesses at this temperature (0: greedy, the page's default)")
     ap.add_argument("--jobs", type=int, default=1, help="processes that write (one per core)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     start = time.time()
     _, tok = load_twin("diffusion", args.models)
     prompts = training_openings(tok, args.corpus, args.stories, args.seed)
-    jobs = [(args.models, prompts[i :: args.jobs], args.gen_length, args.minutes) for i in range(args.jobs)]
+    jobs = [(args.models, prompts[i :: args.jobs], args.gen_length, args.minutes, args.temperature, 1000 * i)
+            for i in range(args.jobs)]
     if args.jobs > 1:  # each process loads the twin itself (a spawned process shares nothing)
         from multiprocessing import get_context
 
@@ -96,6 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
     stories = [s for part in parts for s in part]
     starts = np.cumsum([0, *(len(s) for s in stories)])[:-1]
     stats = {"teacher": "the diffusion twin itself at the page's defaults", "models": args.models,
+             "temperature": args.temperature,
              "stories": len(stories), "tokens": int(sum(len(s) for s in stories)), "gen_length": args.gen_length,
              "seconds": round(time.time() - start, 1), "jobs": args.jobs,
              "command": command_line("app.engine.self_distill", argv)}
