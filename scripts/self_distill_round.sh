@@ -8,6 +8,7 @@
 # twins bench reads. Round 2 of the model card ran the same commands (from a script beside the checkout, before this
 # one existed) on an H200 with MODELS_DIR the sd candidate of scripts/parallel_twin_gpu.sh, SD_MINUTES=1.8, SD_JOBS=15,
 # lengths "1.5 3" and SD_WITH the 3,669 stories round 1 wrote on this CPU.
+# SD_TEMPERATURE=0.7 has the twin sample its stories instead of writing its greedy favourites (docs/twins.md).
 # On a CPU: DEVICE=cpu BATCH=16.
 set -uo pipefail
 MODELS=$1; OUT=$2; LENGTHS=${3:-3}; CORPUS=${4:-../shared/corpus}
@@ -16,7 +17,7 @@ C="$CORPUS/tinystories-a.txt $CORPUS/tinystories-b.txt"
 mkdir -p "$OUT"
 OMP_NUM_THREADS=1 python3 -m app.engine.self_distill --models "$MODELS" --corpus $C --out "$OUT/stories.npz" \
   --minutes "${SD_MINUTES:-3}" --jobs "${SD_JOBS:-$(( $(nproc) > 2 ? $(nproc) - 1 : 1 ))}" --seed "${SD_SEED:-2}" \
-  --stories "${SD_STORIES:-100000}" > "$OUT/self_distill.log" 2>&1 || { tail "$OUT/self_distill.log"; exit 1; }
+  --stories "${SD_STORIES:-100000}" --temperature "${SD_TEMPERATURE:-0}" > "$OUT/self_distill.log" 2>&1 || { tail "$OUT/self_distill.log"; exit 1; }
 for min in $LENGTHS; do
   d="$OUT/m$min"; mkdir -p "$d"
   cp "$MODELS"/tokenizer.json "$MODELS"/ar.safetensors "$MODELS"/ar.json "$MODELS"/referee.safetensors \
