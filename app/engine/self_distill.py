@@ -65,7 +65,7 @@ def write(job: tuple[str, list[list[int]], int, float, float, int]) -> list[list
         last = list(diffusion.generate(model, prompt, replace(settings, seed=(seed + i) % 10_000)))[-1]
         n = diffusion.answer_length(last.ids, last.masked, model.eos_id)
         if n:
-            stories.append([*prompt, *(int(i) for i in last.ids[:n]), model.eos_id])
+            stories.append([*prompt, *(int(t) for t in last.ids[:n]), model.eos_id])
     return stories
 
 
