@@ -76,9 +76,8 @@ def test_the_learned_filter_lands_several_tokens_in_one_pass_not_always_the_left
 
 
 def test_the_learned_filter_at_06_costs_text_quality_against_the_page_default() -> None:
-    from app.engine import diffusion
     from app.engine.diffusion import TWIN_DIFFUSION
-    from app.engine.measure import quality
+    from app.engine.measure import quality, run_diffusion
     from app.engine.model import load_twin
     from app.sources.local import twin
 
@@ -87,8 +86,7 @@ def test_the_learned_filter_at_06_costs_text_quality_against_the_page_default() 
     dm, tok = twin("diffusion")
     referee, _ = load_twin("referee", MODELS)
     prompt = tok.encode(rec.header["prompt"])
-    last = list(diffusion.generate(dm, prompt, replace(TWIN_DIFFUSION, gen_length=128)))[-1]
-    default = [int(i) for i in last.ids[:diffusion.answer_length(last.ids, last.masked, dm.eos_id)]]
+    default = run_diffusion(dm, prompt, replace(TWIN_DIFFUSION, gen_length=128))[0]
     bolder = tok.encode("".join(rec.frames["left"][-1].tokens))  # the caption: bolder levels cost text quality
     assert (quality(referee, tok, [(prompt, bolder)])[0]["referee_ppl"]
             > quality(referee, tok, [(prompt, default)])[0]["referee_ppl"])

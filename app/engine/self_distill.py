@@ -25,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from app.engine import diffusion
+from app.engine.measure import run_diffusion
 from app.engine.stories import FIRST_SENTENCE, SPLIT_SEED, command_line, read_stories, save_stream, split_stories
 
 OPENING_MAX = 28  # tokens of a first-sentence opening
@@ -62,10 +63,9 @@ def write(job: tuple[str, list[list[int]], int, float, float, int]) -> list[list
     for i, prompt in enumerate(prompts):
         if time.time() - start > 60 * minutes:
             break
-        last = list(diffusion.generate(model, prompt, replace(settings, seed=(seed + i) % 10_000)))[-1]
-        n = diffusion.answer_length(last.ids, last.masked, model.eos_id)
-        if n:
-            stories.append([*prompt, *(int(t) for t in last.ids[:n]), model.eos_id])
+        answer, _, _ = run_diffusion(model, prompt, replace(settings, seed=(seed + i) % 10_000))
+        if answer:
+            stories.append([*prompt, *answer, model.eos_id])
     return stories
 
 
