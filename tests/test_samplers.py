@@ -390,3 +390,23 @@ def test_no_repeated_runs_never_writes_the_same_run_of_tokens_twice() -> None:
             found[n] += repeated_runs([5, 6, 7, *last.ids.tolist()], 3)
     assert found[0] > 0  # the test can fail: with six usable tokens, runs of three repeat without the setting
     assert found[3] == 0
+
+
+def test_commit_spacing_keeps_the_commits_of_one_pass_apart(mlm) -> None:
+    """With a low threshold a pass commits neighbours together; with min_gap none of one pass's commits are nearer
+    than the gap, the answer is still complete, and it takes more passes than without the spacing."""
+    near, passes = {}, {}
+    for gap in (1, 3):
+        steps = run(mlm, gen_length=32, steps=32, block_length=16, threshold=0.02, min_gap=gap)
+        assert not steps[-1].masked.any()
+        near[gap] = sum(b - a < 3 for s in steps for a, b in zip(s.committed, s.committed[1:]))
+        passes[gap] = steps[-1].nfe
+    assert near[1] > 0  # the test can fail: without the spacing this threshold commits neighbours together
+    assert near[3] == 0 and passes[3] > passes[1]
+
+
+def test_commit_spacing_keeps_the_schedules_rows_and_takes_the_surest_extra_rows_first() -> None:
+    sure = np.array([0.2, 0.9, 0.95, 0.5, 0.8, 0.7])
+    assert diffusion.spaced(np.array([0]), np.array([1, 2, 3, 4, 5]), sure, 2).tolist() == [0, 2, 4]
+    assert diffusion.spaced(np.array([0]), np.array([1, 2, 3, 4, 5]), sure, 1).tolist() == [0, 1, 2, 3, 4, 5]
+    assert diffusion.spaced(np.array([0, 1]), np.array([], dtype=np.int64), sure, 3).tolist() == [0, 1]

@@ -62,10 +62,15 @@ BOLDER = replace(TWIN_DIFFUSION, filter=0.5)
 LOOKAHEAD = 16
 # (answer length, lookahead) on the race prompt; the first is the page's defaults, the race prompt alone
 WALL = ((TWIN_DIFFUSION.gen_length, 0), (128, LOOKAHEAD), (256, 0), (256, LOOKAHEAD))
+# the commit spacing the bench sets beside the defaults' (app/engine/diffusion.py, min_gap): off where they space, 2
+# where they do not
+SPACING = 1 if TWIN_DIFFUSION.min_gap > 1 else 2
 # the curve of tokens per pass against quality, one lever moved from the page's defaults at a time: the learned filter
-# bolder and bolder; fewer steps without it; then the two joint-error repairs the sampler has (ReMDM's remasking at
-# about 3 tokens a pass, and the stutter guard with a bold filter)
-CURVE = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)),
+# bolder and bolder, with the defaults' commit spacing and with SPACING; fewer steps without the filter; then the two
+# joint-error repairs the sampler has (ReMDM's remasking at about 3 tokens a pass, and the stutter guard with a bold
+# filter)
+CURVE = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)),
+         *({"filter": level, "min_gap": SPACING} for level in (0.8, 0.6, 0.4, 0.3, 0.2)),
          *({"filter": None, "steps": n} for n in (64, 43, 32)),
          *({"filter": None, "steps": 43, "remask": r} for r in (0.3, 0.6)),
          {"filter": 0.6, "no_repeat": True}, {"filter": 0.5, "no_repeat": True})
@@ -190,6 +195,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
             "diffusion_default": diffusion_runs(TWIN_DIFFUSION),
             "diffusion_without_no_repeat_runs": diffusion_runs(replace(TWIN_DIFFUSION, no_repeat_ngram=0)),
             "diffusion_with_stutter_guard": diffusion_runs(replace(TWIN_DIFFUSION, no_repeat=True)),
+            f"diffusion_min_gap_{SPACING}": diffusion_runs(replace(TWIN_DIFFUSION, min_gap=SPACING)),
             "diffusion_previous_defaults": diffusion_runs(PREVIOUS_DEFAULTS),
             "diffusion_filter_0.6": diffusion_runs(FILTERED),
             "diffusion_filter_0.5": diffusion_runs(BOLDER),

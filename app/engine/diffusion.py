@@ -75,6 +75,11 @@ class DiffusionSettings:
                                   help="Never complete a run of this many tokens that the prompt or answer already has "
                                        "(as Hugging Face's no_repeat_ngram_size): breaks the loops greedy decoding "
                                        "falls into.")
+    min_gap: int = option(1, "Commit spacing (1 = off)", min=1, max=16, step=1,
+                          help="The least distance between two positions one pass commits: the extra commits "
+                               "(threshold, factor, filter), surest first, wait for a later pass when one already "
+                               "taken is nearer. Positions committed together cannot see each other, and neighbours "
+                               "depend on each other most (DUS's dilated spacing).")
     min_length: int = option(0, "Shortest answer (tokens)", min=0, max="gen_length", step=1,
                              help="End-of-text cannot be written before this many answer tokens (1: never an empty "
                                   "answer).")
@@ -167,6 +172,21 @@ def _parallel(confidence: np.ndarray, s: DiffusionSettings) -> int:
         ok = np.flatnonzero(ranked >= 1.0 - s.factor / (n + 1))
         k = max(k, int(ok[-1]) + 1 if len(ok) else 0)
     return k
+
+
+def spaced(scheduled: np.ndarray, extra: np.ndarray, sure: np.ndarray, min_gap: int) -> np.ndarray:
+    """The rows one pass commits: the schedule's rows, then the extra rows surest first, each only if no row already
+    taken is nearer than `min_gap` (1: all of them). Why: rows committed together cannot see each other and a row
+    depends on its neighbours most, so neighbours committed together are where joint errors ("book book") come from.
+    As DUS's spacing post-filter for adaptive samplers (Luxembourg et al. 2025, `apply_spacing_filter` in
+    github.com/omerlux/DUS), but with a fixed gap and the schedule's own rows always kept."""
+    if min_gap <= 1:
+        return np.union1d(scheduled, extra).astype(np.int64)
+    taken = [int(r) for r in scheduled]
+    for r in extra[np.argsort(-sure[extra], kind="stable")]:
+        if all(abs(int(r) - t) >= min_gap for t in taken):
+            taken.append(int(r))
+    return np.unique(np.asarray(taken, dtype=np.int64))
 
 
 def dream_count(masked: int, i: int, steps: int, eps: float = DREAM_EPS) -> int:
@@ -394,8 +414,8 @@ def _rule(model: MaskedLM, run: Run, probs: np.ndarray, chosen: np.ndarray, p_ch
     # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence
     # whatever the order (a random score or exp(-entropy) above 0.9 is not Fast-dLLM's rule) and add
     # every position sure enough
-    confident = np.argsort(-sure, kind="stable")[:_parallel(sure, s)]
-    pick = cand[np.union1d(np.argsort(-scores, kind="stable")[:minimum], confident)]
+    scheduled = cand[np.argsort(-scores, kind="stable")[:minimum]]
+    extra = cand[np.argsort(-sure, kind="stable")[:_parallel(sure, s)]]
     if run.judge is not None:
         run.held[lo:hi] = np.where(chosen == run.guess[lo:hi], run.held[lo:hi] + 1, 0)
         run.guess[lo:hi] = chosen
@@ -404,7 +424,8 @@ def _rule(model: MaskedLM, run: Run, probs: np.ndarray, chosen: np.ndarray, p_ch
         if s.eos_discount < 1.0:  # the factor holds end-of-text back from the filter too, not only the schedule
             safe = np.where(chosen[cand] == model.eos_id, safe * s.eos_discount, safe)
         if s.filter is not None:
-            pick = np.union1d(pick, cand[safe >= s.filter])
+            extra = np.union1d(extra, cand[safe >= s.filter])
+    pick = spaced(scheduled, extra, p_chosen, s.min_gap)
     if s.no_repeat:
         pick = stutter.apart(pick, chosen, model.eos_id)
     if s.no_repeat_ngram:

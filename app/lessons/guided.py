@@ -24,9 +24,10 @@ FORWARD_EXAMPLE = EXAMPLES_DIR / "01-confidence-blocks.jsonl"  # the answer the 
 SHORT = {"gen_length": 64, "steps": 64, "block_length": 16, "threshold": 0.0, "filter": 0.0}
 AR64 = {"gen_length": 64}
 # The diffusion twin's settings when these lessons were measured (tests/test_lesson_claims.py): sampled at 0.5, the
-# learned filter at 0.6, the stutter guard on, no run guard. Each lesson's diffusion side starts from them, so what it
-# shows stays what its test checks when the page's own defaults (app/sources/local.py) move.
-LESSON_TWIN = {"temperature": 0.5, "filter": 0.6, "no_repeat": True, "no_repeat_ngram": 0, "min_length": 1}
+# learned filter at 0.6, the stutter guard on, no run guard, no commit spacing. Each lesson's diffusion side starts from
+# them, so what it shows stays what its test checks when the page's own defaults (app/sources/local.py) move.
+LESSON_TWIN = {"temperature": 0.5, "filter": 0.6, "no_repeat": True, "no_repeat_ngram": 0, "min_gap": 1,
+               "min_length": 1}
 
 
 @dataclass(frozen=True)
