@@ -410,3 +410,19 @@ def test_commit_spacing_keeps_the_schedules_rows_and_takes_the_surest_extra_rows
     assert diffusion.spaced(np.array([0]), np.array([1, 2, 3, 4, 5]), sure, 2).tolist() == [0, 2, 4]
     assert diffusion.spaced(np.array([0]), np.array([1, 2, 3, 4, 5]), sure, 1).tolist() == [0, 1, 2, 3, 4, 5]
     assert diffusion.spaced(np.array([0, 1]), np.array([], dtype=np.int64), sure, 3).tolist() == [0, 1]
+
+
+def test_the_stutter_guard_lets_newlines_and_punctuation_repeat() -> None:
+    """A paragraph break is two newline tokens and "!!" two marks: layout, not a repeated word."""
+    repeatable = stutter.wordless(["", "\n", "!", " book", "a"])  # end-of-text decodes to nothing
+    assert repeatable.tolist() == [True, True, True, False, False]
+    x = np.array([3, 1, 2, 9, 9])  # prompt " book", then the answer: "\n", "!", two masked rows
+    masked = np.array([False, False, True, True])
+    z = np.zeros((2, 5))
+    stutter.no_repeat(z, x, masked, 1, 2, eos_id=0, repeatable=repeatable)
+    assert np.isfinite(z).all()  # the rows beside "!" may guess "!" again
+    z = np.zeros((4, 5))
+    stutter.no_repeat(z, x, np.ones(4, dtype=bool), 1, 0, eos_id=0, repeatable=repeatable)
+    assert np.isinf(z[0, 3]) and np.isfinite(z[0, 1])  # the first row beside the prompt's " book" may not repeat it
+    chosen = np.array([1, 1, 3, 3])
+    assert stutter.apart(np.arange(4), chosen, eos_id=0, repeatable=repeatable).tolist() == [0, 1, 2]

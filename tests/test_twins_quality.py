@@ -117,3 +117,16 @@ def test_commit_spacing_gives_more_tokens_a_pass_and_likelier_text_than_a_bolder
         measured[gap] = (sum(len(a) for _, a in runs) / passes, quality(referee, tok, runs)[0]["referee_ppl"])
     (spaced_rate, spaced_ppl), (plain_rate, plain_ppl) = measured[2], measured[1]
     assert spaced_rate >= plain_rate and spaced_ppl < plain_ppl
+
+
+def test_with_the_stutter_guard_on_the_twin_still_writes_paragraph_breaks(twins) -> None:
+    """A paragraph break is two newline tokens; the guard once refused a newline beside a newline, so its stories ran
+    on without one (and the referee found them less likely)."""
+    from app.bench.twins import EVAL_PROMPTS
+
+    dm, _, tok = twins
+    breaks = 0
+    for text in EVAL_PROMPTS[:4]:
+        answer, _, _ = run_diffusion(dm, tok.encode(text), replace(TWIN_DIFFUSION, no_repeat=True))
+        breaks += "\n\n" in tok.decode(answer)
+    assert breaks >= 2

@@ -66,14 +66,15 @@ WALL = ((TWIN_DIFFUSION.gen_length, 0), (128, LOOKAHEAD), (256, 0), (256, LOOKAH
 # where they do not
 SPACING = 1 if TWIN_DIFFUSION.min_gap > 1 else 2
 # the curve of tokens per pass against quality, one lever moved from the page's defaults at a time: the learned filter
-# bolder and bolder, with the defaults' commit spacing and with SPACING; fewer steps without the filter; then the two
-# joint-error repairs the sampler has (ReMDM's remasking at about 3 tokens a pass, and the stutter guard with a bold
-# filter)
+# bolder and bolder, with the defaults' commit spacing and with SPACING; fewer steps without the filter; then the
+# joint-error repairs the sampler has (ReMDM's remasking at about 3 tokens a pass, the stutter guard with a bold
+# filter, and the guard with SPACING)
 CURVE = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)),
          *({"filter": level, "min_gap": SPACING} for level in (0.8, 0.6, 0.4, 0.3, 0.2)),
          *({"filter": None, "steps": n} for n in (64, 43, 32)),
          *({"filter": None, "steps": 43, "remask": r} for r in (0.3, 0.6)),
-         {"filter": 0.6, "no_repeat": True}, {"filter": 0.5, "no_repeat": True})
+         {"filter": 0.6, "no_repeat": True}, {"filter": 0.5, "no_repeat": True},
+         *({"filter": level, "min_gap": SPACING, "no_repeat": True} for level in (0.4, 0.3, 0.2)))
 CURVE_KEYS = ("answer_tokens_per_pass", "share_not_leftmost", "referee_ppl", "distinct2", "stutter", "recited",
               "empty_answers")
 TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out openings and seeds "

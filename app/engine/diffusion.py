@@ -70,7 +70,8 @@ class DiffusionSettings:
     no_repeat: bool = option(False, "Stutter guard",
                              help="Never write a token next to the same token: a guess equal to a written neighbour's "
                                   "is not allowed, and of two equal guesses side by side one pass commits only the "
-                                  "left (positions committed together cannot see each other).")
+                                  "left (positions committed together cannot see each other). Newlines and "
+                                  "punctuation may repeat: a paragraph break is two newlines.")
     no_repeat_ngram: int = option(0, "No repeated runs (tokens, 0 = off)", min=0, max=16, step=1,
                                   help="Never complete a run of this many tokens that the prompt or answer already has "
                                        "(as Hugging Face's no_repeat_ngram_size): breaks the loops greedy decoding "
@@ -368,7 +369,7 @@ def _guesses(model: MaskedLM, run: Run, logits: np.ndarray, end: int) -> tuple[n
     ends_after = max(last_pin, s.min_length)  # the answer cannot end before its pins or its shortest length
     z[: max(0, min(hi, ends_after) - lo), model.eos_id] = -np.inf
     if s.no_repeat:
-        stutter.no_repeat(z, run.x, masked, P, lo, model.eos_id)
+        stutter.no_repeat(z, run.x, masked, P, lo, model.eos_id, getattr(model, "repeatable", None))
     if s.no_repeat_ngram:
         stutter.no_repeat_ngram(z, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
     if 0 < s.top_k < z.shape[1]:  # as Dream's top_k_logits: below each row's k-th largest logit is out
@@ -427,7 +428,7 @@ def _rule(model: MaskedLM, run: Run, probs: np.ndarray, chosen: np.ndarray, p_ch
             extra = np.union1d(extra, cand[safe >= s.filter])
     pick = spaced(scheduled, extra, p_chosen, s.min_gap)
     if s.no_repeat:
-        pick = stutter.apart(pick, chosen, model.eos_id)
+        pick = stutter.apart(pick, chosen, model.eos_id, getattr(model, "repeatable", None))
     if s.no_repeat_ngram:
         pick = stutter.fresh_runs(pick, chosen, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
     return pick

@@ -22,6 +22,7 @@ import numpy as np
 
 from app.engine.llada2 import MASK_ID as LLADA2_MASK_ID
 from app.engine.llada2 import MODEL_TYPES as LLADA2_TYPES
+from app.engine.stutter import wordless
 from app.errors import UserError
 
 LLADA_MASK_ID = 126336  # LLaDA's tokenizer has no mask token; its reserved id is this one
@@ -132,8 +133,10 @@ class HFMaskedLM:
     dual_cache = False
 
     def __init__(self, model: Any, mask_id: int, eos_id: int, shifted: bool, max_len: int,
-                 banned: list[int] | None = None, *, runs_on: dict[str, str]) -> None:
+                 banned: list[int] | None = None, *, runs_on: dict[str, str],
+                 repeatable: np.ndarray | None = None) -> None:
         self.model = model
+        self.repeatable = repeatable  # tokens the stutter guard lets repeat (stutter.wordless)
         self.banned = sorted(set(banned or []) - {eos_id})
         self.mask_id = mask_id
         self.eos_id = eos_id
@@ -351,7 +354,8 @@ def load_masked(name: str, shift: str = "auto", trust_remote_code: bool = False,
         raise UserError(f"{name}'s tokenizer has no end-of-text (or [SEP]) token: pick another model.")
     model = _weights(loader, name, trust_remote_code, local, runs_on, config if remote is not None else None)
     banned = _never_proposed(config, tok)
-    return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned, runs_on=runs_on),
+    return (HFMaskedLM(model, int(mask_id), int(eos_id), shifted, _max_len(config, tok), banned, runs_on=runs_on,
+                       repeatable=wordless(tok.batch_decode([[i] for i in range(len(tok))]))),
             HFTokenizer(tok, int(mask_id), int(eos_id)))
 
 

@@ -220,6 +220,7 @@ class MaskedDiffusionLM:
     def __init__(self, net: NumpyTransformer):
         self.net = net
         self.commit_filter: Any = None  # load_twin sets it when the folder has one
+        self.repeatable: np.ndarray | None = None  # load_twin sets it from the tokenizer (stutter.wordless)
         c = net.config
         self.vocab_size, self.mask_id, self.eos_id = c.vocab_size, c.mask_id, c.eos_id
         self.max_len = c.max_len - 1
@@ -378,6 +379,10 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
     for stale in [k for k in _LOADED if k[0] == kind]:  # one copy per kind: a retrained twin replaces the old one
         del _LOADED[stale]
     model = adapter(net)
+    if isinstance(model, MaskedDiffusionLM):
+        from app.engine.stutter import wordless
+
+        model.repeatable = wordless([tok.decode([i]) for i in range(config.vocab_size)])
     if isinstance(model, MaskedDiffusionLM) and filter_path.is_file():
         from app.engine.commit_filter import load
 
