@@ -17,7 +17,8 @@ twin's defaults (its guard cost perplexity at every level). `--runs --fine` step
 0.8: its choice (0.81, runs of 6) sits on the perplexity bound by chance and broke the bench's stutter bound
 (docs/twins.md), so the page keeps the coarser round's choice. `--spacing` runs bolder levels with the commit
 spacing (`min_gap` 2-4: no two commits of a pass nearer than that) and the same run guards; `--spacing --wide` runs
-spacing 1-3 at the levels near the bounds on 48 prompts (the 24 and MORE_SELECTION_PROMPTS).
+spacing 1-3 at the levels near the bounds on 48 prompts (the 24 and MORE_SELECTION_PROMPTS); `--guarded` runs those
+prompts with the stutter guard on and off (after it let newlines repeat), spacing 1 and 2, runs of 7.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ def main() -> None:
             GRID[:] = [(0.0, "entropy", level, False, ngram, gap) for gap, levels in
                        ((1, (0.9, 0.85, 0.8, 0.75, 0.7)), (2, (0.8, 0.7, 0.6, 0.5)), (3, (0.8, 0.7, 0.6, 0.5)))
                        for level in levels for ngram in (8, 7, 6)]
+    if "--guarded" in sys.argv:  # after the guard let newlines repeat: it on, runs of 7, spacing 1 and 2, 48 prompts
+        selection = SELECTION_PROMPTS + MORE_SELECTION_PROMPTS
+        GRID[:] = [(0.0, "entropy", level, guard, 7, gap) for gap, levels in
+                   ((1, (0.85, 0.8, 0.75, 0.7)), (2, (0.7, 0.6, 0.5))) for level in levels for guard in (True, False)]
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
     dm, tok = twin("diffusion", folder)

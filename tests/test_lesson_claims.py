@@ -183,8 +183,8 @@ def test_the_filter_commits_about_two_a_pass_at_the_same_quality_and_05_is_bolde
     f07, plain, f05 = runs(x, "left", seeds), runs(x, "right", seeds), runs(x, "left", seeds, changed=True)
     assert 1.7 <= per_pass(f07) <= 2.4 and per_pass(plain) == 1.0
     sizes = [len(c) for f in f07 for _, c, _ in commits(f)]
-    assert sizes.count(1) > len(sizes) / 5 and max(sizes) >= 5  # up to six in some passes, one in others
-    assert perplexity(x.prompt, f07) < 1.2 * perplexity(x.prompt, plain)
+    assert sizes.count(1) > len(sizes) / 5 and max(sizes) >= 4  # up to four in some passes, one in others
+    assert perplexity(x.prompt, plain) < perplexity(x.prompt, f07) < 1.3 * perplexity(x.prompt, plain)  # a little
     assert 2.5 <= per_pass(f05) and perplexity(x.prompt, f05) > 1.3 * perplexity(x.prompt, f07)
 
 

@@ -189,8 +189,8 @@ LESSONS: list[Lesson] = [
              "network fitted to the twin's own decoding (Learn2PD) reads what the model shows at each masked "
              "position (its confidence, its neighbours, how long its guess has held) and commits every position "
              "it judges final, wherever it is in the block. The page's defaults use it; here it races the same "
-             "twin committing one token per pass. At 0.7 it commits about two tokens per pass, up to six in some "
-             "passes and one in others, with text as likely as the one-per-pass run's.",
+             "twin committing one token per pass. At 0.7 it commits about two tokens per pass, up to four in some "
+             "passes and one in others, with text a little less likely than the one-per-pass run's.",
         point=part("metrics"), look="'Tokens per forward pass' in both metrics, and the left heatmap's wider steps",
         try_it="Set the left learned commit filter to 0.5 and run again: bolder, nearly three tokens per pass, "
                "and the text starts to suffer.",
