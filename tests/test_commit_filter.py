@@ -81,14 +81,14 @@ def test_the_built_in_twin_loads_with_its_filter_and_uses_it() -> None:
 
 
 def test_the_twins_bench_reports_the_defaults_beside_the_filter_and_guards_on_and_off() -> None:
-    from app.bench.twins import EVAL_PROMPTS, SPACING, bench
+    from app.bench.twins import EVAL_PROMPTS, GUARD_ROW, SPACING, bench
     from app.engine.diffusion import TWIN_DIFFUSION
 
     out = bench(prompts=EVAL_PROMPTS[:2], seeds=(0, 1), held_out_stories=2)
     assert out["diffusion_default"]["settings"]["filter"] == TWIN_DIFFUSION.filter
     assert out["diffusion_filter_0.6"]["settings"]["filter"] == 0.6
     assert out["diffusion_without_no_repeat_runs"]["settings"]["no_repeat_ngram"] == 0
-    assert out["diffusion_with_stutter_guard"]["settings"]["no_repeat"] is True
+    assert out[GUARD_ROW]["settings"]["no_repeat"] is not TWIN_DIFFUSION.no_repeat
     assert out[f"diffusion_min_gap_{SPACING}"]["settings"]["min_gap"] == SPACING != TWIN_DIFFUSION.min_gap
     for row in ("diffusion_default", "diffusion_previous_defaults", "diffusion_filter_0.5", "diffusion_48_steps"):
         assert out[row]["passes"] >= out[row]["refreshes"] > 0 and out[row]["referee_ppl"] > 1

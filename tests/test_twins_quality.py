@@ -61,7 +61,7 @@ def test_the_first_screen_races_a_page_prompt() -> None:
 
 
 def test_the_twin_that_learned_its_own_stories_commits_several_tokens_in_some_passes_on_the_page_prompts(twins) -> None:
-    dm, _, tok = twins  # docs/twins.md: about 1.36 a pass at the defaults where it committed 1.01 before
+    dm, _, tok = twins  # docs/twins.md: about 1.37 a pass at the defaults where it committed 1.01 before
     tokens = passes = 0
     for prompt in EXAMPLE_PROMPTS.values():
         answer, nfe, _ = run_diffusion(dm, tok.encode(prompt), TWIN_DIFFUSION)

@@ -49,7 +49,8 @@ EVAL_PROMPTS = (
 RACE_PROMPT = STORY  # the first screen's race: the prompt a new user sees first
 SEEDS = (0, 1, 2)  # one seed is not enough: the referee's perplexity moves by half from one to the next
 # the page's defaults until the fresh-stories twins: sampled at 0.5 with the learned filter at 0.6, no stutter guard
-PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, temperature=0.5, filter=0.6, no_repeat_ngram=0, min_length=0)
+PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, temperature=0.5, filter=0.6, no_repeat=False, no_repeat_ngram=0, min_gap=1,
+                            min_length=0)
 # the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the bolder level it had before
 FILTERED = replace(TWIN_DIFFUSION, filter=0.6)
 # the most parallel setting an earlier search weighed (48 steps for 128 tokens, at least 2-3 a pass), with today's
@@ -65,16 +66,19 @@ WALL = ((TWIN_DIFFUSION.gen_length, 0), (128, LOOKAHEAD), (256, 0), (256, LOOKAH
 # the commit spacing the bench sets beside the defaults' (app/engine/diffusion.py, min_gap): off where they space, 2
 # where they do not
 SPACING = 1 if TWIN_DIFFUSION.min_gap > 1 else 2
+# ... and the stutter guard turned the other way from the defaults'
+GUARD_ROW = "diffusion_without_stutter_guard" if TWIN_DIFFUSION.no_repeat else "diffusion_with_stutter_guard"
 # the curve of tokens per pass against quality, one lever moved from the page's defaults at a time: the learned filter
 # bolder and bolder, with the defaults' commit spacing and with SPACING; fewer steps without the filter; then the
-# joint-error repairs the sampler has (ReMDM's remasking at about 3 tokens a pass, the stutter guard with a bold
-# filter, and the guard with SPACING)
+# joint-error repairs the sampler has (ReMDM's remasking at about 3 tokens a pass, and the stutter guard turned the
+# other way from the defaults', with a bold filter and with SPACING too)
 CURVE = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)),
          *({"filter": level, "min_gap": SPACING} for level in (0.8, 0.6, 0.4, 0.3, 0.2)),
          *({"filter": None, "steps": n} for n in (64, 43, 32)),
          *({"filter": None, "steps": 43, "remask": r} for r in (0.3, 0.6)),
-         {"filter": 0.6, "no_repeat": True}, {"filter": 0.5, "no_repeat": True},
-         *({"filter": level, "min_gap": SPACING, "no_repeat": True} for level in (0.4, 0.3, 0.2)))
+         *({"filter": level, "no_repeat": not TWIN_DIFFUSION.no_repeat} for level in (0.6, 0.5)),
+         *({"filter": level, "min_gap": SPACING, "no_repeat": not TWIN_DIFFUSION.no_repeat}
+           for level in (0.4, 0.3, 0.2)))
 CURVE_KEYS = ("answer_tokens_per_pass", "share_not_leftmost", "referee_ppl", "distinct2", "stutter", "recited",
               "empty_answers")
 TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out openings and seeds "
@@ -195,7 +199,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     return {"prompts": len(prompts), "gen_length": TWIN_DIFFUSION.gen_length, "seeds": list(seeds),
             "diffusion_default": diffusion_runs(TWIN_DIFFUSION),
             "diffusion_without_no_repeat_runs": diffusion_runs(replace(TWIN_DIFFUSION, no_repeat_ngram=0)),
-            "diffusion_with_stutter_guard": diffusion_runs(replace(TWIN_DIFFUSION, no_repeat=True)),
+            GUARD_ROW: diffusion_runs(replace(TWIN_DIFFUSION, no_repeat=not TWIN_DIFFUSION.no_repeat)),
             f"diffusion_min_gap_{SPACING}": diffusion_runs(replace(TWIN_DIFFUSION, min_gap=SPACING)),
             "diffusion_previous_defaults": diffusion_runs(PREVIOUS_DEFAULTS),
             "diffusion_filter_0.6": diffusion_runs(FILTERED),
