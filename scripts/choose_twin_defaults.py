@@ -27,10 +27,10 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from app.engine import autoregressive, diffusion
+from app.engine import autoregressive
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION
-from app.engine.measure import quality
+from app.engine.measure import quality, run_diffusion
 from app.sources.local import twin
 
 SELECTION_PROMPTS = ("Once upon a time, there was a big dog.", "Once upon a time", "Lily and Ben went to the beach.",
@@ -113,10 +113,9 @@ def main() -> None:
         runs, tokens, passes = [], 0, 0
         for seed in (0,) if temperature == 0 else (0, 1, 2):
             for p in prompts:
-                last = list(diffusion.generate(dm, p, replace(s, seed=seed)))[-1]
-                n = diffusion.answer_length(last.ids, last.masked, dm.eos_id)
-                runs.append((p, [int(i) for i in last.ids[:n]]))
-                tokens, passes = tokens + n, passes + last.nfe
+                answer, nfe, _ = run_diffusion(dm, p, replace(s, seed=seed))
+                runs.append((p, answer))
+                tokens, passes = tokens + len(answer), passes + nfe
         r = {"tokens_per_pass": round(tokens / passes, 3), **judged(runs)}
         rows.append((s, r))
         print(f"t={temperature:<4} {scoring:10s} filter {level} guard {guard} no-repeat runs {ngram} spacing {gap}: "
