@@ -380,14 +380,12 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
         del _LOADED[stale]
     model = adapter(net)
     if isinstance(model, MaskedDiffusionLM):
+        from app.engine.commit_filter import load
         from app.engine.stutter import wordless
 
         model.repeatable = wordless([tok.decode([i]) for i in range(config.vocab_size)])
-    if isinstance(model, MaskedDiffusionLM) and filter_path.is_file():
-        from app.engine.commit_filter import load
-
         try:
-            model.commit_filter = load(filter_path)
+            model.commit_filter = load(filter_path) if filter_path.is_file() else None
         except Exception as e:  # a damaged filter is as unusable as damaged weights
             raise UserError(f"The {kind} twin's commit filter {filter_path} is corrupt ({type(e).__name__}); "
                             "restore it or refit it with `python -m app.engine.fit_filter`.") from None
