@@ -2,10 +2,12 @@
 # One round of self-distillation for the diffusion twin (dParallel's recipe with its own text as the target): the twin
 # in MODELS_DIR writes its own stories at the page's defaults on the machine's CPU cores (app/engine/self_distill.py),
 # then continues on them, and on any earlier rounds' stories named in SD_WITH, with certainty forcing at weight 1,
-# one run per entry of MINUTES side by side (a run's length is the lever to compare).
+# one run per entry of RUNS side by side: MINUTES, or MINUTES:F to lay F of the stories that kept their trajectory
+# out as states of the decode that wrote them (train.py --order-frac).
 # Usage: bash scripts/self_distill_round.sh MODELS_DIR OUT_DIR "1.5 3" [CORPUS_DIR]
-# OUT_DIR gets stories.npz, self_distill.log and one folder per length (m1.5, m3) with the twin, its log and what the
-# twins bench reads. Round 2 of the model card ran the same commands (from a script beside the checkout, before this
+#        bash scripts/self_distill_round.sh MODELS_DIR OUT_DIR "4 4:0.5" [CORPUS_DIR]
+# OUT_DIR gets stories.npz, self_distill.log and one folder per run (m1.5, m3, m4o0.5) with the twin, its log and what
+# the twins bench reads. Round 2 of the model card ran the same commands (from a script beside the checkout, before this
 # one existed) on an H200 with MODELS_DIR the sd candidate of scripts/parallel_twin_gpu.sh, SD_MINUTES=1.8, SD_JOBS=15,
 # lengths "1.5 3" and SD_WITH the 3,669 stories round 1 wrote on this CPU.
 # SD_TEMPERATURE=0.7 has the twin sample its stories instead of writing its greedy favourites (docs/twins.md).
@@ -18,13 +20,14 @@ mkdir -p "$OUT"
 OMP_NUM_THREADS=1 python3 -m app.engine.self_distill --models "$MODELS" --corpus $C --out "$OUT/stories.npz" \
   --minutes "${SD_MINUTES:-3}" --jobs "${SD_JOBS:-$(( $(nproc) > 2 ? $(nproc) - 1 : 1 ))}" --seed "${SD_SEED:-2}" \
   --stories "${SD_STORIES:-100000}" --temperature "${SD_TEMPERATURE:-0}" > "$OUT/self_distill.log" 2>&1 || { tail "$OUT/self_distill.log"; exit 1; }
-for min in $LENGTHS; do
-  d="$OUT/m$min"; mkdir -p "$d"
+for run in $LENGTHS; do
+  IFS=: read -r min order <<< "$run"
+  d="$OUT/m$min${order:+o$order}"; mkdir -p "$d"
   cp "$MODELS"/tokenizer.json "$MODELS"/ar.safetensors "$MODELS"/ar.json "$MODELS"/referee.safetensors \
     "$MODELS"/referee.json "$d/"
   python3 -m app.engine.train --device "$DEVICE" --twin diffusion --corpus $C --kd-data "$OUT/stories.npz" \
     ${SD_WITH:-} --init-from "$MODELS/diffusion.safetensors" --first-token 0 --tokens 400000000 \
-    --batch "${BATCH:-256}" --pad-frac 0.5 --prefix-frac 0.5 --block-frac 0.75 --certainty 1 --lr 3e-4 --threads 2 \
-    --eval-every 200 --checkpoint-every 100000 --max-minutes "$min" --out "$d" > "$d/log.txt" 2>&1 &
+    --batch "${BATCH:-256}" --pad-frac 0.5 --prefix-frac 0.5 --block-frac 0.75 --certainty 1 --order-frac "${order:-0}" \
+    --lr 3e-4 --threads 2 --eval-every 200 --checkpoint-every 100000 --max-minutes "$min" --out "$d" > "$d/log.txt" 2>&1 &
 done
 wait

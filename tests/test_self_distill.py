@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.engine import diffusion, self_distill
+from app.engine import diffusion, self_distill, stories
 from app.engine.measure import CORPUS, TRAINING_FILES, run_diffusion
 from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
@@ -51,3 +51,25 @@ def test_with_a_temperature_each_story_is_the_twins_sampled_answer_with_its_own_
         assert story.tolist() == [*prompt, *answer, model.eos_id]
         differs |= run_diffusion(model, prompt, replace(sampled, temperature=0.0))[0] != answer
     assert differs  # sampling changed at least one story: the temperature reached the sampler
+
+
+def test_each_story_keeps_the_trajectory_of_the_decode_that_wrote_it(tmp_path: Path) -> None:
+    files = [str(CORPUS / f) for f in TRAINING_FILES]
+    if not all(Path(f).is_file() for f in files):
+        pytest.skip("the training stories (../shared/corpus) are not beside the repository")
+    out = tmp_path / "self.npz"
+    self_distill.main(["--corpus", *files, "--out", str(out), "--stories", "2", "--gen-length", "32"])
+    data = np.load(out)
+    assert len(data["orders"]) == len(data["tokens"])
+    model, tok = load_twin("diffusion", DEFAULT_MODELS_DIR)
+    prompts = self_distill.training_openings(tok, files, 2, 0)
+    settings = replace(diffusion.TWIN_DIFFUSION, gen_length=32, steps=32)
+    for order, prompt in zip(np.split(data["orders"], data["starts"][1:]), prompts):
+        steps = list(diffusion.generate(model, prompt, settings))
+        n = len(order) - len(prompt) - 1
+        assert order[: len(prompt)].tolist() == [stories.PROMPT] * len(prompt)
+        answer = order[len(prompt) :]
+        assert answer[-1] == stories.NEVER or answer[-1] >= 1  # the end-of-text: written by a step, or appended
+        for s, step in enumerate(steps):  # replaying the trajectory: the tokens written by step s are step s's
+            assert ((answer[:n] <= s) == ~step.masked[:n]).all()
+        assert len(set(answer[:n].tolist())) < n  # some step wrote several tokens of this story

@@ -185,3 +185,65 @@ def test_certainty_forcing_makes_the_model_surer_of_what_it_already_gets_right()
         loss.backward()
         opt.step()
     assert sharpness() > before
+
+
+def test_trajectory_windows_line_up_with_the_story_windows_of_the_same_step() -> None:
+    from app.engine.stories import NEVER, PROMPT
+    from app.engine.train import batch_at, orders_at
+
+    tokens = np.array([5, 6, 7, 8, 0, 9, 10, 11, 0])  # two stories, each ending with end-of-text (0)
+    orders = np.array([PROMPT, PROMPT, 2, 1, 3, PROMPT, 1, NEVER, NEVER])
+    starts = np.array([0, 5])
+    for step in range(4):
+        x, o = batch_at(step, tokens, starts, 6, 8, 0), orders_at(step, orders, starts, 6, 8, 0)
+        for row, order in zip(x.tolist(), o.tolist()):
+            assert row[0] == 0 and order[0] == PROMPT  # the end-of-text before the story is clean context
+            story = [5, 6, 7, 8, 0] if row[1] == 5 else [9, 10, 11, 0]
+            assert row[1 : 1 + len(story)] == story
+            assert order[1 : 1 + len(story)] == (orders[:5] if row[1] == 5 else orders[5:]).tolist()
+            assert set(order[1 + len(story) :]) == {NEVER}  # what follows the story is never a state's context
+
+
+def test_trajectory_layout_cleans_what_the_decode_wrote_before_a_step_and_scores_the_block_it_wrote_next() -> None:
+    import torch
+
+    from app.engine.stories import NEVER, PROMPT
+    from app.engine.train import trajectory_layout
+
+    row = [PROMPT, PROMPT, PROMPT, 3, 1, 2, 4, 6, 5, 7, 8, NEVER]  # a 3-token opening, 8 answer tokens in blocks of 4
+    order = torch.tensor([row] * 64)
+    use, masked, scored, count = trajectory_layout(order, torch.Generator().manual_seed(0), 1.0, 4)
+    assert use.all()
+    seen = set()
+    for m, sc, n in zip(masked.tolist(), scored.tolist(), count.tolist()):
+        done = sum(1 for o, hid in zip(row, m) if 0 <= o < NEVER and not hid)  # steps done before this state
+        seen.add(done)
+        assert [not hid for hid in m] == [o <= done for o in row]  # written by step `done`: clean; the rest masked
+        nxt = row.index(done + 1)
+        block = range(3, 7) if nxt < 7 else range(7, 11)
+        assert [i for i, s in enumerate(sc) if s] == [i for i in block if row[i] > done] and n == sum(sc)
+    assert seen == set(range(8))  # every state of the decode is drawn, never the finished one
+
+
+def test_a_diffusion_twin_trains_on_the_trajectories_its_stories_came_with(tmp_path) -> None:
+    from app.engine.stories import NEVER, PROMPT, save_stream
+
+    corpus, out = tmp_path / "stories.txt", tmp_path / "models"
+    write_corpus(corpus)
+    main(small_args(corpus, out, "ar"))
+    ar, tok = load_twin("ar", out)
+    rng = np.random.default_rng(0)
+    stream, starts, orders = [], [], []
+    for text in ["Tom had a ball. Tom was happy.", "Sue had a cake. Sue was glad.", "Ben lost the dog."] * 4:
+        ids = tok.encode(text)
+        starts.append(len(stream))
+        stream += ids + [ar.eos_id]
+        orders += [PROMPT] * 2 + (1 + rng.permutation(len(ids) - 2)).tolist() + [NEVER]
+    kd = tmp_path / "own.npz"
+    save_stream(kd, stream, starts, {"stories": len(starts)}, orders)
+    stats = main(small_args(corpus, out, "diffusion", "--init-from", str(out / "ar_fork.safetensors"),
+                            "--kd-data", str(kd), "--first-token", "0", "--tokens", str(8 * 49 * 10),
+                            "--order-frac", "1.0"))
+    assert "laid out as a state of the decode" in stats["objective"]
+    assert all(np.isfinite(p["loss"]) for p in stats["loss_curve"])
+    assert isinstance(load_twin("diffusion", out)[0], MaskedDiffusionLM)

@@ -36,6 +36,16 @@ def decode_order(steps: Sequence[Step], block_length: int, eos_id: int) -> dict[
             "commits": commits, "commits_per_step": per_step, "not_leftmost": not_leftmost, "holes": holes}
 
 
+def commit_steps(steps: Sequence[Step]) -> np.ndarray:
+    """For each answer position, the step (1 = the first after the all-masked start) whose commit it kept: the
+    decode's trajectory, which `train.py --order-frac` replays as the states the sampler saw. 0 = never committed."""
+    order = np.zeros(len(steps[0].ids), dtype=np.int64)
+    for i, step in enumerate(steps[1:], start=1):
+        order[step.remasked] = 0
+        order[step.committed] = i
+    return order
+
+
 def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Pooled figures over several decodes: tokens per pass, commits per step (mean and median) and the
     shares of commits that were not the leftmost masked position, or left a hole."""

@@ -25,8 +25,17 @@ from dataclasses import replace
 import numpy as np
 
 from app.engine import diffusion
-from app.engine.measure import run_diffusion
-from app.engine.stories import FIRST_SENTENCE, SPLIT_SEED, command_line, read_stories, save_stream, split_stories
+from app.engine.parallel import commit_steps
+from app.engine.stories import (
+    FIRST_SENTENCE,
+    NEVER,
+    PROMPT,
+    SPLIT_SEED,
+    command_line,
+    read_stories,
+    save_stream,
+    split_stories,
+)
 
 OPENING_MAX = 28  # tokens of a first-sentence opening
 
@@ -50,9 +59,11 @@ def training_openings(tok: object, corpus: list[str], n: int, seed: int) -> list
     return out
 
 
-def write(job: tuple[str, list[list[int]], int, float, float, int]) -> list[list[int]]:
+def write(job: tuple[str, list[list[int]], int, float, float, int]) -> list[tuple[list[int], list[int]]]:
     """One process's stories: the opening, the twin's answer at the page's defaults (sampled at `temperature`, story i
-    with seed `seed + i`), end-of-text; until its openings or its minutes run out. Empty answers are dropped."""
+    with seed `seed + i`), end-of-text; until its openings or its minutes run out. Empty answers are dropped. Each comes
+    with its trajectory: the decode step that wrote each token (stories.PROMPT for the opening, stories.NEVER for an
+    end-of-text appended to a cut answer)."""
     from app.engine.model import load_twin
 
     folder, prompts, gen_length, minutes, temperature, seed = job
@@ -63,9 +74,13 @@ def write(job: tuple[str, list[list[int]], int, float, float, int]) -> list[list
     for i, prompt in enumerate(prompts):
         if time.time() - start > 60 * minutes:
             break
-        answer, _, _ = run_diffusion(model, prompt, replace(settings, seed=(seed + i) % 10_000))
-        if answer:
-            stories.append([*prompt, *answer, model.eos_id])
+        steps = list(diffusion.generate(model, prompt, replace(settings, seed=(seed + i) % 10_000)))
+        n = diffusion.answer_length(steps[-1].ids, steps[-1].masked, model.eos_id)
+        if n:
+            order = commit_steps(steps)
+            end = int(order[n]) if n < len(order) and order[n] else NEVER
+            stories.append(([*prompt, *steps[-1].ids[:n].tolist(), model.eos_id],
+                            [PROMPT] * len(prompt) + order[:n].tolist() + [end]))
     return stories
 
 
@@ -98,14 +113,15 @@ def main(argv: list[str] | None = None) -> dict:
             parts = workers.map(write, jobs)
     else:
         parts = [write(jobs[0])]
-    stories = [s for part in parts for s in part]
+    stories = [s for part in parts for s, _ in part]
+    orders = [o for part in parts for _, o in part]
     starts = np.cumsum([0, *(len(s) for s in stories)])[:-1]
     stats = {"teacher": "the diffusion twin itself at the page's defaults", "models": args.models,
              "temperature": args.temperature,
              "stories": len(stories), "tokens": int(sum(len(s) for s in stories)), "gen_length": args.gen_length,
              "seconds": round(time.time() - start, 1), "jobs": args.jobs,
              "command": command_line("app.engine.self_distill", argv)}
-    save_stream(args.out, [t for s in stories for t in s], starts.tolist(), stats)
+    save_stream(args.out, [t for s in stories for t in s], starts.tolist(), stats, [o for s in orders for o in s])
     print(json.dumps(stats), flush=True)
     return stats
 

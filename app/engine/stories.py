@@ -71,12 +71,20 @@ def command_line(module: str, argv: list[str] | None) -> str:
     return f"python -m {module} " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
 
 
-def save_stream(path: str | Path, stream: list[int], starts: list[int], stats: dict[str, Any]) -> None:
+# A story's trajectory (`orders`, beside its tokens): the decode step that wrote each token, or one of these.
+PROMPT = -1  # the opening (and the end-of-text before it): clean in every state of the decode
+UNKNOWN = -2  # a stream written without its trajectory (an AR teacher's, or before trajectories were kept)
+NEVER = 1 << 30  # no step wrote it (the end-of-text after a cut answer, whatever follows the story): always masked
+
+
+def save_stream(path: str | Path, stream: list[int], starts: list[int], stats: dict[str, Any],
+                orders: list[int] | None = None) -> None:
     """Writes a teacher's stories as the .npz `train.py --kd-data` reads: the token stream, where each story starts,
-    and how they were made."""
+    how they were made and, where the writer kept it, each token's decode step (`orders`)."""
+    extra = {} if orders is None else {"orders": np.array(orders, dtype=np.int64)}
     with open(path, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
         np.savez(f, tokens=np.array(stream, dtype=np.int64), starts=np.array(starts, dtype=np.int64),
-                 stats=json.dumps(stats))
+                 stats=json.dumps(stats), **extra)
 
 
 def load_streams(paths: list[str]) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
@@ -90,6 +98,16 @@ def load_streams(paths: list[str]) -> tuple[np.ndarray, np.ndarray, list[dict[st
             stats.append(json.loads(str(d["stats"])))
         n += len(tokens[-1])
     return np.concatenate(tokens), np.concatenate(starts), stats
+
+
+def load_orders(paths: list[str]) -> np.ndarray:
+    """Each token's decode step over the stream `load_streams` reads from the same files (UNKNOWN for a file written
+    without them)."""
+    parts = []
+    for path in paths:
+        with np.load(path) as d:
+            parts.append(d["orders"] if "orders" in d.files else np.full(len(d["tokens"]), UNKNOWN, dtype=np.int64))
+    return np.concatenate(parts)
 
 
 def joined_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:

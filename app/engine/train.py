@@ -25,7 +25,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from app.engine.stories import SPLIT_SEED, command_line, joined_stats, load_streams, read_stories, split_stories
+from app.engine.stories import (
+    NEVER,
+    PROMPT,
+    SPLIT_SEED,
+    command_line,
+    joined_stats,
+    load_orders,
+    load_streams,
+    read_stories,
+    split_stories,
+)
 
 SPECIALS = ["<|endoftext|>", "<|mask|>", "<|pad|>"]
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "models"
@@ -80,6 +90,21 @@ def batch_at(step: int, tokens: np.ndarray, starts: np.ndarray, batch: int, seq:
             ends = np.flatnonzero(row[1:] == eos_id)
             if padded and len(ends):
                 row[ends[0] + 2 :] = eos_id
+    return torch.from_numpy(rows)
+
+
+def orders_at(step: int, orders: np.ndarray, starts: np.ndarray, batch: int, seq: int, seed: int) -> torch.Tensor:
+    """The decode step of each position of `batch_at`'s windows for the same step (the same picks): stories.PROMPT
+    for the end-of-text before the story and its opening, the step that wrote each answer token, stories.NEVER after
+    the story (where `batch_at` packs the next story or pads)."""
+    rng = np.random.default_rng([seed, step])
+    pick = rng.integers(0, len(starts), size=batch)
+    ends = np.append(starts[1:], len(orders))
+    rows = np.full((batch, seq), NEVER, dtype=np.int64)
+    rows[:, 0] = PROMPT
+    for row, k in zip(rows, pick):
+        story = orders[starts[k] : min(ends[k], starts[k] + seq - 1)]
+        row[1 : 1 + len(story)] = story
     return torch.from_numpy(rows)
 
 
@@ -160,10 +185,32 @@ def ar_loss(model: TorchTransformer, x: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
 
 
+def trajectory_layout(order: torch.Tensor, gen: torch.Generator, frac: float, block: int
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """States the sampler itself passed through (dParallel's "follow its original sampling trajectories"; TRIMS's
+    trajectory-aware masking): for `frac` of the rows that have a trajectory, a step s is drawn among the decode's
+    steps, the tokens written by step s are clean and the rest masked, and the loss is on the masked positions of the
+    block the sampler was writing next (`block` answer positions wide), the only ones it commits from. Returns (rows
+    laid out so, masked, scored, scored positions per row)."""
+    B, T = order.shape
+    answer = (order >= 0) & (order < NEVER)
+    use = answer.any(dim=1) & (torch.rand(B, generator=gen) < frac)
+    last = torch.where(answer, order, torch.zeros_like(order)).max(dim=1).values
+    s = (torch.rand(B, generator=gen) * last).long()  # steps done: 0 .. last - 1, so something is left to write
+    masked = order > s[:, None]
+    nxt = torch.where(masked & answer, order, torch.full_like(order, NEVER)).argmin(dim=1)  # written at step s + 1
+    first = answer.float().argmax(dim=1)
+    lo = first + (nxt - first) // block * block
+    pos = torch.arange(T)[None, :]
+    scored = masked & answer & (pos >= lo[:, None]) & (pos < (lo + block)[:, None])
+    return use, masked & use[:, None], scored & use[:, None], scored.sum(dim=1).float().clamp(min=1)
+
+
 def diffusion_loss(
     model: TorchTransformer, x: torch.Tensor, mask_id: int, gen: torch.Generator,
     t: torch.Tensor | None = None, max_weight: float = 10.0, prefix_frac: float = 0.0,
     block_frac: float = 0.0, blocks: tuple[int, ...] = (16, 32), certainty: float = 0.0,
+    order: torch.Tensor | None = None, order_frac: float = 0.0, order_block: int = 16,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Masked-diffusion loss (MDLM/LLaDA): mask each position 1..T-1 with probability t (one t per
     sequence, stratified across the batch unless given), cross-entropy on masked positions weighted
@@ -179,6 +226,8 @@ def diffusion_loss(
     With `certainty` (dParallel's certainty forcing), the loss adds that weight times the mean entropy of the
     sharpened prediction (softmax of logits / 0.5) at the scored positions the model already gets right, so it
     becomes sure of them sooner, several at a time, and a confidence threshold commits them together.
+    With `order` (each position's decode step, `orders_at`) and `order_frac`, that share of the rows with a
+    trajectory is laid out as a state of it instead (`trajectory_layout`), its loss the mean over the scored block.
     Returns (weighted loss, mean unweighted CE on masked tokens)."""
     B, T = x.shape
     if t is None:
@@ -204,11 +253,17 @@ def diffusion_loss(
         masked = torch.where(rows, block_masked | after, masked)
         scored = torch.where(rows, block_masked, masked)
         per_row = torch.where(layout, size.float(), per_row)
+    weight = (1.0 / t).clamp(max=max_weight)[:, None].expand(B, 1)
+    if order is not None and order_frac > 0:
+        rows, o_masked, o_scored, o_count = trajectory_layout(order, gen, order_frac, order_block)
+        masked = torch.where(rows[:, None], o_masked, masked)
+        scored = torch.where(rows[:, None], o_scored, scored)
+        per_row = torch.where(rows, o_count, per_row)
+        weight = torch.where(rows[:, None], torch.ones_like(weight), weight)
     noisy = torch.where(masked, torch.full_like(x, mask_id), x)
     logits = model(noisy, causal=False)[:, :-1]
     ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none").view(B, T - 1)
     m = scored[:, 1:].float()
-    weight = (1.0 / t).clamp(max=max_weight)[:, None]
     loss = ((ce * m * weight).sum(dim=1) / per_row).mean()
     if certainty > 0:
         right = (logits.argmax(dim=-1) == x[:, 1:]).float() * m
@@ -314,6 +369,8 @@ def main(argv: list[str] | None = None) -> dict:
                     "sampler sees them (clean prefix, one block masked at rate t, everything after masked)")
     ap.add_argument("--certainty", type=float, default=0.0, help="diffusion: weight of dParallel's certainty forcing "
                     "(entropy of the sharpened prediction at masked positions the model gets right)")
+    ap.add_argument("--order-frac", type=float, default=0.0, help="diffusion, with --kd-data from self_distill: "
+                    "share of its stories laid out as a state of the decode that wrote them (the trajectory it kept)")
     ap.add_argument("--pad-frac", type=float, default=0.0,
                     help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
@@ -361,9 +418,10 @@ def main(argv: list[str] | None = None) -> dict:
 
         train_s = train_s + augmented(train_s, args.augment, args.seed)
     tokens, starts = encode_stream(tok, train_s, eos_id)
-    distilled = None
+    distilled = orders = None
     if args.kd_data:
         tokens, starts, distilled = load_streams(args.kd_data)
+        orders = load_orders(args.kd_data) if args.order_frac else None
     val_tokens, val_starts = encode_stream(tok, val_s, eos_id)
     val = torch.stack([batch_at(i, val_tokens, val_starts, 1, args.seq, args.seed + 1)[0]
                        for i in range(args.val_windows)]).to(device)
@@ -442,8 +500,11 @@ def main(argv: list[str] | None = None) -> dict:
             if args.twin == "ar":
                 loss = ce = ar_loss(model, x)
             else:
+                order = (None if orders is None else
+                         orders_at(step, orders, starts, args.batch, args.seq, args.seed).to(device))
                 loss, ce = diffusion_loss(model, x, mask_id, gen, prefix_frac=args.prefix_frac,
-                                          block_frac=args.block_frac, certainty=args.certainty)
+                                          block_frac=args.block_frac, certainty=args.certainty,
+                                          order=order, order_frac=args.order_frac)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -493,7 +554,9 @@ def main(argv: list[str] | None = None) -> dict:
         + (f"; {args.block_frac:.0%} laid out as the block sampler sees them (clean prefix, a block of 16 or 32 "
            "masked at rate t, the rest masked; loss on the block)" if args.block_frac else "")
         + (f"; certainty forcing (dParallel) weight {args.certainty}: entropy of softmax(logits / 0.5) at masked "
-           "positions predicted right" if args.certainty else ""),
+           "positions predicted right" if args.certainty else "")
+        + (f"; {args.order_frac:.0%} of the stories with a trajectory laid out as a state of the decode that wrote "
+           "them (loss on the masked positions of the block it wrote next)" if args.order_frac else ""),
         "pad_frac": args.pad_frac,
         "init": init_note,
         "params": n_params,
