@@ -18,7 +18,9 @@ twin's defaults (its guard cost perplexity at every level). `--runs --fine` step
 (docs/twins.md), so the page keeps the coarser round's choice. `--spacing` runs bolder levels with the commit
 spacing (`min_gap` 2-4: no two commits of a pass nearer than that) and the same run guards; `--spacing --wide` runs
 spacing 1-3 at the levels near the bounds on 48 prompts (the 24 and MORE_SELECTION_PROMPTS); `--guarded` runs those
-prompts with the stutter guard on and off (after it let newlines repeat), spacing 1 and 2, runs of 7.
+prompts with the stutter guard on and off (after it let newlines repeat), spacing 1 and 2, runs of 7. `--trajectory`
+runs the guarded page's guards (on, runs of 7) at bolder levels, spacing 1 and 2, on the 48 prompts: the round for the
+twins that learned the states of their own decodes (docs/twins.md), which stay fluent further down.
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ def main() -> None:
         selection = SELECTION_PROMPTS + MORE_SELECTION_PROMPTS
         GRID[:] = [(0.0, "entropy", level, guard, 7, gap) for gap, levels in
                    ((1, (0.85, 0.8, 0.75, 0.7)), (2, (0.7, 0.6, 0.5))) for level in levels for guard in (True, False)]
+    if "--trajectory" in sys.argv:  # twins trained on their own decodes' states: bolder levels, the page's guards
+        selection = SELECTION_PROMPTS + MORE_SELECTION_PROMPTS
+        GRID[:] = [(0.0, "entropy", level, True, 7, gap) for gap, levels in
+                   ((1, (0.85, 0.8, 0.75, 0.7, 0.65, 0.6)), (2, (0.6, 0.5))) for level in levels]
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
     dm, tok = twin("diffusion", folder)

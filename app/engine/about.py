@@ -55,6 +55,12 @@ def _diffusion_story(dm: list[dict[str, Any]], taught: list[dict[str, Any]], for
         start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of stories the AR twin "
                   f"wrote{forcing} (sequence-level distillation: the AR twin is its teacher; writing them took "
                   f"{kd['seconds'] / 60:.0f} minutes on {kd.get('threads', 1)} CPU thread(s))")
+    for run in reversed(dm):
+        if run.get("averaged"):
+            share = run["averaged"]["weight"]
+            start += (f"; then its weights became {share:.0%} its own and {1 - share:.0%} those of the twin it was "
+                      "before its last rounds of self-distillation (a weighted mean of the two, WiSE-FT: surer of "
+                      "several tokens together than the earlier twin, nearer the stories than the later)")
     return start, written
 
 
