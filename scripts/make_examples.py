@@ -36,7 +36,7 @@ EXAMPLES: list[dict[str, Any]] = [
     {"name": "02-random-order-no-blocks",
      "caption": "Random order, no blocks: positions open anywhere in the answer in a random order, "
                 "so the text converges everywhere at once (and the colours say nothing about confidence).",
-     "prompt": "Rosa and her brother found a tiny door in the garden wall.",
+     "prompt": "Mila built a kite out of paper and string.",
      "left": {"gen_length": 64, "steps": 32, "block_length": 64, "scoring": "random", "filter": 0}},
     {"name": "03-few-steps-parallel",
      "caption": "Parallel decoding by budget: 16 steps for 64 tokens commits 4 tokens per forward pass, "

@@ -112,6 +112,7 @@ def test_the_page_names_the_shipped_twins_data_early_stopping_self_distillation_
     assert "early stopping" in details and "40 copies" in details and "H200" in details
     assert "learns from its own stories (self-distillation)" in headline and "AR twin wrote" not in headline
     assert "tokens of its own stories with certainty forcing" in details and "writing its own" in details
+    assert "laid out as the states their decodes passed through" in details and "WiSE-FT" in details
 
 
 def fit_in(folder: Path, *flags: str) -> Any:

@@ -114,7 +114,8 @@ def test_the_diffusion_canvas_starts_fully_masked_and_keeps_one_guess_a_step() -
     for changed, n in ((False, 64), (True, 128)):
         for f in runs(x, "left", (0,), changed):
             assert len(f[0].masked) == n and all(f[0].masked)
-            assert [len(c) for _, c, _ in commits(f)] == [1] * n and f[-1].nfe == n
+            sizes = [len(c) for _, c, _ in commits(f)]  # one a step until the story is complete (stop early)
+            assert sizes == [1] * len(sizes) and f[-1].nfe == len(sizes) and not any(f[-1].masked[:len(f[-1].tokens)])
 
 
 def test_the_forward_process_race_unmasks_in_random_order_one_then_four_a_step() -> None:
@@ -152,40 +153,40 @@ def test_the_two_orders_commit_different_positions_and_margin_is_a_third() -> No
         assert order(confidence) != order(random_) and order(margin) != order(random_)
 
 
-def test_one_block_strays_about_27_positions_blocks_of_16_about_three_and_8_less() -> None:
+def test_one_block_strays_about_8_positions_blocks_of_16_about_three_and_8_less() -> None:
     x = lesson("Blocks: why")
     one, sixteen, eight = stray(runs(x, "left")), stray(runs(x, "right")), stray(runs(x, "right", changed=True))
-    assert 20 <= one <= 35 and 2 <= sixteen <= 4 and eight < sixteen - 0.5
+    assert 6 <= one <= 11 and 2 <= sixteen <= 4 and eight < sixteen - 0.5
 
 
-def test_fewer_steps_write_worse_text_and_32_steps_sit_between() -> None:
+def test_fewer_steps_write_worse_text_and_32_steps_are_nearly_as_likely_as_64() -> None:
     x = lesson("Steps against quality")
     seeds = (0, 1, 2, 3)
     p64, p8, p32 = (perplexity(x.prompt, r) for r in (runs(x, "left", seeds), runs(x, "right", seeds),
                                                       runs(x, "right", seeds, changed=True)))
     assert per_pass(runs(x, "right", seeds)) > 5 and p8 > 5 * p64
-    assert p64 * 1.3 < p32 < p8 / 2
+    assert p32 < 1.3 * p64 and p32 < p8 / 4
 
 
-def test_a_threshold_of_09_commits_about_13_a_pass_as_well_and_01_over_six_and_breaks_the_text() -> None:
+def test_a_threshold_of_09_commits_about_16_a_pass_as_well_and_01_over_six_and_breaks_the_text() -> None:
     x = lesson("Parallel decoding by threshold")
     at09, plain, at01 = runs(x, "left"), runs(x, "right"), runs(x, "left", changed=True)
-    assert 1.15 <= per_pass(at09) <= 1.5 and per_pass(plain) == 1.0
+    assert 1.4 <= per_pass(at09) <= 1.9 and per_pass(plain) == 1.0
     assert max(len(c) for f in at09 for _, c, _ in commits(f)) >= 3  # several where it is sure
     assert perplexity(x.prompt, at09) < 1.2 * perplexity(x.prompt, plain)
     assert per_pass(at01) > 6
-    assert perplexity(x.prompt, at01) > 7 * perplexity(x.prompt, at09)  # about ten times less likely
+    assert perplexity(x.prompt, at01) > 20 * perplexity(x.prompt, at09)  # over twenty times less likely
 
 
-def test_the_filter_commits_about_two_a_pass_at_the_same_quality_and_05_is_bolder() -> None:
+def test_the_filter_commits_about_three_a_pass_at_the_same_quality_and_05_is_bolder() -> None:
     x = lesson("A learned commit rule")
     seeds = (0, 1, 2, 3)
     f07, plain, f05 = runs(x, "left", seeds), runs(x, "right", seeds), runs(x, "left", seeds, changed=True)
-    assert 1.7 <= per_pass(f07) <= 2.4 and per_pass(plain) == 1.0
+    assert 2.5 <= per_pass(f07) <= 3.3 and per_pass(plain) == 1.0
     sizes = [len(c) for f in f07 for _, c, _ in commits(f)]
-    assert sizes.count(1) > len(sizes) / 5 and max(sizes) >= 4  # up to four in some passes, one in others
-    assert perplexity(x.prompt, plain) < perplexity(x.prompt, f07) < 1.3 * perplexity(x.prompt, plain)  # a little
-    assert 2.5 <= per_pass(f05) and perplexity(x.prompt, f05) > 1.3 * perplexity(x.prompt, f07)
+    assert sizes.count(1) > len(sizes) / 10 and max(sizes) >= 6  # up to six in some passes, one in others
+    assert perplexity(x.prompt, f07) < 1.1 * perplexity(x.prompt, plain)  # as likely
+    assert 3.4 <= per_pass(f05) and perplexity(x.prompt, f05) > 1.3 * perplexity(x.prompt, f07)
 
 
 def test_remasking_reopens_tokens_and_more_at_09() -> None:
@@ -198,8 +199,9 @@ def test_remasking_reopens_tokens_and_more_at_09() -> None:
 def test_one_block_floods_end_of_text_and_blocks_or_the_factor_let_the_story_run() -> None:
     x = lesson("End of text")
     for f in runs(x, "left"):
-        assert f[20].tokens.count(EOS_MARK) > 100 and len(f[-1].tokens) < 60  # by the 20th pass; about 40 tokens
-    assert all(len(f[-1].tokens) > 100 for f in runs(x, "right"))
+        assert f[20].tokens.count(EOS_MARK) > 100 and len(f[-1].tokens) < 90  # by the 20th pass; about 70 tokens
+    flooded = max(len(f[-1].tokens) for f in runs(x, "left"))
+    assert all(90 <= len(f[-1].tokens) and flooded < len(f[-1].tokens) for f in runs(x, "right"))  # about 100
     assert all(len(f[-1].tokens) > 100 for f in runs(x, "left", (0, 1), changed=True))
 
 

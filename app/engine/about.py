@@ -43,6 +43,8 @@ def _diffusion_story(dm: list[dict[str, Any]], taught: list[dict[str, Any]], for
     for run in reversed(taught):  # oldest first
         kd = run["data"]["distilled"]
         forcing = " with certainty forcing (dParallel)" if "certainty forcing" in str(run.get("objective")) else ""
+        if "state of the decode" in str(run.get("objective")):
+            forcing += ", many of them laid out as the states their decodes passed through"
         if kd in written:
             start += f"; then {run['tokens_this_run']:,} more tokens on the same stories{forcing}"
             continue

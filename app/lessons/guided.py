@@ -89,7 +89,7 @@ LESSONS: list[Lesson] = [
              "canvas.",
         point=part("panel-left"), look="the left panel",
         try_it="Set the left answer length to 128 and run again: the canvas is twice as long and is filled in "
-               "the same way, one position per step, in twice the steps.",
+               "the same way, one position per step, until the story is complete (the run stops early there).",
         try_side="left", try_settings={"gen_length": 128, "steps": 128},
     ),
     Lesson(
@@ -145,7 +145,7 @@ LESSONS: list[Lesson] = [
         title="Blocks: why diffusion is often run semi-autoregressively",
         text="With blocks, the answer is cut into chunks that are decoded one after another from the left; "
              "inside a block, positions fill in any order. A model allowed to commit anywhere strays further from "
-             "the left: here each commit lands on average about 27 positions right of the first masked one with one "
+             "the left: here each commit lands on average about 8 positions right of the first masked one with one "
              "block of 64 (left), about 3 with blocks of 16 (right). Blocks exist because at longer lengths that "
              "freedom lets easy, far-away tokens such as end-of-text settle first (the end-of-text lesson shows it).",
         point=part("heatmap-right"), look="the right heatmap: one block at a time",
@@ -161,8 +161,8 @@ LESSONS: list[Lesson] = [
              "were guessed at the same time, without seeing each other. That is where broken grammar and missing "
              "words come from: compare the 64-step text on the left with the 8-step text on the right.",
         point=part("panel-right"), look="the two panels' text, and the forward passes in the metrics",
-        try_it="Set the right steps to 32 and run again: four times the passes of 8, and better text, though "
-               "still worse than 64 steps.",
+        try_it="Set the right steps to 32 and run again: four times the passes of 8, and text nearly as likely "
+               "as 64 steps' (this twin learned to be right about several tokens together).",
         try_side="right", try_settings={"steps": 32},
         right="local-diffusion",
         right_settings={**SHORT, "steps": 8},
@@ -173,11 +173,11 @@ LESSONS: list[Lesson] = [
              "confidence is above it (and at least one per step), so the model decides how many tokens each "
              "pass yields. The threshold trades speed for quality: lower means more tokens per pass and more "
              "mistakes. This twin learned from its own stories to be sure of several words at once, so even at "
-             "Fast-dLLM's 0.9 (left) it commits about 1.3 tokens per pass, several where it is sure, with text as "
+             "Fast-dLLM's 0.9 (left) it commits about 1.6 tokens per pass, several where it is sure, with text as "
              "likely as the right's one token per pass; its learned commit filter gains more (the next lesson).",
         point=part("metrics"), look="'Tokens per forward pass' in the metrics",
         try_it="Set the left threshold to 0.1 and run again: over six tokens per pass, and the text falls apart "
-               "(the twins' referee finds it about ten times less likely).",
+               "(the twins' referee finds it over twenty times less likely).",
         try_side="left", try_settings={"threshold": 0.1},
         right="local-diffusion",
         left_settings={**SHORT, "threshold": 0.9},
@@ -189,10 +189,10 @@ LESSONS: list[Lesson] = [
              "network fitted to the twin's own decoding (Learn2PD) reads what the model shows at each masked "
              "position (its confidence, its neighbours, how long its guess has held) and commits every position "
              "it judges final, wherever it is in the block. The page's defaults use it; here it races the same "
-             "twin committing one token per pass. At 0.7 it commits about two tokens per pass, up to four in some "
-             "passes and one in others, with text a little less likely than the one-per-pass run's.",
+             "twin committing one token per pass. At 0.7 it commits about three tokens per pass, up to six in some "
+             "passes and one in others, with text as likely as the one-per-pass run's.",
         point=part("metrics"), look="'Tokens per forward pass' in both metrics, and the left heatmap's wider steps",
-        try_it="Set the left learned commit filter to 0.5 and run again: bolder, nearly three tokens per pass, "
+        try_it="Set the left learned commit filter to 0.5 and run again: bolder, nearly four tokens per pass, "
                "and the text starts to suffer.",
         try_side="left", try_settings={"filter": 0.5},
         right="local-diffusion",
@@ -215,8 +215,8 @@ LESSONS: list[Lesson] = [
         text="A diffusion model must fill every position of its canvas, so the positions after the story ends "
              "get end-of-text (shown as <eos>). End-of-text far from the prompt is an easy, confident guess: ranked "
              "by confidence (LLaDA's order) in one block of 256 (left), the twin commits over a hundred <eos> "
-             "within its first 20 passes, and the story stops after about 40 tokens. With blocks of 32 (right), "
-             "nothing right of the current block can be committed, so the story runs past a hundred tokens.",
+             "within its first 20 passes, and the story stops after about 70 tokens. With blocks of 32 (right), "
+             "nothing right of the current block can be committed, so the story runs on to about a hundred tokens.",
         point=part("panel-left"), look="the <eos> marks in the left panel",
         try_it="Set the left end-of-text score factor to 0.3 and run again: end-of-text now needs a much "
                "higher score to be committed (by the schedule or the learned filter), so the story runs past a "
