@@ -61,12 +61,12 @@ def test_the_first_screen_races_a_page_prompt() -> None:
 
 
 def test_the_twin_that_learned_its_own_stories_commits_several_tokens_in_some_passes_on_the_page_prompts(twins) -> None:
-    dm, _, tok = twins  # docs/twins.md: about 1.37 a pass at the defaults where it committed 1.01 before
+    dm, _, tok = twins  # docs/twins.md: about 1.48 a pass at the defaults (1.37 for the twin before, 1.01 earlier)
     tokens = passes = 0
     for prompt in EXAMPLE_PROMPTS.values():
         answer, nfe, _ = run_diffusion(dm, tok.encode(prompt), TWIN_DIFFUSION)
         tokens, passes = tokens + len(answer), passes + nfe
-    assert tokens / passes > 1.25
+    assert tokens / passes > 1.4
 
 
 def test_the_recital_measure_finds_a_training_story_and_not_a_fresh_one(known) -> None:
