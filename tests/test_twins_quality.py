@@ -119,6 +119,21 @@ def test_commit_spacing_gives_more_tokens_a_pass_and_likelier_text_than_a_bolder
     assert spaced_rate >= plain_rate and spaced_ppl < plain_ppl
 
 
+def test_commit_spacing_costs_tokens_a_pass_at_the_pages_cautious_filter_level(twins) -> None:
+    """The setting's help: at the page's level (0.85) spacing 2 holds back commits the filter would have made."""
+    from app.bench.twins import EVAL_PROMPTS
+
+    dm, _, tok = twins
+    rates = {}
+    for gap in (1, 2):
+        tokens = passes = 0
+        for text in EVAL_PROMPTS[:8]:
+            answer, nfe, _ = run_diffusion(dm, tok.encode(text), replace(TWIN_DIFFUSION, min_gap=gap))
+            tokens, passes = tokens + len(answer), passes + nfe
+        rates[gap] = tokens / passes
+    assert rates[2] < rates[1]
+
+
 def test_with_the_stutter_guard_on_the_twin_still_writes_paragraph_breaks(twins) -> None:
     """A paragraph break is two newline tokens; the guard once refused a newline beside a newline, so its stories ran
     on without one (and the referee found them less likely)."""

@@ -80,7 +80,9 @@ class DiffusionSettings:
                           help="The least distance between two positions one pass commits: the extra commits "
                                "(threshold, factor, filter), surest first, wait for a later pass when one already "
                                "taken is nearer. Positions committed together cannot see each other, and neighbours "
-                               "depend on each other most (DUS's dilated spacing).")
+                               "depend on each other most (DUS's dilated spacing). At a cautious filter level it "
+                               "costs tokens per pass; with a bold one it keeps the text likelier than a level that "
+                               "commits as many without it.")
     min_length: int = option(0, "Shortest answer (tokens)", min=0, max="gen_length", step=1,
                              help="End-of-text cannot be written before this many answer tokens (1: never an empty "
                                   "answer).")
