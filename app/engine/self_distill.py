@@ -11,7 +11,9 @@ tokens) or the first 3 to 12 tokens of training stories and of three name-swappe
 (app/engine/augment.py); held-out stories are never used. Each answer is written as the page writes it
 (`TWIN_DIFFUSION`, `--gen-length` tokens) and ends with end-of-text, where the twin wrote one or where the answer was
 cut. With `--temperature` above 0 the twin samples its guesses instead (one seed per story), for stories that vary more
-than its greedy favourites. The writer is numpy only: one process per core with `--jobs`.
+than its greedy favourites. Each story keeps its trajectory (the decode step that wrote each token), which
+`train.py --order-frac` lays out as the states the sampler passed through. The writer is numpy only: one process per
+core with `--jobs`.
 """
 
 from __future__ import annotations
