@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "init": f"the weighted mean of two twins' weights (WiSE-FT): {args.weight:g} x the twin of the run below and "
                 f"{1 - args.weight:g} x an earlier twin of its chain",
         "averaged": {"weight": args.weight, "old_held_out": logs[old]["training"].get("held_out")},
+        "data": {"stories_held_out": len(val_s), "held_out_tokens": int(len(val_tokens))},
         "params": newer["params"], "tokens_this_run": 0, "tokens_seen_total": newer["tokens_seen_total"],
         "seconds": round(time.time() - start, 1), "hardware": hardware(),
         "held_out": held_out_loss(model, val, "diffusion", config["mask_id"], SPLIT_SEED),

@@ -185,6 +185,21 @@ def ar_loss(model: TorchTransformer, x: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
 
 
+def block_layout(t: torch.Tensor, gen: torch.Generator, frac: float, blocks: tuple[int, ...], T: int
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The block sampler's view (block diffusion, BD3-LM) for `frac` of the rows: a clean prefix of random length,
+    one block (a length from `blocks`) masked with the row's probability t, everything after it masked; the loss on
+    the block's masked positions. Returns (rows laid out so, masked, scored, block length per row)."""
+    B = len(t)
+    layout = torch.rand(B, generator=gen) < frac
+    size = torch.tensor(blocks)[torch.randint(0, len(blocks), (B,), generator=gen)]
+    lo = 1 + (torch.rand(B, generator=gen) * (T - size).clamp(min=1)).long()
+    pos = torch.arange(T)[None, :]
+    in_block = (pos >= lo[:, None]) & (pos < (lo + size)[:, None])
+    block_masked = (torch.rand(B, T, generator=gen) < t[:, None]) & in_block
+    return layout, block_masked | (pos >= (lo + size)[:, None]), block_masked, size.float()
+
+
 def trajectory_layout(order: torch.Tensor, gen: torch.Generator, frac: float, block: int
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """States the sampler itself passed through (dParallel's "follow its original sampling trajectories"; TRIMS's
@@ -220,9 +235,8 @@ def diffusion_loss(
     settled text on the left, masks on the right.
 
     With `block_frac`, that share of the sequences is laid out exactly as the block sampler sees them
-    (block diffusion, BD3-LM): a clean prefix of random length, one block (a length from `blocks`) masked
-    with probability t, and everything after it masked; their loss is on the block's masked positions
-    only, averaged over the block, since those are the only positions the sampler commits from.
+    (`block_layout`); their loss is on the block's masked positions only, averaged over the block, since those are
+    the only positions the sampler commits from.
     With `certainty` (dParallel's certainty forcing), the loss adds that weight times the mean entropy of the
     sharpened prediction (softmax of logits / 0.5) at the scored positions the model already gets right, so it
     becomes sure of them sooner, several at a time, and a confidence threshold commits them together.
@@ -241,25 +255,16 @@ def diffusion_loss(
         masked &= ~(keep[:, None] & (torch.arange(T)[None, :] < cut[:, None]))
     scored = masked.clone()
     per_row = torch.full((B,), float(T - 1))
-    if block_frac > 0:
-        layout = torch.rand(B, generator=gen) < block_frac
-        size = torch.tensor(blocks)[torch.randint(0, len(blocks), (B,), generator=gen)]
-        lo = 1 + (torch.rand(B, generator=gen) * (T - size).clamp(min=1)).long()
-        pos = torch.arange(T)[None, :]
-        in_block = (pos >= lo[:, None]) & (pos < (lo + size)[:, None])
-        after = pos >= (lo + size)[:, None]
-        block_masked = (torch.rand(B, T, generator=gen) < t[:, None]) & in_block
-        rows = layout[:, None]
-        masked = torch.where(rows, block_masked | after, masked)
-        scored = torch.where(rows, block_masked, masked)
-        per_row = torch.where(layout, size.float(), per_row)
     weight = (1.0 / t).clamp(max=max_weight)[:, None].expand(B, 1)
-    if order is not None and order_frac > 0:
-        rows, o_masked, o_scored, o_count = trajectory_layout(order, gen, order_frac, order_block)
-        masked = torch.where(rows[:, None], o_masked, masked)
-        scored = torch.where(rows[:, None], o_scored, scored)
-        per_row = torch.where(rows, o_count, per_row)
-        weight = torch.where(rows[:, None], torch.ones_like(weight), weight)
+    layouts = [(*block_layout(t, gen, block_frac, blocks, T), False)] if block_frac > 0 else []
+    if order is not None and order_frac > 0:  # the trajectory's rows override the block layout's
+        layouts.append((*trajectory_layout(order, gen, order_frac, order_block), True))
+    for rows, rows_masked, rows_scored, count, plain_mean in layouts:
+        masked = torch.where(rows[:, None], rows_masked, masked)
+        scored = torch.where(rows[:, None], rows_scored, scored)
+        per_row = torch.where(rows, count, per_row)
+        if plain_mean:  # a state of a trajectory: its loss is the mean over the scored block, whatever share is masked
+            weight = torch.where(rows[:, None], torch.ones_like(weight), weight)
     noisy = torch.where(masked, torch.full_like(x, mask_id), x)
     logits = model(noisy, causal=False)[:, :-1]
     ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none").view(B, T - 1)
