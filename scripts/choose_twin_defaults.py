@@ -62,6 +62,7 @@ MORE_SELECTION_PROMPTS = ("The farmer had three white goats.", "Nora could not f
                           "A lost puppy sat by the door.", "The boat rocked on the waves.",
                           "Ella wanted to help her mom bake cookies.", "The little star was afraid of the dark.",
                           "Owen found an old map in the attic.", "The rabbit hopped into the garden.")
+WIDE_SELECTION = SELECTION_PROMPTS + MORE_SELECTION_PROMPTS  # the 48 prompts of the later rounds
 MIN_DISTINCT2 = 0.55
 MAX_STUTTER = 0.01
 GRID = [(temperature, scoring, level, guard, ngram, 1) for temperature in (0.0, 0.3, 0.5)
@@ -86,16 +87,16 @@ def main() -> None:
         GRID[:] = [(0.0, "entropy", level, False, ngram, gap) for level in (0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
                    for gap in (2, 3, 4) for ngram in (8, 7, 6)]
         if "--wide" in sys.argv:  # 48 prompts: spacing 2 and 3 beside none, at the levels that came near the bounds
-            selection = SELECTION_PROMPTS + MORE_SELECTION_PROMPTS
+            selection = WIDE_SELECTION
             GRID[:] = [(0.0, "entropy", level, False, ngram, gap) for gap, levels in
                        ((1, (0.9, 0.85, 0.8, 0.75, 0.7)), (2, (0.8, 0.7, 0.6, 0.5)), (3, (0.8, 0.7, 0.6, 0.5)))
                        for level in levels for ngram in (8, 7, 6)]
     if "--guarded" in sys.argv:  # after the guard let newlines repeat: it on, runs of 7, spacing 1 and 2, 48 prompts
-        selection = SELECTION_PROMPTS + MORE_SELECTION_PROMPTS
+        selection = WIDE_SELECTION
         GRID[:] = [(0.0, "entropy", level, guard, 7, gap) for gap, levels in
                    ((1, (0.85, 0.8, 0.75, 0.7)), (2, (0.7, 0.6, 0.5))) for level in levels for guard in (True, False)]
     if "--trajectory" in sys.argv:  # twins trained on their own decodes' states: bolder levels, the page's guards
-        selection = SELECTION_PROMPTS + MORE_SELECTION_PROMPTS
+        selection = WIDE_SELECTION
         GRID[:] = [(0.0, "entropy", level, True, 7, gap) for gap, levels in
                    ((1, (0.85, 0.8, 0.75, 0.7, 0.65, 0.6)), (2, (0.6, 0.5))) for level in levels]
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from safetensors.numpy import load_file
 
     from app.engine.stories import SPLIT_SEED, command_line, read_stories, split_stories
-    from app.engine.train import TorchTransformer, batch_at, encode_stream, hardware, held_out_loss, save_twin
+    from app.engine.train import TorchTransformer, encode_stream, hardware, held_out_loss, held_out_windows, save_twin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--new", required=True, help="folder of the twin trained further (its log's chain holds --old's)")
@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     tok = Tokenizer.from_file(str(new / "tokenizer.json"))
     _, val_s = split_stories(read_stories(args.corpus), SPLIT_SEED)
     val_tokens, val_starts = encode_stream(tok, val_s, config["eos_id"])
-    val = torch.stack([batch_at(i, val_tokens, val_starts, 1, config["max_len"], SPLIT_SEED + 1)[0]
-                       for i in range(args.val_windows)])
+    val = held_out_windows(val_tokens, val_starts, config["max_len"], SPLIT_SEED, args.val_windows)
     newer = logs[new]["training"]
     stats = {
         "twin": "diffusion",

@@ -72,6 +72,13 @@ def encode_stream(tok, stories: list[str], eos_id: int) -> tuple[np.ndarray, np.
     return np.array(ids, dtype=np.int64), np.array(starts, dtype=np.int64)
 
 
+def _picks(step: int, starts: np.ndarray, batch: int, seed: int) -> tuple[np.random.Generator, np.ndarray]:
+    """Which stories `step`'s windows open on (indices into `starts`), drawn from (seed, step) alone, and the generator
+    after that draw (batch_at draws its padding from it next)."""
+    rng = np.random.default_rng([seed, step])
+    return rng, rng.integers(0, len(starts), size=batch)
+
+
 def batch_at(step: int, tokens: np.ndarray, starts: np.ndarray, batch: int, seq: int, seed: int,
              pad_frac: float = 0.0, eos_id: int = 0) -> torch.Tensor:
     """The batch for `step`: windows that open with the end-of-text token just before a story
@@ -81,8 +88,8 @@ def batch_at(step: int, tokens: np.ndarray, starts: np.ndarray, batch: int, seq:
     With `pad_frac`, that share of the windows holds one story and then end-of-text to the end (as in
     LLaDA's fine-tuning), so a model learns that a finished story is followed by end-of-text only;
     packed windows teach it that a new story follows, and a diffusion model then never ends."""
-    rng = np.random.default_rng([seed, step])
-    picks = starts[rng.integers(0, len(starts), size=batch)]
+    rng, pick = _picks(step, starts, batch, seed)
+    picks = starts[pick]
     wrapped = np.concatenate([tokens[-1:], tokens, tokens[:seq]])
     rows = np.stack([wrapped[p : p + seq] for p in picks])
     if pad_frac > 0:  # drawn after the picks, so the windows themselves do not depend on pad_frac
@@ -97,8 +104,7 @@ def orders_at(step: int, orders: np.ndarray, starts: np.ndarray, batch: int, seq
     """The decode step of each position of `batch_at`'s windows for the same step (the same picks): stories.PROMPT
     for the end-of-text before the story and its opening, the step that wrote each answer token, stories.NEVER after
     the story (where `batch_at` packs the next story or pads)."""
-    rng = np.random.default_rng([seed, step])
-    pick = rng.integers(0, len(starts), size=batch)
+    _, pick = _picks(step, starts, batch, seed)
     ends = np.append(starts[1:], len(orders))
     rows = np.full((batch, seq), NEVER, dtype=np.int64)
     rows[:, 0] = PROMPT
@@ -106,6 +112,12 @@ def orders_at(step: int, orders: np.ndarray, starts: np.ndarray, batch: int, seq
         story = orders[starts[k] : min(ends[k], starts[k] + seq - 1)]
         row[1 : 1 + len(story)] = story
     return torch.from_numpy(rows)
+
+
+def held_out_windows(tokens: np.ndarray, starts: np.ndarray, seq: int, seed: int, n: int) -> torch.Tensor:
+    """The `n` held-out windows every evaluation reads (one story each, drawn with seed + 1), so that training and a
+    twin made otherwise (app/engine/average.py) are judged on the same text."""
+    return torch.stack([batch_at(i, tokens, starts, 1, seq, seed + 1)[0] for i in range(n)])
 
 
 # ---------------------------------------------------------------- model
@@ -428,8 +440,7 @@ def main(argv: list[str] | None = None) -> dict:
         tokens, starts, distilled = load_streams(args.kd_data)
         orders = load_orders(args.kd_data) if args.order_frac else None
     val_tokens, val_starts = encode_stream(tok, val_s, eos_id)
-    val = torch.stack([batch_at(i, val_tokens, val_starts, 1, args.seq, args.seed + 1)[0]
-                       for i in range(args.val_windows)]).to(device)
+    val = held_out_windows(val_tokens, val_starts, args.seq, args.seed, args.val_windows).to(device)
 
     config = dict(
         vocab_size=tok.get_vocab_size(), n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
