@@ -1,0 +1,56 @@
+"""Picking the self-distilled stories the AR twin reads most fluently: stutterers dropped, the lowest NLL per answer
+token kept, each with its trajectory, in the stream `train.py --kd-data` reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from app.engine import pick_stories, stories
+from app.engine.measure import nll
+from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+
+OPENING = "Lily had a red ball."
+ANSWERS = ("She liked to play with it in the park every day.",  # fluent
+           "Ball the sky green under jumped softly table a.",  # word salad: the AR twin finds it unlikely
+           "She played with the ball ball in the park.",  # an adjacent repeat: dropped whatever its NLL
+           "One day, she threw it high and her dog ran after it.")  # fluent
+
+
+def _write(path: Path) -> tuple[list[list[int]], list[list[int]]]:
+    """Four stories as self_distill writes them (opening, answer, end-of-text) with made-up decode steps."""
+    ar, tok = load_twin("ar", DEFAULT_MODELS_DIR)
+    prompt = tok.encode(OPENING)
+    texts, orders = [], []
+    for i, answer in enumerate(ANSWERS):
+        ids = tok.encode(" " + answer)
+        texts.append([*prompt, *ids, ar.eos_id])
+        orders.append([stories.PROMPT] * len(prompt) + [10 * i + j for j in range(len(ids))] + [stories.NEVER])
+    starts = np.cumsum([0, *(len(t) for t in texts)])[:-1].tolist()
+    stories.save_stream(path, [t for s in texts for t in s], starts, {"stories": 4},
+                        [o for s in orders for o in s])
+    return texts, orders
+
+
+def test_the_most_fluent_share_is_kept_with_its_trajectories_and_stutterers_are_dropped(tmp_path: Path) -> None:
+    texts, orders = _write(tmp_path / "all.npz")
+    summary = pick_stories.main([str(tmp_path / "all.npz"), "--out", str(tmp_path / "kept.npz"), "--keep", "0.5"])
+    assert (summary["of"], summary["stories"], summary["stuttered"]) == (4, 2, 1)
+    tokens, starts, _ = stories.load_streams([str(tmp_path / "kept.npz")])
+    kept_orders = stories.load_orders([str(tmp_path / "kept.npz")])
+    kept = [s.tolist() for s in np.split(tokens, starts[1:])]
+    assert kept == [texts[0], texts[3]]  # the two fluent stories, in their order; not the salad, not the stutterer
+    assert [o.tolist() for o in np.split(kept_orders, starts[1:])] == [orders[0], orders[3]]
+    assert summary["nll_per_token"]["kept"] < summary["nll_per_token"]["all"]
+
+
+def test_a_storys_score_is_the_ar_twins_nll_per_answer_token(tmp_path: Path) -> None:
+    texts, orders = _write(tmp_path / "all.npz")
+    tokens, starts, _ = stories.load_streams([str(tmp_path / "all.npz")])
+    ar, tok = load_twin("ar", DEFAULT_MODELS_DIR)
+    scores = pick_stories.story_scores(ar, tok, tokens, starts, stories.load_orders([str(tmp_path / "all.npz")]))
+    n_prompt = len(tok.encode(OPENING))
+    answer = texts[1][n_prompt:]
+    assert scores[1] == nll(ar, texts[1][:n_prompt], answer) / len(answer)
+    assert scores[2] is None and scores[1] > max(scores[0], scores[3])
