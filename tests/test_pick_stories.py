@@ -18,6 +18,11 @@ ANSWERS = ("She liked to play with it in the park every day.",  # fluent
            "One day, she threw it high and her dog ran after it.")  # fluent
 
 
+# what app.engine.self_distill records of stories it sampled
+WRITER = {"teacher": "the diffusion twin itself at the page's defaults", "temperature": 0.7, "seconds": 240.0,
+          "stories": 4}
+
+
 def _write(path: Path) -> tuple[list[list[int]], list[list[int]]]:
     """Four stories as self_distill writes them (opening, answer, end-of-text) with made-up decode steps."""
     ar, tok = load_twin("ar", DEFAULT_MODELS_DIR)
@@ -28,8 +33,7 @@ def _write(path: Path) -> tuple[list[list[int]], list[list[int]]]:
         texts.append([*prompt, *ids, ar.eos_id])
         orders.append([stories.PROMPT] * len(prompt) + [10 * i + j for j in range(len(ids))] + [stories.NEVER])
     starts = np.cumsum([0, *(len(t) for t in texts)])[:-1].tolist()
-    stories.save_stream(path, [t for s in texts for t in s], starts, {"stories": 4},
-                        [o for s in orders for o in s])
+    stories.save_stream(path, [t for s in texts for t in s], starts, WRITER, [o for s in orders for o in s])
     return texts, orders
 
 
@@ -54,3 +58,15 @@ def test_a_storys_score_is_the_ar_twins_nll_per_answer_token(tmp_path: Path) -> 
     answer = texts[1][n_prompt:]
     assert scores[1] == nll(ar, texts[1][:n_prompt], answer) / len(answer)
     assert scores[2] is None and scores[1] > max(scores[0], scores[3])
+
+
+def test_the_page_says_a_run_learnt_the_share_of_its_own_stories_the_ar_twin_picked(tmp_path: Path) -> None:
+    from app.engine.about import _taught, own_stories, written_seconds
+
+    _write(tmp_path / "all.npz")
+    summary = pick_stories.main([str(tmp_path / "all.npz"), "--out", str(tmp_path / "kept.npz"), "--keep", "0.5"])
+    assert summary["from"] == [WRITER]
+    assert own_stories(summary) and written_seconds(summary) == 240.0
+    clause = _taught({"data": {"distilled": summary}, "tokens_this_run": 1000, "objective": "masked diffusion"}, [])
+    assert "its own stories" in clause and "sampled them at temperature 0.7" in clause and "4 minutes" in clause
+    assert "kept the 50% of 4 that the AR twin read most fluently" in clause

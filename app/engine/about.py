@@ -40,35 +40,55 @@ def _diffusion_story(dm: list[dict[str, Any]], taught: list[dict[str, Any]], for
              if fork else f"trained from random weights with the masked-diffusion loss, {shared:,} tokens in "
                           f"{len(dm) - len(taught)} run{'s' * (len(dm) - len(taught) > 1)}")
     written: list[dict[str, Any]] = []
-    for run in reversed(taught):  # oldest first
-        kd = run["data"]["distilled"]
-        forcing = " with certainty forcing (dParallel)" if "certainty forcing" in str(run.get("objective")) else ""
-        if "state of the decode" in str(run.get("objective")):
-            forcing += ", many of them laid out as the states their decodes passed through"
-        if kd in written:
-            start += f"; then {run['tokens_this_run']:,} more tokens on the same stories{forcing}"
-            continue
-        written.append(kd)
-        if own_stories(kd):
-            start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of its own "
-                      f"stories{forcing} (self-distillation: it wrote them at the page's defaults of the time, "
-                      f"which took {kd['seconds'] / 60:.0f} minutes on CPU cores)")
-            continue
-        start += (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of stories the AR twin "
-                  f"wrote{forcing} (sequence-level distillation: the AR twin is its teacher; writing them took "
-                  f"{kd['seconds'] / 60:.0f} minutes on {kd.get('threads', 1)} CPU thread(s))")
-    for run in reversed(dm):
+    for run in reversed(dm):  # oldest first: each run that learnt from written stories, and each mean, in turn
         if run.get("averaged"):
             share = run["averaged"]["weight"]
             start += (f"; then its weights became {share:.0%} its own and {1 - share:.0%} those of the twin it was "
                       "before its last rounds of self-distillation (a weighted mean of the two, WiSE-FT: surer of "
                       "several tokens together than the earlier twin, nearer the stories than the later)")
+        elif run in taught:
+            start += _taught(run, written)
     return start, written
+
+
+def _taught(run: dict[str, Any], written: list[dict[str, Any]]) -> str:
+    """The clause for one run on written stories (its own, or the AR twin's); adds a story set not seen before to
+    `written`."""
+    kd = run["data"]["distilled"]
+    forcing = " with certainty forcing (dParallel)" if "certainty forcing" in str(run.get("objective")) else ""
+    if "state of the decode" in str(run.get("objective")):
+        forcing += ", many of them laid out as the states their decodes passed through"
+    if kd in written:
+        return f"; then {run['tokens_this_run']:,} more tokens on the same stories{forcing}"
+    written.append(kd)
+    if not own_stories(kd):
+        return (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of stories the AR twin "
+                f"wrote{forcing} (sequence-level distillation: the AR twin is its teacher; writing them took "
+                f"{written_seconds(kd) / 60:.0f} minutes on {kd.get('threads', 1)} CPU thread(s))")
+    picked = next((part for part in kd.get("parts", [kd]) if "keep" in part), None)
+    sampled = max(x.get("temperature") or 0 for x in story_sets(kd))
+    how = (f"sampled them at temperature {sampled:g} with the page's other defaults of the time" if sampled
+           else "wrote them at the page's defaults of the time")
+    pick = (f", and kept the {picked['keep']:.0%} of {picked['of']:,} that the AR twin read most fluently"
+            if picked else "")
+    return (f"; then {run['tokens_this_run']:,} more tokens on {kd['tokens']:,} tokens of its own stories{forcing} "
+            f"(self-distillation: it {how}, which took {written_seconds(kd) / 60:.0f} minutes on CPU cores{pick})")
+
+
+def story_sets(kd: dict[str, Any]) -> list[dict[str, Any]]:
+    """The writers' stats behind a training run's story stream: each part of a joined stream, and for a part that
+    app.engine.pick_stories picked, the sets it picked from."""
+    return [x for part in kd.get("parts", [kd]) for x in part.get("from", [part])]
 
 
 def own_stories(kd: dict[str, Any]) -> bool:
     """Whether a training run's story stream (or every part of it) was written by the diffusion twin itself."""
-    return all("diffusion twin itself" in str(part.get("teacher")) for part in kd.get("parts", [kd]))
+    return all("diffusion twin itself" in str(x.get("teacher")) for x in story_sets(kd))
+
+
+def written_seconds(kd: dict[str, Any]) -> float:
+    """How long writing a training run's stories took (all of them, kept or not)."""
+    return sum(x.get("seconds") or 0 for x in story_sets(kd))
 
 
 def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
@@ -103,7 +123,7 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
                     "stories the AR twin wrote (distillation)" for r in reversed(taught))))
     start, written = _diffusion_story(dm, taught, bool(fork), forked, shared)
     by_ar, by_itself = [kd for kd in written if not own_stories(kd)], [kd for kd in written if own_stories(kd)]
-    teacher, itself = (sum(kd["seconds"] for kd in sets) / 60 for sets in (by_ar, by_itself))
+    teacher, itself = (sum(written_seconds(kd) for kd in sets) / 60 for sets in (by_ar, by_itself))
     hardware = sorted({r["hardware"] for r in (*ar, *dm) if r.get("hardware")})
     details = "\n".join([
         f"Two {params:,}-parameter transformers with the same architecture, tokenizer and training stories "
