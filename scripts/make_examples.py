@@ -42,14 +42,14 @@ EXAMPLES: list[dict[str, Any]] = [
      "caption": "Parallel decoding by budget: 16 steps for 64 tokens commits 4 tokens per forward pass, "
                 "so the diffusion twin finishes in a quarter of the passes, and the text shows what that costs.",
      "prompt": "The old bus stopped at the edge of the town.",
-     "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence", "filter": 0,
+     "left": {"gen_length": 64, "steps": 16, "block_length": 16, "scoring": "confidence", "threshold": 0, "filter": 0,
               "no_repeat": False, "no_repeat_ngram": 0}},
     {"name": "05-learned-filter",
-     "caption": "Entropy order in blocks of 16 with the twin's learned commit filter at 0.6: it adds every position it "
+     "caption": "Entropy order in blocks of 16 with the twin's learned commit filter at 0.5: it adds every position it "
                 "judges final, so several tokens land in one forward pass, not always the leftmost (the page's default "
-                "is a more cautious 0.85: bolder levels cost this twin text quality).",
-     "prompt": "Once upon a time, a little turtle found a map in the sand.",
-     "left": {"gen_length": 128, "filter": 0.6}, "right": {"gen_length": 128, "temperature": 0.0}},
+                "is a more cautious 0.65: bolder levels cost this twin text quality).",
+     "prompt": "Tom found a little red boat by the river.",
+     "left": {"gen_length": 128, "filter": 0.5}, "right": {"gen_length": 128, "temperature": 0.0}},
     {"name": "04-mercury-wire-format",
      "caption": "Synthetic: Converge's test server streaming in Mercury's diffusing wire format (whole noisy drafts "
                 "that settle block by block), not real Mercury output, beside the diffusion twin's masks.",

@@ -128,12 +128,14 @@ def test_the_forward_process_race_unmasks_in_random_order_one_then_four_a_step()
             assert out_of_order > 64 / 2  # random: most commits are not the leftmost masked position
 
 
-def test_a_step_is_one_pass_and_a_quarter_of_the_steps_breaks_the_text() -> None:
+def test_a_step_is_one_pass_and_an_eighth_of_the_steps_breaks_the_text_a_quarter_barely_changes_it() -> None:
     x = lesson("A step is one forward pass")
-    base, fast = runs(x, "left"), runs(x, "left", changed=True)
+    base, fast, quarter = runs(x, "left"), runs(x, "left", changed=True), runs(x, "left", steps=16)
     assert all(f[-1].nfe == 64 for f in base)
-    assert all(16 <= f[-1].nfe <= 20 for f in fast)  # about a quarter of the passes
+    assert all(8 <= f[-1].nfe <= 10 for f in fast)  # an eighth of the passes
     assert perplexity(x.prompt, fast) > 2 * perplexity(x.prompt, base)  # words go missing
+    assert all(16 <= f[-1].nfe <= 20 for f in quarter) and perplexity(x.prompt, quarter) < 1.2 * perplexity(
+        x.prompt, base)  # 16 steps: the text barely changes
 
 
 def test_the_heatmap_is_a_diagonal_for_ar_and_the_blocks_order_for_diffusion() -> None:
@@ -153,10 +155,10 @@ def test_the_two_orders_commit_different_positions_and_margin_is_a_third() -> No
         assert order(confidence) != order(random_) and order(margin) != order(random_)
 
 
-def test_one_block_strays_about_8_positions_blocks_of_16_about_three_and_8_less() -> None:
+def test_one_block_strays_about_13_positions_blocks_of_16_about_four_and_8_less() -> None:
     x = lesson("Blocks: why")
     one, sixteen, eight = stray(runs(x, "left")), stray(runs(x, "right")), stray(runs(x, "right", changed=True))
-    assert 6 <= one <= 11 and 2 <= sixteen <= 4 and eight < sixteen - 0.5
+    assert 11 <= one <= 15 and 3.5 <= sixteen <= 5 and eight < sixteen - 0.5
 
 
 def test_fewer_steps_write_worse_text_and_32_steps_are_nearly_as_likely_as_64() -> None:
@@ -168,25 +170,25 @@ def test_fewer_steps_write_worse_text_and_32_steps_are_nearly_as_likely_as_64() 
     assert p32 < 1.3 * p64 and p32 < p8 / 4
 
 
-def test_a_threshold_of_09_commits_about_16_a_pass_as_well_and_01_over_six_and_breaks_the_text() -> None:
+def test_a_threshold_of_09_commits_about_26_a_pass_nearly_as_well_and_01_eight_and_breaks_the_text() -> None:
     x = lesson("Parallel decoding by threshold")
     at09, plain, at01 = runs(x, "left"), runs(x, "right"), runs(x, "left", changed=True)
-    assert 1.4 <= per_pass(at09) <= 1.9 and per_pass(plain) == 1.0
-    assert max(len(c) for f in at09 for _, c, _ in commits(f)) >= 3  # several where it is sure
-    assert perplexity(x.prompt, at09) < 1.2 * perplexity(x.prompt, plain)
-    assert per_pass(at01) > 6
-    assert perplexity(x.prompt, at01) > 20 * perplexity(x.prompt, at09)  # over twenty times less likely
+    assert 2.3 <= per_pass(at09) <= 2.9 and per_pass(plain) == 1.0
+    assert max(len(c) for f in at09 for _, c, _ in commits(f)) >= 9  # up to nine where it is sure
+    assert perplexity(x.prompt, at09) < 1.1 * perplexity(x.prompt, plain)  # nearly as likely
+    assert per_pass(at01) >= 7.5
+    assert perplexity(x.prompt, at01) > 10 * perplexity(x.prompt, at09)  # over ten times less likely
 
 
-def test_the_filter_commits_about_three_a_pass_at_the_same_quality_and_05_is_bolder() -> None:
+def test_the_filter_commits_about_three_a_pass_for_a_quarter_more_perplexity_and_05_is_bolder() -> None:
     x = lesson("A learned commit rule")
     seeds = (0, 1, 2, 3)
     f07, plain, f05 = runs(x, "left", seeds), runs(x, "right", seeds), runs(x, "left", seeds, changed=True)
-    assert 2.5 <= per_pass(f07) <= 3.3 and per_pass(plain) == 1.0
+    assert 2.7 <= per_pass(f07) <= 3.4 and per_pass(plain) == 1.0
     sizes = [len(c) for f in f07 for _, c, _ in commits(f)]
-    assert sizes.count(1) > len(sizes) / 10 and max(sizes) >= 6  # up to six in some passes, one in others
-    assert perplexity(x.prompt, f07) < 1.1 * perplexity(x.prompt, plain)  # as likely
-    assert 3.4 <= per_pass(f05) and perplexity(x.prompt, f05) > 1.3 * perplexity(x.prompt, f07)
+    assert sizes.count(1) > len(sizes) / 10 and max(sizes) >= 7  # up to seven in some passes, one in others
+    assert 1.1 < perplexity(x.prompt, f07) / perplexity(x.prompt, plain) < 1.45  # about a quarter higher
+    assert 4 < per_pass(f05) and perplexity(x.prompt, f05) > 1.25 * perplexity(x.prompt, f07)  # suffers more
 
 
 def test_remasking_reopens_tokens_and_more_at_09() -> None:
@@ -199,9 +201,10 @@ def test_remasking_reopens_tokens_and_more_at_09() -> None:
 def test_one_block_floods_end_of_text_and_blocks_or_the_factor_let_the_story_run() -> None:
     x = lesson("End of text")
     for f in runs(x, "left"):
-        assert f[20].tokens.count(EOS_MARK) > 100 and len(f[-1].tokens) < 90  # by the 20th pass; about 70 tokens
+        second = next(fr for fr in f if fr.nfe == 2)
+        assert second.tokens.count(EOS_MARK) > 150 and len(f[-1].tokens) < 60  # by the 2nd pass; about 45 tokens
     flooded = max(len(f[-1].tokens) for f in runs(x, "left"))
-    assert all(90 <= len(f[-1].tokens) and flooded < len(f[-1].tokens) for f in runs(x, "right"))  # about 100
+    assert all(80 <= len(f[-1].tokens) and flooded < len(f[-1].tokens) for f in runs(x, "right"))  # about 90
     assert all(len(f[-1].tokens) > 100 for f in runs(x, "left", (0, 1), changed=True))
 
 

@@ -113,9 +113,10 @@ LESSONS: list[Lesson] = [
              "guess and a confidence for every masked position. The sampler then commits some of those guesses "
              "and leaves the rest masked for the next step. The metrics count the forward passes.",
         point=part("metrics"), look="the metrics table (forward passes, tokens per forward pass)",
-        try_it="Set the left steps to 16: each step must now commit 4 of the 64 tokens, so the answer takes about "
-               "a quarter of the forward passes. Compare the text with the 64-step run: words go missing.",
-        try_side="left", try_settings={"steps": 16},
+        try_it="Set the left steps to 8: each step must now commit 8 of the 64 tokens, so the answer takes an "
+               "eighth of the forward passes. Compare the text with the 64-step run: words go missing. (At 16 steps, "
+               "4 a step, this twin's text barely changes: it learned to be right about several tokens together.)",
+        try_side="left", try_settings={"steps": 8},
     ),
     Lesson(
         title="Reading the heatmap",
@@ -145,8 +146,8 @@ LESSONS: list[Lesson] = [
         title="Blocks: why diffusion is often run semi-autoregressively",
         text="With blocks, the answer is cut into chunks that are decoded one after another from the left; "
              "inside a block, positions fill in any order. A model allowed to commit anywhere strays further from "
-             "the left: here each commit lands on average about 8 positions right of the first masked one with one "
-             "block of 64 (left), about 3 with blocks of 16 (right). Blocks exist because at longer lengths that "
+             "the left: here each commit lands on average about 13 positions right of the first masked one with one "
+             "block of 64 (left), about 4 with blocks of 16 (right). Blocks exist because at longer lengths that "
              "freedom lets easy, far-away tokens such as end-of-text settle first (the end-of-text lesson shows it).",
         point=part("heatmap-right"), look="the right heatmap: one block at a time",
         try_it="Set the right block length to 8 and run again: decoding gets closer to left to right.",
@@ -173,11 +174,12 @@ LESSONS: list[Lesson] = [
              "confidence is above it (and at least one per step), so the model decides how many tokens each "
              "pass yields. The threshold trades speed for quality: lower means more tokens per pass and more "
              "mistakes. This twin learned from its own stories to be sure of several words at once, so even at "
-             "Fast-dLLM's 0.9 (left) it commits about 1.6 tokens per pass, several where it is sure, with text as "
-             "likely as the right's one token per pass; its learned commit filter gains more (the next lesson).",
+             "Fast-dLLM's 0.9 (left) it commits about 2.6 tokens per pass, up to nine where it is sure, with text "
+             "nearly as likely as the right's one token per pass; its learned commit filter decides better (the next "
+             "lesson).",
         point=part("metrics"), look="'Tokens per forward pass' in the metrics",
-        try_it="Set the left threshold to 0.1 and run again: over six tokens per pass, and the text falls apart "
-               "(the twins' referee finds it over twenty times less likely).",
+        try_it="Set the left threshold to 0.1 and run again: eight tokens per pass, and the text falls apart "
+               "(the twins' referee finds it over ten times less likely).",
         try_side="left", try_settings={"threshold": 0.1},
         right="local-diffusion",
         left_settings={**SHORT, "threshold": 0.9},
@@ -189,11 +191,12 @@ LESSONS: list[Lesson] = [
              "network fitted to the twin's own decoding (Learn2PD) reads what the model shows at each masked "
              "position (its confidence, its neighbours, how long its guess has held) and commits every position "
              "it judges final, wherever it is in the block. The page's defaults use it; here it races the same "
-             "twin committing one token per pass. At 0.7 it commits about three tokens per pass, up to six in some "
-             "passes and one in others, with text as likely as the one-per-pass run's.",
+             "twin committing one token per pass. At 0.7 it commits about three tokens per pass, up to seven in "
+             "some passes and one in others, for text a little less likely than the one-per-pass run's (the "
+             "referee's perplexity about a quarter higher).",
         point=part("metrics"), look="'Tokens per forward pass' in both metrics, and the left heatmap's wider steps",
-        try_it="Set the left learned commit filter to 0.5 and run again: bolder, nearly four tokens per pass, "
-               "and the text starts to suffer.",
+        try_it="Set the left learned commit filter to 0.5 and run again: bolder, over four tokens per pass, "
+               "and the text suffers more.",
         try_side="left", try_settings={"filter": 0.5},
         right="local-diffusion",
         left_settings={**SHORT, "filter": 0.7},
@@ -214,9 +217,9 @@ LESSONS: list[Lesson] = [
         title="End of text: flooding, and why blocks hold it back",
         text="A diffusion model must fill every position of its canvas, so the positions after the story ends "
              "get end-of-text (shown as <eos>). End-of-text far from the prompt is an easy, confident guess: ranked "
-             "by confidence (LLaDA's order) in one block of 256 (left), the twin commits over a hundred <eos> "
-             "within its first 20 passes, and the story stops after about 70 tokens. With blocks of 32 (right), "
-             "nothing right of the current block can be committed, so the story runs on to about a hundred tokens.",
+             "by confidence (LLaDA's order) in one block of 256 (left), the twin commits over 150 <eos> "
+             "within its first two passes, and the story stops after about 45 tokens. With blocks of 32 (right), "
+             "nothing right of the current block can be committed, so the story runs on to about ninety tokens.",
         point=part("panel-left"), look="the <eos> marks in the left panel",
         try_it="Set the left end-of-text score factor to 0.3 and run again: end-of-text now needs a much "
                "higher score to be committed (by the schedule or the learned filter), so the story runs past a "
@@ -266,9 +269,10 @@ LESSONS: list[Lesson] = [
              "the token it writes, so it just "
              "continues the prompt.",
         point=part("panel-left"), look="the end of the left panel, where the pinned words sit from the first frame",
-        try_it="Make the left side one block of 64 and run again: the whole canvas is open at once, and the story "
-               "still ends on a full sentence just before the pinned words.",
+        try_it="Make the left side one block of 64 and run again: the whole canvas is open at once, and the last "
+               "sentence still stops just before the pinned words.",
         try_side="left", try_settings={"block_length": 64},
+        left_settings={**SHORT, "block_length": 32},  # the last block of 16 is too short to steer towards the pin
         pins="61: The end.",  # the answer's last 3 tokens
     ),
     Lesson(
