@@ -175,8 +175,8 @@ LESSONS: list[Lesson] = [
              "pass yields. The threshold trades speed for quality: lower means more tokens per pass and more "
              "mistakes. This twin learned from its own stories to be sure of several words at once, so even at "
              "Fast-dLLM's 0.9 (left) it commits about 2.6 tokens per pass, up to nine where it is sure, with text "
-             "nearly as likely as the right's one token per pass; its learned commit filter decides better (the next "
-             "lesson).",
+             "nearly as likely as the right's one token per pass; the page's defaults add its learned commit filter "
+             "(the next lesson).",
         point=part("metrics"), look="'Tokens per forward pass' in the metrics",
         try_it="Set the left threshold to 0.1 and run again: eight tokens per pass, and the text falls apart "
                "(the twins' referee finds it over ten times less likely).",
