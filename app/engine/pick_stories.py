@@ -18,13 +18,17 @@ from app.engine.measure import nll, stutter
 from app.engine.stories import PROMPT, command_line, load_orders, load_streams, save_stream
 
 
+def spans(starts: np.ndarray, total: int) -> list[tuple[int, int]]:
+    """(first, past-the-end) of each story of a stream of `total` tokens whose stories start at `starts`."""
+    return list(zip(starts.tolist(), [*starts[1:].tolist(), total]))
+
+
 def story_scores(ar: object, tok: object, tokens: np.ndarray, starts: np.ndarray,
                  orders: np.ndarray) -> list[float | None]:
     """Each story's AR-twin NLL per answer token (its end-of-text included), or None for a story that stutters or has
     no answer. A story is opening (orders PROMPT), answer, end-of-text."""
-    ends = [*starts[1:].tolist(), len(tokens)]
     out: list[float | None] = []
-    for a, b in zip(starts.tolist(), ends):
+    for a, b in spans(starts, len(tokens)):
         n_prompt = int(np.argmax(orders[a:b] != PROMPT))
         prompt, answer = tokens[a:a + n_prompt].tolist(), tokens[a + n_prompt:b].tolist()
         repeats, _ = stutter([tok.decode(answer[:-1])])
@@ -53,11 +57,11 @@ def main(argv: list[str] | None = None) -> dict:
     ar, tok = load_twin("ar", args.models)
     scores = story_scores(ar, tok, tokens, starts, orders)
     kept = picked(scores, args.keep)
-    ends = [*starts[1:].tolist(), len(tokens)]
-    spans = [(int(starts[i]), ends[i]) for i in kept]
-    stream = [t for a, b in spans for t in tokens[a:b].tolist()]
-    new_orders = [o for a, b in spans for o in orders[a:b].tolist()]
-    new_starts = np.cumsum([0, *(b - a for a, b in spans)])[:-1].tolist()
+    every = spans(starts, len(tokens))
+    chosen = [every[i] for i in kept]
+    stream = [t for a, b in chosen for t in tokens[a:b].tolist()]
+    new_orders = [o for a, b in chosen for o in orders[a:b].tolist()]
+    new_starts = np.cumsum([0, *(b - a for a, b in chosen)])[:-1].tolist()
     summary = {"teacher": "stories picked by the AR twin's NLL per answer token", "from": stats,
                "stories": len(kept), "tokens": len(stream), "of": len(scores), "keep": args.keep,
                "stuttered": sum(s is None for s in scores),
