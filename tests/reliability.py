@@ -57,6 +57,11 @@ ROWS = (
     ("parser_crashes", "lines that break a JSON reader, skipped and named"),
     ("capped_exports", "video exports of a 6600 s recording refused at once"),
     ("cancelled_exports", "exports cancelled mid-way, leaving no file"),
+    ("route_attacks", "requests sent to the routes outside the queue of a served page (each POST route three "
+                      "oversized bodies and six multipart spellings, each queued handler around the queue, an "
+                      "abandoned upload, an upload asked back by its path)"),
+    ("route_breaches", "of those, taken (a body held or echoed, a file stored, a handler run) or leaving the server's "
+                       "peak memory over its bound"),
     ("sentinel_keys", "sentinel API keys planted"),
     ("secret_scans", "files, test outputs, logs and pages searched for them"),
     ("leaks", "keys leaked"),

@@ -20,17 +20,22 @@ from tests.pages import free_port
 ROOT = Path(__file__).resolve().parent.parent
 # as pages.serve_page
 SERVE = ("import sys; from app.serving.policy import from_launch; from app.ui.layout import launch; "
-         "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', env={}), quiet=True, _frontend=False)")
+         "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', allow=sys.argv[2:], env={}), quiet=True, "
+         "_frontend=False)")
 
 
 @contextlib.contextmanager
-def served_process(log: Path, recordings: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The whole app under the served policy in a fresh process on 127.0.0.1; yields (url, process) once it answers.
-    Its stdout and stderr (Gradio's tracebacks included) go to `log`."""
+def served_process(log: Path, recordings: Path, allow: tuple[str, ...] = (),
+                   gradio_temp: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The whole app under the served policy (with the capabilities in `allow` turned back on) in a fresh process on
+    127.0.0.1, its Gradio files in `gradio_temp` when given; yields (url, process) once it answers. Its stdout and
+    stderr (Gradio's tracebacks included) go to `log`."""
     port = free_port()
     env = {**os.environ, "CONVERGE_RECORDINGS": str(recordings), "PYTHONPATH": str(ROOT)}
+    if gradio_temp is not None:
+        env["GRADIO_TEMP_DIR"] = str(gradio_temp)
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], cwd=ROOT, env=env, stdout=out,
+        proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port), *allow], cwd=ROOT, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 120
@@ -92,9 +97,9 @@ def call(url: str, fn_index: int, data: list[Any], session: str | None = None,
     raise AssertionError("the event stream ended without process_completed")
 
 
-def peak_mb(proc: subprocess.Popen[bytes]) -> float:
-    """The process's peak resident memory so far (VmHWM), in MB."""
+def peak_mb(proc: subprocess.Popen[bytes], field: str = "VmHWM") -> float:
+    """The process's peak resident memory so far (VmHWM), or another /proc status figure such as VmRSS, in MB."""
     for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM in /proc")
+    raise AssertionError(f"no {field} in /proc")

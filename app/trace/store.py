@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import threading
+import unicodedata
 from pathlib import Path
 
 from app.errors import UserError
@@ -71,6 +72,9 @@ def check_name(name: str) -> str:
         raise UserError("A recording name cannot start or end with a space.")
     if os.path.isabs(name) or _BAD_CHARS.search(name) or name in (".", "..") or ".." in name:
         raise UserError("A recording name cannot contain a path: no /, \\, '..' or special characters.")
+    if any(unicodedata.category(c)[0] == "C" for c in name):
+        raise UserError("A recording name cannot contain invisible characters (direction marks, zero-width "
+                        "spaces, byte-order marks or other controls).")
     if name.startswith("."):
         raise UserError("A recording name cannot start with a dot.")
     if len(name) > MAX_NAME:

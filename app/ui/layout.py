@@ -93,8 +93,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         wire_exports(exports, current, messages.download, messages.status)
         demo.unload(end_session)
     declared(demo)  # every input has a declared limit, or the build fails
-    demo.queue(max_size=QUEUE_SIZE)
-    door.watch(demo, policy)
+    demo.queue(max_size=QUEUE_SIZE, api_open=not policy.served)  # served: queued handlers run only through the
+    door.watch(demo, policy)                                      # queue and its door, never by /run/ or /api/
     return demo
 
 

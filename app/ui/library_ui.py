@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 
 from app.errors import UserError
 from app.serving.policy import Policy
@@ -154,19 +155,29 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
     box is emptied either way, ready for the next file."""
     if not path:
         return (gr.skip(),) * 7
-    if not visitor.policy.can("upload"):
-        return (gr.skip(),) * 5 + ("Uploading recordings is off on this server.", None)
     try:
+        if not visitor.policy.can("upload"):
+            return (gr.skip(),) * 5 + ("Uploading recordings is off on this server.", None)
         make_room(visitor.owner, visitor.address)
         new_id = library.save_upload(path, Path(path).name, visitor.owner)
     except (UserError, OSError) as e:
         return (gr.skip(),) * 5 + (error_text(e), None)
+    finally:
+        drop_upload(path)
     saved = locate(new_id, visitor.owner)
     table, pick, ids = library_view(visitor, new_id)
     payload = {**load_payload(saved, name=saved.name, cursor="start"), "reveal": True}
     note = " ".join(payload.get("warnings") or [])
     return table, pick, ids, to_player(payload), str(saved), f"Added {saved.name} to your recordings." + (
         f" {note}" if note else ""), None
+
+
+def drop_upload(path: str) -> None:
+    """Deletes Gradio's stored copy of an upload once the handler is done with it (the library keeps its own copy),
+    so a refused upload leaves nothing behind and a taken one is stored once."""
+    stored = Path(path).resolve()
+    if stored.is_relative_to(Path(get_upload_folder()).resolve()):
+        stored.unlink(missing_ok=True)
 
 
 def download_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, str]:

@@ -30,9 +30,8 @@ def session_of(request: gr.Request | None) -> str:
 
 
 def visitor_of(policy: Policy, token: Any, request: gr.Request | None) -> Visitor:
-    """The visitor behind a request: the page's policy and their owner id (from the browser, else the session)."""
-    return Visitor(policy, owner_of(policy, token, request.session_hash if request is not None else None),
-                   address_of(request))
+    """The visitor behind a request: the page's policy, the owner id the page gave their browser, their address."""
+    return Visitor(policy, owner_of(policy, token), address_of(request))
 
 
 def as_visitor(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:

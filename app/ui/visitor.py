@@ -44,14 +44,15 @@ def new_owner() -> str:
     return secrets.token_urlsafe(24)
 
 
-def owner_of(policy: Policy, token: Any, session: str | None) -> str | None:
-    """The owner a request acts for: None when the library is shared; else the browser's id, or, for an API caller
-    that sends none, one tied to its session (a fresh one when it has no session, so it reaches nothing)."""
+def owner_of(policy: Policy, token: Any) -> str | None:
+    """The owner a request acts for: None when the library is shared; else the browser's id, the secret the page-load
+    handler gave this session. A call from a session that never opened the page gets a fresh one, which reaches
+    nothing: a library is opened by its owner's secret, never by a session hash (which its holder may show)."""
     if not policy.owner_scoped:
         return None
     if isinstance(token, str) and OWNER_TOKEN.fullmatch(token):
         return token
-    return f"session-{session}" if session else f"anonymous-{new_owner()}"
+    return f"anonymous-{new_owner()}"
 
 
 def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
