@@ -107,7 +107,11 @@ def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, polic
     policy = policy or from_launch(host, share)
     if share:
         print("Warning: --share makes this page public through Gradio's share servers; anyone with the link can "
-              "run races on this machine, and keys typed into the page pass through that tunnel.", file=sys.stderr)
+              "run races on this machine, and keys typed into the page pass through that tunnel. Every visitor "
+              "arrives from 127.0.0.1 through it, so the per-address limits count the last X-Forwarded-For address, "
+              "which a visitor can write unless the relay appends its own; FORWARDED_ALLOW_IPS='' counts every "
+              "visitor as one address instead (docs/security.md).",
+              file=sys.stderr)
     if policy.served:
         print(policy.summary(), file=sys.stderr)
     demo = build(policy)
