@@ -118,7 +118,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not any(k in reliability.COUNTS for k in ("hostile_inputs", "fuzz_stream_cases", "fuzz_recording_cases",
                                                    "faults_injected", "concurrent_sessions", "security_attacks",
                                                    "input_attacks",
-                                                   "shared_attacks", "bounded_races", "parser_crashes")):
+                                                   "shared_attacks", "bounded_races", "parser_crashes",
+                                                   "route_attacks")):
         return
     terminalreporter.write_sep("=", "reliability")
     terminalreporter.write_line(reliability.table())

@@ -26,14 +26,15 @@ SERVE = ("import sys; from app.serving.policy import from_launch; from app.ui.la
 
 @contextlib.contextmanager
 def served_process(log: Path, recordings: Path, allow: tuple[str, ...] = (),
-                   gradio_temp: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+                   temp: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """The whole app under the served policy (with the capabilities in `allow` turned back on) in a fresh process on
-    127.0.0.1, its Gradio files in `gradio_temp` when given; yields (url, process) once it answers. Its stdout and
-    stderr (Gradio's tracebacks included) go to `log`."""
+    127.0.0.1, with every temporary file it makes (Gradio's and the system's) under `temp` when given; yields (url,
+    process) once it answers. Its stdout and stderr (Gradio's tracebacks included) go to `log`."""
     port = free_port()
     env = {**os.environ, "CONVERGE_RECORDINGS": str(recordings), "PYTHONPATH": str(ROOT)}
-    if gradio_temp is not None:
-        env["GRADIO_TEMP_DIR"] = str(gradio_temp)
+    if temp is not None:
+        (temp / "system").mkdir(parents=True, exist_ok=True)
+        env.update(GRADIO_TEMP_DIR=str(temp / "gradio"), TMPDIR=str(temp / "system"))
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port), *allow], cwd=ROOT, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)

@@ -178,9 +178,10 @@ def stored_files(folder: Path) -> list[Path]:
 
 def test_a_multipart_body_in_any_letter_case_stores_nothing_on_any_route_while_upload_is_off(tmp_path: Path) -> None:
     """Every POST route, every spelling of a multipart Content-Type (and a JSON one followed by a multipart one, for
-    a parser that reads the first): refused, and Gradio's folder holds no new file."""
-    temp = tmp_path / "gradio"
-    with served_process(tmp_path / "server.log", tmp_path / "recordings", gradio_temp=temp) as (url, _):
+    a parser that reads the first): refused, and no new file in Gradio's folder or the system's temporary one (where
+    /process_recording kept each body for good)."""
+    temp = tmp_path / "temp"
+    with served_process(tmp_path / "server.log", tmp_path / "recordings", temp=temp) as (url, _):
         routes = post_routes(url)
         before = stored_files(temp)
         answers = []
@@ -204,9 +205,9 @@ def test_a_multipart_body_in_any_letter_case_stores_nothing_on_any_route_while_u
 def test_with_upload_on_a_refused_or_abandoned_upload_leaves_no_file(tmp_path: Path) -> None:
     """Upload on: two files at once and a file of the wrong kind are refused and deleted; a client that leaves
     mid-upload leaves no half-written file; a taken upload is not served back by its path."""
-    temp = tmp_path / "gradio"
+    temp = tmp_path / "temp"
     with served_process(tmp_path / "server.log", tmp_path / "recordings", allow=("upload",),
-                        gradio_temp=temp) as (url, _):
+                        temp=temp) as (url, _):
         before = stored_files(temp)
         visitor = Visitor(url)
         two = visitor.upload([("a.jsonl", b"{}\n"), ("b.jsonl", b"{}\n")])
@@ -219,6 +220,7 @@ def test_with_upload_on_a_refused_or_abandoned_upload_leaves_no_file(tmp_path: P
         taken = visitor.upload([("kept.jsonl", b'{"kind": "header"}\n')])
         assert taken[0] == 200, taken
         stored = json.loads(taken[1])[0]
+        assert Path(stored).is_relative_to(temp)
         assert Visitor(url, OTHER).get(f"/gradio_api/file={stored}")[0] == 404
         assert visitor.get(f"/gradio_api/file={urllib.parse.quote(stored)}")[0] == 404
         deadline_polls = 0
