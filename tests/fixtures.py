@@ -6,10 +6,12 @@ Test modules import `HAVE_TWINS` and `needs_twins` from here; fixtures need no i
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
+from typing import Any, AsyncIterator, Coroutine, Iterator
 
 import pytest
 
@@ -88,3 +90,17 @@ def api_client(url: str):
     from gradio_client import Client
 
     return Client(url, verbose=False, httpx_kwargs={"timeout": 300})
+
+
+def run_async(work: Coroutine[Any, Any, Any]) -> Any:
+    """What a coroutine returns, run on a fresh event loop in a thread of its own (the browser tests' Playwright keeps
+    a loop running in this one)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def drain(handler: AsyncIterator[Any]) -> list[Any]:
+    """Every value an async generator handler (an export) yields, run to its end."""
+    async def collect() -> list[Any]:
+        return [value async for value in handler]
+    return run_async(collect())

@@ -37,7 +37,7 @@ from app.trace.frames import (
     read_recording,
 )
 from app.view.live import live_updates
-from tests.fixtures import api_client
+from tests.fixtures import api_client, drain, run_async
 from tests.reliability import tally
 from tests.test_load import app_url, payload_of, race_args  # noqa: F401  (app_url is a fixture)
 
@@ -324,9 +324,9 @@ def test_a_video_of_a_long_gap_recording_is_refused_at_once_and_html_still_expor
 
     path = long_gap(recordings / "gap.jsonl", 6600.0)
     for fmt in ("mp4", "gif"):
-        *_, (_, message) = export_current(fmt)(str(path))
+        *_, (_, message) = drain(export_current(fmt)(str(path)))
         assert f"videos are capped at {MAX_VIDEO_SECONDS} s" in message and "--speed 22" in message, message
-    *_, (file, message) = export_current("html")(str(path))
+    *_, (file, message) = drain(export_current("html")(str(path)))
     assert Path(file).read_text().startswith("<!doctype html>"), message
     tally("capped_exports")
 
@@ -338,11 +338,15 @@ def test_closing_an_export_stops_its_worker_and_leaves_no_file(recordings: Path,
 
     monkeypatch.setattr(export_job, "PROGRESS_EVERY", 0.0)  # report at once, while the worker has frames to go
     path = long_gap(recordings / "minute.jsonl", 290.0)
-    export = export_current("gif")(str(path))
-    _, note = next(export)
-    assert "Cancel export stops it" in note
-    export.close()  # what Cancel export (or a visitor who left) does to the handler
-    assert not [t for t in threading.enumerate() if t.name == "converge-export"]
+
+    async def start_then_close() -> str:
+        export = export_current("gif")(str(path))
+        _, note = await anext(export)
+        await export.aclose()  # what Cancel export (or a visitor who left) does to the handler: it returns at once
+        return note
+
+    assert "Cancel export stops it" in run_async(start_then_close())
+    assert export_job.wait_idle(60), "the export kept running after it was closed"
     leftovers = list(Path(tempfile.gettempdir()).glob("converge-export-*/*minute*"))
     assert not leftovers, leftovers
     tally("cancelled_exports")
@@ -365,10 +369,9 @@ def test_cancel_export_on_the_page_stops_the_export_and_says_so(browser: Any, tm
         wait_message(page, "Cancel export stops it")
         page.click("#export-cancel")
         wait_message(page, "Any export in progress was cancelled")
-        workers = [t for t in threading.enumerate() if t.name == "converge-export"]
-        for worker in workers:
-            worker.join(30)
-            assert not worker.is_alive(), "the export kept running after Cancel export"
+        from app.ui.export_job import wait_idle
+
+        assert wait_idle(30), "the export kept running after Cancel export"
     assert not list(Path(tempfile.gettempdir()).glob("converge-export-*/*long*"))
     tally("cancelled_exports")
 

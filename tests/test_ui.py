@@ -20,7 +20,7 @@ from app.race.run import Race
 from app.trace.frames import SIDES, Frame, RecordingWriter, make_header, read_recording
 from app.view.live import live_updates
 from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
-from tests.fixtures import needs_twins
+from tests.fixtures import drain, needs_twins
 from tests.pages import browser_tab, pick_source, watch_errors
 from tests.wire import expand_rows
 
@@ -620,7 +620,7 @@ def test_the_csv_export_is_the_recordings_frames_table(tmp_path: Path) -> None:
     from tests.test_tables import fixture_recording
 
     path = fixture_recording(tmp_path / "run.jsonl")
-    *_, (out, message) = export_current("csv")(str(path), "time")
+    *_, (out, message) = drain(export_current("csv")(str(path), "time"))
     assert message == "run.csv is ready: use the download link."
     pd.testing.assert_frame_equal(pd.read_csv(out, dtype={"passes": "Int64"}), frames_table(path))
 
@@ -629,7 +629,7 @@ def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
     from app.ui.export_ui import export_current
 
     for fmt in ("html", "gif", "mp4", "csv"):
-        [(_, message)] = list(export_current(fmt)(None))
+        [(_, message)] = drain(export_current(fmt)(None))
         assert "Load a recording or run a race first" in message
 
 

@@ -168,6 +168,34 @@ def align(a: list[str], b: list[str], middle: str = CHOSEN) -> list[int]:
     return list(range(p)) + mid + list(range(n - s, n))
 
 
+class Reference:
+    """A text state that many others are aligned against (the final frame, against every frame of its side).
+
+    Its tokens' character offsets are worked out once, so each `align` costs the other state's length, not this
+    one's: a side of many short frames and one long final one is analysed in time linear in its tokens, where
+    `align(final, frame)` per frame would cost frames x final length. The result is always `align(tokens, b)`'s.
+    """
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+        self.starts = list(accumulate(map(len, tokens), initial=0))  # token i starts at starts[i]; starts[-1]: total
+        # offsets are unique when no token is empty (display tokens never are), so one table serves every middle
+        self.at = dict(zip(self.starts, range(len(tokens)))) if all(tokens) else None
+
+    def align(self, b: list[str]) -> list[int]:
+        """`align(self.tokens, b)` on the chosen (character offset) rule, in O(len(b) log len(b))."""
+        a, n, m = self.tokens, len(self.tokens), len(b)
+        if self.at is None:
+            return align(a, b)
+        p, s = _trim(a, b)
+        base, stop = self.starts[p], n - s
+        mid = []
+        for o in (accumulate(map(len, b[p:m - s - 1]), initial=0) if m - s > p else ()):
+            i = self.at.get(base + o, -1)
+            mid.append(i if p <= i < stop else -1)
+        return list(range(p)) + mid + list(range(n - s, n))
+
+
 def _text_codes(a: list[str], b: list[str], middle: str = CHOSEN) -> tuple[list[int], int]:
     """Change codes of text state b against a, and the common prefix length."""
     n, m = len(a), len(b)
@@ -304,10 +332,11 @@ def _against_final(frames: list[Frame]) -> Iterator[tuple[Frame, list[int], list
     """Per frame: its positions' aligned final positions (-1: none) and whether each already holds its final token."""
     final = frames[-1]
     ftok, fmask = display_tokens(final), _masks(final)
+    reference = Reference(ftok) if _is_text(final) else None
     for f in frames:
         tok, mask = display_tokens(f), _masks(f)
-        if _is_text(f) and _is_text(final):
-            mapping = align(ftok, tok)
+        if _is_text(f) and reference is not None:
+            mapping = reference.align(tok)
         else:
             mapping = [i if i < len(ftok) else -1 for i in range(len(tok))]
         if mask is None and fmask is None:

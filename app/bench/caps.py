@@ -1,5 +1,5 @@
 """`python -m app bench --only caps`: what a recording at the caps costs to load
-(app.trace.frames MAX_FRAMES, MAX_TOKENS).
+(app.trace.frames MAX_FRAMES, MAX_TOKENS, MAX_CELLS), and the crafted recordings of app/bench/costly.py.
 
 Each shape is written just under the caps, then read and turned into the player's payload and its JSON message in a
 fresh process, so the peak memory (VmHWM, the high-water mark of that process's own memory) is that load's alone.
@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.trace.frames import MAX_FRAMES, MAX_TOKENS
+from app.bench.costly import bench as crafted
+from app.trace.frames import MAX_CELLS, MAX_FRAMES, MAX_TOKENS
 
 MEASURE = """
 import json, sys, time
@@ -64,7 +65,7 @@ def bench() -> dict[str, Any]:
     shapes = {"most_frames": (MAX_FRAMES - 100, (MAX_TOKENS - 100_000) // MAX_FRAMES),
               "longest_frames": (1000, (MAX_TOKENS - 100_000) // 1000),
               "biggest_lines": (8, (MAX_TOKENS - 100_000) // 8)}  # each line just under MAX_LINE_BYTES
-    out: dict[str, Any] = {"caps": {"frames": MAX_FRAMES, "tokens": MAX_TOKENS}}
+    out: dict[str, Any] = {"caps": {"frames": MAX_FRAMES, "tokens": MAX_TOKENS, "cells": MAX_CELLS}}
     with tempfile.TemporaryDirectory() as tmp:
         for name, (frames, per) in shapes.items():
             path = Path(tmp) / f"{name}.jsonl"
@@ -73,4 +74,5 @@ def bench() -> dict[str, Any]:
                                   check=True, cwd=Path(__file__).resolve().parents[2])
             out[name] = {"frames": frames, "tokens": frames * per, "file_mb": round(path.stat().st_size / 1e6, 1),
                          **json.loads(done.stdout)}
+    out["crafted"] = crafted()  # within the caps, costly to analyse (app/bench/costly.py)
     return out

@@ -23,6 +23,7 @@ from app.view.payload import asset, recording_payload
 
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "/": "\\/", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_TRANSLATE = str.maketrans(_ESCAPES)
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 PAGE_CSS = """
@@ -54,7 +55,7 @@ def script_json(data: Any) -> str:
     """JSON that is safe inside a <script> element: no '<', '>', '&', '/' or line separators left literal,
     and no ':' inside a string, so text such as a URL in a model's answer does not read as one."""
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    text = "".join(_ESCAPES.get(c, c) for c in text) if any(c in text for c in _ESCAPES) else text
+    text = text.translate(_TRANSLATE)  # one C pass: a 58 MB payload took 8 s a character at a time
     return _STRING.sub(lambda m: m.group(0).replace(":", "\\u003a"), text)
 
 

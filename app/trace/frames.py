@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from app import __version__
+from app.trace.read_notes import read_warnings
 
 SCHEMA = 1
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
@@ -26,10 +27,15 @@ MAX_TOKENS = 2_000_000  # display tokens summed over every frame (a text frame c
 # each position a frame lists as committed, remasked or pinned counting as one more and each candidate it names as
 # CANDIDATE_COST more: reading and holding one costs about as much as ten tokens (tests/test_security_bounds.py)
 CANDIDATE_COST = 10
+# What a recording costs to analyse and replay beyond its size: each side's frames times its longest frame, in display
+# tokens (a text frame's words, spaces and symbols). The player's heatmap holds one cell per position of the longest
+# frame for every frame, and aligning every frame against the final one once cost that much; a real race stays under
+# 2 x its tokens (a typing side's frames each hold the answer so far), so 4 x MAX_TOKENS never refuses one the token
+# cap accepts, while 49,990 one-token frames and one of 1.9 million tokens (95 billion cells) are refused at once.
+MAX_CELLS = 4 * MAX_TOKENS
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one line; a longer one is skipped unread (a real frame line is under 1 MB)
 SIDES = ("left", "right")
 CHOOSERS = ("user", "model")  # who chose a frame's commits, in a run a learner stepped by hand (app/engine/stepper.py)
-MAX_NAMED_LINES = 5
 MAX_NOTE_CHARS = 200  # a frame's note is one short line (the forward process's "t = 0.35 (35% masked)")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -348,11 +354,16 @@ def _parse(line: str) -> Any:
     return clean_json(value) if _SURROGATE_ESCAPE.search(line) else value
 
 
-def frame_size(frame: Frame) -> int:
-    """What a frame costs the player, counted against MAX_TOKENS: its display tokens (its tokens, or its text's words,
-    spaces and symbols), plus every position it lists as committed, remasked or pinned, and CANDIDATE_COST per
-    candidate."""
-    shown = len(frame.tokens) if frame.tokens else DISPLAY_TOKEN.subn("", frame.text)[1] if frame.text else 0
+def shown_tokens(frame: Frame) -> int:
+    """A frame's display tokens: its tokens, or its text's words, spaces and symbols (markers such as <|im_end|>
+    counted as the symbols they are made of, so never fewer than analysis draws)."""
+    return len(frame.tokens) if frame.tokens else DISPLAY_TOKEN.subn("", frame.text)[1] if frame.text else 0
+
+
+def frame_size(frame: Frame, shown: int | None = None) -> int:
+    """What a frame costs the player, counted against MAX_TOKENS: its display tokens (`shown`, when already counted),
+    plus every position it lists as committed, remasked or pinned, and CANDIDATE_COST per candidate."""
+    shown = shown_tokens(frame) if shown is None else shown
     listed = len(frame.committed or ()) + len(frame.remasked or ()) + len(frame.pinned or ())
     return shown + listed + CANDIDATE_COST * sum(len(names) for _, names in frame.candidates or ())
 
@@ -380,16 +391,17 @@ def _header_sources(sources: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _numbers(numbers: list[int]) -> str:
-    """'4', '4 and 9', '4, 9 and 12', or '4, 9, 12, 20, 31 and 7 more'."""
-    shown = [str(n) for n in numbers[:MAX_NAMED_LINES]]
-    if len(numbers) > MAX_NAMED_LINES:
-        return f"{', '.join(shown)} and {len(numbers) - MAX_NAMED_LINES} more"
-    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+def _check_file(p: Path, max_bytes: int) -> None:
+    """Refuses, before reading a line, a path that is not a file, a file over `max_bytes` or one of too many lines."""
+    if not p.is_file():
+        raise RecordingError(f"No recording at {p.name}.")
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise RecordingError(f"{p.name} is {size / 1e6:.1f} MB; recordings over {max_bytes / 1e6:.0f} MB are refused.")
+    lines_in_file = count_lines(p)
+    if lines_in_file > MAX_FRAMES + 16:
+        raise RecordingError(f"{p.name} has {lines_in_file:,} lines; recordings over {MAX_FRAMES:,} frames are "
+                             "refused, as the player and the exports cannot show them.")
 
 
 def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Recording:
@@ -401,15 +413,7 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
     raises RecordingError.
     """
     p = Path(path)
-    if not p.is_file():
-        raise RecordingError(f"No recording at {p.name}.")
-    size = p.stat().st_size
-    if size > max_bytes:
-        raise RecordingError(f"{p.name} is {size / 1e6:.1f} MB; recordings over {max_bytes / 1e6:.0f} MB are refused.")
-    lines_in_file = count_lines(p)
-    if lines_in_file > MAX_FRAMES + 16:
-        raise RecordingError(f"{p.name} has {lines_in_file:,} lines; recordings over {MAX_FRAMES:,} frames are "
-                             "refused, as the player and the exports cannot show them.")
+    _check_file(p, max_bytes)
     lines = iter_lines(p)
     header = _read_header(p.name, lines)
     frames: dict[str, list[Frame]] = {s: [] for s in SIDES}
@@ -417,6 +421,7 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
     bad: list[tuple[int, str]] = []
     repaired: list[int] = []
     count = tokens = 0
+    widest = dict.fromkeys(SIDES, 0)  # each side's longest frame so far, in display tokens
     for number, line, utf8 in lines:
         if line is None:
             bad.append((number, f"over {MAX_LINE_BYTES / 1e6:.0f} MB"))
@@ -433,8 +438,10 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
             kind = entry.get("type")
             if kind == "frame":
                 frame = Frame.from_json(entry)
-                count, tokens = count + 1, tokens + frame_size(frame)
+                shown = shown_tokens(frame)
+                count, tokens = count + 1, tokens + frame_size(frame, shown)
                 frames[side].append(frame)
+                widest[side] = max(widest[side], shown)
             elif kind == "end":
                 message = entry.get("message")
                 ends[side] = {"status": str(entry.get("status", "")),
@@ -450,8 +457,17 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
             what = f"{MAX_FRAMES:,} frames" if count > MAX_FRAMES else f"{MAX_TOKENS:,} tokens"
             raise RecordingError(f"{p.name} holds more than {what} (line {number}); longer recordings are refused, "
                                  "as the player and the exports cannot show them.")
-    warnings = _read_warnings(p.name, bad, repaired, sum(map(len, frames.values())))
+        if (cells := sum(len(frames[s]) * widest[s] for s in SIDES)) > MAX_CELLS:
+            raise RecordingError(cost_refusal(p.name, cells, number))
+    warnings = read_warnings(p.name, bad, repaired, sum(map(len, frames.values())))
     return Recording(header=header, frames=frames, ends=ends, warnings=warnings)
+
+
+def cost_refusal(name: str, cells: int, line: int) -> str:
+    """The one sentence that refuses a recording whose frames times longest frame passes MAX_CELLS by `line`."""
+    return (f"{name} costs more than {MAX_CELLS:,} cells to analyse and replay by line {line} (each side's frames "
+            f"times its longest frame: {cells:,}); such recordings are refused, as the player and the exports cannot "
+            "show them in bounded time.")
 
 
 def _read_header(name: str, lines: Iterator[tuple[int, str | None, bool]]) -> dict[str, Any]:
@@ -474,20 +490,3 @@ def _read_header(name: str, lines: Iterator[tuple[int, str | None, bool]]) -> di
         raise RecordingError(f"{name} has a malformed header.")
     header["sources"] = _header_sources(header.get("sources", {}))
     return header
-
-
-def _read_warnings(name: str, bad: list[tuple[int, str]], repaired: list[int], total: int) -> list[str]:
-    """What a read says about a damaged file: the lines skipped (and why the first was) and the lines repaired."""
-    warnings: list[str] = []
-    if bad:
-        first_number, reason = bad[0]
-        if len(bad) == 1:
-            warnings.append(f"Line {first_number} of {name} is not valid ({reason}) and was skipped; "
-                            f"{_n(total, 'frame')} loaded.")
-        else:
-            warnings.append(f"Lines {_numbers([n for n, _ in bad])} of {name} are not valid (line {first_number}: "
-                            f"{reason}) and were skipped; {_n(total, 'frame')} loaded.")
-    if repaired:
-        warnings.append(f"{'Line' if len(repaired) == 1 else 'Lines'} {_numbers(repaired)} of {name} had bytes "
-                        "that are not UTF-8; they show as \ufffd.")
-    return warnings

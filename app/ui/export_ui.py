@@ -3,9 +3,11 @@ player's clock, made by a cancellable job (app/ui/export_job.py) into a bounded 
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, AsyncIterator
 
 import gradio as gr
 
@@ -57,18 +59,20 @@ def wire_exports(box: ExportBox, current: Any, download: Any, status: Any) -> No
 def export_current(fmt: str) -> Any:
     """An export handler: the recording in the player as a self-contained HTML page, a GIF, an MP4 or the CSV of its
     per-frame figures, on the player's clock; a video reports its frames in the status about once a second (each
-    report also lets Gradio notice a visitor who left); Cancel export stops it and leaves no file."""
-    def export(current: str | None, clock: str = "time") -> Iterator[tuple[Any, str]]:
+    report also lets Gradio notice a visitor who left); Cancel export stops it and leaves no file. An async generator,
+    so that neither the export nor its cancelling ever waits on the page's event loop (app/ui/export_job.py)."""
+    async def export(current: str | None, clock: str = "time") -> AsyncIterator[tuple[Any, str]]:
         clock = "passes" if clock == "passes" else "time"
         if not current or not Path(current).is_file():
             yield gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
             return
         source = Path(current)
-        out = scratch.new_dir("export") / f"{source.stem}.{fmt}"
+        out = await asyncio.to_thread(scratch.new_dir, "export") / f"{source.stem}.{fmt}"  # it prunes: off the loop
         try:
-            for done, total in run_export(source, out, fmt, clock):
-                yield gr.skip(), (f"Making {out.name}: frame {done:,} of {total:,}..." if total
-                                  else f"Making {out.name}...") + " Cancel export stops it."
+            async with aclosing(run_export(source, out, fmt, clock)) as job:  # closing this handler closes the job
+                async for done, total in job:
+                    yield gr.skip(), (f"Making {out.name}: frame {done:,} of {total:,}..." if total
+                                      else f"Making {out.name}...") + " Cancel export stops it."
         except ImportError as e:
             yield gr.skip(), (f"{fmt.upper()} export needs {e.name}, which is not installed "
                               "(pip install -r requirements.txt).")

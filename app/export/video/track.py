@@ -38,15 +38,19 @@ class HeatStrip:
         return r0, max(r0 + 1, (k + 1) * self.h // self.n)
 
     def add(self, row: dict[str, Any]) -> None:
-        codes = np.zeros(self.positions, np.uint8)
+        """Adds a frame's row in work of its own length (not the widest frame's): past its end every position is 0,
+        which leaves a column's maximum as it was, so only the columns that start inside it are reduced."""
         ch = np.asarray(row["ch"], np.uint8)
+        codes = np.zeros(max(1, len(ch)), np.uint8)
         if len(ch):
             masked = np.asarray(row["m"], bool) if row["m"] is not None else np.zeros(len(ch), bool)
             codes[:len(ch)] = np.where(ch == 0, np.where(masked, H_MASKED, H_UNCHANGED), CODE_HEAT[ch])
             given = self.pinned[self.pinned < len(ch)]
             codes[given] = H_GIVEN
+        cols = int(np.searchsorted(self.starts, len(codes), side="left"))  # the columns starting inside the row
         r0, r1 = self.span(self.count)
-        self.cells[r0:r1] = np.maximum(self.cells[r0:r1], np.maximum.reduceat(codes, self.starts)[None, :])
+        self.cells[r0:r1, :cols] = np.maximum(self.cells[r0:r1, :cols],
+                                              np.maximum.reduceat(codes, self.starts[:cols])[None, :])
         self.pixels[r0:r1] = HEAT[self.cells[r0:r1]]
         self.fresh = (min(r0, self.fresh[0]), max(r1, self.fresh[1])) if self.fresh else (r0, r1)
         self.count += 1
