@@ -211,16 +211,17 @@ class Door:
             declared = _declared_length(headers)
         except ValueError:
             return await _respond(send, 400, BAD_LENGTH)
-        if served:
+        drain = None if any(k == "expect" for k, _ in headers) else declared  # a client that waits to be told
+        if served:                                                             # to send is refused before it does
             send = _quiet(send)
             if method != "POST" or not route.startswith(SERVED_POSTS):
-                return await _refuse(send, receive, 404, NOT_HERE, declared)
+                return await _refuse(send, receive, 404, NOT_HERE, drain)
         if route == "/upload":
-            return await self._upload(policy, headers, declared, scope, receive, send)
+            return await self._upload(policy, headers, declared, drain, scope, receive, send)
         if served and is_multipart(headers):
-            return await _refuse(send, receive, 403, UPLOAD_OFF if not policy.can("upload") else UPLOAD_ONE, declared)
+            return await _refuse(send, receive, 403, UPLOAD_OFF if not policy.can("upload") else UPLOAD_ONE, drain)
         if declared is not None and declared > BODY_BYTES:
-            return await _refuse(send, receive, 413, TOO_BIG, declared)
+            return await _refuse(send, receive, 413, TOO_BIG, drain)
         body = await _read_body(receive, BODY_BYTES)
         if body is None:
             return await _respond(send, 413, TOO_BIG)
@@ -256,17 +257,17 @@ class Door:
         finally:
             self._joining.remove(mark)
 
-    async def _upload(self, policy: Policy | None, headers: list[tuple[str, str]], declared: int | None, scope: Scope,
-                      receive: Receive, send: Send) -> None:
+    async def _upload(self, policy: Policy | None, headers: list[tuple[str, str]], declared: int | None,
+                      drain: int | None, scope: Scope, receive: Receive, send: Send) -> None:
         """Gradio's upload route, capped at UPLOAD_BYTES; on a served page off unless the policy allows it, then one
-        .jsonl within the address's budget."""
+        .jsonl within the address's budget. A refused body is drained (see _refuse) when `drain` says how long."""
         served = policy is not None and policy.served
         if served and not policy.can("upload"):
-            return await _refuse(send, receive, 403, UPLOAD_OFF, declared)
+            return await _refuse(send, receive, 403, UPLOAD_OFF, drain)
         if served and declared is None:
             return await _respond(send, 411, UPLOAD_SIZE)
         if declared is not None and declared > UPLOAD_BYTES:
-            return await _refuse(send, receive, 413, UPLOAD_TOO_BIG, declared)
+            return await _refuse(send, receive, 413, UPLOAD_TOO_BIG, drain)
         if not served:
             return await self.app(scope, _capped(receive, UPLOAD_BYTES), send)
         if not self._spend(_address(scope, headers), declared or 0):
