@@ -133,3 +133,35 @@ def test_sessions_and_a_large_recording_keep_the_server_within_a_bound(recording
         after = memory_mb(proc)
         assert max(after.values()) - start < GROWTH_MB, (after, start, grown)
     assert big.stat().st_size > 20_000_000
+
+
+def test_a_session_keeps_the_player_it_was_sent_without_the_payload_and_goes_when_idle() -> None:
+    """In process: the page-load handler's answer carries the first example's payload, while the session's copy of
+    the player keeps none of it and no copy of the page's config; a session untouched past the idle time is dropped
+    when another is used."""
+    import asyncio
+    import datetime
+
+    import gradio as gr
+
+    from app.serving.policy import from_launch
+    from app.ui.layout import build
+    from app.ui.session_state import LeanSessionState, LeanStateHolder
+
+    demo = build(from_launch("0.0.0.0", env={}))
+    holder = LeanStateHolder()
+    holder.set_blocks(demo)
+    index = next(i for i, fn in demo.fns.items() if any(name == "load" for _, name in fn.targets))
+    player = next(k for k, b in demo.blocks.items() if getattr(b, "elem_id", None) == "player")
+    state = holder["first"]
+    assert isinstance(state, LeanSessionState) and not state.config_values
+    request = gr.Request()
+    request.session_hash = "first"
+    sent = asyncio.run(demo.postprocess_data(demo.fns[index], list(demo.fns[index].fn(request, None)), state))
+    assert json.loads(sent[5]["props"]["payload"])["mode"] == "replay"
+    kept = state[player]
+    assert kept is not demo.blocks[player] and kept.props["payload"] is None and not state.config_values
+    assert all("payload" not in given for given in kept._constructor_args)
+    holder.time_last_used["first"] -= datetime.timedelta(seconds=holder.idle + 1)
+    holder["second"]
+    assert "first" not in holder and "second" in holder
