@@ -18,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 from app.serving.input_limits import LIMITS, fingerprint, refusal
+from app.ui.session_state import PageBlocks
 
 log = logging.getLogger("converge.inputs")
 
@@ -89,9 +90,9 @@ def _where(block_fn: Any) -> str:
     return str(getattr(block_fn, "name", None) or getattr(getattr(block_fn, "fn", None), "__name__", "handler"))
 
 
-class GuardedBlocks(gr.Blocks):
+class GuardedBlocks(PageBlocks):
     """gr.Blocks whose every handler refuses inputs over their limits before any work, with one sentence, and whose
-    failures are logged without the visitor's text."""
+    failures are logged without the visitor's text; its sessions are kept small (app/ui/session_state.py)."""
 
     async def preprocess_data(self, block_fn: Any, inputs: list[Any], state: Any, explicit_call: bool = False) -> Any:
         """Refuses the call before Gradio's preprocessing when an input is over its limit or out of place."""

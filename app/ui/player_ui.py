@@ -1,4 +1,9 @@
-"""The player on the page: the gr.HTML that mounts it, and the updates of its `payload` prop the boxes send."""
+"""The player on the page: the gr.HTML that mounts it, and the updates of its `payload` prop the boxes send.
+
+A payload goes to the browser with the update that carries it and is not kept on the server (app/ui/session_state.py
+forgets it): Gradio kept, for each session, the player as its last update rebuilt it, payload included, which was a
+whole recording again for every session that loaded one.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from app.ui.page_assets import PLAYER_GLUE, player_head
+from app.ui.session_state import sent_not_kept
 from app.view.payload import load_payload, player_json
 
 
@@ -27,5 +33,6 @@ def show_recording(path: Path) -> dict[str, Any]:
 
 def player_box() -> gr.HTML:
     """The player where it is called, inside the open Blocks, empty until the page-load handler fills it."""
-    return gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
-                   head=player_head(), apply_default_css=False, elem_id="player", payload=None)
+    player = gr.HTML(value="", html_template='<div class="cv-mount"></div>', js_on_load=PLAYER_GLUE,
+                     head=player_head(), apply_default_css=False, elem_id="player", payload=None)
+    return sent_not_kept(player, "payload")
