@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -24,7 +25,7 @@ from app.ui.visitor import owner_of
 from tests.loopback_client import Visitor
 from tests.reliability import tally
 from tests.served import config, peak_mb, served_process
-from tests.test_security_access import inputs, page, served
+from tests.test_security_access import fn_index, inputs, page, served
 
 MARKER = b'"ECHO-ME",'  # what the oversized bodies are made of: a reply that repeats the body repeats it
 OVERSIZED = 30 * 2**20  # the issue's body
@@ -256,6 +257,50 @@ def test_no_queued_handler_runs_through_run_predict_on_a_served_page(recordings:
     tally("route_breaches", len(ran))
     assert len(queued) > 10 and not ran, ran
     assert status == 200 and not list(recordings.rglob("*.jsonl"))
+
+
+# --- item 5: no answers piled up unread -------------------------------------------------------------------------------
+
+def test_one_address_cannot_pile_up_unread_answers_under_fresh_sessions() -> None:
+    """Gradio keeps each answer (a player's payload can be tens of MB) until its session reads its event stream. A
+    client that joins under fresh sessions and never reads is refused once UNREAD_SESSIONS of its sessions hold
+    answers, with one sentence; reading one frees a place, and another address is not affected."""
+    with page(served()) as (demo, url):
+        attacker, other = Visitor(url), Visitor(url, OTHER)
+        index = fn_index(demo, elem_id="library-load", event="click")
+        pending = demo._queue.pending_messages_per_session
+        answers, events = [], {}
+        for n in range(door.UNREAD_SESSIONS + 4):
+            status, answer, session = attacker.join(index, inputs(demo, index), f"unread-{n}")
+            answers.append((status, answer))
+            if status == 200:
+                events[session] = answer["event_id"]
+                deadline = time.monotonic() + 60
+                while session not in pending or pending[session].empty():  # until its answer waits, unread
+                    assert time.monotonic() < deadline, "the handler never answered"
+                    time.sleep(0.01)  # polling interval, not synchronisation
+        assert [s for s, _ in answers] == [200] * door.UNREAD_SESSIONS + [429] * 4, answers
+        assert all(door.UNREAD in json.dumps(a) for s, a in answers if s == 429)
+        assert other.join(index, inputs(demo, index), "elsewhere")[0] == 200
+        first = next(iter(events))
+        attacker.result(first, events[first])  # read one: its place is free again
+        assert attacker.join(index, inputs(demo, index), "after-reading")[0] == 200
+    tally("route_attacks", len(answers))
+    tally("route_breaches", sum(s == 200 for s, _ in answers[door.UNREAD_SESSIONS:]))
+
+
+def test_the_deep_link_route_is_off_on_a_served_page() -> None:
+    """Gradio's deep link writes the components of any session named to it to disk and hands their snapshot to whoever
+    opens the link; the page offers none, and a served page refuses it."""
+    with page(served()) as (demo, url):
+        visitor = Visitor(url)
+        load = next(i for i, fn in demo.fns.items() if not fn.queue and fn.fn and fn.name == "on_load")
+        visitor.post("/gradio_api/run/predict", {"data": inputs(demo, load), "fn_index": load,
+                                                 "session_hash": "victim", "event_data": None, "trigger_id": None})
+        status, reply = visitor.get("/gradio_api/deep_link?session_hash=victim")
+    tally("route_attacks")
+    tally("route_breaches", status == 200)
+    assert status == 404, reply[:200]
 
 
 # --- item 6: the low items --------------------------------------------------------------------------------------------

@@ -44,6 +44,11 @@ UPLOAD_BYTES = MAX_RECORDING_BYTES + 2**20  # one recording at its cap, and the 
 DRAIN_BYTES = 64 * 2**20  # past its cap, a body declared this long or less is read and dropped so its client gets
 # the sentence rather than a reset connection; a longer one is refused without reading it
 UPLOADS_KEPT = 65_536  # stored uploads remembered (to refuse serving them back), oldest forgotten first
+UNREAD_SESSIONS = 8  # sessions of one address whose answers may wait unread at once: Gradio keeps every answer (a
+# player's payload is up to tens of MB) until its session reads its event stream, which a browser does at once
+SESSIONS_KEPT = 256  # an address's sessions the door remembers while Gradio holds messages for them
+ADDRESSES_KEPT = 65_536  # addresses remembered with their sessions, least recently seen forgotten first
+REFUSED_GETS = ("/deep_link",)  # Gradio's deep link writes any named session's components to disk for anyone
 API = "/gradio_api"
 JOIN_ROUTES = ("/queue/join", "/call/")
 SERVED_POSTS = ("/queue/join", "/call/", "/run/", "/api/", "/cancel", "/reset", "/upload")  # what the page posts to
@@ -52,6 +57,8 @@ FILE_ROUTES = ("/file=", "/file/")
 HELD = ("You already have a race or sweep running or waiting on this server; wait for it to end, or stop it, "
         "before starting another.")
 BUSY = f"You already have {ADDRESS_EVENTS} requests waiting on this server; wait for them to finish."
+UNREAD = (f"Answers to {UNREAD_SESSIONS} of your sessions are waiting unread on this server; read them (or close "
+          "those tabs) before asking for more.")
 UPLOAD_OFF = "Uploading files is off on this server."
 UPLOAD_SPENT = (f"You have used this server's upload budget ({UPLOAD_FILES} files or {UPLOAD_BUDGET // 2**20} MB an "
                 "hour); try again later.")
@@ -192,6 +199,7 @@ class Door:
         self._joining: list[tuple[str, str, bool]] = []  # joins that passed the door and are not yet in the queue
         self._uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # address -> (when, bytes)
         self._stored: OrderedDict[str, float] = OrderedDict()  # real path of each stored upload -> when
+        self._sessions: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()  # address -> its latest sessions
         self._uploading = 0  # uploads being received now
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -204,7 +212,7 @@ class Door:
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
         route, method = route_of(scope.get("path", "")), scope.get("method", "")
         if method in ("GET", "HEAD"):
-            if served and route.startswith(FILE_ROUTES) and self._is_stored(route):
+            if served and (route in REFUSED_GETS or route.startswith(FILE_ROUTES) and self._is_stored(route)):
                 return await _respond(send, 404, NOT_HERE)
             return await self.app(scope, receive, send)
         try:
@@ -250,6 +258,8 @@ class Door:
             return await _respond(send, 429, HELD)
         if sum(a == address for a, _, _ in held) >= ADDRESS_EVENTS:
             return await _respond(send, 429, BUSY)
+        if self._unread(blocks, address, session) >= UNREAD_SESSIONS:
+            return await _respond(send, 429, UNREAD)
         mark = (address, session, heavy)
         self._joining.append(mark)
         try:
@@ -301,6 +311,25 @@ class Door:
             self._remember(str(stored[0]))
         await send(start)
         await send({"type": "http.response.body", "body": body})
+
+    def _unread(self, blocks: Any, address: str, session: str) -> int:
+        """Notes that `address` joins under `session`; how many of its other sessions hold answers that no event
+        stream has read (a client that joins under fresh sessions and never reads would pile them up in memory). A
+        session is remembered while Gradio keeps a message queue for it, which it drops once its stream has ended."""
+        sessions = self._sessions.pop(address, OrderedDict())
+        self._sessions[address] = sessions
+        while len(self._sessions) > ADDRESSES_KEPT:
+            self._sessions.popitem(last=False)
+        pending = blocks._queue.pending_messages_per_session
+        for gone in [s for s in sessions if s not in pending]:
+            del sessions[gone]
+        waiting = sum(1 for s in sessions if s != session and not pending[s].empty())
+        if session:
+            sessions.pop(session, None)
+            sessions[session] = None
+            while len(sessions) > SESSIONS_KEPT:
+                sessions.popitem(last=False)
+        return waiting
 
     def _spend(self, address: str, size: int) -> bool:
         """Counts an upload of `size` bytes against the address's budget; False when the budget is spent."""
