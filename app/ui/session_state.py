@@ -23,7 +23,7 @@ from gradio.state_holder import SessionState, StateHolder
 # Sessions kept at once (Gradio's default is 10,000). An opened page's session now holds about 20 kB (the library
 # table, picker and player it replaced: +58 MB resident for 3,000 in tests/test_session_memory.py), so these stay
 # within about 100 MB. A visitor's session is pushed out only after this many newer ones (its handlers then act for
-# a session-tied owner, with an empty library, until the page is reloaded): three minutes at the probe rate
+# a fresh owner, with an empty library, until the page is reloaded): three minutes at the probe rate
 # (2,845 sessions in 100 s), far longer for a page opened by people.
 SESSIONS = 5_000
 # Seconds a session is kept untouched (Gradio keeps it until pushed out): a tab left open through a working day keeps
