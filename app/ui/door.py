@@ -11,16 +11,19 @@ BODY_BYTES for anything else): a longer one is refused with one sentence, never 
 - POSTs reach only the routes the page itself uses (SERVED_POSTS); Gradio's others answer 404;
 - a visitor (a session, and a client address: app/ui/address.py) holds at most one race or sweep at a time, running
   or waiting, and one address at most ADDRESS_EVENTS queued requests of any kind, so one client cannot fill the
-  queue; a refused join gets one sentence (the browser shows it);
+  queue; a refused join gets one sentence (the browser shows it); an address may leave answers unread under at most
+  UNREAD_SESSIONS sessions, and run at most OFF_QUEUE_AT_ONCE calls off the queue at once (OFF_QUEUE_HELD waiting);
 - with the `upload` capability off, nothing is uploaded at all, whatever route or letter case a request tries; on,
   each upload is one .jsonl file (what the page's upload box takes) within a budget per address of UPLOAD_FILES files
   and UPLOAD_BUDGET bytes per UPLOAD_WINDOW seconds (the age at which Gradio's cache drops them); anything refused
   is deleted, half-received files included, and no stored upload is served back by its path;
-- a reply that would repeat a malformed body (FastAPI's 422) says one sentence instead.
+- a reply that would repeat a malformed body (FastAPI's 422) says one sentence instead, and Gradio's deep link (a
+  snapshot of any session named to it) answers 404.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -48,6 +51,9 @@ UNREAD_SESSIONS = 8  # sessions of one address whose answers may wait unread at 
 # player's payload is up to tens of MB) until its session reads its event stream, which a browser does at once
 SESSIONS_KEPT = 256  # an address's sessions the door remembers while Gradio holds messages for them
 ADDRESSES_KEPT = 65_536  # addresses remembered with their sessions, least recently seen forgotten first
+OFF_QUEUE_AT_ONCE = 4  # calls one address may have running off the queue at once (the page load, a lesson's text);
+OFF_QUEUE_HELD = 64  # more wait their turn (a class behind one address opening the page), up to this many in all
+OFF_QUEUE = ("/run/", "/api/")  # the routes that run a handler off the queue (the queued ones answer 404 there)
 REFUSED_GETS = ("/deep_link",)  # Gradio's deep link writes any named session's components to disk for anyone
 API = "/gradio_api"
 JOIN_ROUTES = ("/queue/join", "/call/")
@@ -57,6 +63,8 @@ FILE_ROUTES = ("/file=", "/file/")
 HELD = ("You already have a race or sweep running or waiting on this server; wait for it to end, or stop it, "
         "before starting another.")
 BUSY = f"You already have {ADDRESS_EVENTS} requests waiting on this server; wait for them to finish."
+BUSY_OFF_QUEUE = (f"You already have {OFF_QUEUE_HELD} requests running or waiting on this server; wait for them "
+                  "to finish.")
 UNREAD = (f"Answers to {UNREAD_SESSIONS} of your sessions are waiting unread on this server; read them (or close "
           "those tabs) before asking for more.")
 UPLOAD_OFF = "Uploading files is off on this server."
@@ -201,6 +209,8 @@ class Door:
         self._stored: OrderedDict[str, float] = OrderedDict()  # real path of each stored upload -> when
         self._sessions: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()  # address -> its latest sessions
         self._uploading = 0  # uploads being received now
+        self._running: dict[str, int] = defaultdict(int)  # address -> its calls running or waiting off the queue
+        self._turns: dict[str, asyncio.Semaphore] = {}  # address -> its turns to run off the queue
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -235,7 +245,24 @@ class Door:
             return await _respond(send, 413, TOO_BIG)
         if served and route.startswith(JOIN_ROUTES):
             return await self._join(blocks, _address(scope, headers), route, body, scope, receive, send)
+        if served and route.startswith(OFF_QUEUE):
+            return await self._off_queue(_address(scope, headers), body, scope, receive, send)
         return await self.app(scope, _replayed(body, receive), send)
+
+    async def _off_queue(self, address: str, body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
+        """A call of a handler that runs off the queue, which no queue limit reaches: at most OFF_QUEUE_AT_ONCE of an
+        address's run at once and the rest wait their turn, up to OFF_QUEUE_HELD in all; beyond that one is refused."""
+        if self._running[address] >= OFF_QUEUE_HELD:
+            return await _respond(send, 429, BUSY_OFF_QUEUE)
+        self._running[address] += 1
+        turn = self._turns.setdefault(address, asyncio.Semaphore(OFF_QUEUE_AT_ONCE))
+        try:
+            async with turn:
+                await self.app(scope, _replayed(body, receive), send)
+        finally:
+            self._running[address] -= 1
+            if not self._running[address]:
+                del self._running[address], self._turns[address]
 
     async def _join(self, blocks: Any, address: str, route: str, body: bytes, scope: Scope, receive: Receive,
                     send: Send) -> None:
