@@ -12,7 +12,7 @@ import pytest
 from app.errors import UserError
 from app.lessons.forward_process import STEPS, forward_recording
 from app.lessons.guided import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
-from app.sources.base import REGISTRY, make_source
+from app.sources.base import REGISTRY, load_plugins, make_source
 from app.trace.frames import read_recording
 from app.ui.lessons_ui import lesson_markdown, noising_file
 from app.view.payload import recording_payload
@@ -67,6 +67,7 @@ def test_the_mercury_lesson_replays_a_bundled_synthetic_wire_format_stream() -> 
 def test_lesson_text_names_where_to_look_and_what_to_try() -> None:
     md = lesson_markdown(0)
     assert md.startswith(f"### Lesson 1 of {len(LESSONS)}") and "**Try it:**" in md and "**Look at**" in md
+    load_plugins()  # the registry fills when the sources are first loaded, which another test may not have done
     assert all(k in REGISTRY for k in ("local-diffusion", "local-ar", "replay"))
 
 
@@ -94,6 +95,26 @@ def test_only_the_forward_process_lesson_shows_a_recording_when_chosen() -> None
     assert [title for title, path in shown.items() if path] == ["The forward process: what the model learned to undo"]
     path = next(p for p in shown.values() if p)
     assert read_recording(path).frames == forward_recording(read_recording(FORWARD_EXAMPLE)).frames
+
+
+def visible_words(text: str) -> str:
+    """Text as a reader sees it, for comparing a lesson's source with the page: Markdown's emphasis marks dropped and
+    white space made single."""
+    return " ".join(re.sub(r"[*`]", "", text).split())
+
+
+@pytest.mark.browser
+def test_every_lessons_text_shows_as_written(browser: Any, server_url: str) -> None:
+    """Issue 41: the `<eos>` in lesson 12 was read as an HTML tag and swallowed the rest of its text. Each of the
+    lessons, chosen in turn, shows every word of its source: title, explanation, where to look and what to try."""
+    with browser_tab(browser, server_url) as tab:
+        for i, lesson in enumerate(LESSONS):
+            if i:
+                tab.click("#lesson-next")
+            tab.wait_for_function(f"document.querySelector('#lesson-text')?.innerText.includes('Lesson {i + 1} of')")
+            shown = visible_words(tab.inner_text("#lesson-text"))
+            for part in (lesson.title, lesson.text, lesson.look, lesson.try_it):
+                assert visible_words(part) in shown, (i + 1, visible_words(part)[:80], shown[:300])
 
 
 def race_finished(tab: Any, before: str | None) -> str:

@@ -9,6 +9,7 @@ recording like any other, written to a scratch file so that the exports can make
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -50,10 +51,14 @@ BESIDE_RACE_JS = """
 
 
 def lesson_markdown(i: int) -> str:
-    """A lesson as the page shows it: number, title, the explanation, where to look and what to try."""
+    """A lesson as the page shows it: number, title, the explanation, where to look and what to try. Its words are
+    text: `<`, `>` and `&` are written as entities, so a token such as <eos> shows as typed instead of being read as
+    an HTML tag (which swallowed the rest of the lesson)."""
     lesson = LESSONS[i]
-    return (f"### Lesson {i + 1} of {len(LESSONS)}: {lesson.title}\n\n{lesson.text}\n\n"
-            f"**Look at** {lesson.look} (outlined on the page).\n\n**Try it:** {lesson.try_it}")
+    title, text, look, try_it = (html.escape(part, quote=False)
+                                 for part in (lesson.title, lesson.text, lesson.look, lesson.try_it))
+    return (f"### Lesson {i + 1} of {len(LESSONS)}: {title}\n\n{text}\n\n"
+            f"**Look at** {look} (outlined on the page).\n\n**Try it:** {try_it}")
 
 
 def control_values(sources: dict[str, tuple[str, dict[str, Any]]], controls: dict[str, Any]) -> list[Any]:
