@@ -8,6 +8,8 @@ var EOS = { "<|endoftext|>": 1, "<|eos|>": 1, "<|eot_id|>": 1, "<|im_end|>": 1, 
             "<eos>": 1, "[EOS]": 1 };
 var STATUS_TEXT = THEME.status;
 var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
+/* a digit key sets the speed it names (1 is 1x), as a speaker expects; the slower speeds are a - away */
+var DIGIT_SPEEDS = { "1": 1, "2": 2, "3": 3, "4": 4 };
 var PACE_KEY = "converge-pace"; /* localStorage: the watch pace this browser chose */
 var PASS_RATE = THEME.pass_rate; /* forward passes per second of playback at 1x, on the forward-pass clock */
 var BLOCK = 16; /* token positions per block of a text panel (see paintTokens) */
@@ -34,15 +36,15 @@ var KEYS = [
   ["Space", "play / pause"],
   ["\u2190  \u2192", "one frame back / forward"],
   ["Home  End", "jump to the start / the end"],
-  ["1 \u2026 8", "speed " + SPEEDS.map(speedText).join(", ")],
-  ["\u2212  +", "slower / faster"],
+  ["1  2  3  4", "speed 1\u00D7, 2\u00D7, 3\u00D7, 4\u00D7"],
+  ["\u2212  +", "slower / faster (" + SPEEDS.map(speedText).join(", ") + ")"],
   ["C", "compare by progress (not real time) on / off"],
   ["F", "forward-pass clock on / off (time is the default)"],
   ["P", "presenter mode on / off"],
   ["O", "presenter mode on the page: run a race or load a recording"],
   ["?", "show / hide this help"],
   ["Tab, then \u2190 \u2192", "in a text panel: inspect the previous / next position (Shift: 10 at a time)"],
-  ["Esc", "close this help, or the token inspector"]
+  ["Esc", "close this help, or the token inspector, or leave presenter mode"]
 ];
 
 function hexRgb(hex) {

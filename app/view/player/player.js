@@ -120,6 +120,7 @@ function create(root, options) {
     if (k === "Escape") {
       if (state.help) { setHelp(false); e.preventDefault(); }
       else if (state.inspect) { inspector.close(); e.preventDefault(); }
+      else if (state.presenter) { setPresenter(false); e.preventDefault(); }
       return;
     }
     if ((tag === "BUTTON" || t === viewBox) && (k === " " || k === "Enter")) return; /* its own click */
@@ -128,13 +129,12 @@ function create(root, options) {
     if (k === "f" || k === "F") { toggleClock(); e.preventDefault(); return; }
     if ((k === "o" || k === "O") && options.onPick && state.presenter) { options.onPick(); e.preventDefault(); return; }
     if (!enabled()) return;
-    var digit = /^[1-9]$/.test(k) ? parseInt(k, 10) : 0;
     if (k === " ") togglePlay();
     else if (k === "ArrowLeft") { stopPlaying(); seek(cursorIndex() - 1); }
     else if (k === "ArrowRight") { stopPlaying(); seek(cursorIndex() + 1); }
     else if (k === "Home") { stopPlaying(); seek(0); }
     else if (k === "End") { stopPlaying(); seek(getTimeline().length - 1); }
-    else if (digit && digit <= SPEEDS.length) setSpeed(SPEEDS[digit - 1]);
+    else if (DIGIT_SPEEDS[k]) setSpeed(DIGIT_SPEEDS[k]);
     else if (k === "-" || k === "_") setSpeed(SPEEDS[Math.max(0, SPEEDS.indexOf(state.speed) - 1)]);
     else if (k === "+" || k === "=") setSpeed(SPEEDS[Math.min(SPEEDS.length - 1, SPEEDS.indexOf(state.speed) + 1)]);
     else if (k === "c" || k === "C") setView(state.view === "time" ? "progress" : "time");
