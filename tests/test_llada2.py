@@ -18,7 +18,13 @@ torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 diffusers = pytest.importorskip("diffusers", reason="diffusers is not installed (requirements-test.txt)")
 
-from tests.hf_families import LLADA2_EOS, LLADA2_MASK, build_llada2  # noqa: E402  (needs torch and transformers)
+from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
+    CACHES,
+    LLADA2_EOS,
+    LLADA2_MASK,
+    build_llada2,
+    counted_run,
+)
 
 PROMPT = "the cat had a red ball"
 RUN = {"trust_remote_code": True, "device": "cpu", "gen_length": 24, "steps": 24, "block_length": 8,
@@ -218,3 +224,13 @@ def test_a_cancelled_llada2_run_stops_with_its_pipeline(llada2: Path) -> None:
     for worker in [t for t in threading.enumerate() if t.name == "llada2-pipeline"]:  # the pipeline stops too
         worker.join(120)
         assert not worker.is_alive()
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_llada2_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(llada2: Path, cache: dict) -> None:
+    """The pipeline calls the model once a refinement pass and keeps no cache, so nfe is its calls and the recorded
+    settings claim no cache, whatever is asked."""
+    calls, last, settings = counted_run(f"hf-diffusion:{llada2}", PROMPT, **{**RUN, **cache}, editing_threshold=0.5)
+    assert calls == last.nfe > 0
+    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+

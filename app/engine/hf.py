@@ -124,12 +124,15 @@ def _ids(ids: np.ndarray, device: str) -> Any:
 
 
 class HFMaskedLM:
-    """MaskedLM over a transformers model; the prefix cache is not used (each step is one full forward).
+    """MaskedLM over a transformers model, each step one full forward: no cache, because these models' code (LLaDA,
+    Dream, dllm's A2D, the BERT family) cannot reuse keys/values across passes of bidirectional attention, so the
+    sampler runs without one and counts one pass a step (app/engine/diffusion.py `honoured`).
 
     Special tokens other than end-of-text (padding, [CLS], [UNK]...) are never proposed. `placement` is the
     device and dtype it runs with."""
 
-    exact_prefix = False  # prefix_cache runs the settled prefix on its own
+    caches = False
+    exact_prefix = False
     dual_cache = False
 
     def __init__(self, model: Any, mask_id: int, eos_id: int, shifted: bool, max_len: int,
@@ -159,9 +162,6 @@ class HFMaskedLM:
             out = out.float()
             out[:, [i for i in self.banned if i < out.shape[1]]] = -torch.inf
             return out.cpu().numpy()  # only the rows from `start` on leave the device
-
-    def prefix_cache(self, ids: np.ndarray) -> Any:
-        return None
 
 
 class HFCausalLM:
