@@ -298,3 +298,35 @@ def counted_run(spec: str, prompt: str, **settings: Any) -> tuple[int, Any, dict
         frames = list(src.stream(prompt, threading.Event()))
     return calls[0], frames[-1], src.settings()
 
+
+@contextlib.contextmanager
+def favouring(module: Any, token: int) -> Iterator[None]:
+    """The module's logits raised at `token` on every row while the block runs, so the sampler writes that id."""
+    def raise_it(_module: Any, _args: Any, out: Any) -> None:
+        out.logits[..., token] += 100.0
+
+    hook = module.register_forward_hook(raise_it)
+    try:
+        yield
+    finally:
+        hook.remove()
+
+
+def past_the_tokenizer(spec: str, token: int, prompt: str, **settings: Any) -> list[Any]:
+    """The frames of a run of the source `spec` whose model is made to write `token` (`favouring`), an id its output
+    layer has a row for and its tokenizer no entry."""
+    from app.sources.base import make_source
+
+    src = make_source(spec, **{"device": "cpu", **settings})
+    assert src.model.vocab_size > token and token not in src.tok.tok.get_vocab().values()
+    with favouring(src.model.model, token):
+        return list(src.stream(prompt, threading.Event()))
+
+
+def drawn(frames: list[Any], token: int) -> bool:
+    """Whether `token` is drawn as its placeholder in the answer's cells, the inspector's candidates and the text."""
+    from app.engine.hf import unknown_token
+
+    shown = unknown_token(token)
+    candidates = [name for f in frames for _, cands in f.candidates or [] for name, _ in cands]
+    return shown in frames[-1].tokens and shown in candidates and shown in frames[-1].text

@@ -12,7 +12,7 @@ import pytest
 
 from app.errors import UserError
 from app.sources.base import make_source
-from tests.hf_families import CACHES, counted_run
+from tests.hf_families import CACHES, counted_run, drawn, past_the_tokenizer
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
@@ -35,10 +35,11 @@ def tiny_tokenizer():
         mask_token="[MASK]", eos_token="[EOS]")
 
 
-def build_tiny_models(root: Path) -> dict[str, Path]:
-    """Saves a BERT masked LM, a GPT-2 causal LM and a Qwen2 causal LM (used Dream-style) under root."""
+def build_tiny_models(root: Path, padding: int = 0) -> dict[str, Path]:
+    """Saves a BERT masked LM, a GPT-2 causal LM and a Qwen2 causal LM (used Dream-style) under root; with `padding`,
+    their output layers have that many rows more than the tokenizer has entries (as real checkpoints pad them)."""
     tok = tiny_tokenizer()
-    v = len(tok)
+    v = len(tok) + padding
     torch.manual_seed(0)
     models = {
         "bert": transformers.BertForMaskedLM(transformers.BertConfig(
@@ -265,3 +266,18 @@ def test_a_causal_model_counts_its_prefill_and_each_cached_decode_as_one_pass(ti
     calls, last, _ = counted_run(f"hf-ar:{tiny['gpt2']}", "the cat had a red ball", gen_length=12, stop_at_eos=False)
     assert calls == last.nfe == 12
 
+
+@pytest.fixture(scope="module")
+def padded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_tiny_models(tmp_path_factory.mktemp("padded"), padding=8)
+
+
+@pytest.mark.parametrize("spec", ["hf-diffusion:bert", "hf-diffusion:qwen", "hf-ar:gpt2"])
+def test_an_id_past_the_tokenizer_is_drawn_as_its_placeholder(padded: dict[str, Path], spec: str) -> None:
+    """An output row the tokenizer has no entry for, once written, is drawn as `<id N>` by the masked loader, a
+    Dream-style model and the causal loader, where a fast tokenizer's own decoding would drop it without a trace."""
+    kind, family = spec.split(":")
+    token = len(tiny_tokenizer()) + 3
+    frames = past_the_tokenizer(f"{kind}:{padded[family]}", token, "the cat had a red ball", gen_length=8,
+                                stop_at_eos=False, **({"steps": 8, "block_length": 8} if kind != "hf-ar" else {}))
+    assert drawn(frames, token)

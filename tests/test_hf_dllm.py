@@ -21,6 +21,8 @@ from tests.hf_families import (  # noqa: E402
     build_modernbert_chat,
     counted_run,
     dllm_on_path,
+    drawn,
+    past_the_tokenizer,
 )
 
 PROMPT = "the cat had a red ball"
@@ -235,3 +237,11 @@ def test_bd3lm_counts_its_block_cache_fills_as_passes_and_records_the_cache_it_r
     assert calls == last.nfe == 16 + 2 and last.refreshes == 2
     assert settings["prefix_cache"] is True and settings["dual_cache"] is False
 
+
+@pytest.mark.parametrize("block_attention", [False, True])
+def test_an_id_past_the_a2d_tokenizer_is_drawn_as_its_placeholder(a2d: Path, block_attention: bool) -> None:
+    """The A2D Qwen3 output layer has 151936 rows and its tokenizer 151670 entries (as Qwen3's); an id between is
+    drawn as `<id N>` under the MDLM sampler and under block attention (BD3LM)."""
+    frames = past_the_tokenizer(f"hf-diffusion:{a2d}", 151900, PROMPT, trust_remote_code=True, gen_length=16,
+                                steps=8, block_length=8, stop_at_eos=False, block_attention=block_attention)
+    assert drawn(frames, 151900)

@@ -20,6 +20,8 @@ from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
     build_dream,
     build_llada,
     counted_run,
+    drawn,
+    past_the_tokenizer,
     vendored,
 )
 
@@ -209,3 +211,25 @@ def test_dream_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(
     assert calls == last.nfe == 16 and last.refreshes == 0
     assert settings["prefix_cache"] is False and settings["dual_cache"] is False
 
+
+def test_an_id_past_dreams_tokenizer_is_drawn_as_its_placeholder_in_the_panel_inspector_and_export(
+        dream: Path, tmp_path: Path) -> None:
+    """Dream's output layer has 152064 rows and its tokenizer 151667 entries (as the real checkpoint's); an id
+    between, once written, is drawn as `<id N>` where Dream's own decoding would raise a TypeError."""
+    import json
+    import re
+
+    from app.export.html import export_html
+    from app.trace.frames import RecordingWriter, make_header
+
+    frames = past_the_tokenizer(f"hf-diffusion:{dream}", 151700, PROMPT, trust_remote_code=True, gen_length=8,
+                                steps=8, block_length=8, stop_at_eos=False)
+    assert drawn(frames, 151700)
+    writer = RecordingWriter(tmp_path / "race.jsonl", make_header(PROMPT, {"left": {"name": "dream", "settings": {}}}))
+    for frame in frames:
+        writer.frame("left", frame)
+    writer.end("left", "done")
+    writer.close()
+    page = export_html(tmp_path / "race.jsonl", tmp_path / "race.html").read_text(encoding="utf-8")
+    data = re.search(r'<script type="application/json" id="converge-data">(.*?)</script>', page, re.S).group(1)
+    assert "<id 151700>" in json.dumps(json.loads(data), ensure_ascii=False)

@@ -24,6 +24,8 @@ from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
     LLADA2_MASK,
     build_llada2,
     counted_run,
+    llada2_tokenizer,
+    past_the_tokenizer,
 )
 
 PROMPT = "the cat had a red ball"
@@ -234,3 +236,15 @@ def test_llada2_counts_each_call_of_its_network_as_one_pass_and_records_no_cache
     assert calls == last.nfe > 0
     assert settings["prefix_cache"] is False and settings["dual_cache"] is False
 
+
+def test_an_id_past_the_llada2_tokenizer_is_drawn_as_its_placeholder(llada2: Path, tmp_path: Path) -> None:
+    """The model's 157184 output rows beside a tokenizer that ends at the mask (156896 entries): an id between, once
+    the pipeline writes it, is drawn as `<id N>` in the cells and the text (the pipeline gives no candidates)."""
+    import shutil
+
+    from app.engine.hf import unknown_token
+
+    folder = shutil.copytree(llada2, tmp_path / "llada2")
+    llada2_tokenizer(folder, LLADA2_MASK + 1)
+    frames = past_the_tokenizer(f"hf-diffusion:{folder}", 157000, PROMPT, **RUN)
+    assert unknown_token(157000) in frames[-1].tokens and unknown_token(157000) in frames[-1].text

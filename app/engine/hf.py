@@ -43,19 +43,44 @@ def _libs() -> tuple[Any, Any]:
     return torch, transformers
 
 
+def unknown_token(token: int) -> str:
+    """How an id the tokenizer has no entry for is drawn, in the panel, the inspector and every export: real
+    checkpoints' output layers are padded past their tokenizers (Dream: 152064 rows, 151667 entries), and such an
+    id, once sampled, would crash the tokenizer (Dream's) or vanish from the text (a fast tokenizer's)."""
+    return f"<id {token}>"
+
+
 class HFTokenizer:
-    """A transformers tokenizer seen through app.engine.base.Tokenizer."""
+    """A transformers tokenizer seen through app.engine.base.Tokenizer; an id it has no entry for reads as
+    `unknown_token`."""
 
     def __init__(self, tok: Any, mask_id: int | None, eos_id: int) -> None:
         self.tok = tok
         self.mask_id = mask_id
         self.eos_id = eos_id
+        known = sorted({int(i) for i in tok.get_vocab().values()})
+        self.known = np.zeros(known[-1] + 1 if known else 0, dtype=bool)
+        self.known[known] = True
 
     def encode(self, text: str) -> list[int]:
         return list(self.tok.encode(text, add_special_tokens=False))
 
     def decode(self, ids: list[int]) -> str:
-        return self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        """The text of `ids`, each run of ids the tokenizer knows decoded together and any other id as its
+        `unknown_token`."""
+        out: list[str] = []
+        run: list[int] = []
+        for i in map(int, ids):
+            if 0 <= i < len(self.known) and self.known[i]:
+                run.append(i)
+                continue
+            out += [self._text(run), unknown_token(i)]
+            run = []
+        return "".join(out) + self._text(run)
+
+    def _text(self, ids: list[int]) -> str:
+        """The tokenizer's own decoding of ids it knows ("" for none)."""
+        return self.tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False) if ids else ""
 
     def token_strings(self, ids: list[int]) -> list[str]:
         """Each token's text given up to 8 tokens of left context, so word pieces, leading spaces and split
