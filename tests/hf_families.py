@@ -8,12 +8,14 @@ tokenizer_config.json (chat template, end-of-text, padding) is the family's own.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import shutil
+import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Iterator
 
 ASSETS = Path(__file__).parent / "assets"
 WORDS = ("once upon a time there was a little cat who liked to play in the sun . she had a red ball and a big dog "
@@ -263,3 +265,68 @@ def build_modernbert_chat(root: Path, seed: int = 0) -> Path:
     tok.chat_template = (ASSETS / "modernbert" / "chat_template.jinja").read_text(encoding="utf-8")
     tok.save_pretrained(folder)
     return folder
+
+
+CACHES = [{}, {"prefix_cache": False}, {"prefix_cache": True, "dual_cache": False},
+          {"prefix_cache": True, "dual_cache": True}]  # the defaults, and the cache switches both ways
+
+
+@contextlib.contextmanager
+def forward_calls(module: Any) -> Iterator[list[int]]:
+    """Counts every call of a torch module's `forward`, however it is reached, while the block runs: [count]."""
+    calls = [0]
+    forward = module.forward
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return forward(*args, **kwargs)
+
+    module.forward = counting
+    try:
+        yield calls
+    finally:
+        del module.forward
+
+
+def counted_run(spec: str, prompt: str, **settings: Any) -> tuple[int, Any, dict[str, Any]]:
+    """(calls of the loaded model's forward, the last frame, the settings the recording's header would hold) of one
+    run of the source `spec`, made with `settings`."""
+    from app.sources.base import make_source
+
+    src = make_source(spec, **{"device": "cpu", **settings})
+    with forward_calls(src.model.model) as calls:
+        frames = list(src.stream(prompt, threading.Event()))
+    return calls[0], frames[-1], src.settings()
+
+
+@contextlib.contextmanager
+def favouring(module: Any, token: int) -> Iterator[None]:
+    """The module's logits raised at `token` on every row while the block runs, so the sampler writes that id."""
+    def raise_it(_module: Any, _args: Any, out: Any) -> None:
+        out.logits[..., token] += 100.0
+
+    hook = module.register_forward_hook(raise_it)
+    try:
+        yield
+    finally:
+        hook.remove()
+
+
+def past_the_tokenizer(spec: str, token: int, prompt: str, **settings: Any) -> list[Any]:
+    """The frames of a run of the source `spec` whose model is made to write `token` (`favouring`), an id its output
+    layer has a row for and its tokenizer no entry."""
+    from app.sources.base import make_source
+
+    src = make_source(spec, **{"device": "cpu", **settings})
+    assert src.model.vocab_size > token and token not in src.tok.tok.get_vocab().values()
+    with favouring(src.model.model, token):
+        return list(src.stream(prompt, threading.Event()))
+
+
+def drawn(frames: list[Any], token: int) -> bool:
+    """Whether `token` is drawn as its placeholder in the answer's cells, the inspector's candidates and the text."""
+    from app.engine.hf import unknown_token
+
+    shown = unknown_token(token)
+    candidates = [name for f in frames for _, cands in f.candidates or [] for name, _ in cands]
+    return shown in frames[-1].tokens and shown in candidates and shown in frames[-1].text

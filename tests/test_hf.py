@@ -12,6 +12,7 @@ import pytest
 
 from app.errors import UserError
 from app.sources.base import make_source
+from tests.hf_families import CACHES, counted_run, drawn, past_the_tokenizer
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
@@ -34,10 +35,11 @@ def tiny_tokenizer():
         mask_token="[MASK]", eos_token="[EOS]")
 
 
-def build_tiny_models(root: Path) -> dict[str, Path]:
-    """Saves a BERT masked LM, a GPT-2 causal LM and a Qwen2 causal LM (used Dream-style) under root."""
+def build_tiny_models(root: Path, padding: int = 0) -> dict[str, Path]:
+    """Saves a BERT masked LM, a GPT-2 causal LM and a Qwen2 causal LM (used Dream-style) under root; with `padding`,
+    their output layers have that many rows more than the tokenizer has entries (as real checkpoints pad them)."""
     tok = tiny_tokenizer()
-    v = len(tok)
+    v = len(tok) + padding
     torch.manual_seed(0)
     models = {
         "bert": transformers.BertForMaskedLM(transformers.BertConfig(
@@ -67,8 +69,8 @@ def test_bert_masked_lm_runs_through_the_diffusion_sampler(tiny: dict[str, Path]
     frames = list(src.stream("once upon a time", threading.Event()))
     assert frames[0].masked == [True] * 16 and frames[0].nfe == 0
     last = frames[-1]
-    # 8 steps, and each of 2 blocks fills its cache in a pass
-    assert last.final and last.nfe == 8 + 2 and len(frames) == 9
+    # 8 steps, each one call of the network (BERT keeps no cache to fill)
+    assert last.final and last.nfe == 8 and len(frames) == 9
     assert sum(len(f.committed or []) for f in frames) == 16
     assert not any(last.masked) and last.text
     for f in frames[1:5]:  # the first block (8 positions over 4 steps) fills before anything right of it
@@ -93,8 +95,8 @@ def test_dream_style_wrapper_unshifts_the_logits(tiny: dict[str, Path]) -> None:
     src = make_source(f"hf-diffusion:{tiny['qwen']}", gen_length=8, steps=4, block_length=8, stop_at_eos=False,
                       threshold=0.5)
     frames = list(src.stream("the cat", threading.Event()))
-    # at most 4 steps, plus the pass that fills the block's cache
-    assert frames[-1].final and len(frames[-1].tokens) == 8 and frames[-1].nfe <= 4 + 1
+    # at most 4 steps, each one call of the network
+    assert frames[-1].final and len(frames[-1].tokens) == 8 and frames[-1].nfe <= 4
 
 
 def test_causal_lm_with_kv_cache_matches_recomputing_the_whole_prefix(tiny: dict[str, Path]) -> None:
@@ -246,3 +248,36 @@ def test_a_hugging_face_masked_model_can_be_stepped_by_hand_and_saved(tiny: dict
     assert frames[1].chosen_by == "user" and frames[1].committed == [first_open[1]]
     assert frames[2].chosen_by == "model" and rec.ends["left"]["status"] == "done" and not any(frames[-1].masked)
 
+
+
+@pytest.mark.parametrize("cache", CACHES)
+@pytest.mark.parametrize("family", ["bert", "qwen"])
+def test_a_masked_model_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(
+        tiny: dict[str, Path], family: str, cache: dict) -> None:
+    """The BERT family and a Dream-style causal model keep no keys/values between passes: 32 tokens in blocks of 16
+    over 16 steps are 16 calls and nfe 16, and no cache is recorded."""
+    calls, last, settings = counted_run(f"hf-diffusion:{tiny[family]}", "the cat had a red ball", gen_length=32,
+                                        steps=16, block_length=16, threshold=None, stop_at_eos=False, **cache)
+    assert calls == last.nfe == 16 and last.refreshes == 0
+    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+
+
+def test_a_causal_model_counts_its_prefill_and_each_cached_decode_as_one_pass(tiny: dict[str, Path]) -> None:
+    calls, last, _ = counted_run(f"hf-ar:{tiny['gpt2']}", "the cat had a red ball", gen_length=12, stop_at_eos=False)
+    assert calls == last.nfe == 12
+
+
+@pytest.fixture(scope="module")
+def padded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_tiny_models(tmp_path_factory.mktemp("padded"), padding=8)
+
+
+@pytest.mark.parametrize("spec", ["hf-diffusion:bert", "hf-diffusion:qwen", "hf-ar:gpt2"])
+def test_an_id_past_the_tokenizer_is_drawn_as_its_placeholder(padded: dict[str, Path], spec: str) -> None:
+    """An output row the tokenizer has no entry for, once written, is drawn as `<id N>` by the masked loader, a
+    Dream-style model and the causal loader, where a fast tokenizer's own decoding would drop it without a trace."""
+    kind, family = spec.split(":")
+    token = len(tiny_tokenizer()) + 3
+    frames = past_the_tokenizer(f"{kind}:{padded[family]}", token, "the cat had a red ball", gen_length=8,
+                                stop_at_eos=False, **({"steps": 8, "block_length": 8} if kind != "hf-ar" else {}))
+    assert drawn(frames, token)

@@ -15,7 +15,15 @@ from app.sources.base import make_source
 torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 
-from tests.hf_families import build_a2d, build_modernbert_chat, dllm_on_path  # noqa: E402
+from tests.hf_families import (  # noqa: E402
+    CACHES,
+    build_a2d,
+    build_modernbert_chat,
+    counted_run,
+    dllm_on_path,
+    drawn,
+    past_the_tokenizer,
+)
 
 PROMPT = "the cat had a red ball"
 RUNS = [(32, 8, 16), (32, 32, 8), (24, 10, 8)]  # (answer length, steps, block): 10 steps over 3 blocks rounds up
@@ -203,3 +211,37 @@ def test_dllm_schedule_counts_as_dllms_get_num_transfer_tokens(samplers) -> None
         for steps in (1, 2, 3, 7, 8, 10, 32, 64):
             want = samplers.get_num_transfer_tokens(torch.ones(1, masked, dtype=torch.bool), steps, linear)[0]
             assert dllm_counts(masked, steps) == [int(n) for n in want if n], (masked, steps)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+@pytest.mark.parametrize("family", ["a2d", "modernbert"])
+def test_mdlm_families_count_each_call_of_their_network_as_one_pass_and_record_no_cache(
+        request: pytest.FixtureRequest, family: str, cache: dict) -> None:
+    """dllm's A2D MDLM (as loaded: bidirectional, no cache in its code path) and ModernBERT chat keep no keys/values
+    between passes: 32 tokens in blocks of 16 over 16 steps are 16 calls and nfe 16, and no cache is recorded."""
+    folder = request.getfixturevalue(family)
+    calls, last, settings = counted_run(f"hf-diffusion:{folder}", PROMPT, trust_remote_code=family == "a2d",
+                                        gen_length=32, steps=16, block_length=16, threshold=None, stop_at_eos=False,
+                                        **cache)
+    assert calls == last.nfe == 16 and last.refreshes == 0
+    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+
+
+@pytest.mark.parametrize("dual", [True, False])
+def test_bd3lm_counts_its_block_cache_fills_as_passes_and_records_the_cache_it_ran(a2d: Path, dual: bool) -> None:
+    """BD3LM's block cache is real: each block's fill is a call of the network and a pass; it has no dual cache, so
+    none is recorded whichever is asked."""
+    calls, last, settings = counted_run(f"hf-diffusion:{a2d}", PROMPT, trust_remote_code=True, gen_length=32,
+                                        steps=16, block_length=16, threshold=None, stop_at_eos=False,
+                                        block_attention=True, dual_cache=dual)
+    assert calls == last.nfe == 16 + 2 and last.refreshes == 2
+    assert settings["prefix_cache"] is True and settings["dual_cache"] is False
+
+
+@pytest.mark.parametrize("block_attention", [False, True])
+def test_an_id_past_the_a2d_tokenizer_is_drawn_as_its_placeholder(a2d: Path, block_attention: bool) -> None:
+    """The A2D Qwen3 output layer has 151936 rows and its tokenizer 151670 entries (as Qwen3's); an id between is
+    drawn as `<id N>` under the MDLM sampler and under block attention (BD3LM)."""
+    frames = past_the_tokenizer(f"hf-diffusion:{a2d}", 151900, PROMPT, trust_remote_code=True, gen_length=16,
+                                steps=8, block_length=8, stop_at_eos=False, block_attention=block_attention)
+    assert drawn(frames, 151900)

@@ -15,7 +15,15 @@ from app.sources.base import make_source
 torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 
-from tests.hf_families import build_dream, build_llada, vendored  # noqa: E402  (needs torch and transformers)
+from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
+    CACHES,
+    build_dream,
+    build_llada,
+    counted_run,
+    drawn,
+    past_the_tokenizer,
+    vendored,
+)
 
 PROMPT = "the cat had a red ball"
 
@@ -70,7 +78,7 @@ def test_llada_decodes_as_its_reference_generate_at_temperature_0(llada: Path) -
     ours = list(diffusion.generate(src.model, prompt, src.opts))
     theirs = reference.generate(src.model.model, torch.tensor([prompt]), steps=8, gen_length=32, block_length=16,
                                 temperature=0.0, mask_id=126336)[0, len(prompt):].tolist()
-    assert ours[-1].ids.tolist() == theirs and ours[-1].nfe == 8 + 2  # 8 steps; each block's cache fill is a pass
+    assert ours[-1].ids.tolist() == theirs and ours[-1].nfe == 8  # 8 steps, each one call of the network
     assert len(set(theirs)) > 4  # a real answer, not one token repeated
     frames = list(src.stream(PROMPT, threading.Event()))
     assert frames[-1].final and frames[-1].text == src.tok.decode(theirs)
@@ -158,7 +166,7 @@ def test_dream_decodes_as_its_diffusion_generate_at_temperature_0(dream: Path, a
         torch.tensor([prompt]), generation_config=copy.deepcopy(src.model.model.generation_config),
         mask_token_id=151666, max_new_tokens=16, steps=8, temperature=0.0, alg=alg, alg_temp=None,
         return_dict_in_generate=False)[0, len(prompt):].tolist()
-    assert ours[-1].ids.tolist() == theirs and ours[-1].nfe == 8 + 1  # 8 steps and the block's cache fill
+    assert ours[-1].ids.tolist() == theirs and ours[-1].nfe == 8  # 8 steps, each one call of the network
     assert len(set(theirs)) > 4
 
 
@@ -184,3 +192,44 @@ def test_top_k_scores_among_the_k_likeliest_only(llada: Path) -> None:
         runs[k] = list(diffusion.generate(src.model, src.encode(PROMPT), src.opts))[1:]
     assert np.all(runs[1][-1].confidence == 1.0) and [s.committed for s in runs[1]] == [[i] for i in range(16)]
     assert not np.all(runs[0][-1].confidence == 1.0) and [s.committed for s in runs[0]] != [[i] for i in range(16)]
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_llada_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(llada: Path, cache: dict) -> None:
+    """LLaDA's code keeps no keys/values between passes, so no cache is run, counted or recorded, whatever is asked:
+    32 tokens in blocks of 16 over 16 steps are 16 calls of the network and nfe 16 (not 18)."""
+    calls, last, settings = counted_run(f"hf-diffusion:{llada}", PROMPT, trust_remote_code=True, gen_length=32,
+                                        steps=16, block_length=16, threshold=None, stop_at_eos=False, **cache)
+    assert calls == last.nfe == 16 and last.refreshes == 0
+    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_dream_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(dream: Path, cache: dict) -> None:
+    calls, last, settings = counted_run(f"hf-diffusion:{dream}", PROMPT, trust_remote_code=True, gen_length=16,
+                                        steps=16, block_length=16, threshold=None, stop_at_eos=False, **cache)
+    assert calls == last.nfe == 16 and last.refreshes == 0
+    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+
+
+def test_an_id_past_dreams_tokenizer_is_drawn_as_its_placeholder_in_the_panel_inspector_and_export(
+        dream: Path, tmp_path: Path) -> None:
+    """Dream's output layer has 152064 rows and its tokenizer 151667 entries (as the real checkpoint's); an id
+    between, once written, is drawn as `<id N>` where Dream's own decoding would raise a TypeError."""
+    import json
+    import re
+
+    from app.export.html import export_html
+    from app.trace.frames import RecordingWriter, make_header
+
+    frames = past_the_tokenizer(f"hf-diffusion:{dream}", 151700, PROMPT, trust_remote_code=True, gen_length=8,
+                                steps=8, block_length=8, stop_at_eos=False)
+    assert drawn(frames, 151700)
+    writer = RecordingWriter(tmp_path / "race.jsonl", make_header(PROMPT, {"left": {"name": "dream", "settings": {}}}))
+    for frame in frames:
+        writer.frame("left", frame)
+    writer.end("left", "done")
+    writer.close()
+    page = export_html(tmp_path / "race.jsonl", tmp_path / "race.html").read_text(encoding="utf-8")
+    data = re.search(r'<script type="application/json" id="converge-data">(.*?)</script>', page, re.S).group(1)
+    assert "<id 151700>" in json.dumps(json.loads(data), ensure_ascii=False)

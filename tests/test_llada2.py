@@ -18,7 +18,15 @@ torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 diffusers = pytest.importorskip("diffusers", reason="diffusers is not installed (requirements-test.txt)")
 
-from tests.hf_families import LLADA2_EOS, LLADA2_MASK, build_llada2  # noqa: E402  (needs torch and transformers)
+from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
+    CACHES,
+    LLADA2_EOS,
+    LLADA2_MASK,
+    build_llada2,
+    counted_run,
+    llada2_tokenizer,
+    past_the_tokenizer,
+)
 
 PROMPT = "the cat had a red ball"
 RUN = {"trust_remote_code": True, "device": "cpu", "gen_length": 24, "steps": 24, "block_length": 8,
@@ -218,3 +226,25 @@ def test_a_cancelled_llada2_run_stops_with_its_pipeline(llada2: Path) -> None:
     for worker in [t for t in threading.enumerate() if t.name == "llada2-pipeline"]:  # the pipeline stops too
         worker.join(120)
         assert not worker.is_alive()
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_llada2_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(llada2: Path, cache: dict) -> None:
+    """The pipeline calls the model once a refinement pass and keeps no cache, so nfe is its calls and the recorded
+    settings claim no cache, whatever is asked."""
+    calls, last, settings = counted_run(f"hf-diffusion:{llada2}", PROMPT, **{**RUN, **cache}, editing_threshold=0.5)
+    assert calls == last.nfe > 0
+    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+
+
+def test_an_id_past_the_llada2_tokenizer_is_drawn_as_its_placeholder(llada2: Path, tmp_path: Path) -> None:
+    """The model's 157184 output rows beside a tokenizer that ends at the mask (156896 entries): an id between, once
+    the pipeline writes it, is drawn as `<id N>` in the cells and the text (the pipeline gives no candidates)."""
+    import shutil
+
+    from app.engine.hf import unknown_token
+
+    folder = shutil.copytree(llada2, tmp_path / "llada2")
+    llada2_tokenizer(folder, LLADA2_MASK + 1)
+    frames = past_the_tokenizer(f"hf-diffusion:{folder}", 157000, PROMPT, **RUN)
+    assert unknown_token(157000) in frames[-1].tokens and unknown_token(157000) in frames[-1].text

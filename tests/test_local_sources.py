@@ -79,6 +79,7 @@ class LikesToEnd:
         out[max(0, self.cut - start):, self.eos_id] += 20.0
         return out
 
+    caches = True  # the real model's cache, passed through
     exact_prefix = True  # it passes `upto` on to the real model's cache
 
     def prefix_cache(self, ids, upto=None):
@@ -201,6 +202,24 @@ def test_the_frames_report_every_call_of_the_network_as_a_pass_and_count_the_ref
     assert Frame.from_json(frames[-1].to_json()).refreshes == 4
 
 
+@needs_twins
+@pytest.mark.parametrize(("kind", "cache"), [("local-diffusion", {}), ("local-diffusion", {"prefix_cache": False}),
+                                             ("local-diffusion", {"dual_cache": False}), ("local-ar", {})])
+def test_the_shipped_twins_count_every_call_of_their_network_at_the_page_defaults(kind: str, cache: dict) -> None:
+    """At the page's defaults and with the cache switches both ways: the twin's cache is real, so it is used,
+    recorded as asked and its fills are passes (each block's first step refreshes it in the same call)."""
+    from tests.test_samplers import network_calls
+
+    src = make_source(kind, gen_length=32, **cache)
+    with network_calls(src.model) as calls:
+        frames = list(src.stream("Once upon a time", threading.Event()))
+    assert frames[-1].nfe == calls[0] > 0
+    if kind == "local-diffusion":
+        asked = {"prefix_cache": True, "dual_cache": True, **cache}
+        assert src.settings()["prefix_cache"] == asked["prefix_cache"]
+        assert src.settings()["dual_cache"] == (asked["prefix_cache"] and asked["dual_cache"])
+
+
 def test_deferred_frames_are_stamped_now_and_decoded_when_made_ready(tok) -> None:
     model = tiny(tok, causal=True)
     src = source(tok, model, ARSettings(gen_length=6, stop_at_eos=False))
@@ -224,11 +243,15 @@ def test_each_source_declares_whether_it_takes_a_key_as_its_factory_does() -> No
 def test_models_declare_the_caches_their_methods_offer() -> None:
     import inspect
 
+    from app.bench.engine import TorchMaskedLM
     from app.engine.hf import HFMaskedLM
+    from app.engine.hf_block import HFBlockLM
     from app.engine.model import MaskedDiffusionLM
 
-    for cls in (MaskedDiffusionLM, HFMaskedLM):  # the sampler trusts these flags instead of probing signatures
-        assert cls.exact_prefix == ("upto" in inspect.signature(cls.prefix_cache).parameters), cls
+    for cls in (MaskedDiffusionLM, HFMaskedLM, HFBlockLM, TorchMaskedLM):  # the sampler trusts these flags
+        assert cls.caches == hasattr(cls, "prefix_cache"), cls  # a model that keeps no cache has no way to fill one
+        prefix = getattr(cls, "prefix_cache", None)
+        assert cls.exact_prefix == (prefix is not None and "upto" in inspect.signature(prefix).parameters), cls
         assert cls.dual_cache == ("stop" in inspect.signature(cls.logits).parameters), cls
 
 

@@ -164,6 +164,31 @@ def test_forward_passes_count_every_call_of_the_network(mlm, cache) -> None:
     assert steps[-1].refreshes == (0 if cache.get("prefix_cache") is False else 4)
 
 
+class Uncached:
+    """A real twin seen as a model that keeps no cache and says so (as a Hugging Face masked LM): no `caches`, no
+    `prefix_cache`, and `logits` refuses one."""
+
+    def __init__(self, model) -> None:
+        self.model, self.dual_cache = model, True
+        self.vocab_size, self.mask_id, self.eos_id, self.max_len = (model.vocab_size, model.mask_id, model.eos_id,
+                                                                    model.max_len)
+
+    def logits(self, ids, cache=None, start=0):
+        assert cache is None
+        return self.model.logits(ids, None, start)
+
+
+@pytest.mark.parametrize("cache", [dict(), dict(dual_cache=False)])
+def test_a_model_that_keeps_no_cache_runs_without_one_and_counts_one_pass_a_step(mlm, cache) -> None:
+    model = Uncached(mlm)
+    with network_calls(mlm) as calls:
+        steps = run(model, gen_length=32, steps=16, block_length=8, **cache)
+    assert calls[0] == steps[-1].nfe == 16 and steps[-1].refreshes == 0
+    s = diffusion.honoured(model, DiffusionSettings(**cache))
+    assert (s.prefix_cache, s.dual_cache) == (False, False)  # what its recording says
+    assert diffusion.honoured(mlm, DiffusionSettings(prefix_cache=False)).dual_cache is False  # no dual without it
+
+
 def test_temperature_sampling_is_seeded(mlm) -> None:
     a = run(mlm, gen_length=16, steps=16, block_length=16, temperature=1.0, seed=3)[-1].ids.tolist()
     b = run(mlm, gen_length=16, steps=16, block_length=16, temperature=1.0, seed=3)[-1].ids.tolist()
@@ -253,8 +278,10 @@ def test_prompt_errors(mlm) -> None:
 
 def test_ar_kv_cache_matches_recomputing_and_counts_one_pass_per_token() -> None:
     ar = random_model(config(causal=True), seed=2)
-    steps = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12, stop_at_eos=False)))
+    with network_calls(ar) as calls:
+        steps = list(autoregressive.generate(ar, PROMPT, ARSettings(gen_length=12, stop_at_eos=False)))
     assert [s.nfe for s in steps] == list(range(1, 13)) and [len(s.ids) for s in steps] == list(range(1, 13))
+    assert calls[0] == 12  # the prefill, then one cached decode a token
     ids = [ar.eos_id, *PROMPT]  # the twins run with a leading end-of-text, as in training
     for _ in range(12):
         ids.append(int(np.argmax(ar.net.forward(np.array(ids))[-1])))
@@ -287,6 +314,7 @@ class Seen:
         self.lengths.append(len(ids))
         return self.model.logits(ids, cache, start)
 
+    caches = True  # the real model's cache, passed through
     exact_prefix = True  # it passes `upto` on to the real model's cache
 
     def prefix_cache(self, ids, upto=None):

@@ -102,6 +102,8 @@ def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dic
 class TorchMaskedLM:
     """The diffusion twin's weights in a plain torch eager forward (train.py's TorchTransformer), no cache."""
 
+    caches = exact_prefix = dual_cache = False
+
     def __init__(self, dm: Any) -> None:
         import torch
 
@@ -130,9 +132,6 @@ class TorchMaskedLM:
         with self.torch.inference_mode():
             out = self.net(seq, causal=False)[0]
         return out[start: len(ids)].numpy()  # output at i scores token i (the leading end-of-text undoes the shift)
-
-    def prefix_cache(self, ids: np.ndarray) -> Any:
-        return None
 
 
 def numpy_vs_torch(dm: Any, prompt: list[int]) -> dict[str, Any]:

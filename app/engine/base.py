@@ -31,7 +31,8 @@ class MaskedLM(Protocol):
     mask_id: int
     eos_id: int
     max_len: int
-    # the caches it offers beyond a plain prefix cache, declared so the sampler need not probe its methods:
+    # the caches it offers, declared so the sampler need not probe its methods (app/engine/diffusion.py `honoured`):
+    caches: bool  # prefix_cache keeps keys/values that later passes reuse; without, each pass runs the whole sequence
     exact_prefix: bool  # prefix_cache(ids, upto=P) runs all of ids, so a block's first cached step is exact
     dual_cache: bool  # logits(..., stop=) recomputes only the block and reuses the cached suffix (DualCache)
 
@@ -44,7 +45,8 @@ class MaskedLM(Protocol):
         ...
 
     def prefix_cache(self, ids: np.ndarray) -> Any:
-        """Keys/values of a settled prefix, for `logits(..., cache=, start=len(ids))`."""
+        """Keys/values of a settled prefix, for `logits(..., cache=, start=len(ids))`, in one call of the network (a
+        pass); called only on a model that `caches`."""
         ...
 
 

@@ -1,17 +1,17 @@
 """Masked-diffusion sampling over any MaskedLM: the answer starts fully masked and is unmasked step by step.
 
-One loop covers LLaDA's sampler (linear schedule, semi-autoregressive blocks, float64 Gumbel noise),
-Dream's position scores (margin, entropy), Fast-dLLM's confidence-threshold parallel decoding (and its
-factor rule) with a prefix cache, and ReMDM-style remasking. Every step yields a `Step` so a player can
-show the whole process. `generate` is a loop over `begin`, `next_block`, `forward` (one pass and what the rule would
-commit) and `commit`, which app/engine/stepper.py also drives, one commit at a time, for a learner choosing the commits.
+One loop covers LLaDA's sampler (linear schedule, semi-autoregressive blocks, float64 Gumbel noise), Dream's position
+scores (margin, entropy), Fast-dLLM's confidence-threshold parallel decoding (and its factor rule) with a prefix cache
+where the model keeps one, and ReMDM-style remasking. Every step yields a `Step` so a player can show the whole process.
+`generate` is a loop over `begin`, `next_block`, `forward` (one pass and what the rule would commit) and `commit`, which
+app/engine/stepper.py also drives, one commit at a time, for a learner choosing the commits.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator
 
 import numpy as np
@@ -88,9 +88,10 @@ class DiffusionSettings:
                                   "answer).")
     stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
                                help="End as soon as an end-of-text is committed with everything before it filled in.")
-    prefix_cache: bool = option(True, "Prefix cache", help="Reuse the keys/values left of the block within a block.")
+    prefix_cache: bool = option(True, "Prefix cache", help="Reuse the keys/values left of the block within a block, "
+                                "where the model keeps them (the built-in twin; BD3LM's block attention).")
     dual_cache: bool = option(True, "Dual cache", help="With the prefix cache: also reuse the masked suffix, "
-                                                       "so a step recomputes only its block.")
+                                                       "so a step recomputes only its block (the built-in twin).")
     lookahead: int = option(0, "Lookahead (0 = whole answer)", min=0, max=256, step=8,
                             help="How many masked tokens right of the block the model sees; fewer is faster on long "
                                  "answers.")
@@ -225,8 +226,16 @@ def dllm_counts(masked: int, steps: int) -> list[int]:
     return counts
 
 
+def honoured(model: MaskedLM, settings: DiffusionSettings) -> DiffusionSettings:
+    """The settings as `model` runs them: the prefix cache only where it keeps one (`caches`), the dual cache only with
+    it and where offered. Why: a cache the model cannot keep (Hugging Face masked LMs) is not run, counted or shown."""
+    prefix = settings.prefix_cache and bool(getattr(model, "caches", False))
+    dual = prefix and settings.dual_cache and bool(getattr(model, "dual_cache", False))
+    return replace(settings, prefix_cache=prefix, dual_cache=dual)
+
+
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
-    """Keys/values of x[:start] for this block (Fast-dLLM PrefixCache). Where the model can, they are
+    """Keys/values of x[:start] for this block (Fast-dLLM PrefixCache), in one pass. Where the model can, they are
     computed with the whole sequence in view, so the block's first step equals the uncached one."""
     if getattr(model, "exact_prefix", False):
         return model.prefix_cache(x, upto=start)
@@ -294,8 +303,8 @@ class Pass:
 
 def begin(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
           pins: dict[int, int] | None = None, commit_filter: Any = None) -> Run:
-    """A run before its first pass: the answer all masked but for the pins; the settings and prompt checked."""
-    s = settings.validate()
+    """A run before its first pass: the answer all masked but for the pins; settings (`honoured`) and prompt checked."""
+    s = honoured(model, settings.validate())
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
     judge = commit_filter or (getattr(model, "commit_filter", None) if s.filter is not None else None)
     if s.filter is not None and judge is None:
@@ -337,22 +346,19 @@ def forward(model: MaskedLM, run: Run) -> Pass:
 def _network(model: MaskedLM, run: Run, start: int, end: int) -> Any:
     """The network's logits from `start` on, over what the model sees up to `end`, through the block's cache when
     the settings keep one (made at the block's first pass)."""
-    s, P = run.s, run.prompt_len
-    hi = run.bounds[1]
-    view = run.x[:end]
-    refresh = getattr(model, "refresh", None) if s.prefix_cache else None
-    dual = s.prefix_cache and s.dual_cache and getattr(model, "dual_cache", False)
+    s, P, hi, view = run.s, run.prompt_len, run.bounds[1], run.x[:end]
+    refresh = getattr(model, "refresh", None) if s.prefix_cache else None  # the settings are `honoured` ones
     if run.passes == 0 and refresh is not None:  # one pass: the cache for this block and its first step
         run.cache, logits = refresh(view, start)
         run.refreshes += 1
-    elif not s.prefix_cache:
-        logits = model.logits(view)[start:]
+    elif not s.prefix_cache:  # the whole sequence, and only the rows from `start` on come back
+        logits = model.logits(view, None, start)
     else:
         if run.passes == 0:  # a call of the network of its own, over the prefix: it counts as a pass
             run.cache = block_cache(model, view, start)
             run.nfe += 1
             run.refreshes += 1
-        logits = model.logits(view, run.cache, start, stop=P + hi) if dual else model.logits(view, run.cache, start)
+        logits = model.logits(view, run.cache, start, **({"stop": P + hi} if s.dual_cache else {}))
     run.nfe += 1
     run.step += 1
     run.passes += 1
@@ -414,9 +420,8 @@ def _rule(model: MaskedLM, run: Run, probs: np.ndarray, chosen: np.ndarray, p_ch
         minimum = plan[run.passes - 1] if run.passes <= len(plan) else len(cand)
     else:
         minimum = math.ceil(len(cand) / max(1, run.budget - (run.passes - 1)))  # a learner may take more passes
-    # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence
-    # whatever the order (a random score or exp(-entropy) above 0.9 is not Fast-dLLM's rule) and add
-    # every position sure enough
+    # the scoring picks the scheduled commits; threshold / factor judge the model's own confidence whatever the order
+    # (a random score or exp(-entropy) above 0.9 is not Fast-dLLM's rule) and add every position sure enough
     scheduled = cand[np.argsort(-scores, kind="stable")[:minimum]]
     extra = cand[np.argsort(-sure, kind="stable")[:_parallel(sure, s)]]
     if run.judge is not None:
@@ -479,11 +484,11 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     `observe(feature rows, positions, guesses) -> scores` of app/engine/commit_filter.py) adds the positions it
     scores at least that sure.
 
-    nfe counts every call of the network. With the prefix cache and a model that offers `refresh`, each
-    block starts with one pass over the whole sequence that both refreshes the cache and gives the block's
-    first step its logits (as in Fast-dLLM), so every step is exactly one pass; `refreshes` counts those
-    block-start passes. A model without `refresh` (Hugging Face) fills its cache at each block start in a pass of
-    its own, counted in nfe and refreshes too; without the cache each step runs over the whole sequence."""
+    nfe counts every call of the network. With the prefix cache and a model that offers `refresh`, each block starts
+    with one pass over the whole sequence that both refreshes the cache and gives the block's first step its logits
+    (as in Fast-dLLM), so every step is exactly one pass; `refreshes` counts those block-start passes. A model without
+    `refresh` (BD3LM's block cache) fills its cache at each block start in a pass of its own, counted in nfe and
+    refreshes too; without the cache (off, or a model that keeps none: `honoured`) each step is one whole pass."""
     run = begin(model, prompt_ids, settings, pins, commit_filter)
     yield run.snapshot()
     while next_block(run):

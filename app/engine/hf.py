@@ -43,19 +43,44 @@ def _libs() -> tuple[Any, Any]:
     return torch, transformers
 
 
+def unknown_token(token: int) -> str:
+    """How an id the tokenizer has no entry for is drawn, in the panel, the inspector and every export: real
+    checkpoints' output layers are padded past their tokenizers (Dream: 152064 rows, 151667 entries), and such an
+    id, once sampled, would crash the tokenizer (Dream's) or vanish from the text (a fast tokenizer's)."""
+    return f"<id {token}>"
+
+
 class HFTokenizer:
-    """A transformers tokenizer seen through app.engine.base.Tokenizer."""
+    """A transformers tokenizer seen through app.engine.base.Tokenizer; an id it has no entry for reads as
+    `unknown_token`."""
 
     def __init__(self, tok: Any, mask_id: int | None, eos_id: int) -> None:
         self.tok = tok
         self.mask_id = mask_id
         self.eos_id = eos_id
+        known = sorted({int(i) for i in tok.get_vocab().values()})
+        self.known = np.zeros(known[-1] + 1 if known else 0, dtype=bool)
+        self.known[known] = True
 
     def encode(self, text: str) -> list[int]:
         return list(self.tok.encode(text, add_special_tokens=False))
 
     def decode(self, ids: list[int]) -> str:
-        return self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        """The text of `ids`, each run of ids the tokenizer knows decoded together and any other id as its
+        `unknown_token`."""
+        out: list[str] = []
+        run: list[int] = []
+        for i in map(int, ids):
+            if 0 <= i < len(self.known) and self.known[i]:
+                run.append(i)
+                continue
+            out += [self._text(run), unknown_token(i)]
+            run = []
+        return "".join(out) + self._text(run)
+
+    def _text(self, ids: list[int]) -> str:
+        """The tokenizer's own decoding of ids it knows ("" for none)."""
+        return self.tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False) if ids else ""
 
     def token_strings(self, ids: list[int]) -> list[str]:
         """Each token's text given up to 8 tokens of left context, so word pieces, leading spaces and split
@@ -124,12 +149,15 @@ def _ids(ids: np.ndarray, device: str) -> Any:
 
 
 class HFMaskedLM:
-    """MaskedLM over a transformers model; the prefix cache is not used (each step is one full forward).
+    """MaskedLM over a transformers model, each step one full forward: no cache, because these models' code (LLaDA,
+    Dream, dllm's A2D, the BERT family) cannot reuse keys/values across passes of bidirectional attention, so the
+    sampler runs without one and counts one pass a step (app/engine/diffusion.py `honoured`).
 
     Special tokens other than end-of-text (padding, [CLS], [UNK]...) are never proposed. `placement` is the
     device and dtype it runs with."""
 
-    exact_prefix = False  # prefix_cache runs the settled prefix on its own
+    caches = False
+    exact_prefix = False
     dual_cache = False
 
     def __init__(self, model: Any, mask_id: int, eos_id: int, shifted: bool, max_len: int,
@@ -159,9 +187,6 @@ class HFMaskedLM:
             out = out.float()
             out[:, [i for i in self.banned if i < out.shape[1]]] = -torch.inf
             return out.cpu().numpy()  # only the rows from `start` on leave the device
-
-    def prefix_cache(self, ids: np.ndarray) -> Any:
-        return None
 
 
 class HFCausalLM:

@@ -214,6 +214,7 @@ class MaskedDiffusionLM:
     """The diffusion twin as a `MaskedLM`: bidirectional, shift undone, prefix cache, and the learned commit
     filter fitted to it when its folder has one (app/engine/commit_filter.py)."""
 
+    caches = True
     exact_prefix = True
     dual_cache = True
 

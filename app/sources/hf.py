@@ -48,7 +48,7 @@ class HFLoad:
         return self
 
 
-HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32)
+HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32, dual_cache=False)  # no family keeps one
 HF_AR = ARSettings(gen_length=64)
 LOAD_OPTIONS = tuple(declared(HFLoad))
 EDIT_OPTIONS = tuple(declared(EditSettings))

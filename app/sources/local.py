@@ -142,8 +142,10 @@ class SamplerSource:
     def __init__(self, name: str, load: Callable[[], tuple[Any, Any]], settings: Any,
                  prompt_ids: Callable[[Any, str], list[int]], extra: dict[str, Any] | None = None) -> None:
         self.name = name
-        self.opts = settings
         self.model, self.tok = load()
+        if isinstance(settings, DiffusionSettings):  # a cache the model cannot keep is neither run nor recorded
+            settings = diffusion.honoured(self.model, settings)
+        self.opts = settings
         self._prompt_ids = prompt_ids
         self.extra = extra or {}
 
