@@ -213,8 +213,8 @@ def test_with_upload_on_a_refused_or_abandoned_upload_leaves_no_file(tmp_path: P
         wrong = visitor.upload([("run.py", b"print('hi')\n")])
         assert two[0] == 400 and wrong[0] == 400 and door.UPLOAD_ONE in two[1]
         body = multipart("b0undary", "left.jsonl", b"x" * 2**20)
-        status, _ = raw(url, "POST", "/gradio_api/upload", {"Content-Type": "multipart/form-data; boundary=b0undary",
-                                                            "Content-Length": str(len(body))}, [body[: 2**19]], leave=True)
+        headers = {"Content-Type": "multipart/form-data; boundary=b0undary", "Content-Length": str(len(body))}
+        status, _ = raw(url, "POST", "/gradio_api/upload", headers, [body[: 2**19]], leave=True)
         assert status is None  # the client went away mid-body; the server had nothing to answer yet
         taken = visitor.upload([("kept.jsonl", b'{"kind": "header"}\n')])
         assert taken[0] == 200, taken
