@@ -33,9 +33,10 @@ class Source(Protocol):
 class Backend:
     """One way a kind of source runs, and the settings it honours: those declared in `options` (settings
     dataclasses, as the defaults it starts from; app/engine/options.py) but the ones named in `without`, which that
-    way of running never applies. `why_not` holds the sentence that refuses one of those, where a general one would
-    mislead (pins on an autoregressive model). What the page shows, what the CLI accepts and what the recording keeps
-    all follow `names`; a backend that writes around pinned text is one that declares `pins`."""
+    way of running never applies. `why_not` holds the sentence that refuses one of those where a general one would
+    mislead or a pointer helps (pins on an autoregressive model); `{source}` and `{name}` in it name the source and
+    the setting. What the page shows, what the CLI accepts and what the recording keeps all follow `names`; a backend
+    that writes around pinned text is one that declares `pins`."""
 
     key: str
     label: str
@@ -64,8 +65,8 @@ class Backend:
         for name, value in given.items():
             if name in self.names or value is None or (name == "pins" and not value):
                 continue
-            raise UserError(self.why_not.get(name) or f"{source} has no setting {name!r}; its settings are: "
-                                                      f"{', '.join(self.names)}.")
+            why = self.why_not.get(name, "{source} has no setting {name!r}; its settings are: {names}.")
+            raise UserError(why.format(source=source, name=name, names=", ".join(self.names)))
 
     def applied(self, settings: dict[str, Any]) -> dict[str, Any]:
         """`settings` (a settings dataclass as JSON) cut to what this backend applied, for the recording's header."""

@@ -19,7 +19,7 @@ from app.engine.hf import DEVICES, DTYPES, SHIFTS
 from app.engine.hf_config import model_type
 from app.engine.llada2 import MODEL_TYPES, TAKES, PipelineSettings
 from app.engine.options import check, coerce, declared, option
-from app.engine.pins import AR_REFUSAL
+from app.engine.pins import AR_PINS
 from app.errors import UserError
 from app.sources.base import Backend, SourceKind, register
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
@@ -169,4 +169,6 @@ def _ran(source: SamplerSource) -> SamplerSource:
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
                     takes_arg=True, backends=(MASKED, LLADA2), backend_of=backend_of))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
-                    options=(HF_AR, HFLoad()), without=MASKED_ONLY, why_not={"pins": AR_REFUSAL}))
+                    options=(HF_AR, HFLoad()), without=MASKED_ONLY,
+                    why_not={"pins": AR_PINS, **{n: "{source} has no setting {name!r}: that is for hf-diffusion's "
+                                                     "masked models." for n in MASKED_ONLY}}))

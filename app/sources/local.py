@@ -17,7 +17,7 @@ from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.options import coerce, lines
-from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
+from app.engine.pins import AR_PINS, parse_pin, resolve_pins
 from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text
@@ -197,4 +197,4 @@ def make_local_ar(**settings: Any) -> SamplerSource:
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
                     options=(TWIN_DIFFUSION,)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
-                    options=(ARSettings(),), why_not={"pins": AR_REFUSAL}))
+                    options=(ARSettings(),), why_not={"pins": AR_PINS}))

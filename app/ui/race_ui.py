@@ -8,7 +8,7 @@ from typing import Any, Callable, Generator, Iterator
 
 import gradio as gr
 
-from app.engine.pins import AR_REFUSAL
+from app.engine.pins import PINS_REFUSAL
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
 from app.race.run import Race
 from app.serving.input_limits import MAX_PROMPT_CHARS
@@ -148,7 +148,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             return
         sides = {"left": left.read(list(values[:n_left])), "right": right.read(list(values[n_left:]))}
         if not pin(pins, [(spec, st) for spec, st, _ in sides.values()], policy):
-            yield to_player(notice_payload(AR_REFUSAL)), gr.skip()
+            yield to_player(notice_payload(PINS_REFUSAL)), gr.skip()
             return
         refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
         race = yield from _loaded(visitor, prompt, sides, refused, run_id)
