@@ -183,3 +183,41 @@ def test_the_recording_keeps_the_settings_applied_and_never_one_refused(case: st
     assert set(sent) - {"trust_remote_code"} <= set(entry["settings"])  # every setting it ran with is kept
     entry, end = recorded(case, models, {name: value}, tmp_path / "refused.jsonl")
     assert entry["settings"] == {} and end["status"] == "error" and repr(name) in end["message"]
+
+
+def test_the_served_page_config_shows_the_masked_samplers_settings_until_a_model_is_named() -> None:
+    """The config JSON the page serves: hf-diffusion's controls start as its masked sampler's (no model is named
+    yet), LLaDA2's own hidden; the pins box shows, as the default left side (the diffusion twin) takes pins."""
+    from app.ui.layout import build
+
+    props = {c["props"].get("elem_id"): c["props"] for c in build().get_config_file()["components"]}
+    visible = {name: props[f"left-hf-diffusion-{name}"]["visible"]
+               for name in ("scoring", "prefix_cache", "editing_threshold", "top_p", "steps")}
+    assert visible == {"scoring": True, "prefix_cache": True, "editing_threshold": False, "top_p": False,
+                       "steps": True}
+    assert props["pins-box"]["visible"] is True
+
+
+def test_a_served_page_reads_the_config_only_of_a_model_its_host_named(models: dict[str, Path]) -> None:
+    """Which settings show must not tell a visitor what lies on the server's disk: a model the host did not name
+    shows the masked sampler's settings whatever its config says."""
+    from app.serving.policy import Policy
+    from app.ui.sources_ui import shown_backend
+
+    llada2 = str(models["llada2"])
+    assert shown_backend(Policy(served=True), "hf-diffusion", llada2).key == "masked"
+    assert shown_backend(Policy(served=True, hf_models=(llada2,)), "hf-diffusion", llada2).key == "llada2"
+
+
+def test_be_the_sampler_sends_only_what_the_model_takes_and_refuses_llada2(models: dict[str, Path]) -> None:
+    from app.lessons.by_hand import UNSTEPPABLE
+    from app.ui.sampler_ui import hand_settings
+    from app.ui.visitor import Visitor
+
+    box = {"gen_length": 16, "block_length": 8, "scoring": "margin", "filter": 0.0, "pins": ""}
+    assert "filter" in hand_settings(Visitor(), "local-diffusion", box)  # the twin ships its learned filter
+    assert set(hand_settings(Visitor(), f"hf-diffusion:{models['bert']}", box)) == set(box) - {"filter"}
+    spec = f"hf-diffusion:{models['llada2']}"
+    with pytest.raises(UserError) as e:
+        hand_settings(Visitor(), spec, box)
+    assert str(e.value) == UNSTEPPABLE.format(repr(spec)[:80])
