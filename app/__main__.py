@@ -99,6 +99,8 @@ def record(argv: list[str]) -> int:
                     "right": {**(chosen.right_settings if not args.right else {}), **settings["right"]}}
     if args.pin:
         settings["left"]["pins"] = args.pin
+    if refused(left, right, settings):
+        return 2
     from app.engine.hf_download import watch
 
     with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
@@ -115,6 +117,21 @@ def record(argv: list[str]) -> int:
         print(line)
     print(f"saved {args.out}")
     return 1 if failed else 0
+
+
+def refused(left: str, right: str, settings: dict[str, dict[str, object]]) -> bool:
+    """Whether a setting of either side is one its source does not honour, said in one sentence on stderr before
+    anything loads or a file is written."""
+    from app.errors import UserError
+    from app.sources.base import honoured
+
+    try:
+        for spec, given in ((left, settings["left"]), (right, settings["right"])):
+            honoured(spec, given)
+    except UserError as e:
+        print(e, file=sys.stderr)
+        return True
+    return False
 
 
 def pairs(argv: list[str]) -> int:

@@ -176,7 +176,7 @@ def test_block_attention_needs_the_prefix_cache_and_is_not_an_ar_setting(a2d: Pa
     with pytest.raises(UserError, match="block cache: turn the prefix cache on"):
         make_source(f"hf-diffusion:{a2d}", trust_remote_code=True, device="cpu", block_attention=True,
                     prefix_cache=False)
-    with pytest.raises(UserError, match="hf-ar has no setting 'block_attention'"):
+    with pytest.raises(UserError, match="hf-ar:anything has no setting 'block_attention': that is for hf-diffusion"):
         make_source("hf-ar:anything", block_attention=True)
 
 

@@ -203,13 +203,15 @@ def test_an_edited_token_is_drawn_as_a_change(llada2: Path) -> None:
 
 
 def test_editing_settings_are_refused_for_a_model_that_does_not_edit(tmp_path: Path) -> None:
+    """LLaDA's masked sampler takes no editing setting, not even at its LLaDA2 default: the page never sends one for
+    it, and the CLI names the source and the setting."""
     from tests.hf_families import build_llada
 
     folder = build_llada(tmp_path)
-    with pytest.raises(UserError, match="editing_threshold only apply to LLaDA2.x"):
-        make_source(f"hf-diffusion:{folder}", trust_remote_code=True, device="cpu", editing_threshold=0.9)
-    src = make_source(f"hf-diffusion:{folder}", trust_remote_code=True, device="cpu", editing_threshold="off",
-                      max_post_steps=16)  # the defaults, as a form may send them, are no request to edit
+    for given in ({"editing_threshold": 0.9}, {"max_post_steps": 16}):
+        with pytest.raises(UserError, match=f"hf-diffusion:.* has no setting '{next(iter(given))}'"):
+            make_source(f"hf-diffusion:{folder}", trust_remote_code=True, device="cpu", **given)
+    src = make_source(f"hf-diffusion:{folder}", trust_remote_code=True, device="cpu")
     assert "editing_threshold" not in src.settings()
 
 

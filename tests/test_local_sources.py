@@ -153,7 +153,7 @@ def test_registered_settings_use_only_the_keys_the_ui_renders_and_their_defaults
         spec = REGISTRY[prefix].settings
         assert all(set(entry) <= UI_KEYS and "default" in entry and "label" in entry for entry in spec.values())
         sampler = {k: v["default"] for k, v in spec.items() if k not in LOAD_OPTIONS}
-        for declared_in in REGISTRY[prefix].options[1:]:  # settings declared beside the sampler's (LLaDA2's editing)
+        for declared_in in REGISTRY[prefix].defaults[1:]:  # settings declared beside the sampler's (LLaDA2's)
             own = {k: sampler.pop(k) for k in declared(type(declared_in)) if k in sampler}
             coerce(type(declared_in), own, prefix)
         coerce(cls, sampler, prefix)

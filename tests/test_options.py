@@ -14,17 +14,19 @@ import pytest
 from app.cli.generate import describe
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
+from app.engine.llada2 import PipelineSettings
 from app.engine.options import coerce, declared, number
 from app.errors import UserError
 from app.sources.base import REGISTRY
 from app.sources.hf import HFLoad
 
 ROOT = Path(__file__).resolve().parent.parent
-CLASSES = (DiffusionSettings, ARSettings, HFLoad)
+CLASSES = (DiffusionSettings, ARSettings, HFLoad, PipelineSettings)
 # a valid base for trying each number at its declared extremes: room for the largest values, and for the smallest
-LARGE = {DiffusionSettings: DiffusionSettings(threshold=None), ARSettings: ARSettings()}
+LARGE = {DiffusionSettings: DiffusionSettings(threshold=None), ARSettings: ARSettings(),
+         PipelineSettings: PipelineSettings()}
 SMALL = {DiffusionSettings: DiffusionSettings(gen_length=1, steps=1, block_length=1, threshold=None),
-         ARSettings: ARSettings()}
+         ARSettings: ARSettings(), PipelineSettings: PipelineSettings()}
 
 
 def numbers(cls: type) -> list[tuple[str, type, object]]:

@@ -30,16 +30,18 @@ def test_every_pair_names_registered_sources_and_says_its_cost_and_device() -> N
 
 def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
     from app.engine.diffusion import DiffusionSettings
-    from app.engine.llada2 import EditSettings
+    from app.engine.llada2 import PipelineSettings
     from app.engine.options import coerce, declared
-    from app.sources.hf import LOAD_OPTIONS
+    from app.sources.hf import LLADA2, LOAD_OPTIONS, MASKED
 
     for p in PAIRS.values():
-        if p.left.startswith("hf-diffusion:"):
+        if p.left.startswith("hf-diffusion:"):  # each honoured by the backend its model runs on
+            backend = LLADA2 if p.name.startswith("llada2") else MASKED
+            backend.refuse(p.left_settings, p.left)
             settings = {k: v for k, v in p.left_settings.items() if k not in LOAD_OPTIONS}
-            edits = {k: settings.pop(k) for k in declared(EditSettings) if k in settings}
+            edits = {k: settings.pop(k) for k in declared(PipelineSettings) if k in settings}
             coerce(DiffusionSettings, settings, p.left).validate()
-            coerce(EditSettings, edits, p.left).validate()
+            coerce(PipelineSettings, edits, p.left).validate()
     assert PAIRS["llada2.1-mini"].left_settings["editing_threshold"] == 0.9  # LLaDA2.1 edits
 
 

@@ -13,7 +13,7 @@ import pytest
 from app.engine import diffusion
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import random_model
-from app.engine.pins import AR_REFUSAL, resolve_pins
+from app.engine.pins import AR_PINS, resolve_pins
 from app.errors import UserError
 from app.export.html import export_html
 from app.export.video.scene import Scene
@@ -102,7 +102,7 @@ def test_hf_diffusion_keeps_pins_and_refuses_text_its_tokenizer_cannot_spell(tin
 def test_an_autoregressive_source_refuses_pins_and_accepts_none() -> None:
     with pytest.raises(UserError) as e:
         make_source("local-ar", pins=["3:end"])
-    assert str(e.value) == AR_REFUSAL
+    assert str(e.value) == AR_PINS.format(source="local-ar")
     assert make_source("local-ar", pins="").name == "local-ar"
 
 

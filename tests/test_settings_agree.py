@@ -1,5 +1,6 @@
-"""For every source kind, the page's controls, the validation and the flags of `python -m app generate` agree, because
-all three are read from one declaration of each setting (app/engine/options.py)."""
+"""For every source kind and each backend it runs on, the page's controls, the validation and the flags of `python -m
+app generate` agree, because all three are read from one declaration of each setting (app/engine/options.py) and the
+backend's list of what it honours (app/sources/base.py `Backend`)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,21 @@ import pytest
 from app.cli.generate import describe, parser
 from app.engine.options import Option, coerce, declared
 from app.errors import UserError
-from app.sources.base import REGISTRY, load_plugins
+from app.sources.base import REGISTRY, Backend, load_plugins
 
 load_plugins()
 KINDS = sorted(REGISTRY)
-# settings a kind declares but does not offer on the page, and why: the HF diffusion models ship no learned filter,
-# and a causal model has no logit shift or block attention to choose
-NOT_ON_PAGE = {("hf-diffusion", "filter"), ("hf-ar", "shift"), ("hf-ar", "block_attention")}
+BACKENDS = [(prefix, b.key) for prefix in KINDS for b in REGISTRY[prefix].backends]
 
 
-def declarations(prefix: str) -> list[tuple[Any, str, type, Option]]:
-    """(the defaults object, name, value type, declaration) of every setting the kind declares."""
-    return [(d, name, kind, o) for d in REGISTRY[prefix].options for name, (kind, o) in declared(type(d)).items()]
+def backend(prefix: str, key: str) -> Backend:
+    return next(b for b in REGISTRY[prefix].backends if b.key == key)
+
+
+def declarations(prefix: str, key: str) -> list[tuple[Any, str, type, Option]]:
+    """(the defaults object, name, value type, declaration) of every setting the backend honours."""
+    b = backend(prefix, key)
+    return [(d, name, kind, o) for d in b.options for name, (kind, o) in declared(type(d)).items() if name in b.names]
 
 
 def read(d: Any, given: dict[str, Any]) -> Any:
@@ -35,18 +39,18 @@ def page_top(d: Any, o: Option) -> float:
     return max(declared(type(d))[o.max][1].presets) if isinstance(o.max, str) else o.max
 
 
-@pytest.mark.parametrize("prefix", KINDS)
-def test_every_kind_declares_its_settings_and_the_page_offers_exactly_the_shown_ones(prefix: str) -> None:
-    assert REGISTRY[prefix].options, f"{prefix} declares no settings with option()"
-    shown = {name for _, name, kind, o in declarations(prefix) if o.shown and kind is not tuple} - {
-        name for p, name in NOT_ON_PAGE if p == prefix}
-    assert set(REGISTRY[prefix].settings) == shown
+@pytest.mark.parametrize(("prefix", "key"), BACKENDS)
+def test_every_backend_declares_its_settings_and_the_page_offers_exactly_the_shown_ones(prefix: str, key: str) -> None:
+    b = backend(prefix, key)
+    assert b.options and b.names, f"{prefix} ({key}) declares no settings with option()"
+    shown = {name for _, name, kind, o in declarations(prefix, key) if o.shown and kind is not tuple}
+    assert set(b.settings) == shown and set(b.settings) <= set(REGISTRY[prefix].settings)
 
 
-@pytest.mark.parametrize("prefix", KINDS)
-def test_each_control_shows_the_declared_label_help_and_range(prefix: str) -> None:
-    spec = REGISTRY[prefix].settings
-    for d, name, kind, o in declarations(prefix):
+@pytest.mark.parametrize(("prefix", "key"), BACKENDS)
+def test_each_control_shows_the_declared_label_help_and_range(prefix: str, key: str) -> None:
+    spec = backend(prefix, key).settings
+    for d, name, kind, o in declarations(prefix, key):
         if name not in spec:
             continue
         entry = spec[name]
@@ -62,20 +66,20 @@ def test_each_control_shows_the_declared_label_help_and_range(prefix: str) -> No
             assert not {"min", "max", "choices"} & set(entry), name  # free text: a textbox
 
 
-@pytest.mark.parametrize("prefix", KINDS)
-def test_the_controls_at_their_defaults_run_the_kinds_defaults(prefix: str) -> None:
+@pytest.mark.parametrize(("prefix", "key"), BACKENDS)
+def test_the_controls_at_their_defaults_run_the_kinds_defaults(prefix: str, key: str) -> None:
     """The page passes its raw values back: left alone, they are the settings the kind starts from (steps included,
     which follow the answer length)."""
-    spec = REGISTRY[prefix].settings
-    for d in REGISTRY[prefix].options:
+    spec = backend(prefix, key).settings
+    for d in backend(prefix, key).options:
         given = {name: spec[name]["default"] for name in declared(type(d)) if name in spec}
         assert read(d, given) == d
 
 
-@pytest.mark.parametrize("prefix", KINDS)
-def test_validation_accepts_every_value_a_control_offers_and_nothing_beyond(prefix: str) -> None:
-    spec = REGISTRY[prefix].settings
-    for d, name, kind, o in declarations(prefix):
+@pytest.mark.parametrize(("prefix", "key"), BACKENDS)
+def test_validation_accepts_every_value_a_control_offers_and_nothing_beyond(prefix: str, key: str) -> None:
+    spec = backend(prefix, key).settings
+    for d, name, kind, o in declarations(prefix, key):
         if name not in spec or kind not in (int, float):
             continue
         room = {o.max: page_top(d, o)} if isinstance(o.max, str) else {}  # the other setting at its largest too
@@ -101,11 +105,11 @@ def test_openai_max_tokens_offered_and_accepted_are_one_range() -> None:
     assert read(d, {"max_tokens": spec["max"] * 10}).max_tokens == spec["max"]
 
 
-@pytest.mark.parametrize("prefix", KINDS)
-def test_every_setting_has_a_generate_flag_described_by_its_declaration(prefix: str) -> None:
+@pytest.mark.parametrize(("prefix", "key"), BACKENDS)
+def test_every_setting_has_a_generate_flag_described_by_its_declaration(prefix: str, key: str) -> None:
     p = parser()
     actions = {a.dest: a for a in p._actions}
-    for d, name, kind, o in declarations(prefix):
+    for d, name, kind, o in declarations(prefix, key):
         assert name in actions, f"generate has no flag for {prefix}'s {name}"
         flag = actions[name].option_strings[-1]
         assert flag == "--" + (o.cli or name).replace("_", "-")

@@ -15,20 +15,21 @@ from typing import Any
 from app.cli.parsers import command_parser
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
-from app.engine.llada2 import EditSettings
+from app.engine.llada2 import PipelineSettings
 from app.engine.options import Option, bounds, declared, number
 from app.errors import UserError
-from app.sources.base import make_source
+from app.sources.base import REGISTRY, load_plugins, make_source
 from app.sources.hf import HF_AR, HF_DIFFUSION, HFLoad
 from app.sources.mercury import MercurySettings
 from app.sources.openai_chat import ChatSettings
 from app.sources.replay import ReplaySettings
 
-SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad, "hf-diffusion (LLaDA2.x)": EditSettings,
-            "mercury": MercurySettings, "openai": ChatSettings, "replay": ReplaySettings}
+SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad,
+            "hf-diffusion (LLaDA2.x)": PipelineSettings, "mercury": MercurySettings, "openai": ChatSettings,
+            "replay": ReplaySettings}
 # what each source starts from when a flag is left out (app/sources/*.py), for --help
 DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-ar", ARSettings()), ("hf-diffusion", HF_DIFFUSION),
-            ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("hf-diffusion (LLaDA2.x)", EditSettings()),
+            ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("hf-diffusion (LLaDA2.x)", PipelineSettings()),
             ("mercury", MercurySettings()), ("openai", ChatSettings()), ("replay", ReplaySettings()))
 
 
@@ -83,13 +84,22 @@ def default_of(name: str) -> str:
     return "(default: " + "; ".join(f"{value} for {', '.join(who)}" for value, who in sources.items()) + ")"
 
 
+def taken_by(name: str) -> str:
+    """Which sources honour a setting, from their declarations (app/sources/base.py `Backend`), for --help:
+    "(taken by local-diffusion, hf-diffusion (masked sampler))"; any other source refuses the flag."""
+    load_plugins()
+    who = [kind.prefix + (f" ({b.label})" if len(kind.backends) > 1 else "")
+           for kind in REGISTRY.values() for b in kind.backends if name in b.names]
+    return f"(taken by {', '.join(who)})"
+
+
 def parser() -> argparse.ArgumentParser:
     """The flags of `generate`: every declared setting (app/engine/options.py) of every source kind.
     They default to unset, so only the flags given are passed and each source keeps its own defaults."""
     p = command_parser("generate", __doc__.splitlines()[0],
                        epilog="Options left out keep the source's own defaults (above, per source where they differ); "
-                              "left-out steps follow --length, and --factor replaces the default threshold. --json "
-                              "prints the settings that ran.")
+                              "left-out steps follow --length, and --factor replaces the default threshold. A source "
+                              "refuses a flag it does not take. --json prints the settings that ran.")
     p.add_argument("--source", default="local-diffusion",
                    help="local-diffusion, local-ar, hf-diffusion:ID, hf-ar:ID, mercury, openai:MODEL, replay:NAME...")
     p.add_argument("--prompt", required=True,
@@ -101,7 +111,7 @@ def parser() -> argparse.ArgumentParser:
             owners.setdefault(name, []).append(who)
     for name, who in owners.items():  # a setting of one source only says whose it is
         kind, o = declared(SETTINGS[who[0]])[name]
-        text = f"{flag_help(name, who)} {default_of(name)}"
+        text = f"{flag_help(name, who)} {default_of(name)} {taken_by(name)}"
         extra = {"action": "append", "metavar": "POSITION:TEXT"} if kind is tuple else {}  # pins: one flag each
         p.add_argument("--" + (o.cli or name).replace("_", "-"), dest=name, default=None, help=text, **extra)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")

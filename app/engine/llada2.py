@@ -10,9 +10,14 @@ ways this module mends without touching the pipeline's loop:
   the model so it gets the mask `generate()` builds;
 - a block stops when its pass budget is spent even if the pass that filled its last mask edited tokens, and runs one
   editing pass more than `generate()` at the cap: `AuthorsScheduler` decides when a block is done as `generate()` does;
-- 2.1's `generate()` commits at least one token a pass (its `num_to_transfer`): with editing on, `run` gives the
-  pipeline one pass per token of a block, so its even schedule commits one. With editing off it runs LLaDA2.0's
-  `generate()`, which spreads a block over its `steps` as the pipeline does: `run` passes the answer's steps per block.
+- the pipeline counts its passes per block, Converge's `steps` over the whole answer: `run` passes the answer's steps
+  per block, so the even schedule spreads a block over them as LLaDA2.0's `generate()` does; at one step a token (the
+  answer length, the default) it commits one token a pass, as 2.1's `generate()` does with editing on.
+
+Of Converge's diffusion settings the pipeline takes only `TAKES`; `PipelineSettings` declares what it takes beyond
+them. app/sources/hf.py declares that pair as the LLaDA2.x backend, so the page, the CLI and the recording offer,
+accept and keep nothing else (its own `minimal_topk` only caps the passes, which `steps` sets, and its
+`sampling_method` "auto" follows the temperature: neither is offered).
 
 tests/test_llada2.py checks, on a tiny LLaDA2.1 built from its own code, that the answers agree token for token,
 with edits, at temperature 0.
@@ -35,9 +40,19 @@ MODEL_TYPES = ("llada2_moe", "llada21_moe")  # inclusionAI's name; dllm's copy o
 MASK_ID = 156895  # LLaDA2.x's mask id (its generate()'s default), for a tokenizer that names no mask token
 
 
+# the diffusion settings (app/engine/diffusion.py) LLaDA2Pipeline takes: gen_length, block_length, steps (as
+# num_inference_steps per block), temperature, top_k, threshold (off: 1.0), stop_at_eos (eos_early_stop), seed
+TAKES = ("gen_length", "steps", "block_length", "temperature", "top_k", "threshold", "stop_at_eos", "seed")
+
+
 @dataclass
-class EditSettings:
-    """LLaDA2.1's token editing, beside the diffusion settings; off runs LLaDA2.0's sampler."""
+class PipelineSettings:
+    """What LLaDA2Pipeline takes beyond the diffusion settings it shares (`TAKES`): nucleus sampling and LLaDA2.1's
+    token editing (off runs LLaDA2.0's sampler)."""
+
+    top_p: float = option(1.0, "Top-p (LLaDA2.x)", min=0.05, max=1.0, step=0.05,
+                          help="Above temperature 0, sample among the fewest tokens whose probability reaches p "
+                               "(1: all of them).")
 
     editing_threshold: float | None = option(
         None, "Token editing threshold (LLaDA2.x)", min=0.0, max=1.0, step=0.05, off=True,
@@ -46,7 +61,7 @@ class EditSettings:
     max_post_steps: int = option(16, "Editing passes after a block is filled (LLaDA2.x)", min=1, max=64, step=1,
                                  help="At most this many passes over a filled block that only edit (LLaDA2.1: 16).")
 
-    def validate(self) -> "EditSettings":
+    def validate(self) -> "PipelineSettings":
         """Checks each setting against its declaration."""
         check(self)
         return self
@@ -123,14 +138,15 @@ class _Stopped(Exception):
 
 # long: the pipeline's per-pass callback and its worker thread are closures over this run's answer, confidences,
 # queue and stop flag, which the generator owns so that it can stop the worker when its reader stops
-def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: DiffusionSettings, e: EditSettings,
+def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: DiffusionSettings, e: PipelineSettings,
         cancel: threading.Event | None = None) -> Iterator[Step]:
     """LLaDA2.x's block diffusion on `prompt_ids`: an all-masked first Step, one per pass of the pipeline as it
     happens (answer-relative positions; `committed` lists the masks filled, an edited token simply changes), then the
     last pass's again, done. Stops at the next pass once `cancel` is set or the caller stops reading.
 
-    Blocks are aligned to the whole sequence, prompt included, as LLaDA2's sampler aligns them. With editing on
-    (LLaDA2.1) a block gets one pass per token; off (LLaDA2.0), `steps` x block length / answer length passes."""
+    Blocks are aligned to the whole sequence, prompt included, as LLaDA2's sampler aligns them; each gets `steps` x
+    block length / answer length passes (one a token at the default steps). Of `s` only the settings in `TAKES`
+    are read."""
     import torch
 
     d = _diffusers()
@@ -139,7 +155,7 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
     confidence = np.zeros(n, dtype=np.float32)
     out: queue.Queue = queue.Queue()
     p = len(prompt_ids)
-    passes = length if e.editing_threshold is not None else max(1, min(length, round(s.steps * length / n)))
+    passes = max(1, min(length, round(s.steps * length / n)))
     stop = threading.Event()  # set when the run is cancelled or its consumer stops reading
 
     def on_pass(pipe: Any, index: int, _t: int, kw: dict[str, Any]) -> dict[str, Any]:
@@ -166,7 +182,8 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
             with torch.inference_mode():
                 pipe(input_ids=torch.tensor([prompt_ids], dtype=torch.long), use_chat_template=False, gen_length=n,
                      block_length=length, num_inference_steps=passes, temperature=s.temperature,
-                     top_k=s.top_k or None, sampling_method="auto", threshold=s.threshold if s.threshold is not None
+                     top_k=s.top_k or None, top_p=e.top_p if e.top_p < 1 else None,
+                     sampling_method="auto", threshold=s.threshold if s.threshold is not None
                      else 1.0, editing_threshold=e.editing_threshold, max_post_steps=e.max_post_steps,
                      eos_early_stop=s.stop_at_eos, eos_token_id=eos_id, mask_token_id=mask_id, output_type="seq",
                      generator=torch.Generator().manual_seed(s.seed), callback_on_step_end=on_pass,

@@ -11,8 +11,10 @@ from typing import Any
 
 from app.errors import UserError
 
-AR_REFUSAL = ("Pins need a diffusion source, because an autoregressive model cannot see text that comes after "
-              "what it writes: remove the pins or pin on the diffusion side.")
+PINS_REFUSAL = ("Pins need a source that writes around them, the built-in diffusion twin or a masked diffusion model: "
+              "remove the pins or pick one on a side.")  # pins given while neither side takes them
+AR_PINS = ("{source} takes no pins, because an autoregressive model cannot see text that comes after what it writes: "
+           "remove the pins or pin on the diffusion side.")  # an autoregressive source given pins
 
 
 def parse_pin(spec: str) -> tuple[int, str]:

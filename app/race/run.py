@@ -63,7 +63,8 @@ class Race:
                  secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
                  make: Callable[..., Source] = make_source, folder: str | Path | None = None,
                  limit: float | None = None, max_bytes: int | None = None) -> None:
-        """`settings` are recorded; `secrets` (keys typed into the page) go to the source only, never to disk;
+        """`settings` go to each source, which records those it applied (`settings()`); `secrets` (keys typed into the
+        page) go to the source only, never to disk;
         `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy);
         the recording is `out`, or a new file in `folder` (default: recordings_dir()); `limit` is the race's
         wall-clock limit in seconds (default: app.race.limits.race_limit()); `max_bytes` caps the recording's frames
@@ -91,8 +92,8 @@ class Race:
             except TypeError as e:
                 self.sides[side] = Side(spec=spec, source=None, status="error",
                                         message=scrub_text(f"Bad settings for {spec}: {e}.", self._keys))
-        self.sources: dict[str, Any] = scrub_value({  # as the header records them
-            side: {"name": s.spec, "settings": s.source.settings() if s.source else settings.get(side, {})}
+        self.sources: dict[str, Any] = scrub_value({  # as the header records them: what each source applied, and
+            side: {"name": s.spec, "settings": s.source.settings() if s.source else {}}  # nothing for one never made
             for side, s in self.sides.items()
         }, self._keys)
         named = recording_name(self.sides["left"].spec, self.sides["right"].spec)

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
-from app.engine.options import settings_spec
+from app.engine.options import declared, settings_spec
 from app.errors import UserError
 from app.trace.frames import Frame
 
@@ -30,11 +30,60 @@ class Source(Protocol):
 
 
 @dataclass
+class Backend:
+    """One way a kind of source runs, and the settings it honours: those declared in `options` (settings
+    dataclasses, as the defaults it starts from; app/engine/options.py) but the ones named in `without`, which that
+    way of running never applies. `why_not` holds the sentence that refuses one of those where a general one would
+    mislead or a pointer helps (pins on an autoregressive model); `{source}` and `{name}` in it name the source and
+    the setting. What the page shows, what the CLI accepts and what the recording keeps all follow `names`; a backend
+    that writes around pinned text is one that declares `pins`."""
+
+    key: str
+    label: str
+    options: tuple[Any, ...] = ()
+    without: tuple[str, ...] = ()
+    why_not: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The settings this backend honours, in declaration order."""
+        return tuple(n for o in self.options for n in declared(type(o)) if n not in self.without)
+
+    @property
+    def settings(self) -> dict[str, dict[str, Any]]:
+        """The page's control for each setting it honours and shows (`settings_spec`)."""
+        return {k: v for o in self.options for k, v in settings_spec(o).items() if k not in self.without}
+
+    @property
+    def pins(self) -> bool:
+        """Whether this backend writes around pinned text (it declares the `pins` setting)."""
+        return "pins" in self.names
+
+    def refuse(self, given: dict[str, Any], source: str) -> None:
+        """A UserError, one sentence naming `source` and the setting, for the first given setting this backend does
+        not honour; a setting given as None, or pins given as none, is no setting."""
+        for name, value in given.items():
+            if name in self.names or value is None or (name == "pins" and not value):
+                continue
+            why = self.why_not.get(name, "{source} has no setting {name!r}; its settings are: {names}.")
+            raise UserError(why.format(source=source, name=name, names=", ".join(self.names)))
+
+    def applied(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """`settings` (a settings dataclass as JSON) cut to what this backend applied, for the recording's header."""
+        return {k: v for k, v in settings.items() if k in self.names}
+
+
+@dataclass
 class SourceKind:
     """A registered kind of source: `prefix` is the part of the name before ':'; `takes_key`: its factory
-    accepts an `api_key` (the page then offers a key box, and a served page requires a typed key); `options`: the
-    settings dataclasses its settings are declared in (app/engine/options.py), as the defaults it starts from;
-    `settings`: the page's controls, built from them (`settings_spec`) but for the `hidden` ones."""
+    accepts an `api_key` (the page then offers a key box, and a served page requires a typed key); `passes`: other
+    keywords its factory takes that are no settings (replay's `paths` and `owner`).
+
+    Its settings are declared per backend: `options` and `without` make its one backend, or `backends` lists several,
+    the first the default, and `backend_of(arg)` picks one for the part after ':' cheaply, before anything is loaded
+    (hf-diffusion: from the model's config, a masked sampler or LLaDA2's pipeline). `settings`: every control any of
+    its backends shows, for the page to render (each shown only while its backend is picked) and for titles'
+    defaults."""
 
     prefix: str
     make: Callable[..., Source]
@@ -42,12 +91,32 @@ class SourceKind:
     takes_arg: bool = False
     takes_key: bool = False
     options: tuple[Any, ...] = ()
-    hidden: tuple[str, ...] = ()
+    without: tuple[str, ...] = ()
+    why_not: dict[str, str] = field(default_factory=dict)
+    backends: tuple[Backend, ...] = ()
+    backend_of: Callable[[str], str] | None = None
+    passes: tuple[str, ...] = ()
     settings: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
-        specs = [settings_spec(o) for o in self.options]
-        self.settings = {k: v for spec in specs for k, v in spec.items() if k not in self.hidden}
+        if not self.backends:
+            self.backends = (Backend(self.prefix, self.label, self.options, self.without, self.why_not),)
+        self.settings = {}
+        for b in self.backends:
+            for name, spec in b.settings.items():
+                if self.settings.setdefault(name, spec) != spec:
+                    raise ValueError(f"{self.prefix}'s backends show {name} differently")
+
+    def backend(self, arg: str = "") -> Backend:
+        """The backend a source of this kind named with `arg` runs on (the first when the kind has one, or when
+        `backend_of` names none of them)."""
+        key = self.backend_of(arg) if self.backend_of is not None and len(self.backends) > 1 else None
+        return next((b for b in self.backends if b.key == key), self.backends[0])
+
+    @property
+    def defaults(self) -> tuple[Any, ...]:
+        """Every backend's settings dataclasses, as the defaults each starts from."""
+        return tuple(o for b in self.backends for o in b.options)
 
 
 REGISTRY: dict[str, SourceKind] = {}
@@ -58,19 +127,37 @@ def register(kind: SourceKind) -> SourceKind:
     return kind
 
 
-def make_source(spec: str, **settings: Any) -> Source:
-    """Builds the source named by `spec` (`local-ar`, `mercury:mercury-2`, `replay:PATH`...)."""
+def kind_of(spec: str) -> tuple[SourceKind, str]:
+    """The registered kind a source name like `hf-ar:gpt2` names, and the part after ':'; a UserError listing the
+    known ones for any other."""
     load_plugins()
     prefix, _, arg = spec.partition(":")
     kind = REGISTRY.get(prefix)
     if kind is None:
         names = ", ".join(sorted(REGISTRY))
         raise UserError(f"Unknown source {spec!r}. Known sources: {names}.")
-    if kind.takes_arg:
-        return kind.make(arg, **settings)
-    if arg:
-        raise UserError(f"Source {prefix!r} takes no ':' argument.")
-    return kind.make(**settings)
+    return kind, arg
+
+
+def honoured(spec: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """`settings` for the source named by `spec`, less those given as no value (None, no pins); a UserError, one
+    sentence naming the source and the setting, for any other it does not honour (the CLI's and the page's settings
+    alike pass here before any model is loaded). Keywords that are no settings (an API key) pass through."""
+    kind, arg = kind_of(spec)
+    plumbing = kind.passes + (("api_key",) if kind.takes_key else ())
+    backend = kind.backend(arg)
+    backend.refuse({k: v for k, v in settings.items() if k not in plumbing}, spec)
+    return {k: v for k, v in settings.items() if k in plumbing or k in backend.names}
+
+
+def make_source(spec: str, **settings: Any) -> Source:
+    """Builds the source named by `spec` (`local-ar`, `mercury:mercury-2`, `replay:PATH`...) with the settings it
+    honours, refusing any other (`honoured`)."""
+    kind, arg = kind_of(spec)
+    if arg and not kind.takes_arg:
+        raise UserError(f"Source {kind.prefix!r} takes no ':' argument.")
+    settings = honoured(spec, settings)
+    return kind.make(arg, **settings) if kind.takes_arg else kind.make(**settings)
 
 
 _loaded = False

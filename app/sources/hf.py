@@ -16,10 +16,12 @@ from typing import Any, Iterator
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.hf import DEVICES, DTYPES, SHIFTS
-from app.engine.llada2 import EditSettings
+from app.engine.hf_config import model_type
+from app.engine.llada2 import MODEL_TYPES, TAKES, PipelineSettings
 from app.engine.options import check, coerce, declared, option
+from app.engine.pins import AR_PINS
 from app.errors import UserError
-from app.sources.base import SourceKind, register
+from app.sources.base import Backend, SourceKind, register
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
 from app.trace.frames import Clock, Frame
 
@@ -51,14 +53,30 @@ class HFLoad:
 HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32, dual_cache=False)  # no family keeps one
 HF_AR = ARSettings(gen_length=64)
 LOAD_OPTIONS = tuple(declared(HFLoad))
-EDIT_OPTIONS = tuple(declared(EditSettings))
+PIPELINE_OPTIONS = tuple(declared(PipelineSettings))
+MASKED_ONLY = ("shift", "block_attention")  # how Converge's own sampler reads a masked model's outputs
+
+# hf-diffusion runs a model one of two ways, decided by its config's model type before anything loads: Converge's
+# sampler (every diffusion setting but the learned commit filter, which only the built-in twin ships) or, for
+# LLaDA2.x, diffusers' LLaDA2Pipeline, which takes only the settings its signature names (app/engine/llada2.py)
+MASKED = Backend("masked", "Converge's masked-diffusion sampler", (HF_DIFFUSION, HFLoad()), without=("filter",))
+LLADA2 = Backend("llada2", "LLaDA2.x, run by diffusers' LLaDA2Pipeline", (HF_DIFFUSION, PipelineSettings(), HFLoad()),
+                 without=tuple(n for n in declared(DiffusionSettings) if n not in TAKES) + MASKED_ONLY,
+                 why_not={"pins": "LLaDA2.x runs through diffusers' LLaDA2Pipeline, which does not write around pinned "
+                                  "text: remove the pins."})
+
+
+def backend_of(arg: str) -> str:
+    """The backend of `hf-diffusion:arg`, from its config's model type alone (app/engine/hf_config.py): "llada2" for
+    LLaDA2.x, "masked" for any other (and for a model whose config cannot be read, whose load then says why)."""
+    return LLADA2.key if model_type(arg) in MODEL_TYPES else MASKED.key
 
 
 class BlockDiffusionSource(SamplerSource):
     """An LLaDA2.x model, run by diffusers' LLaDA2Pipeline as its authors' sampler runs (app/engine/llada2.py)
     rather than by Converge's diffusion sampler; a token it edits shows as a change, as a Mercury draft's does."""
 
-    def __init__(self, *args: Any, edit: EditSettings, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, edit: PipelineSettings, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.edit = edit
 
@@ -100,43 +118,23 @@ def _prompt(chat: bool):
 
 
 def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
-    o, rest = _options(dict(settings), "hf-diffusion")
-    edits = {k: rest.pop(k) for k in EDIT_OPTIONS if k in rest}
-    s = sampler_settings(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
+    """A Hugging Face masked diffusion model's source, on the backend its config names (`backend_of`); make_source
+    has already refused any setting that backend does not honour."""
     if not arg:
         raise UserError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
+    o, rest = _options(dict(settings), "hf-diffusion")
+    edits = {k: rest.pop(k) for k in PIPELINE_OPTIONS if k in rest}
+    s = sampler_settings(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
     load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
-    extra = {"model": arg, "shift": o.shift, "chat": o.chat, "block_attention": o.block_attention}
+    name = f"hf-diffusion:{arg}"
+    if backend_of(arg) == LLADA2.key:
+        edit = coerce(PipelineSettings, edits, "hf-diffusion")
+        return _ran(BlockDiffusionSource(name, load, s, _prompt(o.chat), {"model": arg, "chat": o.chat},
+                                         applied=LLADA2.names, edit=edit))
     if o.block_attention:
-        if _moved(edits):
-            raise UserError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models, which run without "
-                            "block_attention.")
         load = _block_load(load, s)
-    else:
-        block = _block_source(arg, load(), s, edits, o.chat, extra)
-        if block is not None:
-            return _ran(block)
-    return _ran(SamplerSource(f"hf-diffusion:{arg}", load, s, _prompt(o.chat), extra))
-
-
-def _moved(edits: dict[str, Any]) -> list[str]:
-    """The editing settings given with values other than their defaults."""
-    edit = coerce(EditSettings, edits, "hf-diffusion")
-    return [k for k in edits if getattr(edit, k) != getattr(EditSettings(), k)]
-
-
-def _block_source(arg: str, loaded: tuple[Any, Any], s: DiffusionSettings, edits: dict[str, Any], chat: bool,
-                  extra: dict[str, Any]) -> BlockDiffusionSource | None:
-    """An LLaDA2.x model's source (its editing settings applied), None for other models; a UserError when a model
-    that does not edit is given editing settings other than their defaults."""
-    from app.engine.llada2 import is_llada2
-
-    if not is_llada2(loaded[0].model):
-        if _moved(edits):
-            raise UserError(f"{', '.join(_moved(edits))} only apply to LLaDA2.x models; {arg} is not one.")
-        return None
-    edit = coerce(EditSettings, edits, "hf-diffusion")
-    return BlockDiffusionSource(f"hf-diffusion:{arg}", lambda: loaded, s, _prompt(chat), extra, edit=edit)
+    extra = {"model": arg, "shift": o.shift, "chat": o.chat, "block_attention": o.block_attention}
+    return _ran(SamplerSource(name, load, s, _prompt(o.chat), extra, applied=MASKED.names))
 
 
 def _block_load(load: Any, s: DiffusionSettings) -> Any:
@@ -154,9 +152,6 @@ def _block_load(load: Any, s: DiffusionSettings) -> Any:
 
 
 def make_hf_ar(arg: str, **settings: Any) -> SamplerSource:
-    for name in ("shift", "block_attention"):
-        if name in settings:
-            raise UserError(f"hf-ar has no setting '{name}' (that is for hf-diffusion).")
     o, rest = _options(dict(settings), "hf-ar")
     s = sampler_settings(ARSettings, rest, "hf-ar", HF_AR)
     if not arg:
@@ -171,9 +166,9 @@ def _ran(source: SamplerSource) -> SamplerSource:
     return source
 
 
-# the learned commit filter is offered only for a model that ships one (the built-in twin); a causal model has no
-# logit shift or block attention to choose
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
-                    takes_arg=True, options=(HF_DIFFUSION, EditSettings(), HFLoad()), hidden=("filter",)))
+                    takes_arg=True, backends=(MASKED, LLADA2), backend_of=backend_of))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
-                    options=(HF_AR, HFLoad()), hidden=("shift", "block_attention")))
+                    options=(HF_AR, HFLoad()), without=MASKED_ONLY,
+                    why_not={"pins": AR_PINS, **{n: "{source} has no setting {name!r}: that is for hf-diffusion's "
+                                                     "masked models." for n in MASKED_ONLY}}))

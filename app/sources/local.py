@@ -16,8 +16,8 @@ import numpy as np
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
-from app.engine.options import coerce, declared, lines
-from app.engine.pins import AR_REFUSAL, parse_pin, resolve_pins
+from app.engine.options import coerce, lines
+from app.engine.pins import AR_PINS, parse_pin, resolve_pins
 from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text
@@ -26,12 +26,8 @@ EOS_MARK = "<eos>"
 
 
 def sampler_settings(cls: type, given: dict[str, Any], source: str, base: Any = None) -> Any:
-    """A sampler's settings from the page's or the CLI's raw values (`coerce`, with pins read and checked); an AR
-    sampler takes no pins: none given is fine, any pin is refused."""
-    given = dict(given)
-    if "pins" in given and "pins" not in declared(cls):
-        if as_pins(given.pop("pins")):
-            raise UserError(AR_REFUSAL)
+    """A sampler's settings from the page's or the CLI's raw values (`coerce`, with pins read and checked); what
+    the source does not honour was refused before (app/sources/base.py `honoured`)."""
     return coerce(cls, given, source, base, read_tuple=as_pins)
 
 
@@ -140,7 +136,10 @@ class SamplerSource:
     defers = True  # stream(defer=True) leaves decoding to Frame.ready(), off this source's clock
 
     def __init__(self, name: str, load: Callable[[], tuple[Any, Any]], settings: Any,
-                 prompt_ids: Callable[[Any, str], list[int]], extra: dict[str, Any] | None = None) -> None:
+                 prompt_ids: Callable[[Any, str], list[int]], extra: dict[str, Any] | None = None,
+                 applied: tuple[str, ...] | None = None) -> None:
+        """`applied`: the settings of `settings` this source's backend applies (None: all), the only ones its
+        recording's header keeps; `extra`: what else it records (the model, its device)."""
         self.name = name
         self.model, self.tok = load()
         if isinstance(settings, DiffusionSettings):  # a cache the model cannot keep is neither run nor recorded
@@ -148,9 +147,11 @@ class SamplerSource:
         self.opts = settings
         self._prompt_ids = prompt_ids
         self.extra = extra or {}
+        self.applied = applied
 
     def settings(self) -> dict[str, Any]:
-        return {**self.opts.to_json(), **self.extra}
+        ran = self.opts.to_json()
+        return {**{k: v for k, v in ran.items() if self.applied is None or k in self.applied}, **self.extra}
 
     def encode(self, prompt: str) -> list[int]:
         """The prompt's token ids as this source feeds them to its model; a UserError when it is empty."""
@@ -198,4 +199,4 @@ def make_local_ar(**settings: Any) -> SamplerSource:
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
                     options=(TWIN_DIFFUSION,)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
-                    options=(ARSettings(),)))
+                    options=(ARSettings(),), why_not={"pins": AR_PINS}))

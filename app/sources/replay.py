@@ -76,4 +76,4 @@ class ReplaySource:
 
 
 register(SourceKind(prefix="replay", make=ReplaySource, label="Recording", takes_arg=True,
-                    options=(ReplaySettings(),)))
+                    options=(ReplaySettings(),), passes=("paths", "owner")))

@@ -33,7 +33,7 @@ from app.ui.library_ui import library_box, messages_row, open_page, refresher, w
 from app.ui.page_assets import PAGE_CSS
 from app.ui.pairs_ui import pairs_box
 from app.ui.player_ui import player_box, show_recording
-from app.ui.race_ui import race_box, race_starter, wire_stop
+from app.ui.race_ui import race_box, race_starter, wire_pins, wire_stop
 from app.ui.sampler_ui import sampler_box
 from app.ui.sessions import OWNER_KEY, OWNER_SECRET, as_visitor, end_session
 from app.ui.sources_ui import wire_sources
@@ -80,6 +80,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
             sweeps_tab(policy=policy)
         for controls in race.controls.values():
             wire_sources(controls, policy)
+        wire_pins(race, policy)
         view = [library.table, library.pick, ids]
         refresh = refresher(policy, owner, view)
         start_race = race_starter(race, policy, owner, shown, refresh)

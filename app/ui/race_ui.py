@@ -8,12 +8,13 @@ from typing import Any, Callable, Generator, Iterator
 
 import gradio as gr
 
-from app.engine.pins import AR_REFUSAL
+from app.engine.pins import PINS_REFUSAL
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
 from app.race.run import Race
 from app.serving.input_limits import MAX_PROMPT_CHARS
 from app.serving.policy import LOCAL, Policy
 from app.sources.base import REGISTRY
+from app.sources.listing import DEFAULT_MODELS
 from app.trace.frames import SIDES
 from app.trace.scrub import known_keys, scrub_text
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
@@ -21,7 +22,7 @@ from app.ui.events import QUIET, READS
 from app.ui.loading import while_loading
 from app.ui.player_ui import to_player
 from app.ui.sessions import after_stop, remember, session_of, visitor_of
-from app.ui.sources_ui import SideControls, side_controls
+from app.ui.sources_ui import SideControls, shown_backend, side_controls
 from app.ui.visitor import Visitor, visitor_source
 from app.view.live import live_updates
 from app.view.payload import UPDATE_INTERVAL, live_payload, message_payload, new_run_id, notice_payload
@@ -36,13 +37,14 @@ Updates = Iterator[tuple[Any, Any]]  # (the player's update, the recording file 
 
 @dataclass
 class RaceBox:
-    """The race box's inputs and buttons."""
+    """The race box's inputs and buttons; `pins_box` holds the pins, shown while a side's source writes around them."""
 
     prompt: Any
     pins: Any
     controls: dict[str, SideControls]
     run_btn: Any
     stop_btn: Any
+    pins_box: Any = None
 
 
 def race_box(policy: Policy = LOCAL) -> RaceBox:
@@ -55,7 +57,8 @@ def race_box(policy: Policy = LOCAL) -> RaceBox:
             gr.Examples([[p] for p in EXAMPLE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
                         example_labels=list(EXAMPLE_PROMPTS), elem_id="prompt-examples",
                         examples_per_page=len(EXAMPLE_PROMPTS))
-            with gr.Accordion("Pinned text (diffusion side)", open=False, elem_id="pins-box"):
+            with gr.Accordion("Pinned text (diffusion side)", open=False, elem_id="pins-box",
+                              visible=takes_pins(policy, [(p, DEFAULT_MODELS.get(p, "")) for p in defaults])) as box:
                 pins = gr.Textbox(label="One POSITION:TEXT a line (optional)", lines=2, elem_id="pins",
                                   placeholder="48:The end.",
                                   info="An autoregressive model cannot see text that comes after what it "
@@ -67,7 +70,25 @@ def race_box(policy: Policy = LOCAL) -> RaceBox:
         with gr.Column(scale=1, min_width=110, elem_id="run-stop"):
             run_btn = gr.Button("Run", variant="primary", elem_id="run")
             stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-    return RaceBox(prompt, pins, controls, run_btn, stop_btn)
+    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box)
+
+
+def takes_pins(policy: Policy, picked: list[tuple[Any, Any]]) -> bool:
+    """Whether any side's picked (kind, model) writes around pinned text: its backend declares pins."""
+    return any(b is not None and b.pins for b in (shown_backend(policy, kind, arg) for kind, arg in picked))
+
+
+def wire_pins(box: RaceBox, policy: Policy) -> None:
+    """Picking either side's kind or model shows the pins box only while a side takes pins."""
+    left, right = box.controls["left"], box.controls["right"]
+    picked = [left.kind, left.arg, right.kind, right.arg]
+
+    def show(lkind: Any, larg: Any, rkind: Any, rarg: Any) -> Any:
+        return gr.update(visible=takes_pins(policy, [(lkind, larg), (rkind, rarg)]))
+
+    for component in picked:
+        component.change(show, inputs=picked, outputs=[box.pins_box], concurrency_limit=8, concurrency_id="models",
+                         show_progress="hidden", api_name=False)
 
 
 def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
@@ -101,12 +122,12 @@ def prompt_refusal(prompt: str, run_id: str) -> dict[str, Any] | None:
     return None
 
 
-def pin(pins: str, sides: list[tuple[str, dict[str, Any]]]) -> bool:
-    """Puts `pins` into the settings of each diffusion side of (spec, settings); False when pins are given and no
-    side can take them."""
+def pin(pins: str, sides: list[tuple[str, dict[str, Any]]], policy: Policy = LOCAL) -> bool:
+    """Puts `pins` into the settings of each side of (spec, settings) whose source writes around them (its backend
+    declares pins); False when pins are given and no side can take them."""
     if not (pins or "").strip():
         return True
-    takers = [st for spec, st in sides if spec.split(":")[0].endswith("diffusion")]
+    takers = [st for spec, st in sides if takes_pins(policy, [spec.partition(":")[::2]])]
     for st in takers:
         st["pins"] = pins
     return bool(takers)
@@ -126,8 +147,8 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             yield to_player(refusal), gr.skip()
             return
         sides = {"left": left.read(list(values[:n_left])), "right": right.read(list(values[n_left:]))}
-        if not pin(pins, [(spec, st) for spec, st, _ in sides.values()]):
-            yield to_player(notice_payload(AR_REFUSAL)), gr.skip()
+        if not pin(pins, [(spec, st) for spec, st, _ in sides.values()], policy):
+            yield to_player(notice_payload(PINS_REFUSAL)), gr.skip()
             return
         refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
         race = yield from _loaded(visitor, prompt, sides, refused, run_id)

@@ -24,6 +24,7 @@ from app.lessons.prompts import STORY
 from app.race.compute import COMPUTE
 from app.trace.store import make_room, user_dir
 from app.ui.hand_runs import ENDED, HandRuns
+from app.ui.sources_ui import shown_backend
 from app.ui.visitor import Visitor, visitor_source
 from app.view.theme import THEME, light
 
@@ -104,6 +105,15 @@ def ended(ticket: Any, extra: int = 0) -> list[Any]:
     return said(ENDED if ticket else "Press Start first.", extra)
 
 
+def hand_settings(visitor: Visitor, spec: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The box's settings that the model's backend honours (the learned filter only the twin ships); a UserError
+    when that backend has no order to step by hand (LLaDA2.x, which diffusers' pipeline decodes)."""
+    backend = shown_backend(visitor.policy, *spec.partition(":")[::2])
+    if backend is None or "scoring" not in backend.names:
+        raise UserError(by_hand.UNSTEPPABLE.format(repr(spec)[:80]))
+    return {k: v for k, v in settings.items() if k in backend.names}
+
+
 class HandBox:
     """The box's handlers and the page's runs they step (kept in a HandRuns that goes with the page); each
     session's gr.State holds only its run's ticket. `show(path)` is the player's update for a recording."""
@@ -125,8 +135,9 @@ class HandBox:
                     "threshold": 0.0, "filter": 0.0,  # one commit a pass by the rule, so its order is plain to see
                     "pins": pinned or ""}
         try:
+            spec = by_hand.steppable((model_name or "").strip() or TWIN)
             with compute_slot():
-                source = visitor_source(visitor)(by_hand.steppable((model_name or "").strip() or TWIN), **settings)
+                source = visitor_source(visitor)(spec, **hand_settings(visitor, spec, settings))
                 run = by_hand.begin(source, prompt_text or "")
             return board(run, ticket=self.runs.keep(whose(visitor), run))
         except UserError as e:

@@ -1,5 +1,9 @@
 """Each side's source picker and its per-source settings: the widgets rendered from every source's settings spec,
-the values read back for the Run handler, and the handlers that show a picked kind's settings and list its models."""
+the values read back for the Run handler, and the handlers that show a picked kind's settings and list its models.
+
+A kind that runs more than one way (hf-diffusion: a masked sampler, or LLaDA2.x through diffusers' pipeline) gets a
+control for each setting any of its backends honours; only those of the backend its model names are shown and read
+back (`shown_backend`), so a side shows, and sends, exactly what its source will apply."""
 
 from __future__ import annotations
 
@@ -9,8 +13,8 @@ from typing import Any, Callable
 import gradio as gr
 
 from app.errors import UserError
-from app.serving.policy import LOCAL, Policy
-from app.sources.base import REGISTRY
+from app.serving.policy import HF_PREFIXES, LOCAL, Policy
+from app.sources.base import REGISTRY, Backend
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME
 from app.ui.visitor import visitor_models
 
@@ -18,28 +22,43 @@ ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appear
             "a recording like example/NAME.jsonl for replay:, a Hugging Face id or folder for hf-.")
 
 
-def setting_component(spec: dict[str, Any], elem_id: str) -> gr.components.Component:
+def setting_component(spec: dict[str, Any], elem_id: str, visible: bool = True) -> gr.components.Component:
     """One input for one entry of a source's settings spec: a checkbox, a dropdown, a slider or a textbox."""
     default, label, info = spec.get("default"), str(spec.get("label", elem_id)), spec.get("info")
     choices = spec.get("choices")
+    shared = {"label": label, "info": info, "elem_id": elem_id, "visible": visible}
     if isinstance(default, bool) and (choices is None or all(isinstance(c, bool) for c in choices)):
-        return gr.Checkbox(value=default, label=label, info=info, elem_id=elem_id)
+        return gr.Checkbox(value=default, **shared)
     if choices is not None:
-        return gr.Dropdown(choices=list(choices), value=default, label=label, info=info, elem_id=elem_id)
+        return gr.Dropdown(choices=list(choices), value=default, **shared)
     if "min" in spec and "max" in spec:
-        return gr.Slider(minimum=spec["min"], maximum=spec["max"], step=spec.get("step"), value=default,
-                         label=label, info=info, elem_id=elem_id)
-    return gr.Textbox(value="" if default is None else str(default), label=label, info=info, elem_id=elem_id)
+        return gr.Slider(minimum=spec["min"], maximum=spec["max"], step=spec.get("step"), value=default, **shared)
+    return gr.Textbox(value="" if default is None else str(default), **shared)
+
+
+def shown_backend(policy: Policy, prefix: Any, arg: Any) -> Backend | None:
+    """The backend whose settings a side shows for the picked kind and model (None for no kind): the one the
+    model's config names (app/sources/base.py `SourceKind.backend`), or the kind's first for a Hugging Face model a
+    served page does not run, so that no visitor learns from the page what lies on the server's disk."""
+    kind = REGISTRY.get(str(prefix or ""))
+    if kind is None:
+        return None
+    arg = str(arg or "").strip()
+    if prefix in HF_PREFIXES and not policy.hf_model_allowed(arg):
+        return kind.backends[0]
+    return kind.backend(arg)
 
 
 @dataclass
 class SideControls:
-    """The inputs for one side, in the order the Run handler receives them."""
+    """The inputs for one side, in the order the Run handler receives them; `policy` decides which backend's settings
+    a Hugging Face model shows (`shown_backend`)."""
 
     side: str
     kind: Any
     arg: Any
     key: Any
+    policy: Policy = LOCAL
     groups: dict[str, Any] = field(default_factory=dict)
     settings: list[tuple[str, str, dict[str, Any], Any]] = field(default_factory=list)
 
@@ -47,14 +66,28 @@ class SideControls:
         return [self.kind, self.arg, self.key] + [c for _, _, _, c in self.settings]
 
     def read(self, values: list[Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """(source spec, the chosen kind's settings as the widgets hold them, secrets) from this side's slice of the
-        inputs; the source reads each value as its declaration says (app/engine/options.py `coerce`)."""
+        """(source spec, the settings the chosen kind's backend honours as the widgets hold them, secrets) from this
+        side's slice of the inputs; the source reads each value as its declaration says (app/engine/options.py
+        `coerce`)."""
         prefix, arg, key = values[0], (values[1] or "").strip(), (values[2] or "").strip()
         kind = REGISTRY.get(prefix)
         spec = f"{prefix}:{arg}" if kind is not None and kind.takes_arg and arg else str(prefix or "")
-        settings = {name: v for (p, name, _, _), v in zip(self.settings, values[3:]) if p == prefix}
+        backend = shown_backend(self.policy, prefix, arg)
+        honours = backend.settings if backend is not None else {}
+        settings = {name: v for (p, name, _, _), v in zip(self.settings, values[3:]) if p == prefix and name in honours}
         secrets = {"api_key": key} if key and kind is not None and kind.takes_key else {}
         return spec, settings, secrets
+
+    def switched(self) -> list[Any]:
+        """The controls whose visibility follows the model picked (those of a kind with more than one backend)."""
+        return [c for p, _, _, c in self.settings if len(REGISTRY[p].backends) > 1]
+
+    def show(self, prefix: Any, arg: Any) -> list[Any]:
+        """Updates for `switched()`: each shown only when its kind is picked and the model's backend honours it."""
+        backend = shown_backend(self.policy, prefix, arg)
+        honours = backend.settings if backend is not None else {}
+        return [gr.update(visible=p == prefix and name in honours) for p, name, _, _ in self.settings
+                if len(REGISTRY[p].backends) > 1]
 
 
 def hidden_setting(policy: Policy, name: str) -> bool:
@@ -76,16 +109,17 @@ def side_controls(side: str, default: str, policy: Policy = LOCAL) -> SideContro
     lend = "leave empty to use the environment variable" if policy.can("env-keys") else "required on this server"
     key = gr.Textbox(label=f"{title} API key (never saved; {lend})",
                      type="password", elem_id=f"{side}-key", visible=bool(first and first.takes_key), max_lines=1)
-    controls = SideControls(side=side, kind=kind, arg=arg, key=key)
+    controls = SideControls(side=side, kind=kind, arg=arg, key=key, policy=policy)
     with gr.Accordion(f"{title} settings", open=False, elem_id=f"{side}-settings"):
         for prefix, k in REGISTRY.items():
+            honours = k.backend(DEFAULT_MODELS.get(prefix, "")).settings  # the backend with no model named yet
             with gr.Group(visible=prefix == default) as group:
                 for name, spec in k.settings.items():
                     if hidden_setting(policy, name):
                         continue
                     if name == "base_url" and policy.served:
                         spec = {**spec, "info": "Only these: " + ", ".join(policy.base_urls) + " (with your own key)."}
-                    component = setting_component(spec, f"{side}-{prefix}-{name}")
+                    component = setting_component(spec, f"{side}-{prefix}-{name}", visible=name in honours)
                     controls.settings.append((prefix, name, spec, component))
             controls.groups[prefix] = group
     return controls
@@ -123,11 +157,16 @@ def _models(policy: Policy, controls: SideControls) -> tuple[Callable[..., Any],
 
 def wire_sources(controls: SideControls, policy: Policy) -> None:
     """One side's handlers: picking a kind shows its argument box, key field and settings, then lists its models
-    (as does pressing Enter in the key field)."""
+    (as does pressing Enter in the key field); picking a kind or a model shows the settings its backend honours."""
     list_models, list_inputs = _models(policy, controls)
     listing = {"fn": list_models, "inputs": list_inputs, "outputs": [controls.arg], "concurrency_limit": 8,
                "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
-    controls.kind.change(_pick(controls), inputs=[controls.kind], outputs=[controls.arg, controls.key,
-                                                                           *controls.groups.values()],
-                         queue=False, show_progress="hidden", api_name=False).then(**listing)
+    backend = {"fn": controls.show, "inputs": [controls.kind, controls.arg], "outputs": controls.switched(),
+               "concurrency_limit": 8, "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
+    picked = controls.kind.change(_pick(controls), inputs=[controls.kind], outputs=[controls.arg, controls.key,
+                                                                                    *controls.groups.values()],
+                                  queue=False, show_progress="hidden", api_name=False)
+    picked.then(**listing)
+    picked.then(**backend)
+    controls.arg.change(**backend)
     controls.key.submit(**listing)

@@ -77,7 +77,7 @@ def setting_defaults() -> dict[str, dict[str, Any]]:
 
     load_plugins()
     def default(kind: Any, name: str, spec: dict[str, Any]) -> Any:  # the declared default, not the control's 0
-        return next((getattr(o, name) for o in kind.options if hasattr(o, name)), spec.get("default"))
+        return next((getattr(o, name) for o in kind.defaults if hasattr(o, name)), spec.get("default"))
 
     return {prefix: {name: default(kind, name, spec) for name, spec in kind.settings.items()}
             for prefix, kind in REGISTRY.items()}
