@@ -267,8 +267,24 @@ def build_modernbert_chat(root: Path, seed: int = 0) -> Path:
     return folder
 
 
-CACHES = [{}, {"prefix_cache": False}, {"prefix_cache": True, "dual_cache": False},
-          {"prefix_cache": True, "dual_cache": True}]  # the defaults, and the cache switches both ways
+CACHES = [{"prefix_cache": False}, {"prefix_cache": True}, {"dual_cache": False},
+          {"dual_cache": True}]  # the cache switches both ways, which no Hugging Face diffusion model is offered
+
+
+def no_cache_offered(spec: str, **settings: Any) -> None:
+    """Asking a Hugging Face diffusion model for either cache switch, either way, is refused with one sentence that
+    names the source and the setting, before anything loads."""
+    from app.errors import UserError
+    from app.sources.base import make_source
+
+    for cache in CACHES:
+        (name,) = cache
+        try:
+            make_source(spec, **{"device": "cpu", **settings, **cache})
+        except UserError as e:
+            assert spec in str(e) and repr(name) in str(e), str(e)
+        else:
+            raise AssertionError(f"{spec} took {cache}")
 
 
 @contextlib.contextmanager

@@ -16,12 +16,12 @@ torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 
 from tests.hf_families import (  # noqa: E402
-    CACHES,
     build_a2d,
     build_modernbert_chat,
     counted_run,
     dllm_on_path,
     drawn,
+    no_cache_offered,
     past_the_tokenizer,
 )
 
@@ -172,10 +172,7 @@ def test_block_attention_runs_the_prefix_once_a_block_then_only_the_block(a2d: P
     assert steps[-1].nfe == len(widths) and steps[-1].refreshes == len(prefixes)  # every call of the network counts
 
 
-def test_block_attention_needs_the_prefix_cache_and_is_not_an_ar_setting(a2d: Path) -> None:
-    with pytest.raises(UserError, match="block cache: turn the prefix cache on"):
-        make_source(f"hf-diffusion:{a2d}", trust_remote_code=True, device="cpu", block_attention=True,
-                    prefix_cache=False)
+def test_block_attention_is_not_an_ar_setting(a2d: Path) -> None:
     with pytest.raises(UserError, match="hf-ar:anything has no setting 'block_attention': that is for hf-diffusion"):
         make_source("hf-ar:anything", block_attention=True)
 
@@ -213,29 +210,29 @@ def test_dllm_schedule_counts_as_dllms_get_num_transfer_tokens(samplers) -> None
             assert dllm_counts(masked, steps) == [int(n) for n in want if n], (masked, steps)
 
 
-@pytest.mark.parametrize("cache", CACHES)
 @pytest.mark.parametrize("family", ["a2d", "modernbert"])
 def test_mdlm_families_count_each_call_of_their_network_as_one_pass_and_record_no_cache(
-        request: pytest.FixtureRequest, family: str, cache: dict) -> None:
+        request: pytest.FixtureRequest, family: str) -> None:
     """dllm's A2D MDLM (as loaded: bidirectional, no cache in its code path) and ModernBERT chat keep no keys/values
-    between passes: 32 tokens in blocks of 16 over 16 steps are 16 calls and nfe 16, and no cache is recorded."""
-    folder = request.getfixturevalue(family)
-    calls, last, settings = counted_run(f"hf-diffusion:{folder}", PROMPT, trust_remote_code=family == "a2d",
-                                        gen_length=32, steps=16, block_length=16, threshold=None, stop_at_eos=False,
-                                        **cache)
+    between passes: 32 tokens in blocks of 16 over 16 steps are 16 calls and nfe 16; no cache is offered, run or
+    recorded."""
+    spec = f"hf-diffusion:{request.getfixturevalue(family)}"
+    calls, last, settings = counted_run(spec, PROMPT, trust_remote_code=family == "a2d", gen_length=32, steps=16,
+                                        block_length=16, threshold=None, stop_at_eos=False)
     assert calls == last.nfe == 16 and last.refreshes == 0
-    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+    assert not {"prefix_cache", "dual_cache"} & set(settings)
+    no_cache_offered(spec, trust_remote_code=family == "a2d")
 
 
-@pytest.mark.parametrize("dual", [True, False])
-def test_bd3lm_counts_its_block_cache_fills_as_passes_and_records_the_cache_it_ran(a2d: Path, dual: bool) -> None:
-    """BD3LM's block cache is real: each block's fill is a call of the network and a pass; it has no dual cache, so
-    none is recorded whichever is asked."""
-    calls, last, settings = counted_run(f"hf-diffusion:{a2d}", PROMPT, trust_remote_code=True, gen_length=32,
-                                        steps=16, block_length=16, threshold=None, stop_at_eos=False,
-                                        block_attention=True, dual_cache=dual)
+def test_bd3lm_counts_its_block_cache_fills_as_passes(a2d: Path) -> None:
+    """BD3LM's block cache is real and its block attention always runs it: each block's fill is a call of the network
+    and a pass. Its block attention is what is recorded; no cache switch is offered (it has no dual cache)."""
+    spec = f"hf-diffusion:{a2d}"
+    calls, last, settings = counted_run(spec, PROMPT, trust_remote_code=True, gen_length=32, steps=16,
+                                        block_length=16, threshold=None, stop_at_eos=False, block_attention=True)
     assert calls == last.nfe == 16 + 2 and last.refreshes == 2
-    assert settings["prefix_cache"] is True and settings["dual_cache"] is False
+    assert settings["block_attention"] is True and not {"prefix_cache", "dual_cache"} & set(settings)
+    no_cache_offered(spec, trust_remote_code=True, block_attention=True)
 
 
 @pytest.mark.parametrize("block_attention", [False, True])

@@ -16,11 +16,11 @@ torch = pytest.importorskip("torch", reason="torch is not installed")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 
 from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
-    CACHES,
     build_dream,
     build_llada,
     counted_run,
     drawn,
+    no_cache_offered,
     past_the_tokenizer,
     vendored,
 )
@@ -194,22 +194,24 @@ def test_top_k_scores_among_the_k_likeliest_only(llada: Path) -> None:
     assert not np.all(runs[0][-1].confidence == 1.0) and [s.committed for s in runs[0]] != [[i] for i in range(16)]
 
 
-@pytest.mark.parametrize("cache", CACHES)
-def test_llada_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(llada: Path, cache: dict) -> None:
-    """LLaDA's code keeps no keys/values between passes, so no cache is run, counted or recorded, whatever is asked:
-    32 tokens in blocks of 16 over 16 steps are 16 calls of the network and nfe 16 (not 18)."""
-    calls, last, settings = counted_run(f"hf-diffusion:{llada}", PROMPT, trust_remote_code=True, gen_length=32,
-                                        steps=16, block_length=16, threshold=None, stop_at_eos=False, **cache)
+def test_llada_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(llada: Path) -> None:
+    """LLaDA's code keeps no keys/values between passes, so no cache is offered, run, counted or recorded: 32 tokens
+    in blocks of 16 over 16 steps are 16 calls of the network and nfe 16 (not 18)."""
+    spec = f"hf-diffusion:{llada}"
+    calls, last, settings = counted_run(spec, PROMPT, trust_remote_code=True, gen_length=32, steps=16,
+                                        block_length=16, threshold=None, stop_at_eos=False)
     assert calls == last.nfe == 16 and last.refreshes == 0
-    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+    assert not {"prefix_cache", "dual_cache"} & set(settings)
+    no_cache_offered(spec, trust_remote_code=True)
 
 
-@pytest.mark.parametrize("cache", CACHES)
-def test_dream_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(dream: Path, cache: dict) -> None:
-    calls, last, settings = counted_run(f"hf-diffusion:{dream}", PROMPT, trust_remote_code=True, gen_length=16,
-                                        steps=16, block_length=16, threshold=None, stop_at_eos=False, **cache)
+def test_dream_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(dream: Path) -> None:
+    spec = f"hf-diffusion:{dream}"
+    calls, last, settings = counted_run(spec, PROMPT, trust_remote_code=True, gen_length=16, steps=16,
+                                        block_length=16, threshold=None, stop_at_eos=False)
     assert calls == last.nfe == 16 and last.refreshes == 0
-    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+    assert not {"prefix_cache", "dual_cache"} & set(settings)
+    no_cache_offered(spec, trust_remote_code=True)
 
 
 def test_an_id_past_dreams_tokenizer_is_drawn_as_its_placeholder_in_the_panel_inspector_and_export(

@@ -19,12 +19,12 @@ transformers = pytest.importorskip("transformers", reason="transformers is not i
 diffusers = pytest.importorskip("diffusers", reason="diffusers is not installed (requirements-test.txt)")
 
 from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
-    CACHES,
     LLADA2_EOS,
     LLADA2_MASK,
     build_llada2,
     counted_run,
     llada2_tokenizer,
+    no_cache_offered,
     past_the_tokenizer,
 )
 
@@ -230,13 +230,14 @@ def test_a_cancelled_llada2_run_stops_with_its_pipeline(llada2: Path) -> None:
         assert not worker.is_alive()
 
 
-@pytest.mark.parametrize("cache", CACHES)
-def test_llada2_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(llada2: Path, cache: dict) -> None:
-    """The pipeline calls the model once a refinement pass and keeps no cache, so nfe is its calls and the recorded
-    settings claim no cache, whatever is asked."""
-    calls, last, settings = counted_run(f"hf-diffusion:{llada2}", PROMPT, **{**RUN, **cache}, editing_threshold=0.5)
+def test_llada2_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(llada2: Path) -> None:
+    """The pipeline calls the model once a refinement pass and keeps no cache, so nfe is its calls and no cache is
+    offered or recorded."""
+    spec = f"hf-diffusion:{llada2}"
+    calls, last, settings = counted_run(spec, PROMPT, **RUN, editing_threshold=0.5)
     assert calls == last.nfe > 0
-    assert settings["prefix_cache"] is False and settings["dual_cache"] is False
+    assert not {"prefix_cache", "dual_cache"} & set(settings)
+    no_cache_offered(spec, **RUN)
 
 
 def test_an_id_past_the_llada2_tokenizer_is_drawn_as_its_placeholder(llada2: Path, tmp_path: Path) -> None:

@@ -57,9 +57,12 @@ PIPELINE_OPTIONS = tuple(declared(PipelineSettings))
 MASKED_ONLY = ("shift", "block_attention")  # how Converge's own sampler reads a masked model's outputs
 
 # hf-diffusion runs a model one of two ways, decided by its config's model type before anything loads: Converge's
-# sampler (every diffusion setting but the learned commit filter, which only the built-in twin ships) or, for
-# LLaDA2.x, diffusers' LLaDA2Pipeline, which takes only the settings its signature names (app/engine/llada2.py)
-MASKED = Backend("masked", "Converge's masked-diffusion sampler", (HF_DIFFUSION, HFLoad()), without=("filter",))
+# sampler (every diffusion setting but the learned commit filter, which only the built-in twin ships, and the cache
+# switches: no family's code keeps keys and values between passes but BD3LM's, whose block cache its block attention
+# always runs) or, for LLaDA2.x, diffusers' LLaDA2Pipeline, which takes only the settings its signature names
+# (app/engine/llada2.py)
+MASKED = Backend("masked", "Converge's masked-diffusion sampler", (HF_DIFFUSION, HFLoad()),
+                 without=("filter", "prefix_cache", "dual_cache"))
 LLADA2 = Backend("llada2", "LLaDA2.x, run by diffusers' LLaDA2Pipeline", (HF_DIFFUSION, PipelineSettings(), HFLoad()),
                  without=tuple(n for n in declared(DiffusionSettings) if n not in TAKES) + MASKED_ONLY,
                  why_not={"pins": "LLaDA2.x runs through diffusers' LLaDA2Pipeline, which does not write around pinned "
@@ -139,9 +142,7 @@ def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
 
 def _block_load(load: Any, s: DiffusionSettings) -> Any:
     """`load` with its model run as block diffusion in blocks of the sampler's block length (app/engine/hf_block.py),
-    which decodes with its block cache: a UserError when the prefix cache is off."""
-    if not s.prefix_cache:
-        raise UserError("Block attention decodes with its block cache: turn the prefix cache on.")
+    which decodes with its block cache (the prefix cache, on by default and offered to no Hugging Face model)."""
 
     def loaded() -> tuple[Any, Any]:
         from app.engine.hf_block import block_model
