@@ -131,3 +131,41 @@ def test_the_export_command_takes_the_clock(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "app", "export", str(rec), "--clock", "minutes"],
                          capture_output=True, text=True, cwd=ROOT_DIR, timeout=120)
     assert bad.returncode == 2 and "invalid choice: 'minutes'" in bad.stderr
+
+
+@needs_twins
+@pytest.mark.browser
+def test_an_ar_side_makes_one_token_a_pass_in_the_panels_presenter_mode_the_metrics_the_video_and_stats(
+        browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41: the panels counted the words and symbols shown (0.94 a pass for the AR twin) where the metrics
+    counted tokenizer pieces (1.00). Every place now counts the answer as the metrics do and names the unit: on a
+    race whose AR answer has pieces that show nothing (line breaks), so the two counts differ."""
+    from app.analysis.changes import metrics
+    from app.analysis.tables import main as stats
+    from app.export.video.track import Track
+
+    twin_race = tmp_path / "long.jsonl"
+    record("Once upon a time", "local-diffusion", "local-ar", twin_race,
+           settings={**TWINS, "right": {"gen_length": 64}})
+    rec = read_recording(twin_race)
+    m = metrics(rec.frames["right"])
+    assert m["tokens_per_nfe"] == 1.0 and m["token_unit"] == "tokenizer pieces" and m["tokens"] != m["answer_tokens"]
+    track = Track("right", rec, clock="passes")
+    assert track.timer(len(track.frames) - 1, 80).endswith("1.00 tok/pass")
+    assert stats([str(twin_race)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("tokens_per_nfe"))
+    assert row.split()[-1] == "1.0"  # the right side's column
+    context, page, errors = open_page(browser, export_html(twin_race, tmp_path / "race.html").as_uri())
+    try:
+        press(page, "f", "data-view", "passes")
+        page.keyboard.press("End")
+        side = f"{ROOT} .cv-side[data-side=right]"
+        page.wait_for_function("(s) => { const e = document.querySelector(s); "
+                               "return +e.dataset.step === +e.dataset.frames - 1; }", arg=side)
+        rate = f"{side} .cv-fig[data-fig=rate]"
+        assert page.text_content(f"{rate} .cv-fig-num") == "1.00" and "tokenizer pieces" in page.text_content(rate)
+        press(page, "p", "data-presenter", "true")  # presenter mode's large figures are the same figures
+        assert page.text_content(f"{rate} .cv-fig-num") == "1.00" and "tokenizer pieces" in page.text_content(rate)
+    finally:
+        context.close()
+    assert errors == [], errors

@@ -156,9 +156,10 @@ def test_timers_count_final_tokens_in_place_and_end_on_the_metrics(recording: Pa
     scene = Scene(load(recording), SIZE)
     for tr in scene.tracks:
         m = metrics(tr.frames)
-        assert tr.in_place[-1] == m["tokens"]
+        assert tr.in_place[-1] == m["answer_tokens"]  # the answer as the metrics count it
         last = timer_text(tr.frames[-1].t, tr.in_place[-1], 80)
-        assert last == f"{m['t_final']:.2f} s \u00b7 {m['tokens']} tok final \u00b7 {m['tokens_per_s']:.1f} tok/s"
+        assert last == (f"{m['t_final']:.2f} s \u00b7 {m['answer_tokens']} tok final \u00b7 "
+                        f"{m['tokens_per_s']:.1f} tok/s")
     left = scene.tracks[0]
     # "cat" is not the final word; "sat" counts while shown, then is remasked as "." arrives
     assert left.in_place == [0, 1, 1, 3, 3, 5]

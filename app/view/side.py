@@ -134,9 +134,11 @@ class RecordedSide:
         return pinned_positions(self.rows)
 
     def in_place(self) -> list[int]:
-        """Per frame, how many tokens of the final answer are already in place (the page's convergence measure,
-        so a noisy draft's noise is not counted; at the last frame it is the metrics' `tokens`)."""
-        total = self.done["metrics"]["tokens"] if self.frames else 0
+        """Per frame, how many tokens of the final answer are already in place (the page's convergence measure, so a
+        noisy draft's noise is not counted), counted as the metrics count the answer: at the last frame it is their
+        `answer_tokens` (an AR model's tokenizer pieces, one a pass), as in the player's figures."""
+        m = self.done["metrics"] if self.frames else {}
+        total = (m["answer_tokens"] if m.get("answer_tokens") is not None else m.get("tokens")) or 0
         return [round(share * total) for _, share in self.done["settled"]]
 
     def entry(self) -> dict[str, Any]:

@@ -43,8 +43,9 @@ function panelsPart(p) {
   function paintFigures(v, side, row, idx, K) {
     /* elapsed: on the shared timeline, the race clock (the time of the frame the timeline is at, from
        either side) until this side's last frame, then that frame's t; otherwise the shown frame's own t.
-       rate: tokens of the final answer already in place at the shown frame (the settled share, as in the
-       video export), or while live the visible tokens, over elapsed. */
+       rate: tokens of the final answer already in place at the shown frame (the settled share of the answer's
+       length in the metrics' unit, as in the video export and the metrics table), or while live the visible
+       tokens, over elapsed. */
     var last = lastRow(side);
     if (last < 0) { setText(v.elapsed, "\u2014"); setText(v.rate, "\u2014"); return; }
     if (onPasses(side)) { paintPassFigures(v, side, row, idx, K, last); return; }
@@ -54,14 +55,22 @@ function panelsPart(p) {
     var tok = tokensAt(side, row, idx);
     setText(v.elapsed, t.toFixed(2) + " s");
     setText(v.rate, t > 0 ? (tok.n / t).toFixed(1) : "\u2014");
-    setText(v.rateLabel, tok.settled ? "tokens / s (final tokens in place)" : "tokens / s (visible, live)");
+    setText(v.rateLabel, tok.settled ? "tokens / s (" + tok.unit + " in place)" : "tokens / s (visible, live)");
   }
 
   function tokensAt(side, row, idx) {
-    /* tokens of the final answer already in place at frame idx, or while live the visible tokens */
-    var settled = side.settled && side.metrics && side.settled.length === side.rows.length;
-    return { n: !row ? 0 : settled ? Math.round(side.settled[idx][1] * side.metrics.tokens) : visibleCount(row),
-             settled: settled };
+    /* tokens of the final answer already in place at frame idx, counted as the metrics count the answer (its
+       answer_tokens, in its token_unit: an AR model's pieces make one a pass), or while live the visible tokens */
+    var m = side.metrics;
+    var settled = side.settled && m && side.settled.length === side.rows.length;
+    var total = settled ? (m.answer_tokens != null ? m.answer_tokens : m.tokens) : 0;
+    return { n: !row ? 0 : settled ? Math.round(side.settled[idx][1] * total) : visibleCount(row),
+             settled: settled, unit: settled && m.token_unit ? unitName(m.token_unit) : "final tokens" };
+  }
+
+  function unitName(unit) {
+    /* the metrics' unit, short enough for a figure's label: "tokenizer pieces", "completion_tokens" */
+    return str(unit).split(" (")[0];
   }
 
   function paintPassFigures(v, side, row, idx, K, last) {
@@ -73,7 +82,7 @@ function panelsPart(p) {
     setText(v.elapsed, String(n) + (n === 1 ? " pass" : " passes"));
     setText(v.elapsedLabel, "forward passes");
     setText(v.rate, n > 0 ? (tok.n / n).toFixed(2) : "\u2014");
-    setText(v.rateLabel, tok.settled ? "tokens / pass (final tokens in place)" : "tokens / pass (visible, live)");
+    setText(v.rateLabel, tok.settled ? "tokens / pass (" + tok.unit + " in place)" : "tokens / pass (visible, live)");
   }
 
   function paintTokens(v, row, side, idx, done, sel) {
