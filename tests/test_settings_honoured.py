@@ -141,8 +141,8 @@ def test_the_page_shows_llada2_its_pipelines_settings_and_a_masked_model_its_sam
     sampler = shown(controls, "hf-diffusion", bert)
     assert {"editing_threshold", "max_post_steps", "top_p", "steps", "threshold"} <= pipeline
     assert not pipeline & set(NOT_FOR_LLADA2)
-    assert {"scoring", "prefix_cache", "shift", "lookahead"} <= sampler and not sampler & {"editing_threshold",
-                                                                                             "top_p", "filter"}
+    assert {"scoring", "shift", "lookahead"} <= sampler
+    assert not sampler & {"editing_threshold", "top_p", "filter", "prefix_cache", "dual_cache"}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -192,9 +192,9 @@ def test_the_served_page_config_shows_the_masked_samplers_settings_until_a_model
 
     props = {c["props"].get("elem_id"): c["props"] for c in build().get_config_file()["components"]}
     visible = {name: props[f"left-hf-diffusion-{name}"]["visible"]
-               for name in ("scoring", "prefix_cache", "editing_threshold", "top_p", "steps")}
-    assert visible == {"scoring": True, "prefix_cache": True, "editing_threshold": False, "top_p": False,
-                       "steps": True}
+               for name in ("scoring", "editing_threshold", "top_p", "steps")}
+    assert visible == {"scoring": True, "editing_threshold": False, "top_p": False, "steps": True}
+    assert not {"left-hf-diffusion-prefix_cache", "left-hf-diffusion-dual_cache"} & set(props)  # offered to neither
     assert props["pins-box"]["visible"] is True
 
 
