@@ -22,6 +22,7 @@ from app.errors import UserError
 from app.trace.store import check_name
 from app.ui import door
 from app.ui.visitor import owner_of
+from tests.fixtures import run_async
 from tests.loopback_client import Visitor
 from tests.reliability import tally
 from tests.served import config, peak_mb, served_process
@@ -313,7 +314,7 @@ def test_calls_off_the_queue_are_bounded_per_address() -> None:
         await asyncio.gather(*held, other)
         return entered, refused, statuses[len(refused):]
 
-    entered, refused, later = asyncio.run(run())
+    entered, refused, later = run_async(run())
     assert entered.count("127.0.0.1") == door.OFF_QUEUE_AT_ONCE and entered.count(OTHER) == 1
     assert refused == [429] and later == [200] * (door.OFF_QUEUE_HELD + 1)
     tally("route_attacks", door.OFF_QUEUE_HELD + 1)

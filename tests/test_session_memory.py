@@ -22,6 +22,7 @@ from typing import Any
 
 from app.trace.frames import Frame, RecordingWriter, make_header
 from app.trace.store import user_dir
+from tests.fixtures import run_async
 from tests.served import call, config, served_process
 from tests.test_security_access import OWNER_A
 
@@ -139,7 +140,6 @@ def test_a_session_keeps_the_player_it_was_sent_without_the_payload_and_goes_whe
     """In process: the page-load handler's answer carries the first example's payload, while the session's copy of
     the player keeps none of it and no copy of the page's config; a session untouched past the idle time is dropped
     when another is used."""
-    import asyncio
     import datetime
 
     import gradio as gr
@@ -157,7 +157,7 @@ def test_a_session_keeps_the_player_it_was_sent_without_the_payload_and_goes_whe
     assert isinstance(state, LeanSessionState) and not state.config_values
     request = gr.Request()
     request.session_hash = "first"
-    sent = asyncio.run(demo.postprocess_data(demo.fns[index], list(demo.fns[index].fn(request, None)), state))
+    sent = run_async(demo.postprocess_data(demo.fns[index], list(demo.fns[index].fn(request, None)), state))
     assert json.loads(sent[5]["props"]["payload"])["mode"] == "replay"
     kept = state[player]
     assert kept is not demo.blocks[player] and kept.props["payload"] is None and not state.config_values
