@@ -194,20 +194,13 @@ def test_top_k_scores_among_the_k_likeliest_only(llada: Path) -> None:
     assert not np.all(runs[0][-1].confidence == 1.0) and [s.committed for s in runs[0]] != [[i] for i in range(16)]
 
 
-def test_llada_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(llada: Path) -> None:
-    """LLaDA's code keeps no keys/values between passes, so no cache is offered, run, counted or recorded: 32 tokens
-    in blocks of 16 over 16 steps are 16 calls of the network and nfe 16 (not 18)."""
-    spec = f"hf-diffusion:{llada}"
-    calls, last, settings = counted_run(spec, PROMPT, trust_remote_code=True, gen_length=32, steps=16,
-                                        block_length=16, threshold=None, stop_at_eos=False)
-    assert calls == last.nfe == 16 and last.refreshes == 0
-    assert not {"prefix_cache", "dual_cache"} & set(settings)
-    no_cache_offered(spec, trust_remote_code=True)
-
-
-def test_dream_counts_each_call_of_its_network_as_one_pass_and_records_no_cache(dream: Path) -> None:
-    spec = f"hf-diffusion:{dream}"
-    calls, last, settings = counted_run(spec, PROMPT, trust_remote_code=True, gen_length=16, steps=16,
+@pytest.mark.parametrize("family, length", [("llada", 32), ("dream", 16)])
+def test_llada_and_dream_count_each_call_of_their_network_as_one_pass_and_record_no_cache(
+        request: pytest.FixtureRequest, family: str, length: int) -> None:
+    """LLaDA's and Dream's code keep no keys/values between passes, so no cache is offered, run, counted or recorded:
+    in blocks of 16 over 16 steps they make 16 calls of the network and nfe 16 (LLaDA's 32 tokens counted 18)."""
+    spec = f"hf-diffusion:{request.getfixturevalue(family)}"
+    calls, last, settings = counted_run(spec, PROMPT, trust_remote_code=True, gen_length=length, steps=16,
                                         block_length=16, threshold=None, stop_at_eos=False)
     assert calls == last.nfe == 16 and last.refreshes == 0
     assert not {"prefix_cache", "dual_cache"} & set(settings)
