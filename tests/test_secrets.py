@@ -85,7 +85,8 @@ def test_a_crashing_source_logs_its_traceback_with_the_keys_taken_out(tmp_path: 
             yield Frame(t=0.0, step=0, text="one")
             raise RuntimeError(f"upstream said: bad key {os.environ['OPENAI_API_KEY']} / {sentinels.TYPED}")
 
-    register(SourceKind(prefix="leaky-test", make=lambda **kw: Leaky(), label="crashes, quoting keys"))
+    register(SourceKind(prefix="leaky-test", make=lambda **kw: Leaky(), label="crashes, quoting keys",
+                        takes_key=True))  # it is handed a typed key, which only a kind that takes one is
     try:
         out = tmp_path / "race.jsonl"
         with caplog.at_level(logging.ERROR, logger="converge.race"):
