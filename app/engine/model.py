@@ -223,6 +223,7 @@ class MaskedDiffusionLM:
         self.repeatable: np.ndarray | None = None  # load_twin sets it from the tokenizer (stutter.wordless)
         c = net.config
         self.vocab_size, self.mask_id, self.eos_id = c.vocab_size, c.mask_id, c.eos_id
+        self.pad_id = c.pad_id  # never drawn as noise by the uniform sampler (app/engine/uniform.py)
         self.max_len = c.max_len - 1
 
     def logits(self, ids: np.ndarray, cache: KVCache | None = None, start: int = 0,
