@@ -247,3 +247,39 @@ def test_a_diffusion_twin_trains_on_the_trajectories_its_stories_came_with(tmp_p
     assert "laid out as a state of the decode" in stats["objective"]
     assert all(np.isfinite(p["loss"]) for p in stats["loss_curve"])
     assert isinstance(load_twin("diffusion", out)[0], MaskedDiffusionLM)
+
+
+def test_the_uniform_twin_trains_on_random_token_noise_and_loads(tmp_path) -> None:
+    corpus, out = tmp_path / "stories.txt", tmp_path / "models"
+    write_corpus(corpus)
+    stats = main(small_args(corpus, out, "uniform", "--block-frac", "0.5", "--prefix-frac", "0.5"))
+    curve = stats["loss_curve"]
+    assert mean(curve[-8:], "masked_ce") < mean(curve[:8], "masked_ce") - 0.5
+    assert "uniform-state" in stats["objective"] and "noised_ce@t=0.5" in stats["held_out"]
+    saved = json.loads((out / "uniform.json").read_text())
+    assert saved["config"]["causal"] is False and saved["config"]["noise"] == "uniform"
+    model, _ = load_twin("uniform", out)
+    assert isinstance(model, MaskedDiffusionLM)
+
+
+def test_uniform_noise_draws_only_ordinary_tokens_and_keeps_the_prefix_clean() -> None:
+    import torch
+
+    from app.engine.train import TorchTransformer, uniform_loss
+
+    seen: list = []
+
+    class Spy(TorchTransformer):
+        def forward(self, ids, causal):
+            seen.append(ids.clone())
+            return super().forward(ids, causal)
+
+    model = Spy(50, 1, 2, 16, 40)
+    x = torch.zeros(64, 40, dtype=torch.long)  # all end-of-text: every noised position shows as non-zero
+    gen = torch.Generator().manual_seed(0)
+    uniform_loss(model, x, 3, gen, t=torch.full((64,), 0.5), block_frac=0.5)
+    noisy = seen[-1]
+    assert (noisy[:, 0] == 0).all() and ((noisy == 0) | (noisy >= 3)).all()
+    assert 0.3 < (noisy[:, 1:] != 0).float().mean() < 0.9
+    uniform_loss(model, x, 3, gen, t=torch.full((64,), 1.0))
+    assert (seen[-1][:, 1:] >= 3).all()  # at t = 1 every position after the first is noise

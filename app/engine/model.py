@@ -224,6 +224,7 @@ class MaskedDiffusionLM:
         self.repeatable: np.ndarray | None = None  # load_twin sets it from the tokenizer (stutter.wordless)
         c = net.config
         self.vocab_size, self.mask_id, self.eos_id = c.vocab_size, c.mask_id, c.eos_id
+        self.pad_id = c.pad_id  # never drawn as noise by the uniform sampler (app/engine/uniform.py)
         self.max_len = c.max_len - 1
 
     def logits(self, ids: np.ndarray, cache: KVCache | None = None, start: int = 0,
@@ -347,10 +348,10 @@ _LOADED: dict[tuple, tuple] = {}
 
 
 def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[MaskedDiffusionLM | ARLM, BPETokenizer]:
-    """Loads a shipped twin ("diffusion" or "ar", or "referee": the AR model that only judges the twins' text)
-    and the tokenizer; UserError when files are missing or corrupt."""
-    if kind not in ("diffusion", "ar", "referee"):
-        raise UserError(f"Unknown local model {kind!r}; choose 'diffusion' or 'ar'.")
+    """Loads a shipped twin ("diffusion", "ar", "uniform": the uniform-state diffusion twin, or "referee": the AR
+    model that only judges the twins' text) and the tokenizer; UserError when files are missing or corrupt."""
+    if kind not in ("diffusion", "ar", "uniform", "referee"):
+        raise UserError(f"Unknown local model {kind!r}; choose 'diffusion', 'uniform' or 'ar'.")
     d = Path(models_dir)
     weights_path, config_path, tok_path = d / f"{kind}.safetensors", d / f"{kind}.json", d / "tokenizer.json"
     hint = TRAIN_HINT.format(kind=kind)

@@ -290,14 +290,79 @@ def diffusion_loss(
     return loss, (ce * m).sum() / m.sum().clamp(min=1)
 
 
+def uniform_blocks(t: torch.Tensor, gen: torch.Generator, frac: float, blocks: tuple[int, ...], T: int
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The uniform block sampler's view for `frac` of the rows: a clean prefix of random length, one block (a length
+    from `blocks`) and everything after it, which the sampler keeps as noise. Returns (rows laid out so, in the block,
+    after the block, block length per row)."""
+    B = len(t)
+    rows = torch.rand(B, generator=gen) < frac
+    size = torch.tensor(blocks)[torch.randint(0, len(blocks), (B,), generator=gen)]
+    lo = 1 + (torch.rand(B, generator=gen) * (T - size).clamp(min=1)).long()
+    pos = torch.arange(T)[None, :]
+    in_block = (pos >= lo[:, None]) & (pos < (lo + size)[:, None])
+    return rows, in_block, pos >= (lo + size)[:, None], size.float()
+
+
+def uniform_loss(
+    model: TorchTransformer, x: torch.Tensor, n_special: int, gen: torch.Generator,
+    t: torch.Tensor | None = None, max_weight: float = 10.0, clean_weight: float = 0.1, prefix_frac: float = 0.0,
+    block_frac: float = 0.0, blocks: tuple[int, ...] = (16, 32),
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Uniform-state diffusion (the forward process of UDLM, Schiff et al. 2024, and DUO, Sahoo et al. 2025): each
+    position 1..T-1 is replaced with probability t (one t per sequence, stratified across the batch unless given) by
+    a token drawn uniformly from the ordinary tokens (ids n_special..V-1: never end-of-text, mask or pad, though
+    end-of-text positions are noised and predicted like any other), with bidirectional attention and Dream's shift
+    (the output at i-1 predicts the token at i). Not their ELBO: a plain clean-token (x0) cross-entropy at every
+    noised position weighted min(1/t, max_weight), plus `clean_weight` times it at the noised region's positions the
+    draw left clean (the model cannot tell which they are), averaged over positions. With `prefix_frac`, that share
+    of the rows keeps a clean prefix of random length; with `block_frac`, that share is laid out as the uniform block
+    sampler sees it (`uniform_blocks`: the block noised at rate t, everything after it noise; loss on the block,
+    averaged over it). Returns (weighted loss, mean unweighted CE at noised positions)."""
+    B, T = x.shape
+    V = model.wte.num_embeddings
+    if t is None:
+        u = torch.rand(1, generator=gen)
+        t = ((torch.arange(B) + u) / B).clamp(min=1e-3)
+    pos = torch.arange(T)[None, :]
+    region = (pos >= 1).expand(B, T)
+    if prefix_frac > 0:
+        keep = torch.rand(B, generator=gen) < prefix_frac
+        cut = torch.randint(1, T - 1, (B,), generator=gen)
+        region = region & ~(keep[:, None] & (pos < cut[:, None]))
+    draw = torch.rand(B, T, generator=gen) < t[:, None]
+    noised = draw & region
+    per_row = torch.full((B,), float(T - 1))
+    if block_frac > 0:
+        rows, in_block, after, size = uniform_blocks(t, gen, block_frac, blocks, T)
+        region = torch.where(rows[:, None], in_block, region)
+        noised = torch.where(rows[:, None], (draw & in_block) | after, noised)
+        per_row = torch.where(rows, size, per_row)
+    noise = torch.randint(n_special, V, (B, T), generator=gen)
+    logits = model(torch.where(noised, noise, x), causal=False)[:, :-1]
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none").view(B, T - 1)
+    hit = (noised & region)[:, 1:].float()
+    weight = (1.0 / t).clamp(max=max_weight)[:, None] * hit + clean_weight * (region & ~noised)[:, 1:].float()
+    loss = ((ce * weight).sum(dim=1) / per_row).mean()
+    return loss, (ce * hit).sum() / hit.sum().clamp(min=1)
+
+
 @torch.no_grad()
 def held_out_loss(model: TorchTransformer, val: torch.Tensor, twin: str, mask_id: int, seed: int) -> dict:
-    """AR: mean next-token CE. Diffusion: mean CE on masked tokens at fixed ratios t, plus the
-    average over t of the 1/t-weighted loss (an estimate of the negative ELBO per token, in nats)."""
+    """AR: mean next-token CE. Uniform: mean CE at the noised positions at fixed ratios t. Diffusion: mean CE on
+    masked tokens at fixed ratios t, plus the average over t of the 1/t-weighted loss (an estimate of the negative
+    ELBO per token, in nats)."""
     model.eval()
     out: dict = {}
     if twin == "ar":
         out["ce"] = float(sum(ar_loss(model, v[None]) for v in val) / len(val))
+    elif twin == "uniform":  # mean CE at the noised positions at fixed t, and their mean over t
+        gen = torch.Generator(device=val.device).manual_seed(seed)
+        for t in (0.15, 0.3, 0.5, 0.7, 0.85):
+            ces = [float(uniform_loss(model, chunk, len(SPECIALS), gen, t=torch.full((len(chunk),), t))[1])
+                   for chunk in val.split(16)]
+            out[f"noised_ce@t={t}"] = sum(ces) / len(ces)
+        out["noised_ce_mean"] = sum(out.values()) / len(out)
     else:
         gen = torch.Generator(device=val.device).manual_seed(seed)
         ts = [0.15, 0.3, 0.5, 0.7, 0.85]
@@ -341,6 +406,17 @@ def save_twin(model: TorchTransformer, out: Path, twin: str, config: dict, stats
     (out / f"{twin}.json").write_text(json.dumps({"config": config, "training": stats}, indent=1) + "\n")
 
 
+def uniform_objective(args: argparse.Namespace) -> str:
+    """The uniform twin's objective in words, for its training log."""
+    return (f"uniform-state diffusion (UDLM/DUO's forward process: each position replaced with probability t by a "
+            f"uniformly drawn ordinary token), stratified t per sequence, bidirectional, Dream shift; not their ELBO "
+            f"but clean-token cross-entropy at noised positions weighted min(1/t, 10) plus {args.clean_weight} x it "
+            f"at the noised region's positions left clean; {args.prefix_frac:.0%} of sequences keep a clean prefix "
+            f"of random length" + (f"; {args.block_frac:.0%} laid out as the uniform block sampler sees them (clean "
+            "prefix, a block of 16 or 32 noised at rate t, everything after it noise; loss on the block)"
+            if args.block_frac else ""))
+
+
 def lr_at(step: int, steps: int, lr: float, warmup: int, time_done: float = 0.0) -> float:
     """Linear warm-up then cosine decay to a tenth, by steps or, when a run has a time limit, by the share of
     its time spent (`time_done`), whichever is further along, so a run stopped by the clock has decayed."""
@@ -354,7 +430,7 @@ def lr_at(step: int, steps: int, lr: float, warmup: int, time_done: float = 0.0)
 # restored on --resume, stepped and summarised here in that order, and a checkpoint must hold every piece of it
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--twin", choices=["ar", "diffusion"], required=True)
+    ap.add_argument("--twin", choices=["ar", "diffusion", "uniform"], required=True)
     ap.add_argument("--corpus", nargs="+", required=True, help="plain-text files of stories")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for weights, config and tokenizer")
     ap.add_argument("--tokens", type=int, default=2_000_000,
@@ -384,6 +460,8 @@ def main(argv: list[str] | None = None) -> dict:
                     help="diffusion: share of sequences with a clean prefix of random length")
     ap.add_argument("--block-frac", type=float, default=0.0, help="diffusion: share of sequences laid out as the block "
                     "sampler sees them (clean prefix, one block masked at rate t, everything after masked)")
+    ap.add_argument("--clean-weight", type=float, default=0.1, help="uniform: weight of the cross-entropy at the "
+                    "positions of the noised region that the draw left clean (noised positions weigh min(1/t, 10))")
     ap.add_argument("--certainty", type=float, default=0.0, help="diffusion: weight of dParallel's certainty forcing "
                     "(entropy of the sharpened prediction at masked positions the model gets right)")
     ap.add_argument("--order-frac", type=float, default=0.0, help="diffusion, with --kd-data from self_distill: "
@@ -446,6 +524,9 @@ def main(argv: list[str] | None = None) -> dict:
         vocab_size=tok.get_vocab_size(), n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
         max_len=args.seq, causal=args.twin == "ar", shift=True, mask_id=mask_id, eos_id=eos_id, pad_id=pad_id,
     )
+    if args.twin == "uniform":  # its noise is drawn from the ids after the specials, which must come first
+        assert sorted((eos_id, mask_id, pad_id)) == list(range(len(SPECIALS)))
+        config["noise"] = "uniform"
     model = TorchTransformer(config["vocab_size"], args.n_layer, args.n_head, args.n_embd, args.seq, args.dropout)
     per_step = args.batch * args.seq
     total_steps = max(2, args.tokens // per_step)
@@ -515,6 +596,9 @@ def main(argv: list[str] | None = None) -> dict:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=not args.no_bf16):
             if args.twin == "ar":
                 loss = ce = ar_loss(model, x)
+            elif args.twin == "uniform":
+                loss, ce = uniform_loss(model, x, len(SPECIALS), gen, clean_weight=args.clean_weight,
+                                        prefix_frac=args.prefix_frac, block_frac=args.block_frac)
             else:
                 order = (None if orders is None else
                          orders_at(step, orders, starts, args.batch, args.seq, args.seed).to(device))
@@ -564,7 +648,8 @@ def main(argv: list[str] | None = None) -> dict:
             steps, total_steps = best["i"], first_step + best["i"]
     stats = {
         "twin": args.twin,
-        "objective": "next-token cross-entropy" if args.twin == "ar" else
+        "objective": "next-token cross-entropy" if args.twin == "ar" else uniform_objective(args)
+        if args.twin == "uniform" else
         f"masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift; "
         f"{args.prefix_frac:.0%} of sequences keep a clean prefix of random length"
         + (f"; {args.block_frac:.0%} laid out as the block sampler sees them (clean prefix, a block of 16 or 32 "

@@ -1,0 +1,180 @@
+"""Uniform-state diffusion sampling over any MaskedLM: the answer starts as random tokens, never masks.
+
+The sampler DiffusionGemma shows, on the built-in uniform twin (`train.py --twin uniform`, UDLM/DUO's forward
+process): the answer canvas starts as ordinary tokens drawn at random (seeded); each step one call of the network over
+the prompt and the whole canvas predicts every position of the current block; the positions whose predictive entropy
+is at most a bound are accepted and stay, or, when none is, the single most confident one; the block's other
+positions are re-noised with fresh random tokens; until every position of the block is accepted or its share of the
+steps is spent, when the last pass accepts its guess everywhere. Blocks go left to right; the blocks after the current
+one hold the noise they started with. Every step yields a `UniformStep` (canvas, which positions are accepted and
+which are still noise), so a view can draw the noise as noise.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from app.engine.base import MaskedLM
+from app.engine.options import check, option
+from app.engine.sampling import BLOCKS, LENGTHS, check_prompt
+from app.errors import UserError
+
+
+@dataclass
+class UniformSettings:
+    """How to denoise a canvas of random tokens. `steps` is the budget over the whole answer, spread evenly over the
+    blocks (the first blocks take the remainder). Each setting is declared once (app/engine/options.py)."""
+
+    gen_length: int = option(128, "Answer length (tokens)", min=1, presets=LENGTHS, cli="length")
+    steps: int = option(128, "Steps (total over blocks)", min=1, max="gen_length", step=1, follows="gen_length",
+                        help="At most the answer length; when a block's share is spent, its last pass accepts the "
+                             "model's guess at every position still noise.")
+    block_length: int = option(32, "Block length", min=1, max="gen_length", presets=BLOCKS, clamp=True,
+                               help="Blocks are denoised left to right; one as long as the answer is pure diffusion.")
+    entropy_bound: float | None = option(0.5, "Entropy bound (nats)", min=0.0, max=8.0, step=0.1, off=True,
+                                         help="Accept every position whose predictive entropy is at most this; "
+                                              "when none is (or off), the single most confident position.")
+    temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05,
+                                help="0 accepts each position's likeliest token; above 0 samples it.")
+    stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
+                               help="End after a block in which an end-of-text was accepted.")
+    seed: int = option(0, "Seed", min=0, max=9999, step=1, help="Draws the starting canvas and every re-noising.")
+
+    def validate(self) -> "UniformSettings":
+        """Checks each setting against its declaration, then the rules between settings; raises UserError naming
+        the fix. Returns self for chaining."""
+        check(self)
+        n = self.gen_length
+        if n % self.block_length:
+            near = min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - self.block_length))
+            raise UserError(f"Block length {self.block_length} does not divide the generation length {n}: "
+                            f"use a block length such as {near}, or change the length.")
+        if self.steps < n // self.block_length:
+            raise UserError(f"{self.steps} steps cannot cover {n // self.block_length} blocks (at least one step "
+                            f"each): raise steps or use longer blocks.")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class UniformStep:
+    """The answer canvas after one step. Positions are answer-relative (0 = first generated token). `accepted`
+    marks the positions that stay; every other position holds a random token (noise), never a mask."""
+
+    step: int
+    ids: np.ndarray
+    accepted: np.ndarray
+    entropy: np.ndarray  # each position's predictive entropy (nats) at the step's pass; nan where not predicted
+    block: tuple[int, int] = (0, 0)
+    newly: list[int] = field(default_factory=list)  # the positions this step accepted
+    nfe: int = 0
+    done: bool = False
+
+    @property
+    def noise(self) -> np.ndarray:
+        """The positions still holding random tokens."""
+        return ~self.accepted
+
+
+def noise_ids(model: MaskedLM) -> np.ndarray:
+    """The ordinary tokens the noise is drawn from: every id but mask, end-of-text and pad (where the model has one)."""
+    special = {model.mask_id, model.eos_id, getattr(model, "pad_id", None)}
+    return np.array([i for i in range(model.vocab_size) if i not in special], dtype=np.int64)
+
+
+def _entropy(probs: np.ndarray) -> np.ndarray:
+    return -np.sum(probs * np.log(np.clip(probs, 1e-300, None)), axis=-1)
+
+
+def _softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
+    z = logits.astype(np.float64) / max(temperature, 1e-6) if temperature > 0 else logits.astype(np.float64)
+    z -= z.max(axis=-1, keepdims=True)
+    p = np.exp(z)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def budgets(s: UniformSettings) -> list[int]:
+    """Each block's share of the steps: spread evenly, the first blocks taking the remainder."""
+    n = s.gen_length // s.block_length
+    return [s.steps // n + (1 if b < s.steps % n else 0) for b in range(n)]
+
+
+def accept_rows(entropy: np.ndarray, sure: np.ndarray, bound: float | None, last: bool) -> np.ndarray:
+    """Which rows of the block's open positions a pass accepts: all on the block's last step; otherwise those whose
+    entropy is at most `bound`, or, when none is, the single most confident (ties: the leftmost)."""
+    if last:
+        return np.arange(len(entropy))
+    rows = np.flatnonzero(entropy <= bound) if bound is not None else np.zeros(0, dtype=np.int64)
+    return rows if len(rows) else np.array([int(np.argmax(sure))])
+
+
+def _pass(model: MaskedLM, x: np.ndarray, rows: np.ndarray, temperature: float, rng: np.random.Generator
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One call of the network over all of `x`; for the given sequence positions: (entropy of the model's
+    distribution, the token chosen, its probability under that distribution). Greedy at temperature 0, else sampled
+    from the distribution at that temperature."""
+    logits = model.logits(x)[rows]
+    probs = _softmax(logits, 1.0)
+    if temperature > 0:
+        tempered = _softmax(logits, temperature)
+        chosen = np.array([rng.choice(len(p), p=p) for p in tempered], dtype=np.int64)
+    else:
+        chosen = probs.argmax(axis=-1)
+    return _entropy(probs), chosen, probs[np.arange(len(rows)), chosen]
+
+
+def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings,
+             cancel: threading.Event | None = None) -> Iterator[UniformStep]:
+    """Yields the all-noise start (nfe 0), then one UniformStep per call of the network; the last has done=True.
+    nfe counts every call; each runs over the prompt and the whole canvas (no cache: every position may change)."""
+    s = settings.validate()
+    prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
+    P, L = len(prompt), s.gen_length
+    rng = np.random.default_rng(s.seed)
+    pool = noise_ids(model)
+    x = np.concatenate([prompt, rng.choice(pool, size=L)])
+    accepted = np.zeros(L, dtype=bool)
+    nfe = 0
+    yield UniformStep(0, x[P:].copy(), accepted.copy(), np.full(L, np.nan))
+    shares = budgets(s)
+    for b, budget in enumerate(shares):
+        lo, hi = b * s.block_length, (b + 1) * s.block_length
+        for k in range(budget):
+            if cancel is not None and cancel.is_set():
+                return
+            open_ = lo + np.flatnonzero(~accepted[lo:hi])
+            ent, chosen, sure = _pass(model, x, P + open_, s.temperature, rng)
+            nfe += 1
+            entropy = np.full(L, np.nan)
+            entropy[open_] = ent
+            rows = accept_rows(ent, sure, s.entropy_bound, k == budget - 1)
+            x[P + open_[rows]] = chosen[rows]
+            accepted[open_[rows]] = True
+            still = lo + np.flatnonzero(~accepted[lo:hi])
+            x[P + still] = rng.choice(pool, size=len(still))  # re-noised: fresh random tokens
+            ended = not len(still) and (b == len(shares) - 1 or (
+                s.stop_at_eos and bool(np.any(x[P : P + hi] == model.eos_id))))
+            yield UniformStep(nfe, x[P:].copy(), accepted.copy(), entropy, (lo, hi), sorted(open_[rows].tolist()),
+                              nfe, ended)
+            if ended:
+                return
+            if not len(still):
+                break
+
+
+def decode(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings) -> UniformStep:
+    """The last step of `generate`: the finished canvas and the number of passes it took."""
+    return deque(generate(model, prompt_ids, settings), maxlen=1)[0]
+
+
+def answer(step: UniformStep, eos_id: int) -> np.ndarray:
+    """The answer's tokens: the canvas before the first end-of-text."""
+    hits = np.flatnonzero(step.ids == eos_id)
+    return step.ids[: hits[0]] if len(hits) else step.ids
