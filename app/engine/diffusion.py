@@ -20,7 +20,7 @@ from app.engine import stutter
 from app.engine.base import MaskedLM
 from app.engine.commit_filter import features
 from app.engine.options import check, option
-from app.engine.sampling import BLOCKS, LENGTHS, check_prompt, top_candidates
+from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
 from app.errors import UserError
 
 SCORINGS = ("confidence", "margin", "entropy", "random")
@@ -103,15 +103,7 @@ class DiffusionSettings:
         """Checks each setting against its declaration, then the rules between settings; raises UserError naming
         the fix. Returns self for chaining."""
         check(self)
-        n = self.gen_length
-        if n % self.block_length:
-            near = min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - self.block_length))
-            raise UserError(f"Block length {self.block_length} does not divide the generation length {n}: "
-                            f"use a block length such as {near}, or change the length.")
-        blocks = n // self.block_length
-        if self.steps < blocks:
-            raise UserError(f"{self.steps} steps cannot cover {blocks} blocks (at least one step each): "
-                            f"raise steps to {blocks} or use longer blocks.")
+        check_blocks(self.gen_length, self.block_length, self.steps)
         if self.threshold is not None and self.factor is not None:
             raise UserError("Choose a confidence threshold or a factor for parallel decoding, not both.")
         return self

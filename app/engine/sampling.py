@@ -35,3 +35,17 @@ def check_prompt(prompt_ids: list[int] | np.ndarray, gen_length: int, max_len: i
         raise UserError(f"Prompt ({len(ids)} tokens) plus answer length ({gen_length}) exceeds the model's context "
                         f"of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
     return ids
+
+
+def check_blocks(gen_length: int, block_length: int, steps: int) -> None:
+    """Raises UserError naming the fix when blocks of `block_length` do not tile `gen_length`, or `steps` cannot give
+    each block one step (both block samplers' rule)."""
+    n = gen_length
+    if n % block_length:
+        near = min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - block_length))
+        raise UserError(f"Block length {block_length} does not divide the generation length {n}: "
+                        f"use a block length such as {near}, or change the length.")
+    blocks = n // block_length
+    if steps < blocks:
+        raise UserError(f"{steps} steps cannot cover {blocks} blocks (at least one step each): "
+                        f"raise steps to {blocks} or use longer blocks.")

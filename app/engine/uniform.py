@@ -21,8 +21,7 @@ import numpy as np
 
 from app.engine.base import MaskedLM
 from app.engine.options import check, option
-from app.engine.sampling import BLOCKS, LENGTHS, check_prompt
-from app.errors import UserError
+from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt
 
 
 @dataclass
@@ -49,14 +48,7 @@ class UniformSettings:
         """Checks each setting against its declaration, then the rules between settings; raises UserError naming
         the fix. Returns self for chaining."""
         check(self)
-        n = self.gen_length
-        if n % self.block_length:
-            near = min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: abs(d - self.block_length))
-            raise UserError(f"Block length {self.block_length} does not divide the generation length {n}: "
-                            f"use a block length such as {near}, or change the length.")
-        if self.steps < n // self.block_length:
-            raise UserError(f"{self.steps} steps cannot cover {n // self.block_length} blocks (at least one step "
-                            f"each): raise steps or use longer blocks.")
+        check_blocks(self.gen_length, self.block_length, self.steps)
         return self
 
     def to_json(self) -> dict[str, Any]:
