@@ -197,19 +197,27 @@ def ar_loss(model: TorchTransformer, x: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
 
 
-def block_layout(t: torch.Tensor, gen: torch.Generator, frac: float, blocks: tuple[int, ...], T: int
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The block sampler's view (block diffusion, BD3-LM) for `frac` of the rows: a clean prefix of random length,
-    one block (a length from `blocks`) masked with the row's probability t, everything after it masked; the loss on
-    the block's masked positions. Returns (rows laid out so, masked, scored, block length per row)."""
-    B = len(t)
-    layout = torch.rand(B, generator=gen) < frac
+def block_spans(B: int, gen: torch.Generator, frac: float, blocks: tuple[int, ...], T: int
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Where a block sampler is, for `frac` of B rows: a clean prefix of random length, one block (a length from
+    `blocks`) and everything after it. Returns (rows laid out so, in the block, after the block, block length per
+    row); both the masked and the uniform twin's layouts draw these first, in this order."""
+    rows = torch.rand(B, generator=gen) < frac
     size = torch.tensor(blocks)[torch.randint(0, len(blocks), (B,), generator=gen)]
     lo = 1 + (torch.rand(B, generator=gen) * (T - size).clamp(min=1)).long()
     pos = torch.arange(T)[None, :]
     in_block = (pos >= lo[:, None]) & (pos < (lo + size)[:, None])
-    block_masked = (torch.rand(B, T, generator=gen) < t[:, None]) & in_block
-    return layout, block_masked | (pos >= (lo + size)[:, None]), block_masked, size.float()
+    return rows, in_block, pos >= (lo + size)[:, None], size.float()
+
+
+def block_layout(t: torch.Tensor, gen: torch.Generator, frac: float, blocks: tuple[int, ...], T: int
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The block sampler's view (block diffusion, BD3-LM) for `frac` of the rows (`block_spans`): the block masked
+    with the row's probability t, everything after it masked; the loss on the block's masked positions. Returns
+    (rows laid out so, masked, scored, block length per row)."""
+    layout, in_block, after, size = block_spans(len(t), gen, frac, blocks, T)
+    block_masked = (torch.rand(len(t), T, generator=gen) < t[:, None]) & in_block
+    return layout, block_masked | after, block_masked, size
 
 
 def trajectory_layout(order: torch.Tensor, gen: torch.Generator, frac: float, block: int
@@ -290,20 +298,6 @@ def diffusion_loss(
     return loss, (ce * m).sum() / m.sum().clamp(min=1)
 
 
-def uniform_blocks(t: torch.Tensor, gen: torch.Generator, frac: float, blocks: tuple[int, ...], T: int
-                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The uniform block sampler's view for `frac` of the rows: a clean prefix of random length, one block (a length
-    from `blocks`) and everything after it, which the sampler keeps as noise. Returns (rows laid out so, in the block,
-    after the block, block length per row)."""
-    B = len(t)
-    rows = torch.rand(B, generator=gen) < frac
-    size = torch.tensor(blocks)[torch.randint(0, len(blocks), (B,), generator=gen)]
-    lo = 1 + (torch.rand(B, generator=gen) * (T - size).clamp(min=1)).long()
-    pos = torch.arange(T)[None, :]
-    in_block = (pos >= lo[:, None]) & (pos < (lo + size)[:, None])
-    return rows, in_block, pos >= (lo + size)[:, None], size.float()
-
-
 def uniform_loss(
     model: TorchTransformer, x: torch.Tensor, n_special: int, gen: torch.Generator,
     t: torch.Tensor | None = None, max_weight: float = 10.0, clean_weight: float = 0.1, prefix_frac: float = 0.0,
@@ -317,7 +311,7 @@ def uniform_loss(
     noised position weighted min(1/t, max_weight), plus `clean_weight` times it at the noised region's positions the
     draw left clean (the model cannot tell which they are), averaged over positions. With `prefix_frac`, that share
     of the rows keeps a clean prefix of random length; with `block_frac`, that share is laid out as the uniform block
-    sampler sees it (`uniform_blocks`: the block noised at rate t, everything after it noise; loss on the block,
+    sampler sees it (`block_spans`: the block noised at rate t, everything after it noise; loss on the block,
     averaged over it). Returns (weighted loss, mean unweighted CE at noised positions)."""
     B, T = x.shape
     V = model.wte.num_embeddings
@@ -334,7 +328,7 @@ def uniform_loss(
     noised = draw & region
     per_row = torch.full((B,), float(T - 1))
     if block_frac > 0:
-        rows, in_block, after, size = uniform_blocks(t, gen, block_frac, blocks, T)
+        rows, in_block, after, size = block_spans(B, gen, block_frac, blocks, T)
         region = torch.where(rows[:, None], in_block, region)
         noised = torch.where(rows[:, None], (draw & in_block) | after, noised)
         per_row = torch.where(rows, size, per_row)
