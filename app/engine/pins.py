@@ -12,7 +12,7 @@ from typing import Any
 from app.errors import UserError
 
 PINS_REFUSAL = ("Pins need a source that writes around them, the built-in diffusion twin or a masked diffusion model: "
-              "remove the pins or pick one on a side.")  # pins given while neither side takes them
+                "remove the pins or pick one on a side.")  # pins given while neither side takes them
 AR_PINS = ("{source} takes no pins, because an autoregressive model cannot see text that comes after what it writes: "
            "remove the pins or pin on the diffusion side.")  # an autoregressive source given pins
 

@@ -68,10 +68,6 @@ class Backend:
             why = self.why_not.get(name, "{source} has no setting {name!r}; its settings are: {names}.")
             raise UserError(why.format(source=source, name=name, names=", ".join(self.names)))
 
-    def applied(self, settings: dict[str, Any]) -> dict[str, Any]:
-        """`settings` (a settings dataclass as JSON) cut to what this backend applied, for the recording's header."""
-        return {k: v for k, v in settings.items() if k in self.names}
-
 
 @dataclass
 class SourceKind:

@@ -72,11 +72,15 @@ class SideControls:
         prefix, arg, key = values[0], (values[1] or "").strip(), (values[2] or "").strip()
         kind = REGISTRY.get(prefix)
         spec = f"{prefix}:{arg}" if kind is not None and kind.takes_arg and arg else str(prefix or "")
-        backend = shown_backend(self.policy, prefix, arg)
-        honours = backend.settings if backend is not None else {}
+        honours = self.honours(prefix, arg)
         settings = {name: v for (p, name, _, _), v in zip(self.settings, values[3:]) if p == prefix and name in honours}
         secrets = {"api_key": key} if key and kind is not None and kind.takes_key else {}
         return spec, settings, secrets
+
+    def honours(self, prefix: Any, arg: Any) -> dict[str, Any]:
+        """The settings the picked kind and model's backend honours (`shown_backend`); none for no kind."""
+        backend = shown_backend(self.policy, prefix, arg)
+        return backend.settings if backend is not None else {}
 
     def switched(self) -> list[Any]:
         """The controls whose visibility follows the model picked (those of a kind with more than one backend)."""
@@ -84,8 +88,7 @@ class SideControls:
 
     def show(self, prefix: Any, arg: Any) -> list[Any]:
         """Updates for `switched()`: each shown only when its kind is picked and the model's backend honours it."""
-        backend = shown_backend(self.policy, prefix, arg)
-        honours = backend.settings if backend is not None else {}
+        honours = self.honours(prefix, arg)
         return [gr.update(visible=p == prefix and name in honours) for p, name, _, _ in self.settings
                 if len(REGISTRY[p].backends) > 1]
 
