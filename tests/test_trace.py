@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.trace.frames import Frame, RecordingError, RecordingWriter, make_header, read_recording
+from app.trace.frames import Frame, RecordingError, RecordingWriter, SCHEMA, make_header, read_recording
 
 
 def frames(n: int) -> list[Frame]:
@@ -31,10 +31,34 @@ def test_recording_round_trips_frames_and_header(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     write(path)
     rec = read_recording(path)
-    assert rec.header["prompt"] == "hi" and rec.header["schema"] == 1
+    assert rec.header["prompt"] == "hi" and rec.header["schema"] == SCHEMA
     assert rec.frames["left"] == frames(4)
     assert [f.text for f in rec.frames["right"]] == ["", "x", "xx", "xxx"]
     assert rec.ends["left"]["status"] == "done" and rec.warnings == []
+
+
+def test_states_insertions_and_deletions_round_trip_and_bad_ones_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    w = RecordingWriter(path, make_header("hi", {}))
+    noisy = Frame(t=0.0, step=0, tokens=["qx", "the", "zz"], states="nan")
+    grown = Frame(t=0.1, step=1, tokens=["a", "cat", "the", "sat"], states="aaaa", inserted=[0, 3], deleted=[2])
+    for frame in (noisy, grown):
+        w.frame("left", frame)
+    w._write({"type": "frame", "side": "left", "t": 0.2, "step": 2, "tokens": ["a"], "states": "x"})
+    w._write({"type": "frame", "side": "left", "t": 0.2, "step": 2, "tokens": ["a"], "states": "aa"})
+    w._write({"type": "frame", "side": "left", "t": 0.2, "step": 2, "tokens": ["a"], "inserted": [-1]})
+    w.close()
+    rec = read_recording(path)
+    assert rec.frames["left"] == [noisy, grown]
+    assert len(rec.warnings) == 1 and "Lines 4, 5 and 6" in rec.warnings[0] and "'states' must be" in rec.warnings[0]
+
+
+def test_a_schema_1_recording_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "old.jsonl"
+    path.write_text('{"type": "header", "schema": 1, "prompt": "p", "sources": {}}\n'
+                    '{"type": "frame", "side": "left", "t": 0, "step": 0, "tokens": ["a"], "masked": [false]}\n')
+    rec = read_recording(path)
+    assert rec.header["schema"] == 1 and rec.frames["left"][0].tokens == ["a"] and rec.frames["left"][0].states is None
 
 
 def test_candidates_round_trip_and_malformed_ones_are_named(tmp_path: Path) -> None:

@@ -19,7 +19,10 @@ from typing import Any, Callable, Iterator
 from app import __version__
 from app.trace.read_notes import read_warnings
 
-SCHEMA = 1
+SCHEMA = 2  # 2 added per-position states and insertions/deletions; schema 1 recordings read as they always did
+SCHEMAS_READ = (1, 2)
+# A position's state, one letter each in Frame.states: what the model's canvas holds there at this frame.
+STATES = {"m": "masked", "n": "noise", "d": "draft", "a": "accepted"}
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
 # What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, docs/figures.md):
 MAX_FRAMES = 50_000  # frames in one recording, both sides together
@@ -112,6 +115,15 @@ class Frame:
     pinned: list[int] | None = None
     note: str | None = None
     chosen_by: str | None = None  # one of CHOOSERS when a learner stepped the run; None when the sampler ran alone
+    # Schema 2. `states`: one letter of STATES per token ("m" masked, "n" noise: a random token not yet accepted,
+    # "d" draft: the model's current guess, shown, not accepted, "a" accepted); None reads as before (`masked`).
+    # Edited (an accepted token replaced) and re-noised (an accepted or draft position back to noise) are what
+    # changed between two frames, so analysis derives them. `inserted`: this frame's positions that the side's
+    # previous frame did not have; `deleted`: the previous frame's positions this one dropped. With either, the
+    # positions between the two frames are aligned by them, never guessed.
+    states: str | None = None
+    inserted: list[int] | None = None
+    deleted: list[int] | None = None
     # builds the display fields later (a local source decoding off its clock); never recorded
     pending: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
@@ -165,11 +177,19 @@ class Frame:
         chosen_by = d.get("chosen_by")
         if chosen_by is not None and chosen_by not in CHOOSERS:
             raise ValueError(f"'chosen_by' must be one of {', '.join(CHOOSERS)}")
+        states = d.get("states")
+        if states is not None and (not isinstance(states, str) or len(states) != len(tokens)
+                                   or not set(states) <= STATES.keys()):
+            raise ValueError(f"'states' must be a string of one letter ({''.join(STATES)}) per token")
+        inserted, deleted = _opt_list(d, "inserted", int, None), _opt_list(d, "deleted", int, None)
+        for key, value in (("inserted", inserted), ("deleted", deleted)):
+            if value is not None and any(isinstance(p, bool) or p < 0 for p in value):
+                raise ValueError(f"'{key}' must be a list of positions (integers from 0)")
         return cls(t=float(t), step=step, tokens=tokens, masked=masked,
                    confidence=[float(c) for c in confidence] if confidence is not None else None,
                    text=text, final=bool(d.get("final", False)), nfe=nfe, refreshes=refreshes, committed=committed,
                    remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")), pinned=pinned,
-                   note=note, chosen_by=chosen_by)
+                   note=note, chosen_by=chosen_by, states=states, inserted=inserted, deleted=deleted)
 
 
 def _candidates(value: Any) -> list[list[Any]] | None:
@@ -362,9 +382,10 @@ def shown_tokens(frame: Frame) -> int:
 
 def frame_size(frame: Frame, shown: int | None = None) -> int:
     """What a frame costs the player, counted against MAX_TOKENS: its display tokens (`shown`, when already counted),
-    plus every position it lists as committed, remasked or pinned, and CANDIDATE_COST per candidate."""
+    plus every position it lists as committed, remasked, pinned, inserted or deleted, and CANDIDATE_COST per
+    candidate."""
     shown = shown_tokens(frame) if shown is None else shown
-    listed = len(frame.committed or ()) + len(frame.remasked or ()) + len(frame.pinned or ())
+    listed = sum(len(getattr(frame, key) or ()) for key in ("committed", "remasked", "pinned", "inserted", "deleted"))
     return shown + listed + CANDIDATE_COST * sum(len(names) for _, names in frame.candidates or ())
 
 
@@ -483,9 +504,9 @@ def _read_header(name: str, lines: Iterator[tuple[int, str | None, bool]]) -> di
         raise RecordingError(f"{name} is not a Converge recording (line 1 is not a JSON header).") from None
     if not isinstance(header, dict) or header.get("type") != "header":
         raise RecordingError(f"{name} is not a Converge recording (line 1 is not a header).")
-    if header.get("schema") != SCHEMA:
+    if header.get("schema") not in SCHEMAS_READ or isinstance(header.get("schema"), bool):
         raise RecordingError(f"{name} has recording schema {repr(header.get('schema'))[:20]}; "
-                             f"this Converge reads schema {SCHEMA}.")
+                             f"this Converge reads schemas {' and '.join(map(str, SCHEMAS_READ))}.")
     if not isinstance(header.get("prompt", ""), str) or not isinstance(header.get("sources", {}), dict):
         raise RecordingError(f"{name} has a malformed header.")
     header["sources"] = _header_sources(header.get("sources", {}))
