@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.trace.frames import Frame, RecordingError, RecordingWriter, SCHEMA, make_header, read_recording
+from app.trace.frames import SCHEMA, Frame, RecordingError, RecordingWriter, make_header, read_recording
 
 
 def frames(n: int) -> list[Frame]:
