@@ -1,4 +1,5 @@
-"""`local-diffusion` / `local-ar`: frames from the samplers, settings from the UI, errors, and the shipped twins."""
+"""`local-diffusion` / `local-uniform` / `local-ar`: frames from the samplers, settings from the UI, errors, and the
+shipped twins."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
 from app.engine.options import coerce, declared
+from app.engine.uniform import UniformSettings
 from app.errors import UserError
 from app.sources import local
 from app.sources.base import REGISTRY, load_plugins, make_source
@@ -110,6 +112,29 @@ def test_ar_frames_grow_one_token_at_a_time(tok) -> None:
     assert [f.nfe for f in frames] == list(range(1, 11)) and [f.committed for f in frames] == [[i] for i in range(10)]
     assert frames[-1].final and frames[-1].text == "".join(frames[-1].tokens)
     assert all(f.masked is None and len(f.confidence) == len(f.tokens) for f in frames)
+
+
+def test_uniform_frames_start_as_noise_and_accept_positions_until_the_answer(tok) -> None:
+    """local-uniform: the first frame is the whole canvas as noise, each later one a call of the network that
+    accepts at least one position, which stays accepted with its token; the final frame is the answer as decoded."""
+    from app.engine import uniform
+
+    model, s = tiny(tok, causal=False), UniformSettings(gen_length=16, steps=16, block_length=8, stop_at_eos=False)
+    src = local.SamplerSource("local-uniform", lambda: (model, tok), s, local._plain_prompt)
+    frames = list(src.stream("Once upon a time", threading.Event()))
+    roundtrip(frames)
+    assert frames[0].states == "n" * 16 and frames[0].nfe == 0 and len(frames[0].tokens) == 16
+    assert [f.nfe for f in frames] == list(range(len(frames)))
+    for a, b in zip(frames, frames[1:-1]):
+        kept = [i for i, c in enumerate(a.states) if c == "a"]
+        assert b.states.count("a") > a.states.count("a") and all(b.states[i] == "a" for i in kept)
+        whole = [i for i in kept if "\ufffd" not in a.tokens[i] + b.tokens[i] and a.tokens[i] and b.tokens[i]]
+        assert [b.tokens[i] for i in whole] == [a.tokens[i] for i in whole]  # a byte piece reads as its neighbours do
+        assert sorted(b.committed) == [i for i, c in enumerate(b.states) if c == "a" and a.states[i] == "n"]
+    last = uniform.decode(model, local._plain_prompt(tok, "Once upon a time"), s)
+    answer = uniform.answer(last, tok.eos_id)
+    assert frames[-1].final and frames[-1].text == tok.decode(answer.tolist())
+    assert frames[-1].states == "a" * len(answer)
 
 
 def test_cancel_stops_the_stream(tok) -> None:

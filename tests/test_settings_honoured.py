@@ -29,6 +29,7 @@ REPLAY = "replay:example/01-confidence-blocks.jsonl"
 # could give that setting; whether the page offers its side pins)
 CASES = {
     "local-diffusion": ("local-diffusion", "top_p", "0.5", True),
+    "local-uniform": ("local-uniform", "scoring", "margin", False),
     "local-ar": ("local-ar", "scoring", "margin", False),
     "mercury": ("mercury", "seed", "3", False),
     "openai": ("openai:mercury-2", "diffusing", "false", False),

@@ -17,6 +17,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.llada2 import PipelineSettings
 from app.engine.options import Option, bounds, declared, number
+from app.engine.uniform import UniformSettings
 from app.errors import UserError
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.sources.hf import HF_AR, HF_DIFFUSION, HFLoad
@@ -24,11 +25,12 @@ from app.sources.mercury import MercurySettings
 from app.sources.openai_chat import ChatSettings
 from app.sources.replay import ReplaySettings
 
-SETTINGS = {"diffusion": DiffusionSettings, "AR": ARSettings, "hf-*": HFLoad,
+SETTINGS = {"diffusion": DiffusionSettings, "uniform": UniformSettings, "AR": ARSettings, "hf-*": HFLoad,
             "hf-diffusion (LLaDA2.x)": PipelineSettings, "mercury": MercurySettings, "openai": ChatSettings,
             "replay": ReplaySettings}
 # what each source starts from when a flag is left out (app/sources/*.py), for --help
-DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-ar", ARSettings()), ("hf-diffusion", HF_DIFFUSION),
+DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-uniform", UniformSettings()), ("local-ar", ARSettings()),
+            ("hf-diffusion", HF_DIFFUSION),
             ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("hf-diffusion (LLaDA2.x)", PipelineSettings()),
             ("mercury", MercurySettings()), ("openai", ChatSettings()), ("replay", ReplaySettings()))
 
@@ -101,7 +103,8 @@ def parser() -> argparse.ArgumentParser:
                               "left-out steps follow --length, and --factor replaces the default threshold. A source "
                               "refuses a flag it does not take. --json prints the settings that ran.")
     p.add_argument("--source", default="local-diffusion",
-                   help="local-diffusion, local-ar, hf-diffusion:ID, hf-ar:ID, mercury, openai:MODEL, replay:NAME...")
+                   help="local-diffusion, local-uniform, local-ar, hf-diffusion:ID, hf-ar:ID, mercury, openai:MODEL, "
+                        "replay:NAME...")
     p.add_argument("--prompt", required=True,
                    help="the text the model answers: the built-in twins continue it as a story, "
                         "chat models reply to it")

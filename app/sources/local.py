@@ -1,4 +1,4 @@
-"""`local-diffusion` and `local-ar`: the built-in twin models run by the samplers, one Frame per step.
+"""`local-diffusion`, `local-uniform` and `local-ar`: the built-in twin models run by the samplers, one Frame per step.
 
 Frames show the answer region only. A committed end-of-text shows as EOS_MARK while the sampler runs,
 so EOS flooding (end-of-text filling the right of the answer early) is visible; the final frame is cut
@@ -13,11 +13,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from app.engine import autoregressive, diffusion
+from app.engine import autoregressive, diffusion, uniform
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.options import coerce, lines
 from app.engine.pins import AR_PINS, parse_pin, resolve_pins
+from app.engine.uniform import UniformSettings
 from app.errors import UserError
 from app.sources.base import SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text
@@ -95,6 +96,24 @@ def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int
             "usage": {"prompt_tokens": prompt_len, "completion_tokens": len(st.ids)} if st.done else None}
 
 
+def _uniform_fields(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
+    """A uniform-state step's display fields: every position's token, the random ones too, with its state ("a"
+    accepted, "n" noise: a random token not yet accepted); the last step cut at end-of-text, with the text."""
+    if not st.done:
+        tokens = _strings(tok, st.ids, st.accepted, eos_id)  # runs of accepted tokens decode together, as they read
+        noise = np.flatnonzero(~st.accepted)  # each random token on its own, so it never alters an accepted one
+        for i, piece in zip(noise, tok.token_strings([int(st.ids[i]) for i in noise])):
+            tokens[i] = piece
+        return {"tokens": tokens, "states": "".join("a" if a else "n" for a in st.accepted),
+                "committed": st.newly or None}
+    ids = uniform.answer(st, eos_id)
+    n = len(ids)
+    return {"tokens": _strings(tok, ids, np.ones(n, dtype=bool), eos_id), "states": "a" * n,
+            "text": tok.decode(ids.tolist()),
+            "committed": [i for i in st.newly if i < n] or None,
+            "usage": {"prompt_tokens": prompt_len, "completion_tokens": n}}
+
+
 def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool) -> Frame:
     """The frame of one sampler step stamped at `t`; its display fields are built now, or by whoever calls
     `Frame.ready()` when `defer` (the race's recorder thread), so decoding stays off the model's clock."""
@@ -127,6 +146,17 @@ def ar_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings,
     for st in autoregressive.generate(model, prompt_ids, s, cancel):
         build = functools.partial(_ar_fields, tok, st, model.eos_id, len(prompt_ids))
         yield _framed(clock(), st, build, defer)
+
+
+def uniform_frames(model: Any, tok: Any, prompt_ids: list[int], s: UniformSettings,
+                   cancel: threading.Event, clock: Clock, defer: bool = False) -> Iterator[Frame]:
+    """Runs the uniform-state sampler: the all-noise canvas first, then one Frame per call of the network."""
+    for st in uniform.generate(model, prompt_ids, s, cancel):
+        build = functools.partial(_uniform_fields, tok, st, model.eos_id, len(prompt_ids))
+        yield _framed(clock(), st, build, defer)
+
+
+FRAMES = {DiffusionSettings: diffusion_frames, UniformSettings: uniform_frames, ARSettings: ar_frames}
 
 
 class SamplerSource:
@@ -163,13 +193,12 @@ class SamplerSource:
         """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""
         clock = Clock()
         ids = self.encode(prompt)
-        frames = diffusion_frames if isinstance(self.opts, DiffusionSettings) else ar_frames
-        yield from frames(self.model, self.tok, ids, self.opts, cancel, clock, defer)
+        yield from FRAMES[type(self.opts)](self.model, self.tok, ids, self.opts, cancel, clock, defer)
 
 
 @functools.lru_cache(maxsize=4)
 def twin(kind: str, folder: str | None = None) -> tuple[Any, Any]:
-    """The shipped twin ("diffusion" or "ar") and its tokenizer, loaded once per process."""
+    """The shipped twin ("diffusion", "uniform" or "ar") and its tokenizer, loaded once per process."""
     try:
         from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
@@ -191,6 +220,11 @@ def make_local_diffusion(**settings: Any) -> SamplerSource:
     return SamplerSource("local-diffusion", lambda: twin("diffusion"), s, _plain_prompt)
 
 
+def make_local_uniform(**settings: Any) -> SamplerSource:
+    s = sampler_settings(UniformSettings, settings, "local-uniform")
+    return SamplerSource("local-uniform", lambda: twin("uniform"), s, _plain_prompt)
+
+
 def make_local_ar(**settings: Any) -> SamplerSource:
     s = sampler_settings(ARSettings, settings, "local-ar")
     return SamplerSource("local-ar", lambda: twin("ar"), s, _plain_prompt)
@@ -198,5 +232,7 @@ def make_local_ar(**settings: Any) -> SamplerSource:
 
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
                     options=(TWIN_DIFFUSION,)))
+register(SourceKind(prefix="local-uniform", make=make_local_uniform,
+                    label="Built-in uniform-state diffusion twin (starts from noise)", options=(UniformSettings(),)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
                     options=(ARSettings(),), why_not={"pins": AR_PINS}))
