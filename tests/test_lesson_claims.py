@@ -22,7 +22,7 @@ from app.sources.local import EOS_MARK, twin
 from app.trace.frames import Frame, read_recording
 
 pytestmark = pytest.mark.skipif(
-    not all((DEFAULT_MODELS_DIR / f"{k}.safetensors").is_file() for k in ("diffusion", "ar", "referee")),
+    not all((DEFAULT_MODELS_DIR / f"{k}.safetensors").is_file() for k in ("diffusion", "uniform", "ar", "referee")),
     reason="the shipped twins (assets/models/) are absent")
 
 SEEDS = (0, 1, 2)
@@ -243,6 +243,29 @@ def test_random_order_writes_another_less_likely_story_and_a_block_of_8_is_near_
     assert all(a[-1].text != b[-1].text for a, b in zip(confidence, random_))
     assert perplexity(x.prompt, random_) > 1.15 * perplexity(x.prompt, confidence)  # a fifth to a quarter higher
     assert stray(runs(x, "left", changed=True)) < stray(confidence) - 1
+
+
+def test_the_uniform_twin_starts_from_noise_renoises_the_open_block_and_a_bound_of_4_is_bolder_and_worse() -> None:
+    x = lesson("Uniform-state diffusion")
+    block = x.left_settings["block_length"]
+    for f in runs(x, "left"):
+        assert f[0].states == "n" * len(f[0].tokens) and f[0].nfe == 0  # all noise, no mask
+        flickered = waited = 0
+        for a, b in zip(f, f[1:-1]):
+            accepted = [i for i, c in enumerate(a.states) if c == "a"]
+            assert all(b.states[i] == "a" for i in accepted)  # accepted positions stay
+            lo = min(b.committed) // block * block  # the block this pass worked on
+            still = [i for i in range(lo, lo + block) if b.states[i] == "n"]
+            flickered += sum(a.tokens[i] != b.tokens[i] for i in still)  # fresh random tokens
+            later = range(lo + block, len(b.tokens))
+            waited += all(b.tokens[i] == f[0].tokens[i] and b.states[i] == "n" for i in later)
+        assert flickered > 0 and waited == len(f) - 2  # the blocks to the right keep their first noise
+    masked = runs(x, "right")
+    assert all(fr[0].masked is not None and all(fr[0].masked) for fr in masked)  # the masked twin's blank masks
+    assert perplexity(x.prompt, runs(x, "left")) > perplexity(x.prompt, masked)
+    bolder = runs(x, "left", changed=True)
+    assert per_pass(bolder) > per_pass(runs(x, "left"))
+    assert perplexity(x.prompt, bolder) > perplexity(x.prompt, runs(x, "left"))
 
 
 def test_the_lessons_race_prompts_the_twins_do_not_recite() -> None:

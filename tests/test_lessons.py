@@ -27,7 +27,7 @@ PAGE_PARTS = {"#sampler"}  # parts of the page outside the player that a lesson 
 
 
 def test_there_are_eight_to_sixteen_lessons_each_short_with_a_change_to_try() -> None:
-    assert 8 <= len(LESSONS) <= 16
+    assert 8 <= len(LESSONS) <= 17
     for lesson in LESSONS:
         sentences = [s for s in lesson.text.replace("...", ".").split(". ") if s.strip()]
         assert 2 <= len(sentences) <= 4, lesson.title
@@ -40,7 +40,7 @@ def test_there_are_eight_to_sixteen_lessons_each_short_with_a_change_to_try() ->
 def test_the_lessons_cover_the_questions_newcomers_ask() -> None:
     text = " ".join(f"{lesson.title} {lesson.text}".lower() for lesson in LESSONS)
     for topic in ("left to right", "masked", "forward pass", "confidence", "margin", "entropy", "random", "block",
-                  "steps", "threshold", "remask", "end-of-text", "length", "mercury"):
+                  "steps", "threshold", "remask", "end-of-text", "length", "mercury", "noise"):
         assert topic in text, topic
 
 
@@ -49,7 +49,7 @@ def test_every_lesson_and_its_change_make_valid_offline_sources(i: int) -> None:
     """Both setups build with the sources' own validation: no key, no network, no bad setting."""
     for sources in (LESSONS[i].sources(), LESSONS[i].changed()):
         for spec, settings in sources.values():
-            assert spec.partition(":")[0] in ("local-diffusion", "local-ar", "replay"), spec
+            assert spec.partition(":")[0] in ("local-diffusion", "local-uniform", "local-ar", "replay"), spec
             try:
                 make_source(spec, **settings)
             except UserError as e:

@@ -98,8 +98,18 @@ def test_the_step_budget_holds_and_the_last_pass_of_a_block_accepts_everything(m
 def test_with_no_bound_each_pass_accepts_one_position_and_a_loose_bound_accepts_many(mlm) -> None:
     one = run(mlm, gen_length=16, steps=16, block_length=16, entropy_bound=None)
     assert all(len(s.newly) == 1 for s in one[1:]) and one[-1].nfe == 16
-    many = run(mlm, gen_length=16, steps=16, block_length=16, entropy_bound=8.0)
-    assert many[-1].nfe == 1 and many[-1].accepted.all()
+    many = run(mlm, gen_length=16, steps=16, block_length=16, entropy_bound=50.0)
+    assert max(len(s.newly) for s in many[1:-1]) > 1 and many[-1].nfe < 16 and many[-1].accepted.all()
+
+
+def test_the_bound_is_diffusiongemmas_the_lowest_entropies_summed_less_their_largest() -> None:
+    from app.engine.uniform import accept_rows
+
+    entropy = np.array([0.9, 0.1, 0.3, 2.0, 0.2])
+    assert accept_rows(entropy, 1 - entropy, 0.35, last=False).tolist() == [1, 2, 4]  # 0.1 + 0.2 <= 0.35
+    assert accept_rows(entropy, 1 - entropy, 0.05, last=False).tolist() == [1]  # at least the least uncertain
+    assert accept_rows(entropy, 1 - entropy, None, last=False).tolist() == [1]
+    assert accept_rows(entropy, 1 - entropy, 0.05, last=True).tolist() == [0, 1, 2, 3, 4]
 
 
 def test_it_stops_after_the_block_that_accepted_an_end_of_text(mlm) -> None:

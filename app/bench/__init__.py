@@ -21,6 +21,7 @@ SECTIONS = {
     "pipeline": "app.bench.pipeline",
     "engine": "app.bench.engine",
     "twins": "app.bench.twins",
+    "uniform": "app.bench.uniform",
     "race": "app.bench.race",
     "sweeps": "app.bench.sweeps",
     "lessons": "app.bench.lessons",
@@ -70,7 +71,8 @@ def main(argv: list[str]) -> int:
                                           "platform": platform.platform()}}
     for name in args.only or SECTIONS:
         started = time.perf_counter()
-        result[name] = _section(name)(args.models) if name == "twins" and args.models else _section(name)()
+        takes_models = name in ("twins", "uniform") and args.models
+        result[name] = _section(name)(args.models) if takes_models else _section(name)()
         result[name]["bench_seconds"] = round(time.perf_counter() - started, 2)
         if not args.json:
             print(f"{name}: {json.dumps(result[name], indent=2)}", file=sys.stderr)

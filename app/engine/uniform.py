@@ -2,8 +2,8 @@
 
 The sampler DiffusionGemma shows, on the built-in uniform twin (`train.py --twin uniform`, UDLM/DUO's forward
 process): the answer canvas starts as ordinary tokens drawn at random (seeded); each step one call of the network over
-the prompt and the whole canvas predicts every position of the current block; the positions whose predictive entropy
-is at most a bound are accepted and stay, or, when none is, the single most confident one; the block's other
+the prompt and the whole canvas predicts every position of the current block; the positions DiffusionGemma's entropy
+bound rule picks (`accept_rows`) are accepted and stay, at least the least uncertain one; the block's other
 positions are re-noised with fresh random tokens; until every position of the block is accepted or its share of the
 steps is spent, when the last pass accepts its guess everywhere. Blocks go left to right; the blocks after the current
 one hold the noise they started with. Every step yields a `UniformStep` (canvas, which positions are accepted and
@@ -35,9 +35,10 @@ class UniformSettings:
                              "model's guess at every position still noise.")
     block_length: int = option(32, "Block length", min=1, max="gen_length", presets=BLOCKS, clamp=True,
                                help="Blocks are denoised left to right; one as long as the answer is pure diffusion.")
-    entropy_bound: float | None = option(0.5, "Entropy bound (nats)", min=0.0, max=8.0, step=0.1, off=True,
-                                         help="Accept every position whose predictive entropy is at most this; "
-                                              "when none is (or off), the single most confident position.")
+    entropy_bound: float | None = option(0.5, "Entropy bound (nats)", min=0.0, max=50.0, step=0.1, off=True,
+                                         help="Accept the least uncertain positions while their entropies, summed "
+                                              "less the largest, stay within this (DiffusionGemma's rule; at least "
+                                              "one); off: one position a pass, the most confident.")
     temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05,
                                 help="0 accepts each position's likeliest token; above 0 samples it.")
     stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
@@ -99,12 +100,17 @@ def budgets(s: UniformSettings) -> list[int]:
 
 
 def accept_rows(entropy: np.ndarray, sure: np.ndarray, bound: float | None, last: bool) -> np.ndarray:
-    """Which rows of the block's open positions a pass accepts: all on the block's last step; otherwise those whose
-    entropy is at most `bound`, or, when none is, the single most confident (ties: the leftmost)."""
+    """Which rows of the block's open positions a pass accepts: all on the block's last step; otherwise the entropy
+    bound rule of DiffusionGemma's sampler (transformers' `EntropyBoundSampler.accept_canvas`, arXiv 2505.24857):
+    the k lowest-entropy positions whose entropies, summed less the largest of them, are at most `bound`, so always
+    at least one; without a bound, the single most confident (ties: the leftmost)."""
     if last:
         return np.arange(len(entropy))
-    rows = np.flatnonzero(entropy <= bound) if bound is not None else np.zeros(0, dtype=np.int64)
-    return rows if len(rows) else np.array([int(np.argmax(sure))])
+    if bound is None:
+        return np.array([int(np.argmax(sure))])
+    order = np.argsort(entropy, kind="stable")
+    ranked = entropy[order]
+    return np.sort(order[np.cumsum(ranked) - ranked <= bound])
 
 
 def _pass(model: MaskedLM, x: np.ndarray, rows: np.ndarray, temperature: float, rng: np.random.Generator

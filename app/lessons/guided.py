@@ -292,4 +292,21 @@ LESSONS: list[Lesson] = [
         left_settings={**SHORT, "gen_length": 32, "steps": 32, "block_length": 32, "scoring": "confidence"},
         right_settings={**SHORT, "gen_length": 32, "steps": 32, "block_length": 32, "scoring": "random"},
     ),
+    Lesson(
+        title="Uniform-state diffusion starts from noise, not masks",
+        text="The left side is the uniform-state twin, trained like DiffusionGemma: its answer starts as random "
+             "tokens (noise, drawn dimmed), never masks. Each pass the model guesses every open position of the "
+             "current block, accepts the ones it is surest of (DiffusionGemma's entropy bound) and replaces the rest "
+             "with fresh random tokens, so the noise flickers until a position is accepted; the blocks to its right "
+             "keep their first noise until their turn. The right side is the masked twin on the same prompt, whose "
+             "open positions are blank masks. This twin is new and writes less likely text than the masked twin "
+             "(its model card says by how much).",
+        point=part("panel-left"), look="the left panel: dimmed random tokens that settle, block by block",
+        try_it="Set the left entropy bound to 4 and run again: more positions fit the bound, so each pass "
+               "accepts more of them (more tokens per forward pass) and the text gets worse.",
+        try_side="left", try_settings={"entropy_bound": 4.0},
+        left="local-uniform", right="local-diffusion",
+        left_settings={"gen_length": 64, "steps": 64, "block_length": 16, "entropy_bound": 0.5},
+        right_settings=dict(SHORT),
+    ),
 ]

@@ -102,8 +102,8 @@ def _uniform_fields(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: 
     if not st.done:
         tokens = _strings(tok, st.ids, st.accepted, eos_id)  # runs of accepted tokens decode together, as they read
         noise = np.flatnonzero(~st.accepted)  # each random token on its own, so it never alters an accepted one
-        for i, piece in zip(noise, tok.token_strings([int(st.ids[i]) for i in noise])):
-            tokens[i] = piece
+        for i in noise:
+            tokens[i] = tok.token_strings([int(st.ids[i])])[0]
         return {"tokens": tokens, "states": "".join("a" if a else "n" for a in st.accepted),
                 "committed": st.newly or None}
     ids = uniform.answer(st, eos_id)

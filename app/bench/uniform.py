@@ -1,22 +1,18 @@
-"""The uniform-state twin beside the masked twin and the AR twin, with the twins bench's own measures.
-
-    python -m scripts.uniform_bench [MODELS_DIR] [--uniform DIR] [--prompts N] [--out FILE.json]
+"""The uniform section of `python -m app bench` (`--only uniform`): the uniform-state twin beside the masked twin and
+the AR twin in the same run, with the twins section's own measures.
 
 On the twins bench's held-out openings (app/bench/twins.py EVAL_PROMPTS), 128 tokens, seeds 0-2: the masked twin at
-the page's defaults and the AR twin greedy (both greedy, so one seed stands for all), and the uniform twin
-(`uniform.safetensors` in --uniform, default MODELS_DIR) with app/engine/uniform.py at a few settings, each seed on
-its own (its canvas of noise depends on the seed) and pooled. Per row: answer tokens per pass, referee perplexity,
-distinct-2, stutter, recital and empty answers (app/engine/measure.py `quality`, `recited`), and for the uniform rows
-the worst seed (the highest referee perplexity) beside the pooled figures.
+the page's defaults and the AR twin greedy (both greedy, so one seed stands for all), and the uniform twin with
+app/engine/uniform.py at its page defaults and the lesson's bolder bound, each seed on its own (its canvas of noise
+depends on the seed) and pooled. Per row: answer tokens per pass, referee perplexity, distinct-2, stutter, recital and
+empty answers (app/engine/measure.py `quality`, `recited`), and for the uniform rows the worst seed (the highest
+referee perplexity) beside the pooled figures.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from app.bench.twins import EVAL_PROMPTS, SEEDS
@@ -28,9 +24,9 @@ from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 from app.engine.uniform import UniformSettings
 
 UNIFORM_SETTINGS = {  # 128 tokens; the step budget is the answer length, as the masked twin's defaults
-    "uniform, entropy bound 0.5, blocks of 32": UniformSettings(entropy_bound=0.5, block_length=32),
-    "uniform, entropy bound 1.0, blocks of 32": UniformSettings(entropy_bound=1.0, block_length=32),
-    "uniform, one position a pass (no bound), blocks of 32": UniformSettings(entropy_bound=None, block_length=32),
+    "uniform_page_defaults": UniformSettings(),
+    "uniform_entropy_bound_4": UniformSettings(entropy_bound=4.0),
+    "uniform_one_position_a_pass": UniformSettings(entropy_bound=None),
 }
 
 
@@ -44,20 +40,15 @@ def figures(referee: Any, tok: Any, known: Any, runs: list[tuple[list[int], list
             "empty_answers": sum(not a for _, a, _ in runs), "samples": texts[:3]}
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("models", nargs="?", default=str(DEFAULT_MODELS_DIR))
-    ap.add_argument("--uniform", default=None, help="folder holding uniform.safetensors (default: MODELS_DIR)")
-    ap.add_argument("--prompts", type=int, default=len(EVAL_PROMPTS))
-    ap.add_argument("--only", nargs="*", default=None, help="the uniform settings to run (their names' first words)")
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args(argv)
-    dm, tok = load_twin("diffusion", args.models)
-    am, _ = load_twin("ar", args.models)
-    referee, _ = load_twin("referee", args.models)
-    um, _ = load_twin("uniform", args.uniform or args.models)
+def bench(models_dir: str | None = None) -> dict[str, Any]:
+    """The three twins on the held-out openings, each row's figures pooled and per seed, with its seconds."""
+    folder = models_dir or DEFAULT_MODELS_DIR
+    dm, tok = load_twin("diffusion", folder)
+    am, _ = load_twin("ar", folder)
+    referee, _ = load_twin("referee", folder)
+    um, _ = load_twin("uniform", folder)
     known = training_ngrams()
-    prompts = [tok.encode(t) for t in EVAL_PROMPTS[: args.prompts]]
+    prompts = [tok.encode(t) for t in EVAL_PROMPTS]
     report: dict[str, Any] = {"prompts": len(prompts), "gen_length": 128, "seeds": list(SEEDS), "rows": {}}
 
     def row(name: str, runs_by_seed: dict[int, list], seconds: float) -> None:
@@ -68,10 +59,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                 "per_seed": {k: {x: v[x] for x in ("answer_tokens_per_pass", "referee_ppl",
                                                                    "distinct2", "stutter", "empty_answers")}
                                              for k, v in per_seed.items()}}
-        p = pooled
-        print(f"{name}: {p['answer_tokens_per_pass']} tokens/pass, ppl {p['referee_ppl']}, distinct-2 "
-              f"{p['distinct2']}, stutter {p['stutter']}, recited {p['recited']}, empty {p['empty_answers']} "
-              f"({seconds:.0f} s); worst seed {worst}: {per_seed[worst]['referee_ppl']}", flush=True)
 
     t = time.time()
     runs = []
@@ -79,16 +66,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         last = list(diffusion.generate(dm, p, TWIN_DIFFUSION))[-1]
         n = diffusion.answer_length(last.ids, last.masked, dm.eos_id)
         runs.append((p, [int(i) for i in last.ids[:n]], last.nfe))
-    row("masked twin, page defaults (greedy: one seed)", {0: runs}, time.time() - t)
+    row("masked_twin_page_defaults", {0: runs}, time.time() - t)
     t = time.time()
-    runs = []
-    for p in prompts:
-        last = list(autoregressive.generate(am, p, ARSettings(gen_length=128)))[-1]
-        runs.append((p, list(last.ids), last.nfe))
-    row("AR twin, greedy (one seed)", {0: runs}, time.time() - t)
+    runs = [(p, list(last.ids), last.nfe) for p in prompts
+            for last in [list(autoregressive.generate(am, p, ARSettings(gen_length=128)))[-1]]]
+    row("ar_twin_greedy", {0: runs}, time.time() - t)
     for name, s in UNIFORM_SETTINGS.items():
-        if args.only and not any(name.split(", ", 1)[1].startswith(o) for o in args.only):
-            continue
         t = time.time()
         by_seed: dict[int, list] = {}
         for seed in SEEDS:
@@ -97,10 +80,5 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 last = uniform.decode(um, p, replace(s, seed=seed))
                 by_seed[seed].append((p, [int(i) for i in uniform.answer(last, um.eos_id)], last.nfe))
         row(name, by_seed, time.time() - t)
-    if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    report["settings"] = {name: s.to_json() for name, s in UNIFORM_SETTINGS.items()}
     return report
-
-
-if __name__ == "__main__":
-    main()
