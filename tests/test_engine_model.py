@@ -156,5 +156,6 @@ def test_the_twins_note_reads_the_shipped_logs_and_names_the_fix_when_they_are_m
     headline, details = twins_note()
     assert "parameters each" in headline and "AR twin" in details and "Diffusion twin" in details
     assert "early stopping" in details and "swapped consistently" in details  # what the shipped logs say
+    assert "`local-uniform`" in details and "uniform-state loss" in details
     headline, details = twins_note(tmp_path)
     assert "not found" in headline and "python -m app.engine.train" in details

@@ -91,6 +91,22 @@ def written_seconds(kd: dict[str, Any]) -> float:
     return sum(x.get("seconds") or 0 for x in story_sets(kd))
 
 
+def uniform_line(folder: Path) -> list[str]:
+    """The uniform-state twin's bullet, from its log (its tokens, minutes and held-out loss), or none without it."""
+    try:
+        runs = chain(json.loads((folder / "uniform.json").read_text(encoding="utf-8"))["training"])
+        held = runs[0]["held_out"]["noised_ce_mean"]
+        runs = [r for r in runs if r.get("twin") == "uniform"]  # the runs before are the diffusion twin's
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    tokens = sum(r.get("tokens_this_run") or 0 for r in runs)
+    minutes = sum(r.get("seconds") or 0 for r in runs) / 60
+    return [f"- **Uniform-state twin** (`local-uniform`): a third of the same size, from the diffusion twin's weights, then {tokens:,} "
+            f"tokens with the uniform-state loss (answer positions replaced by random tokens, never masks, as "
+            f"DiffusionGemma is trained), {minutes:.0f} minutes of training (wall clock). Held-out: cross-entropy "
+            f"at noised positions {held:.2f} nats/token, averaged over five noise levels."]
+
+
 def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     """(headline, markdown details) about the twins, or a sentence naming the fix when their logs are missing."""
     folder = Path(models_dir) if models_dir else DEFAULT_MODELS_DIR
@@ -139,6 +155,7 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
         f"{f', plus {teacher:.0f} minutes of the AR twin writing its stories' if by_ar else ''}"
         f"{f', plus {itself:.0f} minutes of it writing its own' if by_itself else ''}). "
         f"Held-out: {_held_out(dm[0]['held_out'])}.",
+        *uniform_line(folder),
         *([f"- Data: the training stories and {augment} copies of them with names, animals, colours, objects and "
            "places swapped consistently within each story (app/engine/augment.py): more ways to tell the same "
            "stories, no new ones."] if augment else []),
