@@ -101,8 +101,8 @@ def uniform_line(folder: Path) -> list[str]:
         return []
     tokens = sum(r.get("tokens_this_run") or 0 for r in runs)
     minutes = sum(r.get("seconds") or 0 for r in runs) / 60
-    return [f"- **Uniform-state twin** (`local-uniform`): a third of the same size, from the diffusion twin's weights, then {tokens:,} "
-            f"tokens with the uniform-state loss (answer positions replaced by random tokens, never masks, as "
+    return [f"- **Uniform-state twin** (`local-uniform`): a third of the same size, from the diffusion twin's "
+            f"weights, then {tokens:,} tokens with the uniform-state loss (answer positions replaced by random tokens, never masks, as "
             f"DiffusionGemma is trained), {minutes:.0f} minutes of training (wall clock). Held-out: cross-entropy "
             f"at noised positions {held:.2f} nats/token, averaged over five noise levels."]
 
