@@ -102,9 +102,9 @@ def uniform_line(folder: Path) -> list[str]:
     tokens = sum(r.get("tokens_this_run") or 0 for r in runs)
     minutes = sum(r.get("seconds") or 0 for r in runs) / 60
     return [f"- **Uniform-state twin** (`local-uniform`): a third of the same size, from the diffusion twin's "
-            f"weights, then {tokens:,} tokens with the uniform-state loss (answer positions replaced by random tokens, never masks, as "
-            f"DiffusionGemma is trained), {minutes:.0f} minutes of training (wall clock). Held-out: cross-entropy "
-            f"at noised positions {held:.2f} nats/token, averaged over five noise levels."]
+            f"weights, then {tokens:,} tokens with the uniform-state loss (answer positions replaced by random "
+            f"tokens, never masks, as DiffusionGemma is trained), {minutes:.0f} minutes of training (wall clock). "
+            f"Held-out: cross-entropy at noised positions {held:.2f} nats/token, averaged over five noise levels."]
 
 
 def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
