@@ -27,6 +27,8 @@ PLAYER_GLUE = page_file("player_glue.js")
 EXPORT_JS = ("(current, clock, pace, hold, loop) => { const p = document.querySelector('#player .cv-player'); "
              "return [current, p?.getAttribute('data-view') === 'passes' ? 'passes' : 'time', "
              "pace === 'player' ? (p?.getAttribute('data-pace') ?? pace) : pace, hold, loop]; }")
+# Stop also stops the player's playback: a replay (the watch-pace replay after a race, or Play on a loaded run) pauses
+STOP_JS = "() => { document.querySelector('#player .cv-player')?.convergePlayer?.pause(); }"
 # Delete asks the browser to confirm; a cancelled one reaches the handler as None
 CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && window.confirm('Delete ' + id.split('/').pop() + "
                      "'? This cannot be undone.')) ? id : null]")

@@ -332,7 +332,7 @@ function create(root, options) {
   api = { update: update, reset: function () { state.run = null; reset(); schedule(); }, root: root,
               state: state, paint: paint, play: startPlaying, pause: stopPlaying, seek: seek,
               setSpeed: setSpeed, setView: setView, setPace: timeline.setPace, setPresenter: setPresenter, speeds: SPEEDS.slice() };
-  root.convergePlayer = api; /* for tests and the browser console */
+  root.convergePlayer = api; /* for tests, the page's Stop (it pauses a replay) and the browser console */
   return api;
 }
 
