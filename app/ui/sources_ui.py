@@ -162,8 +162,9 @@ def _models(policy: Policy, controls: SideControls) -> tuple[Callable[..., Any],
 # a visitor's change of kind (the picker's `.input`: a lesson setting both kind and model fires only `.change`) puts the
 # new kind's default model in the model box (empty but for Mercury): a name belongs to the kind it was picked for, and
 # "mercury-2" under openai, or a Hugging Face id under a recording, cannot run. In the browser, so the box is cleared
-# before the model listing chained on `.change` reads it.
-KIND_INPUT_JS = f"(kind) => ({json.dumps(DEFAULT_MODELS)})[kind] ?? ''"
+# before the model listing chained on `.change` reads it. Its choices go first, in the same update: a value cleared
+# over the old kind's choices, then those choices dropped, left Gradio's open list indexing a choice that was gone.
+KIND_INPUT_JS = (f"(kind) => ({{__type__: 'update', choices: [], value: ({json.dumps(DEFAULT_MODELS)})[kind] ?? ''}})")
 
 
 def wire_sources(controls: SideControls, policy: Policy) -> None:
