@@ -86,11 +86,11 @@ def record(argv: list[str]) -> int:
     left, right = args.left or "local-diffusion", args.right or "local-ar"
     if args.pair:
         from app.errors import UserError
-        from app.sources.pairs import check_memory, pair
+        from app.sources.pairs import check_machine, pair
 
         try:
             chosen = pair(args.pair)
-            check_memory(chosen)
+            check_machine(chosen)
         except UserError as e:
             print(e, file=sys.stderr)
             return 2
@@ -139,12 +139,12 @@ def pairs(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the pairs as JSON, with this machine's verdict")
     args = parser.parse_args(argv)
     from app.errors import UserError
-    from app.sources.pairs import PAIRS, check_memory
+    from app.sources.pairs import PAIRS, check_machine
 
     rows = []
     for p in PAIRS.values():
         try:
-            check_memory(p)
+            check_machine(p)
             fits = None
         except UserError as e:
             fits = str(e)

@@ -218,7 +218,7 @@ def test_closing_an_export_returns_at_once_without_waiting_for_its_work(tmp_path
     gate, begun = threading.Event(), threading.Event()
     made: list[Path] = []
 
-    def stuck(source: Path, out: Path, fmt: str, clock: str, tick: Any) -> None:  # an HTML export that cannot stop
+    def stuck(source: Path, out: Path, fmt: str, clock: str, tick: Any, video: Any) -> None:  # cannot stop
         out.write_text("half")
         made.append(out)
         begun.set()

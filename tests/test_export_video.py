@@ -258,7 +258,7 @@ def test_cli_writes_a_gif_and_reports_a_bad_file(recording: Path, tmp_path: Path
                                                  capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "cli.gif"
     assert cli_main([str(recording), "--out", str(out), "--fps", "5", "--width", str(MIN_SIZE[0]),
-                     "--height", str(MIN_SIZE[1]), "--speed", "4"]) == 0
+                     "--height", str(MIN_SIZE[1]), "--speed", "4", "--hold", "0"]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
     assert gif_frames(out)[0] == math.ceil(2.0 / 4 * 5)
     bad = tmp_path / "bad.jsonl"
@@ -278,7 +278,7 @@ def test_cli_draws_a_progress_bar_on_a_terminals_stderr(recording: Path, tmp_pat
     out = tmp_path / "bar.gif"
     leader, follower = pty.openpty()  # stderr is a terminal, as when a person runs the command
     proc = subprocess.Popen([sys.executable, "-m", "app", "export", str(recording), "--out", str(out), "--fps", "10",
-                             "--width", str(MIN_SIZE[0]), "--height", str(MIN_SIZE[1])],
+                             "--width", str(MIN_SIZE[0]), "--height", str(MIN_SIZE[1]), "--hold", "0"],
                             cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
     seen = b""

@@ -149,7 +149,7 @@ def test_a_served_page_offers_only_the_pairs_its_host_allows() -> None:
 
     assert describe("x" * 5_000_000, strict) == describe(["dream-7b"], strict) == describe("dream-7b", strict) \
         == "This pair is not offered on this page."
-    assert describe("dream-7b", listed).startswith("**Dream-v0-Instruct-7B vs Qwen2.5-7B-Instruct** (GPU: 30.5 GB")
+    assert "**Dream-v0-Instruct-7B vs Qwen2.5-7B-Instruct** (GPU: 30.5 GB" in describe("dream-7b", listed)
     pick = next(b for b in build(strict).blocks.values() if b.elem_id == "pair-pick")
     assert [value for _, value in pick.choices] == ["twins", "llada2-sglang", "mercury"]
 
@@ -174,3 +174,44 @@ def test_dllms_pairs_run_on_a_laptop_cpu_and_the_page_sets_block_attention_for_b
     assert got[("left", "arg")] == "dllm-hub/Qwen3-0.6B-diffusion-bd3lm-v0.1"
     assert got[("left", "hf-diffusion.block_attention")] is True and got[("left", "hf-diffusion.block_length")] == 32
     assert got[("left", "hf-diffusion.schedule")] == "dllm" and got[("right", "arg")] == "Qwen/Qwen3-0.6B"
+
+
+@pytest.mark.parametrize(("absent", "name", "sentence"), [
+    ({"torch"}, "a2d-mdlm-0.6b", "torch is not installed here: pip install torch transformers"),
+    ({"torch", "transformers"}, "modernbert-base-chat",
+     "torch and transformers are not installed here: pip install torch transformers"),
+    ({"diffusers"}, "llada2.1-mini", "diffusers is not installed here: pip install torch transformers diffusers"),
+])
+def test_the_box_says_what_is_missing_first_and_sets_nothing(monkeypatch: pytest.MonkeyPatch, absent: set[str],
+                                                             name: str, sentence: str) -> None:
+    from app.serving.policy import LOCAL
+    from app.sources import pairs
+    from app.ui.pairs_ui import apply_pair, describe
+
+    monkeypatch.setattr(pairs, "installed", lambda package: package not in absent)
+    monkeypatch.setattr(pairs, "available_gb", lambda device: (80.0, "RAM"))
+    controls = _controls(LOCAL)
+    about, *updates = apply_pair(name, controls, LOCAL)
+    assert about["value"].startswith(f"**Not on this machine:** {sentence}")
+    assert "press Run" not in about["value"] and _set(updates, controls) == {}
+    assert describe(name, LOCAL).startswith(f"**Not on this machine:** {sentence}")  # on picking it, before Use
+    monkeypatch.setattr(pairs, "installed", lambda package: True)
+    about, *updates = apply_pair(name, controls, LOCAL)
+    assert "Not on this machine" not in about["value"] and about["value"].endswith("then press Run.")
+    assert describe(name, LOCAL) == pairs_markdown(name)
+
+
+def pairs_markdown(name: str) -> str:
+    from app.ui.pairs_ui import pair_markdown
+
+    return pair_markdown(PAIRS[name])
+
+
+def test_the_twins_and_api_pairs_need_no_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.sources import pairs
+
+    monkeypatch.setattr(pairs, "installed", lambda package: False)
+    for name in ("twins", "mercury", "llada2-sglang"):
+        pairs.check_machine(PAIRS[name])  # raises nothing
+    with pytest.raises(UserError, match="torch and transformers are not installed"):
+        pairs.check_machine(PAIRS["dream-7b"], free=(80.0, "GPU"))

@@ -9,6 +9,7 @@ from typing import Callable
 
 from app.cli.parsers import command_parser
 from app.errors import UserError
+from app.view.pace import HOLD, PACE
 
 FORMATS = ("mp4", "gif", "html")
 
@@ -19,11 +20,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=FORMATS, help="default: from --out's extension, else mp4")
     parser.add_argument("--out", help="file to write (default: the recording's name with the format's extension)")
     parser.add_argument("--fps", type=float, default=30, help="video frames per second (GIF: at most 50)")
-    parser.add_argument("--speed", type=float, default=1.0, help="playback speed: 2 plays twice as fast")
+    parser.add_argument("--pace", type=float, default=None,
+                        help=f"watch pace in seconds, as the player's: a race of local models that ended sooner is "
+                             f"stretched to last this long (default {PACE:g}; 0 is real time; a race with an API side "
+                             f"keeps its real timing)")
+    parser.add_argument("--speed", type=float, default=None,
+                        help="playback speed against real time: 2 plays twice as fast (given alone, it replaces the "
+                             "watch pace)")
     parser.add_argument("--width", type=int, default=1280, help="video width in pixels")
     parser.add_argument("--height", type=int, default=720, help="video height in pixels")
-    parser.add_argument("--hold", type=float, default=0.0,
-                        help="seconds to hold the final state at the end of a video")
+    parser.add_argument("--hold", type=float, default=HOLD,
+                        help=f"seconds to hold the final state at the end of a video (default {HOLD:g})")
+    loop = parser.add_mutually_exclusive_group()
+    loop.add_argument("--loop", dest="loop", action="store_true", default=True,
+                      help="a GIF that plays again and again (the default)")
+    loop.add_argument("--once", dest="loop", action="store_false", help="a GIF that plays once and stays on its end")
     parser.add_argument("--clock", choices=("time", "passes"), default="time",
                         help="what the timeline counts: seconds, or forward passes (network calls; a side without "
                              "them keeps its seconds)")
@@ -48,8 +59,10 @@ def main(argv: list[str]) -> int:
             print(f"Video export needs Pillow ({e.name} is not installed): pip install pillow==12.3.0.",
                   file=sys.stderr)
             return 2
-        export_video(args.recording, out, fmt=fmt, fps=args.fps, speed=args.speed, size=(args.width, args.height),
-                     hold=args.hold, progress=_terminal_progress() if sys.stderr.isatty() else None, clock=args.clock)
+        pace = args.pace if args.pace is not None else 0.0 if args.speed is not None else PACE
+        export_video(args.recording, out, fmt=fmt, fps=args.fps, speed=1.0 if args.speed is None else args.speed,
+                     size=(args.width, args.height), hold=args.hold, clock=args.clock, pace=pace, loop=args.loop,
+                     progress=_terminal_progress() if sys.stderr.isatty() else None)
     except UserError as e:
         print(str(e), file=sys.stderr)
         return 1

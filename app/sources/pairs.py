@@ -6,11 +6,14 @@ LLaDA, Dream; tests/test_hf_dllm.py: dllm's A2D Qwen3, MDLM and BD3LM, and its M
 LLaDA2.x) are offered as Hugging Face pairs; a model served elsewhere races through its OpenAI-compatible API.
 Sizes are the published bfloat16 weights (parameters x 2 bytes); memory is both models' weights at once in the
 dtype the device runs (bfloat16 on a GPU, float32 on the CPU) plus a tenth for activations. `check_memory` says in
-one sentence, before anything is downloaded, when this machine cannot hold a pair.
+one sentence, before anything is downloaded, when this machine cannot hold a pair; `check_machine` first says which
+Python packages a pair's sides need that are not installed (a Hugging Face side: torch and transformers; LLaDA2.x:
+diffusers too), with the pip command, since that is the first thing to fix.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +21,7 @@ from app.engine.hf_download import free_gb
 from app.errors import UserError
 
 HEADROOM = 1.1  # activations and the CUDA context on top of the weights
+HF_PACKAGES = ("torch", "transformers")  # what a Hugging Face side imports (app/engine/hf.py)
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class Pair:
     left_settings: dict[str, Any] = field(default_factory=dict)
     right_settings: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    packages: tuple[str, ...] = ()  # Python packages beyond those of its sources' kinds (LLaDA2.x: diffusers)
 
     @property
     def download_gb(self) -> float:
@@ -91,7 +96,7 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
          "hf-ar:Qwen/Qwen2.5-7B-Instruct", "GPU", (7.62, 7.62), DREAM,
          note="Dream was initialised from Qwen2.5-7B: the AR side is its own sibling, with the same tokenizer."),
     Pair("llada2.1-mini", "LLaDA2.1-mini vs Qwen3-14B", "hf-diffusion:inclusionAI/LLaDA2.1-mini",
-         "hf-ar:Qwen/Qwen3-14B", "GPU", (16.3, 14.8), LLADA2,
+         "hf-ar:Qwen/Qwen3-14B", "GPU", (16.3, 14.8), LLADA2, packages=("diffusers",),
          note="A mixture of experts (1.4B of its 16B parameters run a token) that decodes in blocks of 32 and edits "
               "tokens it already wrote; run by diffusers' LLaDA2Pipeline as its own generate() runs. Its AR sibling, "
               "Ling-mini-2.0, ships code this project has not checked, so the AR side is a plain model of its size."),
@@ -116,6 +121,29 @@ def available_gb(device: str) -> tuple[float | None, str]:
             return None, "no CUDA GPU"
         return free_gb("cuda:0")
     return free_gb("cpu")[0], "RAM"
+
+
+def installed(package: str) -> bool:
+    """Whether `package` can be imported here, found without importing it."""
+    return importlib.util.find_spec(package) is not None
+
+
+def needed_packages(pair: Pair) -> tuple[str, ...]:
+    """The Python packages `pair`'s sides import beyond the app's own, in install order."""
+    hf = any(spec.startswith("hf-") for spec in (pair.left, pair.right))
+    return (*HF_PACKAGES, *pair.packages) if hf else pair.packages
+
+
+def check_machine(pair: Pair, free: tuple[float | None, str] | None = None) -> None:
+    """Raises UserError (one sentence) when `pair` cannot run here: first a missing package, with what to install,
+    then too little memory (`check_memory`)."""
+    needed = needed_packages(pair)
+    missing = [p for p in needed if not installed(p)]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        raise UserError(f"{' and '.join(missing)} {verb} not installed here: pip install {' '.join(needed)} "
+                        "(requirements-test.txt pins the versions tested), then pick this pair again.")
+    check_memory(pair, free)
 
 
 def check_memory(pair: Pair, free: tuple[float | None, str] | None = None) -> None:

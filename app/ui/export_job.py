@@ -14,7 +14,7 @@ import asyncio
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable
 
 from app.errors import UserError
 
@@ -29,8 +29,10 @@ class ExportCancelled(UserError):
     """The export was cancelled; the half-made file is removed."""
 
 
-def _make(source: Path, out: Path, fmt: str, clock: str, tick: Callable[[int, int], None]) -> None:
-    """Writes `out` from `source` in `fmt` (html, csv, gif or mp4); runs on an export thread."""
+def _make(source: Path, out: Path, fmt: str, clock: str, tick: Callable[[int, int], None],
+          video: dict[str, Any]) -> None:
+    """Writes `out` from `source` in `fmt` (html, csv, gif or mp4; a video with `video`'s pace, hold and loop); runs
+    on an export thread."""
     if fmt == "html":
         from app.export.html import export_html
 
@@ -42,13 +44,13 @@ def _make(source: Path, out: Path, fmt: str, clock: str, tick: Callable[[int, in
     else:
         from app.export.video import export_video
 
-        export_video(source, out, fmt=fmt, progress=tick, clock=clock)
+        export_video(source, out, fmt=fmt, progress=tick, clock=clock, **video)
 
 
 def _submit(source: Path, out: Path, fmt: str, clock: str, tick: Callable[[int, int], None],
-            cancel: threading.Event) -> Future:
+            cancel: threading.Event, video: dict[str, Any]) -> Future:
     """Queues the export on an export thread; once it has ended, a cancelled one's file is removed."""
-    job = _POOL.submit(_make, source, out, fmt, clock, tick)
+    job = _POOL.submit(_make, source, out, fmt, clock, tick, video)
     with _idle:
         _jobs.add(job)
 
@@ -69,8 +71,10 @@ def wait_idle(timeout: float | None = None) -> bool:
         return _idle.wait_for(lambda: not _jobs, timeout)
 
 
-async def run_export(source: Path, out: Path, fmt: str, clock: str = "time") -> AsyncIterator[tuple[int, int]]:
-    """Makes `out` (html, csv, gif or mp4, on the player's `clock`) from the recording `source`, yielding
+async def run_export(source: Path, out: Path, fmt: str, clock: str = "time",
+                     video: dict[str, Any] | None = None) -> AsyncIterator[tuple[int, int]]:
+    """Makes `out` (html, csv, gif or mp4, on the player's `clock`; a video with `video`'s options for export_video:
+    pace, hold, loop) from the recording `source`, yielding
     (frames done, frames in all; 0, 0 before a video knows) at once and then about once a second while it works;
     raises what the export raised (UserError, RecordingError, ImportError, OSError) once it has stopped. Closed
     before then, it returns at once: the export is told to stop and its file is removed when it does."""
@@ -82,7 +86,7 @@ async def run_export(source: Path, out: Path, fmt: str, clock: str = "time") -> 
         if cancel.is_set():
             raise ExportCancelled("Export cancelled.")
 
-    job = _submit(source, out, fmt, clock, tick, cancel)
+    job = _submit(source, out, fmt, clock, tick, cancel, video or {})
     finished = asyncio.wrap_future(job)
     completed = False
     try:

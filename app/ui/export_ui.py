@@ -1,5 +1,6 @@
 """The export box: the recording in the player as a self-contained HTML page, a GIF, an MP4 or a CSV, on the
-player's clock, made by a cancellable job (app/ui/export_job.py) into a bounded scratch folder."""
+player's clock, made by a cancellable job (app/ui/export_job.py) into a bounded scratch folder. A video follows the
+player's watch pace (app/view/pace.py) or the one picked here, holds its last frame, and a GIF loops or plays once."""
 
 from __future__ import annotations
 
@@ -17,18 +18,29 @@ from app.ui import scratch
 from app.ui.events import QUIET
 from app.ui.export_job import run_export
 from app.ui.library_ui import error_text
-from app.ui.page_assets import CLOCK_JS
+from app.ui.page_assets import EXPORT_JS
+from app.view.pace import HOLD, HOLD_MAX, PACE, PACES
 
 EXPORT_FORMATS = ("html", "gif", "mp4", "csv")
+PLAYER_PACE = "player"  # the pace choice that reads the player's watch pace at the click
+LOOP, ONCE = "Loop", "Play once"
 
 
 @dataclass
 class ExportBox:
-    """One button a format, the player's clock (read in the browser at the click) and Cancel export."""
+    """One button a format, the player's clock (read in the browser at the click), the video's pace, hold and GIF
+    loop, and Cancel export."""
 
     buttons: dict[str, Any]
     clock: Any
     cancel_btn: Any
+    pace: Any
+    hold: Any
+    loop: Any
+
+
+def _pace_label(v: float) -> str:
+    return f"{v:g} s" if v > 0 else "real time"
 
 
 def export_box() -> ExportBox:
@@ -37,21 +49,29 @@ def export_box() -> ExportBox:
         with gr.Row():
             buttons = {fmt: gr.Button(f"Export {fmt.upper()}", elem_id=f"export-{fmt}") for fmt in EXPORT_FORMATS}
         clock = gr.Textbox(value="time", visible="hidden", elem_id="player-clock", label="Clock")
+        with gr.Row():
+            pace = gr.Dropdown([("the player's watch pace", PLAYER_PACE), *((_pace_label(v), f"{v:g}") for v in PACES)],
+                               value=PLAYER_PACE, label="Video pace", elem_id="export-pace")
+            hold = gr.Slider(0, HOLD_MAX, value=HOLD, step=0.5, label="Hold the last frame (seconds)",
+                             elem_id="export-hold")
+            loop = gr.Radio([LOOP, ONCE], value=LOOP, label="GIF", elem_id="export-loop")
         cancel_btn = gr.Button("Cancel export", variant="stop", elem_id="export-cancel")
         gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
                     "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
-                    "at its recorded pace. All three keep the player's clock (seconds or forward passes). "
+                    f"at the video pace (a race of local models that ended sooner lasts that long, {PACE:g} s unless "
+                    "the player's watch pace says otherwise; a race with an API side keeps its real timing), then "
+                    "the last frame held, for a slide. All three keep the player's clock (seconds or forward passes). "
                     "CSV: each frame's figures (time, passes, tokens, changes, "
                     "settled fraction), as `python -m app stats --csv` writes them.")
-    return ExportBox(buttons, clock, cancel_btn)
+    return ExportBox(buttons, clock, cancel_btn, pace, hold, loop)
 
 
 def wire_exports(box: ExportBox, current: Any, download: Any, status: Any) -> None:
     """Each export button makes its file from the recording file `current` into `download`, one export at a time;
     Cancel export stops any in progress."""
-    exports = [btn.click(export_current(fmt), inputs=[current, box.clock], outputs=[download, status],
-                         concurrency_limit=1, concurrency_id="export", api_name=False, show_progress="hidden",
-                         js=CLOCK_JS) for fmt, btn in box.buttons.items()]
+    exports = [btn.click(export_current(fmt), inputs=[current, box.clock, box.pace, box.hold, box.loop],
+                         outputs=[download, status], concurrency_limit=1, concurrency_id="export", api_name=False,
+                         show_progress="hidden", js=EXPORT_JS) for fmt, btn in box.buttons.items()]
     box.cancel_btn.click(fn=None, cancels=exports).then(
         lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **QUIET)
 
@@ -61,15 +81,17 @@ def export_current(fmt: str) -> Any:
     per-frame figures, on the player's clock; a video reports its frames in the status about once a second (each
     report also lets Gradio notice a visitor who left); Cancel export stops it and leaves no file. An async generator,
     so that neither the export nor its cancelling ever waits on the page's event loop (app/ui/export_job.py)."""
-    async def export(current: str | None, clock: str = "time") -> AsyncIterator[tuple[Any, str]]:
+    async def export(current: str | None, clock: str = "time", pace: Any = PACE, hold: Any = HOLD,
+                     loop: str = LOOP) -> AsyncIterator[tuple[Any, str]]:
         clock = "passes" if clock == "passes" else "time"
+        video = video_options(pace, hold, loop)
         if not current or not Path(current).is_file():
             yield gr.skip(), "Load a recording or run a race first; exports are made from the recording in the player."
             return
         source = Path(current)
         out = await asyncio.to_thread(scratch.new_dir, "export") / f"{source.stem}.{fmt}"  # it prunes: off the loop
         try:
-            async with aclosing(run_export(source, out, fmt, clock)) as job:  # closing this handler closes the job
+            async with aclosing(run_export(source, out, fmt, clock, video)) as job:  # closing this handler closes it
                 async for done, total in job:
                     yield gr.skip(), (f"Making {out.name}: frame {done:,} of {total:,}..." if total
                                       else f"Making {out.name}...") + " Cancel export stops it."
@@ -82,3 +104,17 @@ def export_current(fmt: str) -> Any:
             return
         yield str(out), f"{out.name} is ready: use the download link."
     return export
+
+
+def _number(value: Any, default: float, top: float) -> float:
+    """A number from the page within [0, top]; anything else (a tampered request, an unread player) the default."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return default
+    return v if 0 <= v <= top else default
+
+
+def video_options(pace: Any, hold: Any, loop: Any) -> dict[str, Any]:
+    """export_video's pace, hold and loop from the box (the pace as the browser read it from the player)."""
+    return {"pace": _number(pace, PACE, max(PACES)), "hold": _number(hold, HOLD, HOLD_MAX), "loop": loop != ONCE}

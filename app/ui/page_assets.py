@@ -22,9 +22,13 @@ def page_file(name: str) -> str:
 PAGE_CSS = page_file("page.css")
 PLAYER_GLUE = page_file("player_glue.js")
 
-# an export reads the player's clock (data-view) at the click, so the exported file opens on the same clock
-CLOCK_JS = ("(current, clock) => [current, document.querySelector('#player .cv-player')?.getAttribute('data-view') "
-            "=== 'passes' ? 'passes' : 'time']")
+# an export reads the player's clock (data-view) at the click, so the exported file opens on the same clock, and
+# (unless the export box picks another) its watch pace (data-pace), so a video lasts as long as the replay watched
+EXPORT_JS = ("(current, clock, pace, hold, loop) => { const p = document.querySelector('#player .cv-player'); "
+             "return [current, p?.getAttribute('data-view') === 'passes' ? 'passes' : 'time', "
+             "pace === 'player' ? (p?.getAttribute('data-pace') ?? pace) : pace, hold, loop]; }")
+# Stop also stops the player's playback: a replay (the watch-pace replay after a race, or Play on a loaded run) pauses
+STOP_JS = "() => { document.querySelector('#player .cv-player')?.convergePlayer?.pause(); }"
 # Delete asks the browser to confirm; a cancelled one reaches the handler as None
 CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && window.confirm('Delete ' + id.split('/').pop() + "
                      "'? This cannot be undone.')) ? id : null]")

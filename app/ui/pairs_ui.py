@@ -2,7 +2,8 @@
 
 Choosing a pair shows its download size, the memory it needs and the device it suits; "Use this pair" sets the two
 source pickers and their settings, as a lesson does, so the learner sees and can change every setting before
-pressing Run. A machine without the memory gets one sentence instead, before anything is downloaded. A served page
+pressing Run. A machine without a package the pair needs (torch, transformers, diffusers) or without the memory is
+told so first, in one sentence with what to install, before anything is set or downloaded. A served page
 offers only the pairs its host allows: Hugging Face models the host listed (or all, with hf-models), with
 remote-code for LLaDA and Dream, and the API pairs.
 """
@@ -15,7 +16,7 @@ import gradio as gr
 
 from app.errors import UserError
 from app.serving.policy import LOCAL, Policy
-from app.sources.pairs import PAIRS, Pair, check_memory
+from app.sources.pairs import PAIRS, Pair, check_machine
 from app.ui.lessons_ui import control_outputs, control_values
 
 NOT_OFFERED = "This pair is not offered on this page."
@@ -42,11 +43,24 @@ def pair_markdown(p: Pair) -> str:
     return (f"**{p.title}** ({p.device}: {cost})\n\nLeft `{p.left}`, right `{p.right}`.\n\n{p.note}")
 
 
+def not_here(p: Pair) -> str | None:
+    """The box's line saying why `p` cannot run on this machine (a missing package first, then memory), or None."""
+    try:
+        check_machine(p)
+    except UserError as e:
+        return f"**Not on this machine:** {e}"
+    return None
+
+
 def describe(name: Any, policy: Policy = LOCAL) -> str:
-    """The box's text for the pair called `name`, or one sentence when the page does not offer it (the handler can be
-    called through the queue API with any value, which is never repeated back)."""
+    """The box's text for the pair called `name`, what this machine lacks for it first; or one sentence when the page
+    does not offer it (the handler can be called through the queue API with any value, which is never repeated
+    back)."""
     p = PAIRS.get(name) if isinstance(name, str) else None
-    return pair_markdown(p) if p is not None and offered(p, policy) else NOT_OFFERED
+    if p is None or not offered(p, policy):
+        return NOT_OFFERED
+    lacking = not_here(p)
+    return f"{lacking}\n\n{pair_markdown(p)}" if lacking else pair_markdown(p)
 
 
 def _page_value(value: Any) -> Any:
@@ -61,10 +75,9 @@ def apply_pair(name: str, controls: dict[str, Any], policy: Policy = LOCAL) -> l
     p = PAIRS.get(name) if isinstance(name, str) else None
     if p is None or not offered(p, policy):
         return [gr.update(value=NOT_OFFERED), *skip]
-    try:
-        check_memory(p)
-    except UserError as e:
-        return [gr.update(value=f"{pair_markdown(p)}\n\n**Not on this machine:** {e}"), *skip]
+    lacking = not_here(p)
+    if lacking:  # said first, before what the pair is: nothing is set, so Run cannot be pressed in vain
+        return [gr.update(value=f"{lacking}\n\n{pair_markdown(p)}"), *skip]
     sources = {"left": (p.left, {k: _page_value(v) for k, v in p.left_settings.items()}),
                "right": (p.right, {k: _page_value(v) for k, v in p.right_settings.items()})}
     done = f"{pair_markdown(p)}\n\n**Set on both sides:** check the settings, then press Run."
@@ -81,7 +94,7 @@ def pairs_box(controls: dict[str, Any], policy: Policy = LOCAL) -> None:
             pick = gr.Dropdown(choices=[(f"{p.title} [{p.device}]", p.name) for p in pairs], value=pairs[0].name,
                                label="Pair", elem_id="pair-pick", scale=4)
             use = gr.Button("Use this pair", variant="primary", elem_id="pair-use", scale=1)
-        about = gr.Markdown(pair_markdown(pairs[0]), elem_id="pair-about")
+        about = gr.Markdown(describe(pairs[0].name, policy), elem_id="pair-about")
     quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
     pick.change(lambda name: describe(name, policy), inputs=[pick], outputs=[about], **quiet)
     use.click(lambda name: apply_pair(name, controls, policy), inputs=[pick],

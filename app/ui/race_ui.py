@@ -20,6 +20,7 @@ from app.trace.scrub import known_keys, scrub_text
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
 from app.ui.events import QUIET, READS
 from app.ui.loading import while_loading
+from app.ui.page_assets import STOP_JS
 from app.ui.player_ui import to_player
 from app.ui.sessions import after_stop, remember, session_of, visitor_of
 from app.ui.sources_ui import SideControls, shown_backend, side_controls
@@ -109,8 +110,10 @@ def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
 
 
 def wire_stop(box: RaceBox, races: list[Any], shown: list[Any], refresh: Callable[[Any], Any]) -> None:
-    """Stop cancels the `races` (Run's and the lessons'), then shows the saved run and refreshes the library."""
-    refresh(box.stop_btn.click(fn=None, cancels=races).then(after_stop, inputs=None, outputs=shown, **READS, **QUIET))
+    """Stop cancels the `races` (Run's and the lessons') and pauses any replay in the player, then shows the saved run
+    and refreshes the library."""
+    refresh(box.stop_btn.click(fn=None, cancels=races, js=STOP_JS).then(after_stop, inputs=None, outputs=shown,
+                                                                      **READS, **QUIET))
 
 
 def prompt_refusal(prompt: str, run_id: str) -> dict[str, Any] | None:
@@ -197,6 +200,7 @@ def _raced(race: Race, run_id: str, refused: list[str], session: str) -> Updates
             notes = refused or ([CUT_NOTE] if race.writer.full else [])
             yield to_player({**live_payload(snapshot, run_id, seq), **({"warnings": notes} if notes else {})}), \
                 (gr.skip() if refused else str(race.path))
+        entry["shown"] = True  # it ended on its own, its last update sent: a later Stop leaves the player alone
     finally:
         updates.close()
         race.stop()

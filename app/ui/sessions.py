@@ -20,7 +20,7 @@ MAX_SESSIONS = 256  # finished sessions remembered (for Stop's "show the saved r
 OWNER_KEY = "converge-owner"  # where a browser keeps its owner id (localStorage)
 OWNER_SECRET = "converge-owner-id"  # not a secret: Gradio sends it to the page; a fixed one keeps ids across restarts
 
-_sessions: dict[str, dict[str, Any]] = {}  # session hash -> {"race", "path", "run"} of its latest race
+_sessions: dict[str, dict[str, Any]] = {}  # session hash -> {"race", "path", "run", "shown"} of its latest race
 _sessions_lock = threading.Lock()
 
 
@@ -55,11 +55,14 @@ def remember(session: str, entry: dict[str, Any]) -> None:
 
 
 def after_stop(request: gr.Request) -> Any:
-    """After Stop: ends the session's race, waits for both sides to record how they ended, shows the saved run."""
+    """After Stop: ends the session's race, waits for both sides to record how they ended, shows the saved run; after
+    a race that had ended on its own, nothing."""
     with _sessions_lock:
         entry = _sessions.get(session_of(request))
     if not entry:
         return gr.skip()
+    if entry.get("shown"):  # it ended on its own and the player showed its end: the player keeps what it shows now
+        return gr.skip()  # (a replay Stop paused, a recording loaded since)
     race: Race | None = entry["race"]
     if race is not None:
         race.stop()

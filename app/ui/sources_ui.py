@@ -7,6 +7,7 @@ back (`shown_backend`), so a side shows, and sends, exactly what its source will
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -158,9 +159,18 @@ def _models(policy: Policy, controls: SideControls) -> tuple[Callable[..., Any],
     return on_pick, [controls.kind, controls.arg, controls.key, *(c for _, c in urls)]
 
 
+# a visitor's change of kind (the picker's `.input`: a lesson setting both kind and model fires only `.change`) puts the
+# new kind's default model in the model box (empty but for Mercury): a name belongs to the kind it was picked for, and
+# "mercury-2" under openai, or a Hugging Face id under a recording, cannot run. In the browser, so the box is cleared
+# before the model listing chained on `.change` reads it. Its choices go first, in the same update: a value cleared
+# over the old kind's choices, then those choices dropped, left Gradio's open list indexing a choice that was gone.
+KIND_INPUT_JS = (f"(kind) => ({{__type__: 'update', choices: [], value: ({json.dumps(DEFAULT_MODELS)})[kind] ?? ''}})")
+
+
 def wire_sources(controls: SideControls, policy: Policy) -> None:
     """One side's handlers: picking a kind shows its argument box, key field and settings, then lists its models
-    (as does pressing Enter in the key field); picking a kind or a model shows the settings its backend honours."""
+    (as does pressing Enter in the key field); picking a kind or a model shows the settings its backend honours; a
+    visitor's pick of a kind replaces the model name with that kind's default."""
     list_models, list_inputs = _models(policy, controls)
     listing = {"fn": list_models, "inputs": list_inputs, "outputs": [controls.arg], "concurrency_limit": 8,
                "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
@@ -169,6 +179,7 @@ def wire_sources(controls: SideControls, policy: Policy) -> None:
     picked = controls.kind.change(_pick(controls), inputs=[controls.kind], outputs=[controls.arg, controls.key,
                                                                                     *controls.groups.values()],
                                   queue=False, show_progress="hidden", api_name=False)
+    controls.kind.input(fn=None, js=KIND_INPUT_JS, inputs=[controls.kind], outputs=[controls.arg], api_name=False)
     picked.then(**listing)
     picked.then(**backend)
     controls.arg.change(**backend)

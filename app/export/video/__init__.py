@@ -4,7 +4,9 @@ Timing: video frame k shows race time T = k / fps * speed and, for each side, th
 with t <= T (with `clock="passes"`, the forward-pass clock: frame k shows pass P = k / fps * speed * PASS_RATE
 and each side's latest frame with nfe <= P, its timer counting passes; a side that reports no passes keeps
 its seconds); the last video frame shows the final state, then `hold` seconds of it (default 0). So the
-video lasts ceil((end / speed + hold) * fps) frames, `end` being the last frame time of the slower side.
+video lasts ceil((end / speed + hold) * fps) frames, `end` being the last frame time of the slower side. Given a
+watch `pace`, `speed` is first multiplied by the player's pace factor (app/view/pace.py), so a quick race of local
+models lasts `pace` seconds before the hold, as the player replays it; the page and the CLI pass theme.json's pace.
 Every number on screen comes from the trace: a side's timer is its shown frame's own `t`; beside it, the
 tokens of the final answer already in place at that frame (`analysis.settled_fraction_series`, the page's
 convergence measure, so a noisy draft's noise is not counted) and those tokens / t, which at the last
@@ -40,6 +42,7 @@ from app.errors import UserError
 from app.export.video.encoders import GifWriter, Mp4Writer
 from app.export.video.scene import MAX_SIZE, MIN_SIZE, Scene
 from app.export.video.track import load
+from app.view.pace import pace_factor
 
 FORMATS = ("mp4", "gif")
 GIF_MAX_FPS = 50  # GIF delays are whole hundredths; players slow down frames shorter than 20 ms
@@ -81,17 +84,20 @@ def _check(fmt: str, fps: float, speed: float, size: tuple[int, int], hold: floa
 
 def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, speed: float,
             size: tuple[int, int], hold: float, progress: Callable[[int, int], None] | None,
-            clock: str = "time") -> dict[str, Any]:
+            clock: str = "time", pace: float = 0.0, loop: bool = True) -> dict[str, Any]:
     size = (int(size[0]), int(size[1]))
     _check(fmt, fps, speed, size, hold)
     if clock not in CLOCKS:
         raise UserError(f"The clock must be time or passes, not {clock!r}.")
+    if not (isinstance(pace, (int, float)) and math.isfinite(pace) and 0 <= pace <= MAX_VIDEO_SECONDS):
+        raise UserError(f"The watch pace must be between 0 (real time) and {MAX_VIDEO_SECONDS} seconds.")
     out = Path(out)
     if not out.parent.is_dir():
         raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist.")
     if out.is_dir():
         raise UserError(f"{out} is a folder; give --out a file name such as race.{fmt}.")
     rec = load(recording_path)
+    speed *= pace_factor(rec, clock, pace)  # a quick run of local models lasts the watch pace, as the player plays it
     started = time.perf_counter()
     scene = Scene(rec, size, speed, clock)
     span = scene.end / scene.rate  # seconds of video at speed 1
@@ -107,7 +113,7 @@ def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, s
     writer: Mp4Writer | GifWriter | None = None
     try:
         try:
-            writer = Mp4Writer(tmp, size, fps) if fmt == "mp4" else GifWriter(tmp, size, scene.palette_sample())
+            writer = Mp4Writer(tmp, size, fps) if fmt == "mp4" else GifWriter(tmp, size, scene.palette_sample(), loop)
             for k in range(n):
                 t0 = time.perf_counter()
                 scene.draw(race_time(k, n, span, fps, speed) * scene.rate)
@@ -129,21 +135,24 @@ def _export(recording_path: str | Path, out: str | Path, fmt: str, fps: float, s
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return {"frames": n, "video_seconds": n / fps, "race_seconds": scene.end, "seconds": time.perf_counter() - started,
+    return {"frames": n, "video_seconds": n / fps, "race_seconds": scene.end, "speed": speed,
+            "seconds": time.perf_counter() - started,
             "render_seconds": render, "write_seconds": write, "bytes": out.stat().st_size}
 
 
 def export_video(recording_path: str | Path, out: str | Path, fmt: str = "mp4", fps: float = 30, speed: float = 1.0,
                  size: tuple[int, int] = (1280, 720), hold: float = 0.0,
-                 progress: Callable[[int, int], None] | None = None, clock: str = "time") -> Path:
+                 progress: Callable[[int, int], None] | None = None, clock: str = "time", pace: float = 0.0,
+                 loop: bool = True) -> Path:
     """Writes the race in a recording as an MP4 or GIF that looks like the page; returns `out`.
 
-    `speed` 2 plays twice as fast; `hold` adds seconds of the final state at the end; `progress(done, total)`
-    is called after each video frame; `clock="passes"` runs it on forward passes. Raises UserError with one clear
-    sentence on bad input or a failed
-    write, leaving no file at `out`.
+    `speed` 2 plays twice as fast; `pace` (seconds, app/view/pace.py; 0: real time) stretches a quick run of local
+    models to last that long, as the player's watch pace does, before `speed` applies; `hold` adds seconds of the
+    final state at the end; `loop=False` makes a GIF that plays once; `progress(done, total)` is called after each
+    video frame; `clock="passes"` runs it on forward passes. Raises UserError with one clear sentence on bad input or
+    a failed write, leaving no file at `out`.
     """
-    _export(recording_path, out, fmt, fps, speed, size, hold, progress, clock)
+    _export(recording_path, out, fmt, fps, speed, size, hold, progress, clock, pace, loop)
     return Path(out)
 
 

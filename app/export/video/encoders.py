@@ -88,7 +88,7 @@ class GifWriter:
     """An animated GIF written frame by frame: one fixed palette, each frame only the rectangle that changed,
     identical frames merged into one longer delay; memory stays one frame however long the race."""
 
-    def __init__(self, path: Path, size: tuple[int, int], sample: Image.Image) -> None:
+    def __init__(self, path: Path, size: tuple[int, int], sample: Image.Image, loop: bool = True) -> None:
         keys = list(dict.fromkeys([WHITE, FG, MUTED, PANEL, BORDER, MASK_FG, SWATCH_EDGE, NEW, CHANGED, TICK,
                                    LINE["left"], LINE["right"], *map(tuple, HEAT.tolist()),
                                    *(c for pair in BADGE.values() for c in pair)]))
@@ -96,8 +96,9 @@ class GifWriter:
         table = (bytes(v for c in keys for v in c) + bytes(adaptive[:3 * (256 - len(keys))])).ljust(768, b"\0")
         self.quantize = Quantizer(table)
         self.file = open(path, "wb")
+        # the NETSCAPE block loops it forever; without one a GIF plays once and stays on its last frame
         self.file.write(b"GIF89a" + struct.pack("<HHBBB", size[0], size[1], 0xF7, 0, 0) + table
-                        + b"!\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00")
+                        + (b"!\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00" if loop else b""))
         self.prev: np.ndarray | None = None
         self.pending: tuple[Image.Image, tuple[int, int]] | None = None
         self.centis = 0

@@ -31,7 +31,8 @@
  * Rows are merged by index (`start` + k), so an update may repeat rows it already sent; a new `run`
  * starts over. The root and each side panel carry data-status, data-frames (frames received) and
  * data-step (the frame shown: a side's row index, the root's shared-timeline index); the root also
- * carries data-view (time|progress|passes), data-key (the timeline's value at the frame shown), data-speed,
+ * carries data-view (time|progress|passes), data-key (the timeline's value at the frame shown), data-speed, data-pace
+ * (the watch pace, seconds; the export box reads it),
  * data-playing, data-presenter, data-failed (a side failed) and data-pace-factor (the share of real time a replay
  * runs at: below 1 at the watch pace); each side carries data-badge (ready, playing, paused or its status); each
  * heatmap canvas carries data-rows (one per frame) and data-bands (rows drawn: frames merged so each is at least
@@ -279,6 +280,7 @@ function create(root, options) {
     setAttr(root, "data-view", state.view);
     setAttr(root, "data-key", K == null ? "" : String(K));
     setAttr(root, "data-speed", String(state.speed));
+    setAttr(root, "data-pace", String(state.pace));
     setAttr(root, "data-playing", state.playing ? "true" : "false");
     setAttr(root, "data-presenter", state.presenter ? "true" : "false");
     setText(promptText, state.prompt);
@@ -330,7 +332,7 @@ function create(root, options) {
   api = { update: update, reset: function () { state.run = null; reset(); schedule(); }, root: root,
               state: state, paint: paint, play: startPlaying, pause: stopPlaying, seek: seek,
               setSpeed: setSpeed, setView: setView, setPace: timeline.setPace, setPresenter: setPresenter, speeds: SPEEDS.slice() };
-  root.convergePlayer = api; /* for tests and the browser console */
+  root.convergePlayer = api; /* for tests, the page's Stop (it pauses a replay) and the browser console */
   return api;
 }
 
