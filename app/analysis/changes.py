@@ -369,24 +369,10 @@ def _visible(tok: str, masked: bool) -> bool:
     return not masked and bool(tok.strip()) and tok not in EOS_TOKENS
 
 
-def _edits_against_final(frames: list[Frame]) -> Iterator[tuple[Frame, list[int], list[bool]]]:
-    """`_against_final` for a side with schema 2 frames: positions follow their insertions and deletions to the final
-    frame, and one counts from the frame where it is accepted with its final token and stays so (never as noise or a
-    draft)."""
-    toks = [display_tokens(f) for f in frames]
-    backs = [[-1] * len(toks[0])] + [
-        st.previous_positions(len(toks[k - 1]), len(toks[k]), f.inserted, f.deleted) if st.has_edits(f)
-        else st.previous_positions(len(toks[k - 1]), len(toks[k]), None, None)
-        for k, f in enumerate(frames[1:], start=1)]
-    states = [st.frame_states(f) if f.tokens else "a" * len(t) for f, t in zip(frames, toks)]
-    settled = st.settled_chain(toks, states, backs)
-    yield from zip(frames, st.final_positions([len(t) for t in toks], backs), settled)
-
-
 def _against_final(frames: list[Frame]) -> Iterator[tuple[Frame, list[int], list[bool]]]:
     """Per frame: its positions' aligned final positions (-1: none) and whether each already holds its final token."""
     if not _is_text(frames[-1]) and any(st.has_edits(f) for f in frames):
-        yield from _edits_against_final(frames)
+        yield from st.against_final(frames, [display_tokens(f) for f in frames])
         return
     final = frames[-1]
     ftok, fmask = display_tokens(final), _masks(final)

@@ -12,7 +12,7 @@ flags as masked or accepted, so schema 1 frames mean what they always meant.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from app.trace.frames import Frame
 
@@ -158,3 +158,15 @@ def final_positions(lengths: list[int], backs: list[list[int]]) -> list[list[int
                 ahead[j] = out[k + 1][i]
         out[k] = ahead
     return out
+
+
+def against_final(frames: list[Frame], toks: list[list[str]]) -> Iterator[tuple[Frame, list[int], list[bool]]]:
+    """changes._against_final for a side with schema 2 frames (`toks`: their display tokens): positions follow their
+    insertions and deletions to the final frame, and one counts from the frame where it is accepted with its final
+    token and stays so (never as noise or a draft)."""
+    backs = [[-1] * len(toks[0])] + [
+        previous_positions(len(toks[k - 1]), len(toks[k]), f.inserted, f.deleted) if has_edits(f)
+        else previous_positions(len(toks[k - 1]), len(toks[k]), None, None)
+        for k, f in enumerate(frames[1:], start=1)]
+    states = [frame_states(f) if f.tokens else "a" * len(t) for f, t in zip(frames, toks)]
+    yield from zip(frames, final_positions([len(t) for t in toks], backs), settled_chain(toks, states, backs))
