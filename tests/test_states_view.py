@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from app.export.html import export_html
 from app.export.video import Scene, load
@@ -158,3 +159,49 @@ def test_a_schema_1_race_draws_no_schema_2_legend_entries(tmp_path: Path) -> Non
     assert len(states.legend_items) > len(plain.legend_items)
     assert json.dumps(recording_payload(load(race(tmp_path, ar_frames())), run="x")).count('"st"') == 0
     assert DELETED > NOISE
+
+
+def noisy_start(tmp_path: Path) -> Path:
+    """The uniform race with its all-noise canvas at t = 0, the first picture a video draws."""
+    return race(tmp_path, [Frame(t=0.0, step=0, tokens=["x", "q", "z"], states="nnn")] + uniform_frames()[1:])
+
+
+def text_area(path: Path, size: tuple[int, int]) -> tuple[slice, slice]:
+    scene = Scene(load(path), size)
+    x0, y0, w, _ = scene.panels[0]
+    return (slice(y0 + scene.grid_y, y0 + scene.grid_y + scene.glyphs.ch),
+            slice(x0 + scene.grid_x, x0 + scene.grid_x + w // 2))
+
+
+def near(picture: np.ndarray, colour: tuple[int, int, int], within: int) -> int:
+    return int((np.abs(picture.astype(np.int16) - np.array(colour)).max(axis=-1) <= within).sum())
+
+
+def test_a_gif_draws_noise_in_its_own_colour_and_accepted_text_in_ink(tmp_path: Path) -> None:
+    from app.export.video import export_video
+
+    path = noisy_start(tmp_path)
+    out = export_video(path, tmp_path / "states.gif", fmt="gif", fps=10, size=(640, 360))
+    rows, cols = text_area(path, (640, 360))
+    with Image.open(out) as im:
+        im.seek(0)
+        first = np.asarray(im.convert("RGB"))[rows, cols]
+        im.seek(im.n_frames - 1)
+        last = np.asarray(im.convert("RGB"))[rows, cols]
+    assert near(first, rgb("noise"), 8) > 0 and near(first, rgb("fg"), 40) == 0
+    assert near(last, rgb("fg"), 40) > 0
+
+
+def test_an_mp4_draws_noise_lighter_than_accepted_text(tmp_path: Path) -> None:
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    from app.export.video import export_video
+
+    path = noisy_start(tmp_path)
+    size = (640, 360)
+    out = export_video(path, tmp_path / "states.mp4", fmt="mp4", fps=10, size=size)
+    rows, cols = text_area(path, size)
+    reader = imageio_ffmpeg.read_frames(str(out))
+    next(reader)
+    pictures = [np.frombuffer(raw, np.uint8).reshape(size[1], size[0], 3)[rows, cols] for raw in reader]
+    dark = [int((p.max(axis=-1) < 90).sum()) for p in pictures]
+    assert dark[0] == 0 and dark[-1] > 0  # noise is never drawn in the accepted tokens' ink

@@ -44,3 +44,9 @@ LEGEND = [(CELLS.index(name), MASK if THEME["styles"][name].get("glyph") == "mas
 HEAT_KEY = [(HEAT_NAMES.index(name), label) for name, label in THEME["heat_key"]]
 # legend styles and heat cells drawn only when what they name occurs (pins; schema 2's states and changes)
 ONLY_IF_SEEN = frozenset(THEME["only_if_seen"])
+# the heat colours a GIF's palette always holds (schema 1's, pins' given among them), and schema 2's, which it holds
+# only when a frame draws them, so a schema 1 race's GIF keeps the palette it always had
+_SCHEMA2 = ONLY_IF_SEEN - {"pinned", "given"}
+HEAT_FIXED = [tuple(HEAT[i].tolist()) for i, name in enumerate(HEAT_NAMES) if name not in _SCHEMA2]
+HEAT_SCHEMA2 = [tuple(HEAT[i].tolist()) for i, name in enumerate(HEAT_NAMES) if name in _SCHEMA2] + [
+    rgb(name) for name in ("noise", "edited", "inserted", "renoised", "deleted")]  # and their token styles' colours

@@ -410,10 +410,13 @@ class Scene:
         self.put(x0 + self.heat_x + self.heat_w + 1, y0 + self.heat_y, ticks)
 
     def palette_sample(self) -> Image.Image:
-        """The background, every badge and every heat colour: what a GIF palette must cover."""
+        """The background and every badge: what a GIF palette must cover beside its fixed colours; info["schema2"]
+        says the race draws schema 2's states, whose colours the palette then holds too."""
         parts = [self.canvas.copy()]
         for status in BADGE:
             fill, edge = BADGE[status]
             parts.append(np.broadcast_to(np.array(fill, np.uint8), (8, self.W, 3)))
             parts.append(np.broadcast_to(np.array(edge, np.uint8), (8, self.W, 3)))
-        return Image.fromarray(np.concatenate(parts))
+        sample = Image.fromarray(np.concatenate(parts))
+        sample.info["schema2"] = any(row.get("st") is not None for tr in self.tracks for row in tr.rows)
+        return sample

@@ -274,8 +274,8 @@ function inspectorPart(p) {
       : "No confidence recorded for position " + p);
     setText(sparkNote, "Confidence at each frame (dashed while masked: its top candidate's probability); " +
       "dots: committed (sky blue), changed (vermillion), remasked (black)" +
-      (state.sides[s].seen.st2 ? ", edited (yellow), re-noised (blue), inserted " +
-       "(reddish purple), deleted (bluish green)" : "") + ", as in the heatmap; " +
+      (state.sides[s].seen.st2 ? ", edited (yellow), re-noised (dark blue), inserted " +
+       "(dark purple), deleted (dark green)" : "") + ", as in the heatmap; " +
       "the line is the frame shown.");
   }
 
