@@ -205,3 +205,30 @@ def test_an_mp4_draws_noise_lighter_than_accepted_text(tmp_path: Path) -> None:
     pictures = [np.frombuffer(raw, np.uint8).reshape(size[1], size[0], 3)[rows, cols] for raw in reader]
     dark = [int((p.max(axis=-1) < 90).sum()) for p in pictures]
     assert dark[0] == 0 and dark[-1] > 0  # noise is never drawn in the accepted tokens' ink
+
+
+def test_the_video_heatmap_keeps_each_position_in_its_column(tmp_path: Path) -> None:
+    from app.export.video.palette import H_DELETED, HEAT_NAMES
+
+    scene = Scene(load(race(tmp_path)), (1280, 720))
+    strip = scene.tracks[0].heat
+    assert strip is not None and strip.positions == 6
+    scene.draw(0.6)  # left frame 5: "w" deleted in its own (last) column, "big" and "sat" inserted in theirs
+    r0, _ = strip.span(5)
+    row = strip.cells[r0]
+    last = strip.starts >= 5
+    assert (row[last] == H_DELETED).all()
+    assert (row[(strip.starts >= 1) & (strip.starts < 2)] == HEAT_NAMES.index("inserted")).all()
+
+
+@pytest.mark.browser
+def test_a_deleted_token_is_drawn_as_text_never_as_html(browser: Any, tmp_path: Path) -> None:
+    hostile = "<img src=x onerror=document.title='owned'>"
+    out = export_html(race(tmp_path, [Frame(t=0.1, step=0, tokens=[hostile, "b"], states="aa"),
+                                      Frame(t=0.2, step=1, tokens=["b"], states="a", deleted=[0])]),
+                      tmp_path / "hostile.html")
+    with browser_tab(browser, out.as_uri()) as tab:
+        tab.wait_for_selector(f"{ROOT}[data-status=done][data-mode=replay]")
+        step_to(tab, 1)
+        struck = tab.text_content(f"{ROOT} .cv-side[data-side=left] .cv-x")
+        assert struck == hostile and tab.locator(f"{ROOT} img").count() == 0 and tab.title() != "owned"
