@@ -110,3 +110,14 @@ def test_text_snapshots_that_change_length_align_by_the_text_alignment() -> None
     assert [len(r["tok"]) for r in out] == [len(text_tokens(f.text or "")) for f in mercury]
     assert all("del" not in r for r in out)  # text rows keep their schema 1 shape
     assert settled_fraction_series(mercury)[-1][1] == 1.0
+
+
+def test_the_frames_table_counts_each_kind_of_change() -> None:
+    from app.analysis.tables import frames_table
+    from app.trace.frames import Recording, make_header
+
+    rec = Recording(header=make_header("p", {"left": {"name": "uniform", "settings": {}}}),
+                    frames={"left": uniform_frames(), "right": []}, ends={}, warnings=[])
+    table = frames_table(rec)
+    assert table.edited.tolist() == [0, 0, 1, 1, 0, 0, 0] and table.renoised.tolist() == [0, 0, 0, 0, 1, 0, 0]
+    assert table.inserted.tolist() == [0, 0, 0, 0, 0, 2, 1] and table.deleted.tolist() == [0, 0, 0, 0, 0, 1, 0]
