@@ -70,6 +70,21 @@ def seen_in(rows: list[dict[str, Any]]) -> set[str]:
     return seen
 
 
+def legend_seen(rows: list[dict[str, Any]]) -> set[str]:
+    """Every legend entry and heat key a side's rows show (as the player's noteSeen counts them), for a video of a
+    race with schema 2 states, whose legend lists only what occurs."""
+    seen = seen_in(rows) | {"unchanged"}
+    for row in rows:
+        codes, masks = row["ch"], row["m"]
+        seen.update(name for code, names in ((1, ("new", "fresh")), (2, ("changed",)), (3, ("remasked",)))
+                    if code in codes for name in names)
+        if masks and any(masks):
+            seen.add("masked")
+        if (row.get("st") or "").count("d") or (masks is None and not row["final"] and row["sp"] < len(codes)):
+            seen.add("draft")
+    return seen
+
+
 def heat_columns(rows: list[dict[str, Any]]) -> tuple[list[list[int]], list[list[int]], int] | None:
     """For a side whose frames insert or delete positions: per row, each position's heatmap column and the columns
     its deletions leave, and the number of columns (app/analysis/states.py columns); None for any other side, whose

@@ -19,8 +19,6 @@ from app.export.video.palette import (
     DRAFT_MARK,
     FRESH,
     FRESH_MARK,
-    INSERT,
-    INSERT_BAR,
     NOISE,
     NOISE_INK,
     REMASK,
@@ -214,8 +212,8 @@ class Glyphs:
         return out
 
     def _schema2_marks(self, out: np.ndarray, sty: np.ndarray, alpha: np.ndarray) -> None:
-        """Noise's speckle (where the glyph is not), re-noised's dashed outline, an inserted token's opening bar and a
-        deleted token's strike."""
+        """Noise's speckle (where the glyph is not), re-noised's dashed outline and a deleted token's strike (an
+        inserted token has its own paper)."""
         noisy = (sty == NOISE) | (sty == RENOISE)
         if noisy.any():
             speckle = np.zeros((self.ch, self.cw), bool)
@@ -224,9 +222,6 @@ class Glyphs:
         renoise = sty == RENOISE
         if renoise.any():
             self._box(out, renoise, RENOISE_MARK, 2)
-        insert = sty == INSERT
-        if insert.any():
-            out[insert, self.top:self.bottom, :self.stroke] = INSERT_BAR
         delete = sty == DELETE
         if delete.any():
             mid = (self.top + self.bottom) // 2

@@ -28,7 +28,7 @@ BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].
 # white.
 NORMAL, MASKED, DRAFT, FRESH, CHANGE, REMASK = (CELLS.index(name) for name in
                                                  ("unchanged", "masked", "draft", "new", "changed", "remasked"))
-NOISE, RENOISE, INSERT, DELETE = (CELLS.index(name) for name in ("noise", "renoised", "inserted", "deleted"))
+NOISE, RENOISE, DELETE = (CELLS.index(name) for name in ("noise", "renoised", "deleted"))
 UI, UI_MUTED = len(CELLS), len(CELLS) + 1
 _CELLS = [THEME["styles"][name] for name in CELLS]
 STYLE_FG = np.array([rgb(st["ink"]) for st in _CELLS] + [FG, MUTED], np.uint16)
@@ -37,7 +37,7 @@ STYLE_BG = np.array([rgb(st["paper"]) for st in _CELLS] + [WHITE, WHITE], np.uin
 STYLE_AREA = np.array([PANEL] * len(CELLS) + [WHITE] * 2, np.uint16)
 FRESH_MARK, DRAFT_MARK, REMASK_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("new", "draft", "remasked"))
 RENOISE_MARK, DELETE_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("renoised", "deleted"))
-NOISE_INK, INSERT_BAR = rgb("noise"), FG  # noise's speckle; the bar that opens an inserted token
+NOISE_INK = rgb("noise")  # noise's speckle
 TICK = rgb("remasked")  # the heatmap's frame marks, in the darkest ink
 LEGEND = [(CELLS.index(name), MASK if THEME["styles"][name].get("glyph") == "mask" else THEME["sample"],
            THEME["styles"][name]["label"]) for name in THEME["legend"] if name in CELLS]

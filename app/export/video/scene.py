@@ -32,7 +32,7 @@ from app.export.video.palette import (
 )
 from app.export.video.track import HeatStrip, Track
 from app.trace.frames import SIDES, Recording
-from app.view.side import CELLS, DELETED, cell_styles, seen_in, status_sentence
+from app.view.side import CELLS, DELETED, cell_styles, legend_seen, seen_in, status_sentence
 from app.view.theme import MASK, STATUS_TEXT, TERMINAL
 
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
@@ -107,9 +107,13 @@ class Scene:
         px, face, g = self.px, self.sans[13], self.glyphs
         items: list[tuple[int, Callable[[Image.Image, int, int], None]]] = []
         seen = set().union(*(seen_in(tr.rows) for tr in self.tracks))
+        hide = set(ONLY_IF_SEEN)
+        if any(row.get("st") is not None for tr in self.tracks for row in tr.rows):  # schema 2: only what occurs
+            seen = set().union(*(legend_seen(tr.rows) for tr in self.tracks))
+            hide = set(CELLS) | set(HEAT_NAMES)
         if any(tr.pinned for tr in self.tracks):
             seen |= {"pinned", "given"}
-        hide = ONLY_IF_SEEN - seen
+        hide -= seen
         legend = [item for item in LEGEND if CELLS[item[0]] not in hide]
         heat_keys = [item for item in HEAT_KEY if HEAT_NAMES[item[0]] not in hide]
         for style, sample, label in legend:
