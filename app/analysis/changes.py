@@ -37,9 +37,10 @@ import re
 from itertools import accumulate
 from typing import Any, Callable, Iterable, Iterator
 
+from app.analysis import states as st
 from app.trace.frames import DISPLAY_TOKEN, Frame
 
-UNCHANGED, NEW, CHANGED, REMASKED = 0, 1, 2, 3
+UNCHANGED, NEW, CHANGED, REMASKED = 0, 1, 2, 3  # and states.py's EDITED, RENOISED, INSERTED for schema 2 frames
 EOS_TOKENS = frozenset({"<|endoftext|>", "<|eos|>", "<|eot_id|>", "<|im_end|>", "<|end|>", "</s>", "<eos>", "[EOS]"})
 
 _TOKEN = DISPLAY_TOKEN  # defined in app.trace.frames, whose reader counts display tokens against its cap
@@ -56,9 +57,10 @@ def text_tokens(text: str) -> list[str]:
 def display_tokens(frame: Frame) -> list[str]:
     """The strings to draw: the source's tokens (masked positions as "") or its text tokenized for display."""
     if frame.tokens:
-        if frame.masked is None:
+        masked = _masks(frame)
+        if masked is None:
             return list(frame.tokens)
-        return ["" if m else t for t, m in zip(frame.tokens, frame.masked)]
+        return ["" if m else t for t, m in zip(frame.tokens, masked)]
     if frame.text:
         return text_tokens(frame.text)
     return []
@@ -69,7 +71,16 @@ def _is_text(frame: Frame) -> bool:
 
 
 def _masks(frame: Frame) -> list[bool] | None:
+    if frame.states is not None and frame.tokens:
+        return [s == "m" for s in frame.states]
     return None if _is_text(frame) else frame.masked
+
+
+def _hidden(frame: Frame) -> list[bool] | None:
+    """Per position, whether no model token is on screen there: masked, or (schema 2) random noise."""
+    if frame.states is not None and frame.tokens:
+        return [s in "mn" for s in frame.states]
+    return _masks(frame)
 
 
 def prefix_len(a: list[str], b: list[str]) -> int:
@@ -168,6 +179,14 @@ def align(a: list[str], b: list[str], middle: str = CHOSEN) -> list[int]:
     return list(range(p)) + mid + list(range(n - s, n))
 
 
+def text_edits(a: list[str], b: list[str]) -> tuple[list[int], list[int]]:
+    """Text state b against a, by the text alignment (`align`): b's positions that continue none of a's (inserted)
+    and a's positions that none of b's continues (deleted), as a text frame that changes length has no lists."""
+    mapping = align(a, b)
+    kept = set(mapping)
+    return [i for i, j in enumerate(mapping) if j < 0], [j for j in range(len(a)) if j not in kept]
+
+
 class Reference:
     """A text state that many others are aligned against (the final frame, against every frame of its side).
 
@@ -233,10 +252,12 @@ class SideAnalyzer:
     """One side's frames, as they arrive, turned into the compact rows the browser player draws.
 
     Row keys: i, t, step, tok (display strings), m (0/1 masked or None), ch (per position vs the
-    previous frame: 0 unchanged, 1 a token appeared where there was a mask or nothing, 2 a different
-    token, 3 remasked), conf (3 decimals or None), nfe, final, sp: the leading run of positions
+    previous frame: 0 unchanged, 1 a token appeared where there was a mask or nothing (schema 2: accepted, or a
+    draft over a mask or noise), 2 a different token, 3 remasked, and for schema 2 frames 4 edited, 5 re-noised,
+    6 inserted: app/analysis/states.py), conf (3 decimals or None), nfe, final, sp: the leading run of positions
     that hold the same unmasked token as in the previous frame (the part that looks settled live), and
-    as the frame has them, pin (the positions given before the run) and note (a line shown with the frame).
+    as the frame has them, pin (the positions given before the run) and note (a line shown with the frame); a
+    schema 2 frame adds st, back and del (SideAnalyzer._edits).
     """
 
     def __init__(self, middle: str = CHOSEN) -> None:
@@ -245,12 +266,16 @@ class SideAnalyzer:
         self._tok: list[str] = []
         self._masked: list[bool] | None = None
         self._text = False
+        self._states: str | None = None
 
     def add(self, frame: Frame) -> dict[str, Any]:
         tok = display_tokens(frame)
         masked = _masks(frame)
         text = _is_text(frame)
-        if text and (self._text or not self.count):
+        extra: dict[str, Any] = {}
+        if st.has_edits(frame):
+            codes, sp, extra = self._edits(frame, tok)
+        elif text and (self._text or not self.count):
             codes, sp = _text_codes(self._tok, tok, self.middle)
         else:
             codes = _token_codes(self._tok, self._masked, tok, masked)
@@ -265,10 +290,26 @@ class SideAnalyzer:
                "m": [1 if x else 0 for x in masked] if masked is not None else None,
                "ch": codes, "conf": [round(c, 3) for c in conf] if conf is not None else None,
                "nfe": frame.nfe, "final": frame.final, "sp": sp, "cand": frame.candidates, "pin": frame.pinned,
-               "note": frame.note, "by": frame.chosen_by}
+               "note": frame.note, "by": frame.chosen_by, **extra}
         self.count += 1
         self._tok, self._masked, self._text = tok, masked, text
+        self._states = extra.get("st")
         return row
+
+    def _edits(self, frame: Frame, tok: list[str]) -> tuple[list[int], int, dict[str, Any]]:
+        """A schema 2 frame's codes, settled prefix (accepted and unchanged) and its row's extra keys: `st` (a state
+        letter per position), `back` (the position of the frame before each continues, -1 inserted) and, when it
+        dropped any, `del` (states.dropped)."""
+        back = st.previous_positions(len(self._tok), len(tok), frame.inserted, frame.deleted)
+        states = st.frame_states(frame)
+        before = self._states if self._states is not None else "".join(
+            "m" if m else "a" for m in (self._masked or [False] * len(self._tok)))
+        codes = st.codes(self._tok, before, tok, states, back, frame.inserted)
+        sp = next((i for i, (c, s) in enumerate(zip(codes, states)) if c or s != "a"), len(codes))
+        extra: dict[str, Any] = {"st": states, "back": back}
+        if dropped := st.dropped(self._tok, back, frame.deleted, len(tok)):
+            extra["del"] = dropped
+        return codes, sp, extra
 
 
 def side_labels(sources: dict[str, Any], defaults: dict[str, dict[str, Any]] | None = None) -> dict[str, str]:
@@ -330,6 +371,9 @@ def _visible(tok: str, masked: bool) -> bool:
 
 def _against_final(frames: list[Frame]) -> Iterator[tuple[Frame, list[int], list[bool]]]:
     """Per frame: its positions' aligned final positions (-1: none) and whether each already holds its final token."""
+    if not _is_text(frames[-1]) and any(st.has_edits(f) for f in frames):
+        yield from st.against_final(frames, [display_tokens(f) for f in frames])
+        return
     final = frames[-1]
     ftok, fmask = display_tokens(final), _masks(final)
     reference = Reference(ftok) if _is_text(final) else None
@@ -355,7 +399,7 @@ def settled_fraction_series(frames: list[Frame]) -> list[tuple[float, float]]:
     """(t, fraction of the final frame's visible tokens already in place) per frame; 1.0 when the final has none."""
     if not frames:
         return []
-    ftok, fmask = display_tokens(frames[-1]), _masks(frames[-1])
+    ftok, fmask = display_tokens(frames[-1]), _hidden(frames[-1])
     wanted = {j for j in range(eos_cut(ftok, fmask)) if _visible(ftok[j], bool(fmask and fmask[j]))}
     out = []
     for f, mapping, settled in _against_final(frames):
@@ -366,14 +410,16 @@ def settled_fraction_series(frames: list[Frame]) -> list[tuple[float, float]]:
 
 def visible_count(frame: Frame) -> int:
     """Visible tokens of a frame before its end-of-text: unmasked, not whitespace, not end-of-text."""
-    tok, mask = display_tokens(frame), _masks(frame)
+    tok, mask = display_tokens(frame), _hidden(frame)
     return sum(1 for j in range(eos_cut(tok, mask)) if _visible(tok[j], bool(mask and mask[j])))
 
 
-def _content(frame: Frame, cut: int | None) -> tuple[list[str], list[bool]]:
+def _content(frame: Frame, cut: int | None) -> tuple[list[str], list[Any]]:
     tok, mask = display_tokens(frame), _masks(frame)
     if cut is None:
         return tok, []
+    if frame.states is not None and frame.tokens:
+        return tok[:cut], list(frame.states[:cut])
     return tok[:cut], list(mask[:cut]) if mask else [False] * min(cut, len(tok))
 
 
@@ -395,9 +441,9 @@ TOKEN_UNITS = {"model": "tokenizer pieces", "text": "completion_tokens (provider
 def metrics(frames: list[Frame]) -> dict[str, Any]:
     """Per-side numbers, each from a timestamp or a count in the trace (None where the trace cannot say).
 
-    ttft: first frame with a visible token (unmasked, not whitespace, not end-of-text; Mercury's
-    first noisy draft counts, as that is what the viewer sees). tokens: visible tokens of the last
-    frame before its end-of-text (display tokens for text sources: words and symbols).
+    ttft: first frame with a visible token (unmasked, not noise, not whitespace, not end-of-text; Mercury's
+    first noisy draft counts, as that is what the viewer sees, and so does a schema 2 draft). tokens: visible
+    tokens of the last frame before its end-of-text (display tokens for text sources: words and symbols).
     final_settled_at: the time from which every frame shows the final content (up to and including
     end-of-text for token sources), None when the last frame is not final (a stopped run).
     usage_tokens: the source's completion_tokens. answer_tokens: the answer's length in `token_unit`, the
@@ -413,13 +459,13 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
     if not frames:
         return out
     for f in frames:
-        mask = _masks(f)
+        mask = _hidden(f)
         tok = display_tokens(f)
         if any(_visible(x, bool(mask and mask[i])) for i, x in enumerate(tok)):
             out["ttft"] = f.t
             break
     final = frames[-1]
-    ftok, fmask = display_tokens(final), _masks(final)
+    ftok, fmask = display_tokens(final), _hidden(final)
     cut = eos_cut(ftok, fmask)
     tokens = visible_count(final)
     t_final = final.t

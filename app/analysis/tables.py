@@ -11,7 +11,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.analysis.changes import CHANGED, NEW, REMASKED, change_matrix, metrics, settled_fraction_series, visible_count
+from app.analysis.changes import (
+    CHANGED,
+    NEW,
+    REMASKED,
+    SideAnalyzer,
+    metrics,
+    settled_fraction_series,
+    visible_count,
+)
+from app.analysis.states import EDITED, INSERTED, RENOISED
 from app.cli.parsers import command_parser
 from app.trace.frames import SIDES, Recording, RecordingError, read_recording
 
@@ -19,7 +28,7 @@ if TYPE_CHECKING:
     import pandas
 
 FRAME_COLUMNS = ("side", "source", "frame", "step", "t", "passes", "visible_tokens", "committed", "changed",
-                 "remasked", "settled_fraction", "final")
+                 "remasked", "edited", "renoised", "inserted", "deleted", "settled_fraction", "final")
 
 
 def _recording(recording: Recording | str | Path) -> Recording:
@@ -32,8 +41,9 @@ def _source(rec: Recording, side: str) -> str:
 
 def frames_table(recording: Recording | str | Path) -> "pandas.DataFrame":
     """One row per frame of each side: its time, forward passes (the frame's recorded nfe; empty for text sources),
-    visible tokens, how many positions were committed (a token where there was a mask or nothing), changed and
-    remasked against the previous frame, and the share of the final answer's tokens already in place."""
+    visible tokens, how many positions were committed (a token where there was a mask or nothing), changed,
+    remasked, and (schema 2) edited, re-noised, inserted and deleted against the previous frame, and the share of the
+    final answer's tokens already in place."""
     import pandas as pd
 
     rec = _recording(recording)
@@ -41,14 +51,20 @@ def frames_table(recording: Recording | str | Path) -> "pandas.DataFrame":
     for side in SIDES:
         frames = rec.frames.get(side, [])
         settled = settled_fraction_series(frames)
-        for i, (frame, codes, (_, fraction)) in enumerate(zip(frames, change_matrix(frames), settled)):
+        analyzer = SideAnalyzer()
+        for i, (frame, (_, fraction)) in enumerate(zip(frames, settled)):
+            row = analyzer.add(frame)
+            codes = row["ch"]
             rows.append({"side": side, "source": _source(rec, side), "frame": i, "step": frame.step, "t": frame.t,
                          "passes": frame.nfe, "visible_tokens": visible_count(frame),
                          "committed": codes.count(NEW), "changed": codes.count(CHANGED),
-                         "remasked": codes.count(REMASKED), "settled_fraction": fraction, "final": frame.final})
+                         "remasked": codes.count(REMASKED), "edited": codes.count(EDITED),
+                         "renoised": codes.count(RENOISED), "inserted": codes.count(INSERTED),
+                         "deleted": len(row.get("del") or ()), "settled_fraction": fraction, "final": frame.final})
     table = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
     return table.astype({"frame": "int64", "step": "int64", "t": "float64", "passes": "Int64",
                          "visible_tokens": "int64", "committed": "int64", "changed": "int64", "remasked": "int64",
+                         "edited": "int64", "renoised": "int64", "inserted": "int64", "deleted": "int64",
                          "settled_fraction": "float64", "final": "bool"})
 
 

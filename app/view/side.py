@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from app.analysis import states
 from app.analysis.changes import SideAnalyzer, metrics, settled_fraction_series, side_labels
 from app.trace.frames import SIDES, Frame, Recording
 from app.view.theme import TERMINAL, THEME
@@ -24,27 +25,75 @@ from app.view.theme import TERMINAL, THEME
 SENTENCES: dict[str, str] = THEME["sentences"]
 STOPPED = SENTENCES["stopped"]
 
-# Cell styles, in the order the video's glyph cache indexes them (theme.json styles of the same names).
-CELLS = ("unchanged", "masked", "draft", "new", "changed", "remasked", "pinned")
-UNCHANGED, MASKED, DRAFT, NEW, CHANGED, REMASKED, PINNED = range(len(CELLS))
+# Cell styles, in the order the video's glyph cache indexes them (theme.json styles of the same names); the schema 2
+# ones (noise, edited, renoised, inserted, deleted) come last, so a schema 1 recording draws as it always did.
+CELLS = ("unchanged", "masked", "draft", "new", "changed", "remasked", "pinned", "noise", "edited", "renoised",
+         "inserted", "deleted")
+UNCHANGED, MASKED, DRAFT, NEW, CHANGED, REMASKED, PINNED, NOISE, EDITED, RENOISED, INSERTED, DELETED = range(len(CELLS))
+CODE_CELLS = (NEW, CHANGED, REMASKED, EDITED, RENOISED, INSERTED)  # change codes 1.. (app/analysis/states.py)
 
 
-def cell_style(masked: bool, code: int, draft: bool, pinned: bool = False) -> int:
+def cell_style(masked: bool, code: int, draft: bool, pinned: bool = False, noise: bool = False) -> int:
     """A cell's style: pinned text (given before the run) first, then its change code against the frame before,
-    then the mask, then draft (text that may still change), else unchanged."""
+    then the mask, then noise (a random token), then draft (text that may still change), else unchanged."""
     if pinned:
         return PINNED
     if code:
-        return (NEW, CHANGED, REMASKED)[code - 1]
-    return MASKED if masked else DRAFT if draft else UNCHANGED
+        return CODE_CELLS[code - 1]
+    return MASKED if masked else NOISE if noise else DRAFT if draft else UNCHANGED
 
 
 def cell_styles(row: dict[str, Any], settled_all: bool, pinned: frozenset[int] = frozenset()) -> list[int]:
     """Every position's style in an analysed row; `settled_all`: the row is the final one of a side that finished,
-    so a typing side's text past its settled prefix is no longer draft; `pinned`: the side's given positions."""
-    masks, codes = row["m"], row["ch"]
+    so a typing side's text past its settled prefix is no longer draft; `pinned`: the side's given positions; a
+    schema 2 row's states (`st`) say which positions are noise and which drafts."""
+    masks, codes, states = row["m"], row["ch"], row.get("st")
+    if states is not None:
+        return [cell_style(states[i] == "m", code, states[i] == "d", i in pinned, states[i] == "n")
+                for i, code in enumerate(codes)]
     draft_from = row["sp"] if masks is None and not settled_all else len(codes)
     return [cell_style(bool(masks and masks[i]), code, i >= draft_from, i in pinned) for i, code in enumerate(codes)]
+
+
+def seen_in(rows: list[dict[str, Any]]) -> set[str]:
+    """The schema 2 legend entries and heat keys a side's rows show (theme.json only_if_seen): noise, drafted,
+    edited, renoised, inserted, deleted; empty for a schema 1 side."""
+    seen: set[str] = set()
+    for row in rows:
+        states = row.get("st")
+        if states is None:
+            continue
+        seen.update(name for letter, name in (("n", "noise"), ("d", "drafted")) if letter in states)
+        seen.update(("edited", "renoised", "inserted")[c - 4] for c in set(row["ch"]) if c >= 4)
+        if row.get("del"):
+            seen.add("deleted")
+    return seen
+
+
+def legend_seen(rows: list[dict[str, Any]]) -> set[str]:
+    """Every legend entry and heat key a side's rows show (as the player's noteSeen counts them), for a video of a
+    race with schema 2 states, whose legend lists only what occurs."""
+    seen = seen_in(rows) | {"unchanged"}
+    for row in rows:
+        codes, masks = row["ch"], row["m"]
+        seen.update(name for code, names in ((1, ("new", "fresh")), (2, ("changed",)), (3, ("remasked",)))
+                    if code in codes for name in names)
+        if masks and any(masks):
+            seen.add("masked")
+        if (row.get("st") or "").count("d") or (masks is None and not row["final"] and row["sp"] < len(codes)):
+            seen.add("draft")
+    return seen
+
+
+def heat_columns(rows: list[dict[str, Any]]) -> tuple[list[list[int]], list[list[int]], int] | None:
+    """For a side whose frames insert or delete positions: per row, each position's heatmap column and the columns
+    its deletions leave, and the number of columns (app/analysis/states.py columns); None for any other side, whose
+    heatmap has a column per position."""
+    if not any(row.get("del") or states.INSERTED in row["ch"] for row in rows if row.get("st") is not None):
+        return None
+    cols, width = states.columns(rows)
+    gone = [[]] + [[prev_cols[d[0]] for d in row.get("del") or ()] for prev_cols, row in zip(cols, rows[1:])]
+    return cols, gone, width
 
 
 def pinned_positions(rows: list[dict[str, Any]]) -> frozenset[int]:

@@ -18,7 +18,8 @@ from app.export.video.palette import (
     BORDER,
     CHANGED,
     FG,
-    HEAT,
+    HEAT_FIXED,
+    HEAT_SCHEMA2,
     LINE,
     MASK_FG,
     MUTED,
@@ -89,9 +90,10 @@ class GifWriter:
     identical frames merged into one longer delay; memory stays one frame however long the race."""
 
     def __init__(self, path: Path, size: tuple[int, int], sample: Image.Image, loop: bool = True) -> None:
+        drawn = HEAT_SCHEMA2 if sample.info.get("schema2") else []  # Scene.palette_sample: a race with states
         keys = list(dict.fromkeys([WHITE, FG, MUTED, PANEL, BORDER, MASK_FG, SWATCH_EDGE, NEW, CHANGED, TICK,
-                                   LINE["left"], LINE["right"], *map(tuple, HEAT.tolist()),
-                                   *(c for pair in BADGE.values() for c in pair)]))
+                                   LINE["left"], LINE["right"], *HEAT_FIXED,
+                                   *(c for pair in BADGE.values() for c in pair), *drawn]))
         adaptive = sample.quantize(256 - len(keys), method=Image.Quantize.MEDIANCUT).getpalette() or []
         table = (bytes(v for c in keys for v in c) + bytes(adaptive[:3 * (256 - len(keys))])).ljust(768, b"\0")
         self.quantize = Quantizer(table)

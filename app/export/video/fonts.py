@@ -13,12 +13,18 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from app.export.video.palette import (
+    DELETE,
+    DELETE_MARK,
     DRAFT,
     DRAFT_MARK,
     FRESH,
     FRESH_MARK,
+    NOISE,
+    NOISE_INK,
     REMASK,
     REMASK_MARK,
+    RENOISE,
+    RENOISE_MARK,
     STYLE_AREA,
     STYLE_BG,
     STYLE_FG,
@@ -172,6 +178,9 @@ class Glyphs:
     def _blend(self, gid: np.ndarray, sty: np.ndarray) -> np.ndarray:
         """Cells (rows x cols x cell height x cell width x RGB): glyph over background, then the style's decoration."""
         alpha = self.atlas[gid].astype(np.uint16)[..., None]
+        noisy = (sty == NOISE) | (sty == RENOISE)
+        if noisy.any():
+            alpha[noisy] = self._slant(alpha[noisy])
         bg = np.where(self.band[None, None, :, None], STYLE_BG[sty][:, :, None, :], STYLE_AREA[sty][:, :, None, :])
         out = ((bg[:, :, :, None, :] * (255 - alpha) + STYLE_FG[sty][:, :, None, None, :] * alpha + 127) // 255
                ).astype(np.uint8)
@@ -181,12 +190,42 @@ class Glyphs:
         if draft.any():
             out[draft, self.under, ::2] = DRAFT_MARK
         if remask.any():
-            t, b, w = self.top, self.bottom, self.stroke
-            out[remask, t:t + w] = REMASK_MARK
-            out[remask, b - w:b] = REMASK_MARK
-            out[remask, t:b, :w] = REMASK_MARK
-            out[remask, t:b, -w:] = REMASK_MARK
+            self._box(out, remask, REMASK_MARK, 1)
+        self._schema2_marks(out, sty, alpha)
         return out
+
+    def _box(self, out: np.ndarray, where: np.ndarray, colour: tuple[int, int, int], dash: int) -> None:
+        """An outline round the glyph band of the cells `where`, every `dash`-th pixel pair drawn (1: solid)."""
+        t, b, w = self.top, self.bottom, self.stroke
+        step = slice(None, None, dash)
+        out[where, t:t + w, step] = colour
+        out[where, b - w:b, step] = colour
+        out[where, t:b:dash, :w] = colour
+        out[where, t:b:dash, -w:] = colour
+
+    def _slant(self, alpha: np.ndarray) -> np.ndarray:
+        """Glyphs leaned right, a row further the higher it is: noise's italic, drawn from the one mono face."""
+        out = np.zeros_like(alpha)
+        for y in range(self.ch):
+            shift = max(0, (self.bottom - y) // 5)
+            out[:, y, shift:] = alpha[:, y, :self.cw - shift] if shift < self.cw else 0
+        return out
+
+    def _schema2_marks(self, out: np.ndarray, sty: np.ndarray, alpha: np.ndarray) -> None:
+        """Noise's speckle (where the glyph is not), re-noised's dashed outline and a deleted token's strike (an
+        inserted token has its own paper)."""
+        noisy = (sty == NOISE) | (sty == RENOISE)
+        if noisy.any():
+            speckle = np.zeros((self.ch, self.cw), bool)
+            speckle[self.top + 1:self.bottom:3, 1::3] = True
+            out[noisy] = np.where((speckle[None, :, :, None] & (alpha[noisy] < 64)), NOISE_INK, out[noisy])
+        renoise = sty == RENOISE
+        if renoise.any():
+            self._box(out, renoise, RENOISE_MARK, 2)
+        delete = sty == DELETE
+        if delete.any():
+            mid = (self.top + self.bottom) // 2
+            out[delete, mid:mid + self.stroke] = DELETE_MARK
 
     def line(self, parts: list[tuple[str, int]], cells: int) -> np.ndarray:
         """One right-aligned line of mono UI text, `cells` wide, from (text, style) parts (ASCII-safe strings)."""

@@ -21,9 +21,9 @@ from app.export.video.palette import (
     LEGEND,
     LINE,
     MUTED,
+    ONLY_IF_SEEN,
     PANEL,
     PASS_RATE,
-    PINS_ONLY,
     SWATCH_EDGE,
     TICK,
     UI,
@@ -32,7 +32,7 @@ from app.export.video.palette import (
 )
 from app.export.video.track import HeatStrip, Track
 from app.trace.frames import SIDES, Recording
-from app.view.side import CELLS, cell_styles, status_sentence
+from app.view.side import CELLS, DELETED, cell_styles, legend_seen, seen_in, status_sentence
 from app.view.theme import MASK, STATUS_TEXT, TERMINAL
 
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
@@ -61,7 +61,7 @@ class Scene:
         self.canvas = self._background()
         self.dirty: list[tuple[int, int, int, int]] = [(0, 0, self.W, self.H)]
         for tr in self.tracks:
-            tr.heat = HeatStrip(tr.width, len(tr.frames), self.heat_w, self.heat_h, tr.pinned)
+            tr.heat = HeatStrip(tr.width, len(tr.frames), self.heat_w, self.heat_h, tr.pinned, tr.columns)
         self.status_text: str | None = None
         most = (self.inner_w * 5 // 8) // self.glyphs.cw  # room for the timer; the name gets the rest
         self.head_cells = {tr.key: max([1] + [len(tr.timer(i, most)) for i in range(len(tr.frames))])
@@ -106,7 +106,14 @@ class Scene:
     def _legend_items(self) -> list[tuple[int, Callable[[Image.Image, int, int], None]]]:
         px, face, g = self.px, self.sans[13], self.glyphs
         items: list[tuple[int, Callable[[Image.Image, int, int], None]]] = []
-        hide = set() if any(tr.pinned for tr in self.tracks) else PINS_ONLY
+        seen = set().union(*(seen_in(tr.rows) for tr in self.tracks))
+        hide = set(ONLY_IF_SEEN)
+        if any(row.get("st") is not None for tr in self.tracks for row in tr.rows):  # schema 2: only what occurs
+            seen = set().union(*(legend_seen(tr.rows) for tr in self.tracks))
+            hide = set(CELLS) | set(HEAT_NAMES)
+        if any(tr.pinned for tr in self.tracks):
+            seen |= {"pinned", "given"}
+        hide -= seen
         legend = [item for item in LEGEND if CELLS[item[0]] not in hide]
         heat_keys = [item for item in HEAT_KEY if HEAT_NAMES[item[0]] not in hide]
         for style, sample, label in legend:
@@ -305,20 +312,19 @@ class Scene:
                 ) -> tuple[list[int], list[int], list[int], list[int], int, int]:
         """Every drawn cell's line, column, glyph and style, wrapped as the page's pre-wrap text is (a token
         moves to the next line when it does not fit, one longer than a line breaks anywhere), then the
-        number of lines and the last line holding a change (-1: none)."""
+        number of lines and the last line holding a change (-1: none). A token the frame deleted is drawn, struck
+        through, where it was."""
         cols, g = self.cols, self.glyphs
         lin: list[int] = []
         col: list[int] = []
         gid: list[int] = []
         sty: list[int] = []
-        line = c = 0
-        focus = -1
         if row is None:
             return lin, col, gid, sty, 1, -1
-        masks, codes = row["m"], row["ch"]
-        for i, (tok, style) in enumerate(zip(row["tok"], cell_styles(row, settled_all, pinned))):
-            code = codes[i]
-            ids = self.mask_ids if masks and masks[i] else g.token(tok)
+        at = [0, 0, -1]  # line, column, the last line holding a change
+
+        def place(ids: tuple[int, ...], style: int, code: int) -> None:
+            line, c = at[0], at[1]
             n = len(ids)
             simple = NEWLINE not in ids and TAB not in ids
             if simple and 0 < c and c + n > cols and n <= cols and any(ids):
@@ -346,9 +352,21 @@ class Scene:
                     gid.append(k)
                     sty.append(style)
                     c += 1
+            at[0], at[1] = line, c
             if code:
-                focus = line
-        return lin, col, gid, sty, line + 1, focus
+                at[2] = line
+
+        masks, codes = row["m"], row["ch"]
+        gone: dict[int, list[str]] = {}
+        for _, before, tok in row.get("del") or ():
+            gone.setdefault(before, []).append(tok)
+        for i, (tok, style) in enumerate(zip(row["tok"], cell_styles(row, settled_all, pinned))):
+            for dropped in gone.get(i, ()):
+                place(g.token(dropped), DELETED, 1)
+            place(self.mask_ids if masks and masks[i] else g.token(tok), style, codes[i])
+        for dropped in gone.get(len(row["tok"]), ()):
+            place(g.token(dropped), DELETED, 1)
+        return lin, col, gid, sty, at[0] + 1, at[2]
 
     def _text(self, x0: int, y0: int, tr: Track, row: dict[str, Any] | None, settled_all: bool) -> tuple[int, int]:
         """Redraws the text rows whose cells changed; scrolls (like a terminal) only to keep the latest change in
@@ -396,10 +414,13 @@ class Scene:
         self.put(x0 + self.heat_x + self.heat_w + 1, y0 + self.heat_y, ticks)
 
     def palette_sample(self) -> Image.Image:
-        """The background, every badge and every heat colour: what a GIF palette must cover."""
+        """The background and every badge: what a GIF palette must cover beside its fixed colours; info["schema2"]
+        says the race draws schema 2's states, whose colours the palette then holds too."""
         parts = [self.canvas.copy()]
         for status in BADGE:
             fill, edge = BADGE[status]
             parts.append(np.broadcast_to(np.array(fill, np.uint8), (8, self.W, 3)))
             parts.append(np.broadcast_to(np.array(edge, np.uint8), (8, self.W, 3)))
-        return Image.fromarray(np.concatenate(parts))
+        sample = Image.fromarray(np.concatenate(parts))
+        sample.info["schema2"] = any(row.get("st") is not None for tr in self.tracks for row in tr.rows)
+        return sample

@@ -13,9 +13,19 @@ import numpy as np
 
 from app.errors import UserError
 from app.export import read_for_export
-from app.export.video.palette import CODE_HEAT, H_GIVEN, H_MASKED, H_UNCHANGED, HEAT, WHITE
+from app.export.video.palette import (
+    CODE_HEAT,
+    H_DELETED,
+    H_DRAFTED,
+    H_GIVEN,
+    H_MASKED,
+    H_NOISE,
+    H_UNCHANGED,
+    HEAT,
+    WHITE,
+)
 from app.trace.frames import Recording
-from app.view.side import recorded_side
+from app.view.side import heat_columns, recorded_side
 
 log = logging.getLogger("converge.export")
 
@@ -23,7 +33,10 @@ log = logging.getLogger("converge.export")
 class HeatStrip:
     """One side's heatmap (rows = frames, columns = positions) at display size, one row added per frame."""
 
-    def __init__(self, positions: int, frames: int, width: int, height: int, pinned: frozenset[int]) -> None:
+    def __init__(self, positions: int, frames: int, width: int, height: int, pinned: frozenset[int],
+                 columns: tuple[list[list[int]], list[list[int]], int] | None = None) -> None:
+        self.columns = columns  # a side whose frames insert or delete positions: side.heat_columns
+        positions = columns[2] if columns else positions
         self.n, self.h = max(1, frames), height
         self.pinned = np.array(sorted(p for p in pinned if p < max(1, positions)), np.int64)  # given from frame 0
         self.starts = (np.arange(width) * max(1, positions)) // width
@@ -44,9 +57,15 @@ class HeatStrip:
         codes = np.zeros(max(1, len(ch)), np.uint8)
         if len(ch):
             masked = np.asarray(row["m"], bool) if row["m"] is not None else np.zeros(len(ch), bool)
-            codes[:len(ch)] = np.where(ch == 0, np.where(masked, H_MASKED, H_UNCHANGED), CODE_HEAT[ch])
+            quiet = np.where(masked, H_MASKED, H_UNCHANGED)
+            if row.get("st") is not None:
+                states = np.frombuffer(row["st"].encode("ascii"), np.uint8)
+                quiet = np.where(states == ord("n"), H_NOISE, np.where(states == ord("d"), H_DRAFTED, quiet))
+            codes[:len(ch)] = np.where(ch == 0, quiet, CODE_HEAT[ch])
             given = self.pinned[self.pinned < len(ch)]
             codes[given] = H_GIVEN
+        if self.columns is not None:
+            codes = self._aligned(codes[:len(ch)])
         cols = int(np.searchsorted(self.starts, len(codes), side="left"))  # the columns starting inside the row
         r0, r1 = self.span(self.count)
         self.cells[r0:r1, :cols] = np.maximum(self.cells[r0:r1, :cols],
@@ -54,6 +73,15 @@ class HeatStrip:
         self.pixels[r0:r1] = HEAT[self.cells[r0:r1]]
         self.fresh = (min(r0, self.fresh[0]), max(r1, self.fresh[1])) if self.fresh else (r0, r1)
         self.count += 1
+
+    def _aligned(self, codes: np.ndarray) -> np.ndarray:
+        """A row's codes placed in the columns its positions keep (and its deletions in theirs)."""
+        assert self.columns is not None
+        cols, gone, _ = self.columns
+        out = np.zeros(self.positions, np.uint8)
+        out[np.asarray(cols[self.count], np.int64)] = codes
+        out[np.asarray(gone[self.count], np.int64)] = H_DELETED
+        return out
 
     def take(self) -> tuple[int, np.ndarray] | None:
         """The display rows redrawn since the last call, as (first row, pixels)."""
@@ -78,6 +106,7 @@ class Track:
         self.reach = list(accumulate(self.keys, max))
         self.ended, self.end_status, self.message = side.ended, side.status, side.message or ""
         self.width = max((len(r["tok"]) for r in self.rows), default=0)
+        self.columns = heat_columns(self.rows)
         self.in_place = side.in_place()
         self.shown: int | None = None
         self.top = 0

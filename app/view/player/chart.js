@@ -103,8 +103,8 @@ function chartPart(p) {
   }
 
   function liveSeries(side, denom) {
-    /* Live estimate: positions committed (unmasked) and unchanged since the previous frame,
-       over the longest draft so far. */
+    /* Live estimate: positions committed (unmasked; schema 2: accepted, never noise or a draft) and unchanged
+       since the previous frame, over the longest draft so far. */
     var out = [];
     for (var i = 0; i < side.rows.length; i++) {
       var row = side.rows[i];
@@ -113,7 +113,8 @@ function chartPart(p) {
       if (hits == null) {
         hits = 0;
         for (var k = 0; k < row.tok.length; k++) {
-          if (row.ch && row.ch[k] === 0 && !(row.m && row.m[k]) && row.tok[k].trim()) hits++;
+          if (row.ch && row.ch[k] === 0 && !(row.m && row.m[k]) && !(row.st && row.st[k] !== "a") &&
+              row.tok[k].trim()) hits++;
         }
         side.live[i] = hits;
       }

@@ -110,26 +110,33 @@ for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
 /* merging frames into one heatmap row: a change within the band wins over the band's last state */
 var HEAT_RANK = {};
 HEAT_RANK[HEAT32.fresh] = 1; HEAT_RANK[HEAT32.remasked] = 2; HEAT_RANK[HEAT32.changed] = 3;
+HEAT_RANK[HEAT32.inserted] = 1; HEAT_RANK[HEAT32.renoised] = 2; HEAT_RANK[HEAT32.edited] = 3;
+HEAT_RANK[HEAT32.deleted] = 3;
 var MIN_ROW = 3; /* CSS pixels: the least height a heatmap row is drawn at (more frames are merged) */
 
-/* a token's class by style = masked | change code << 1 | draft << 3 | inspected << 4 | pinned << 5
-   (pinned, text given before the run, wins over the rest but the inspection outline) */
-var STYLES = THEME.styles, CODE_STYLE = [null, "new", "changed", "remasked"];
-var PINNED = 32;
+/* a token's class by style = masked | change code << 1 | draft << 4 | inspected << 5 | pinned << 6 | noise << 7
+   (pinned, text given before the run, wins over the rest but the inspection outline; codes 4-6 are schema 2's
+   edited, re-noised and inserted: app/analysis/states.py) */
+var STYLES = THEME.styles, CODE_STYLE = [null, "new", "changed", "remasked", "edited", "renoised", "inserted"];
+var DRAFT = 16, SEL = 32, PINNED = 64, NOISE = 128;
 var TOKEN_CLASS = [];
-for (var style = 0; style < 64; style++) {
-  var c = style >> 1 & 3, cls = "cv-tok";
+for (var style = 0; style < 256; style++) {
+  var c = style >> 1 & 7, cls = "cv-tok";
   if (style & PINNED) cls += " " + STYLES.pinned["class"];
   else {
     if (style & 1) cls += " " + STYLES.masked["class"];
-    if (c) cls += " " + STYLES[CODE_STYLE[c]]["class"];
-    else if (style & 8) cls += " " + STYLES.draft["class"];
+    if (style & NOISE) cls += " " + STYLES.noise["class"];
+    if (CODE_STYLE[c]) cls += " " + STYLES[CODE_STYLE[c]]["class"];
+    else if (style & DRAFT) cls += " " + STYLES.draft["class"];
   }
-  if (style & 16) cls += " " + STYLES.inspected["class"];
+  if (style & SEL) cls += " " + STYLES.inspected["class"];
   TOKEN_CLASS.push(cls);
 }
-var PINS_ONLY = {}; /* legend entries shown only while a side has pinned text */
-THEME.pins_only.forEach(function (name) { PINS_ONLY[name] = 1; });
+var DELETED_CLASS = "cv-tok " + STYLES.deleted["class"]; /* a token this frame dropped, drawn where it was */
+var ONLY_IF_SEEN = {}; /* legend entries shown only once what they name occurs (pins, the schema 2 states) */
+THEME.only_if_seen.forEach(function (name) { ONLY_IF_SEEN[name] = 1; });
+var STATE_WORDS = { n: STYLES.noise.label, d: STYLES.draft.label, a: "accepted" }; /* the inspector's */
+var CODE_HEAT = [null, "fresh", "changed", "remasked", "edited", "renoised", "inserted"];
 
 /* a side's pinned positions as flags by position, from the positions its first row lists */
 function pinFlags(positions) {
@@ -138,12 +145,54 @@ function pinFlags(positions) {
   return flags;
 }
 
-function cellColour(code, masked, pinned) {
+function cellColour(code, masked, pinned, state) {
   if (pinned) return HEAT32.given;
-  if (code === 1) return HEAT32.fresh;
-  if (code === 2) return HEAT32.changed;
-  if (code === 3) return HEAT32.remasked;
-  return masked ? HEAT32.masked : HEAT32.unchanged;
+  if (CODE_HEAT[code]) return HEAT32[CODE_HEAT[code]];
+  if (masked) return HEAT32.masked;
+  return state === "n" ? HEAT32.noise : state === "d" ? HEAT32.drafted : HEAT32.unchanged;
+}
+
+/* the positions of the row before that a schema 2 row's positions continue (-1: inserted), from its inserted
+   codes and deleted list; any other row continues position by position (app/analysis/states.py
+   previous_positions) */
+function backOf(row, before) {
+  var n = row.tok.length, out = [], i;
+  if (!row.st) { for (i = 0; i < n; i++) out.push(i < before ? i : -1); return out; }
+  var dropped = {}, j = 0;
+  (row.dl || []).forEach(function (d) { dropped[d[0]] = 1; });
+  for (i = 0; i < n; i++) {
+    if (row.ch[i] === 6) { out.push(-1); continue; }
+    while (j < before && dropped[j]) j++;
+    out.push(j < before ? j++ : -1);
+  }
+  return out;
+}
+
+/* each row's heatmap column per position and the columns its deletions leave, so a position keeps its column
+   across insertions and deletions (app/analysis/states.py columns: the same rule) */
+function lineColumns(rows) {
+  var next = [], head = -1, lines = [], count = 0, perRow = [], gone = [];
+  for (var r = 0; r < rows.length; r++) {
+    var row = rows[r];
+    if (!row) { perRow.push(null); gone.push(null); continue; }
+    var back = backOf(row, lines.length), mine = [];
+    for (var i = 0; i < row.tok.length; i++) {
+      var j = back[i];
+      if (j >= 0 && j < lines.length) { mine.push(lines[j]); continue; }
+      var line = count++, after = mine.length ? mine[mine.length - 1] : -1;
+      if (after < 0) { next[line] = head; head = line; }
+      else { next[line] = next[after] == null ? -1 : next[after]; next[after] = line; }
+      mine.push(line);
+    }
+    var prev = lines;
+    gone.push((row.dl || []).map(function (d) { return prev[d[0]]; }).filter(function (x) { return x != null; }));
+    lines = mine;
+    perRow.push(mine);
+  }
+  var order = [], at = head, k = 0;
+  while (at >= 0) { order[at] = k++; at = next[at]; }
+  function place(list) { return list && list.map(function (x) { return order[x]; }); }
+  return { cols: perRow.map(place), gone: gone.map(place), width: count };
 }
 
 function newSide() {
@@ -163,7 +212,7 @@ function visibleCount(row) {
   var n = 0;
   for (var k = 0; k < row.tok.length; k++) {
     var tk = row.tok[k];
-    if (!(row.m && row.m[k]) && tk.trim() && !EOS[tk]) n++;
+    if (!(row.m && row.m[k]) && !(row.st && row.st[k] === "n") && tk.trim() && !EOS[tk]) n++;
   }
   row.vis = n;
   return n;

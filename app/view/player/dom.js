@@ -28,11 +28,12 @@ function buildDom(root) {
   var legendItems = []; /* every entry, each shown only while what it names occurs in the run (player paintLegend) */
   THEME.legend.forEach(function (name) {
     var st = STYLES[name], masked = st.glyph === "mask";
-    var cls = st["class"] + (masked && name !== "masked" ? " " + STYLES.masked["class"] : "");
+    var cls = st["class"] + (masked && name !== "masked" ? " " + STYLES.masked["class"] : "") +
+      (st["with"] ? " " + STYLES[st["with"]]["class"] : "");
     var item = legendItem(cls, masked ? MASK : THEME.sample, st.label);
     item.setAttribute("role", "listitem");
     item.setAttribute("data-style", name);
-    if (PINS_ONLY[name]) item.hidden = true;
+    if (ONLY_IF_SEEN[name]) item.hidden = true;
     legendItems.push(item);
     legend.appendChild(item);
   });
@@ -44,7 +45,7 @@ function buildDom(root) {
     sw.style.background = "rgb(" + HEAT[x[0]].join(",") + ")";
     box.appendChild(sw);
     box.appendChild(el("span", "cv-legend-label", x[1]));
-    if (PINS_ONLY[x[0]]) box.hidden = true;
+    if (ONLY_IF_SEEN[x[0]]) box.hidden = true;
     legendItems.push(box);
   });
   legend.appendChild(heatKey);
@@ -120,7 +121,7 @@ function buildDom(root) {
                  heatOut: "", marker: marker, markerLabel: markerLabel, yTop: yTop, yName: yName, yBottom: yBottom,
                  xFirst: xFirst, xLast: xLast, xName: xName, heatLabel: heat.getAttribute("aria-label"), elapsed: elapsed, rate: rate, rateLabel: rateLabel,
                  elapsedLabel: elapsedLabel,
-                 blocks: [], shown: [], shownText: [], lastLen: 0, atEnd: true, pin: false };
+                 blocks: [], shown: [], shownText: [], shownPre: [], tail: "", lastLen: 0, atEnd: true, pin: false };
   });
 
   /* The token inspector: one region under the panels. Closed, it is a one-line hint with its own side and

@@ -105,7 +105,7 @@ function inspectorPart(p) {
       at += c.textContent.length;
     }
     for (var i = b * BLOCK; i < v.shownText.length; i++) {
-      at -= v.shownText[i].length;
+      at -= (v.shownPre[i] || "").length + v.shownText[i].length;
       if (at < 0) return i;
     }
     return -1;
@@ -132,9 +132,11 @@ function inspectorPart(p) {
     setAttr(inspPos, "max", String(Math.max(0, side.maxLen - 1)));
     if (document.activeElement !== inspPos && inspPos.value !== String(p)) inspPos.value = String(p);
     setText(inspTitle, sideWord(ins.side) + " \u00B7 " + displayName(side, ins.side) + " \u2014 position " + p);
+    /* on a side whose frames insert and delete positions, p is the position in the frame shown when it was picked,
+       followed from there through every frame (history) */
     var sig = [state.run, ins.side, p, side.rows.length, side.status, dark(), global.devicePixelRatio || 1].join("|");
     if (sig !== inspSig) {
-      inspHistory = history(side, p);
+      inspHistory = history(side, p, views[ins.side].idx);
       listEvents(inspHistory, side, p);
       drawSpark(inspHistory, ins.side, p);
       inspSig = sig;
@@ -144,41 +146,62 @@ function inspectorPart(p) {
     revealSel = false;
   }
 
-  function history(side, p) {
+  function history(side, p, idx) {
     /* One pass over the rows: position p's confidence at each frame, whether it was masked, and its events
-       (a change code at p, or candidates recorded for p). */
+       (a change code at p, or candidates recorded for p); on a side whose frames insert and delete positions, p is
+       the shown frame's position, followed to its place in every frame (positionsOf). */
     var rows = side.rows, conf = [], masked = [], events = [], hasConf = false, masks = false;
+    var at = positionsOf(side, p, idx);
     for (var r = 0; r < rows.length; r++) {
-      var row = rows[r];
-      var here = row && p < row.tok.length;
-      var value = here && row.cf && p < row.cf.length ? row.cf[p] : -1;
+      var row = rows[r], q = at[r];
+      var here = row && q >= 0 && q < row.tok.length;
+      var value = here && row.cf && q < row.cf.length ? row.cf[q] : -1;
       if (row && row.cf) hasConf = true;
       if (row && row.m) masks = true;
       conf.push(value);
-      masked.push(here && row.m ? row.m[p] : 0);
+      masked.push(here && row.m ? row.m[q] : 0);
       if (!row) continue;
+      if (q === -2) {
+        var before = rows[r - 1];
+        events.push({ r: r, code: 7, cands: null, at: -1, tok: before && at[r - 1] >= 0 ? before.tok[at[r - 1]] : null });
+        continue;
+      }
       var cands = null;
-      if (row.cd) for (var k = 0; k < row.cd.length; k++) if (row.cd[k][0] === p) cands = row.cd[k][1];
-      var code = p < row.ch.length ? row.ch[p] : 0;
-      if (code || cands) events.push({ r: r, code: code, cands: cands });
+      if (row.cd) for (var k = 0; k < row.cd.length; k++) if (row.cd[k][0] === q) cands = row.cd[k][1];
+      var code = here && q < row.ch.length ? row.ch[q] : 0;
+      var tok = here && code !== 3 && !(row.m && row.m[q]) ? row.tok[q] : null;
+      if (code || cands) events.push({ r: r, code: code, cands: cands, at: q, tok: tok });
     }
-    return { conf: conf, masked: masked, events: events, hasConf: hasConf, masks: masks };
+    return { conf: conf, masked: masked, events: events, hasConf: hasConf, masks: masks, at: at };
+  }
+
+  function positionsOf(side, p, idx) {
+    /* per row, where position p of frame idx is: p itself, or on a side whose frames insert and delete positions the
+       position in its heatmap column (lineColumns), -1 where that frame does not have it and -2 where it deleted it */
+    var rows = side.rows, out = [], lay = side.seen.aligned ? lineColumns(rows) : null;
+    var col = lay && idx >= 0 && lay.cols[idx] ? lay.cols[idx][p] : null;
+    for (var r = 0; r < rows.length; r++) {
+      if (col == null) { out.push(p); continue; }
+      var q = lay.cols[r] ? lay.cols[r].indexOf(col) : -1;
+      out.push(q < 0 && lay.gone[r] && lay.gone[r].indexOf(col) >= 0 ? -2 : q);
+    }
+    return out;
   }
 
   function listEvents(h, side, p) {
     var items = [], commits = 0;
     for (var k = 0; k < h.events.length && items.length < MAX_EVENTS; k++) {
       var e = h.events[k], row = side.rows[e.r];
-      var word = e.code === 1 ? (h.masks ? (commits++ ? "re-committed" : "committed") : "appeared")
-        : e.code === 2 ? "changed" : e.code === 3 ? "remasked" : "weighed";
+      var word = e.code === 1 ? (row.st ? (row.st[e.at] === "d" ? "drafted" : "accepted")
+                                 : h.masks ? (commits++ ? "re-committed" : "committed") : "appeared")
+        : e.code === 2 ? "changed" : e.code === 3 ? "remasked" : e.code === 4 ? "edited"
+        : e.code === 5 ? "re-noised" : e.code === 6 ? "inserted" : e.code === 7 ? "deleted" : "weighed";
       if (e.code === 1 && row.by) word += row.by === "user" ? " by you" : " by the model";
       var li = el("li", "cv-insp-event", null, { "data-code": String(e.code) });
       li.appendChild(el("span", "cv-insp-when", "step " + row.step + " \u00B7 frame " + (e.r + 1) + " \u00B7 t = " +
         row.t.toFixed(3) + " s"));
       li.appendChild(document.createTextNode(" " + word + " "));
-      if (e.code !== 3 && p < row.tok.length && !(row.m && row.m[p])) {
-        li.appendChild(el("span", "cv-insp-tok", quoted(row.tok[p])));
-      }
+      if (e.tok != null) li.appendChild(el("span", "cv-insp-tok", quoted(e.tok)));
       if (e.cands && e.cands.length) {
         li.appendChild(document.createTextNode(e.code === 3 ? " \u2014 its top candidates then: "
                                                             : " \u2014 top candidates: "));
@@ -235,7 +258,7 @@ function inspectorPart(p) {
     ctx.lineWidth = 1;
     ctx.strokeStyle = themeColour("dot-edge", isDark);
     h.events.forEach(function (e) {
-      var colour = HEAT[e.code === 1 ? "fresh" : e.code === 2 ? "changed" : e.code === 3 ? "remasked" : "unchanged"];
+      var colour = HEAT[e.code === 7 ? "deleted" : CODE_HEAT[e.code] || "unchanged"];
       var v = h.conf[e.r] >= 0 ? h.conf[e.r] : 0;
       ctx.fillStyle = "rgb(" + colour.join(",") + ")";
       ctx.beginPath();
@@ -250,7 +273,9 @@ function inspectorPart(p) {
         Math.max.apply(null, seen) + " %"
       : "No confidence recorded for position " + p);
     setText(sparkNote, "Confidence at each frame (dashed while masked: its top candidate's probability); " +
-      "dots: committed (sky blue), changed (vermillion), remasked (black), as in the heatmap; " +
+      "dots: committed (sky blue), changed (vermillion), remasked (black)" +
+      (state.sides[s].seen.st2 ? ", edited (yellow), re-noised (dark blue), inserted " +
+       "(dark purple), deleted (dark green)" : "") + ", as in the heatmap; " +
       "the line is the frame shown.");
   }
 
@@ -263,6 +288,7 @@ function inspectorPart(p) {
   function paintNow(side, idx, p) {
     /* the inspected position at the frame shown (per frame: a line of text and the marker's place) */
     var row = idx >= 0 ? side.rows[idx] : null, text;
+    if (inspHistory && idx >= 0 && idx < inspHistory.at.length) p = inspHistory.at[idx] < 0 ? Infinity : inspHistory.at[idx];
     if (!row) text = "Before this side's first frame.";
     else {
       text = "Frame " + (idx + 1) + " / " + side.rows.length + " (step " + row.step + ", t = " +
@@ -272,6 +298,7 @@ function inspectorPart(p) {
         var masked = row.m && row.m[p];
         var cf = row.cf && p < row.cf.length ? row.cf[p] : -1;
         text += masked ? "masked" : quoted(row.tok[p]);
+        if (row.st && !masked) text += " \u00B7 " + (STATE_WORDS[row.st[p]] || "");
         if (side.pinned && side.pinned[p]) text += " \u00B7 " + STYLES.pinned.label;
         else if (cf >= 0) text += (masked ? " \u00B7 top candidate at " : " \u00B7 confidence ") + cf + " %";
       }

@@ -91,17 +91,18 @@ function panelsPart(p) {
        node when unstyled), so a 1,000-token panel is a few hundred inline boxes instead of a thousand and
        the browser's text layout and paint, which grow with that count, stay cheap. */
     var tok = row ? row.tok : [];
-    var m = row && row.m, ch = row && row.ch;
+    var m = row && row.m, ch = row && row.ch, states = row && row.st;
+    var pre = deletedBefore(row), tail = pre[tok.length] || "";
     var settledAll = done && side.status === "done" && idx === side.rows.length - 1;
     var sp = row && typeof row.sp === "number" ? row.sp : 0;
     var textSource = row && !m;
-    var n = tok.length, shown = v.shown, shownText = v.shownText, blocks = v.blocks;
+    var n = tok.length, shown = v.shown, shownText = v.shownText, shownPre = v.shownPre, blocks = v.blocks;
     var nBlocks = Math.ceil(n / BLOCK);
     while (blocks.length < nBlocks) blocks.push(v.inner.appendChild(el("span", "cv-blk")));
     while (blocks.length > nBlocks) v.inner.removeChild(blocks.pop());
     var dirty = [], cut = shown.length > n && n % BLOCK;
     shown.length = Math.min(shown.length, n);
-    shownText.length = shown.length;
+    shownText.length = shownPre.length = shown.length;
     var draftFrom = textSource && !settledAll ? sp : n;
     var pinned = side.pinned;
     for (var i = 0; i < n; i++) {
@@ -109,17 +110,21 @@ function panelsPart(p) {
       var code = ch ? ch[i] : 0;
       /* app/view/side.py cell_style's rule as bits (TOKEN_CLASS): computed here, as it hangs on what only the
          browser knows, the inspected position and whether the row shown is a finished side's last */
-      var style = (pinned && pinned[i] ? PINNED : masked | code << 1 | (code === 0 && i >= draftFrom ? 8 : 0)) |
-        (i === sel ? 16 : 0);
-      var text = masked ? MASK : tok[i];
-      if (shown[i] !== style || shownText[i] !== text) {
+      var state = states ? states[i] : "";
+      var draft = code === 0 && (states ? state === "d" : i >= draftFrom) ? DRAFT : 0;
+      var style = (pinned && pinned[i] ? PINNED : masked | code << 1 | draft | (state === "n" ? NOISE : 0)) |
+        (i === sel ? SEL : 0);
+      var text = masked ? MASK : tok[i], gone = pre[i] || "";
+      if (shown[i] !== style || shownText[i] !== text || (shownPre[i] || "") !== gone) {
         shown[i] = style;
         shownText[i] = text;
+        shownPre[i] = gone;
         var b = (i / BLOCK) | 0;
         if (dirty[dirty.length - 1] !== b) dirty.push(b);
       }
     }
-    if (cut && dirty[dirty.length - 1] !== nBlocks - 1) dirty.push(nBlocks - 1);
+    if ((cut || v.tail !== tail) && nBlocks && dirty[dirty.length - 1] !== nBlocks - 1) dirty.push(nBlocks - 1);
+    v.tail = tail;
     for (var k = 0; k < dirty.length; k++) fillBlock(v, dirty[k], n);
     setAttr(v.text, "data-tokens", String(n));
     /* the newest change stays in view (applied after all writes, see follow): a diffusion side's last position
@@ -137,9 +142,13 @@ function panelsPart(p) {
     /* Rebuilds one block's runs, keeping each node already in place that has the run's style (only its text
        may change), so a frame that highlights one token touches a node or two rather than the whole block. */
     var from = b * BLOCK, to = Math.min(n, from + BLOCK), block = v.blocks[b], child = block.firstChild;
-    for (var i = from; i < to;) {
+    for (var i = from; i <= to;) {
+      /* the tokens this frame deleted, struck through where they were (after the last position: the tail) */
+      var gone = i < to ? v.shownPre[i] : to === n ? v.tail : "";
+      if (gone) child = putRun(block, child, DELETED_CLASS, gone).nextSibling;
+      if (i === to) break;
       var style = v.shown[i], text = v.shownText[i], j = i + 1;
-      for (; j < to && v.shown[j] === style; j++) text += v.shownText[j];
+      for (; j < to && v.shown[j] === style && !v.shownPre[j]; j++) text += v.shownText[j];
       var node = child;
       if (node && (style ? node.nodeType === 1 && node.className === TOKEN_CLASS[style] : node.nodeType === 3)) {
         setRunText(node, text);
@@ -148,7 +157,7 @@ function panelsPart(p) {
         node = style ? el("span", TOKEN_CLASS[style], text) : document.createTextNode(text);
         block.insertBefore(node, child);
       }
-      if (style & 16) v.selNode = node;
+      if (style & SEL) v.selNode = node;
       i = j;
     }
     while (child) {
@@ -156,6 +165,19 @@ function panelsPart(p) {
       block.removeChild(child);
       child = next;
     }
+  }
+
+  function putRun(block, child, cls, text) {
+    /* a styled run before `child`, reusing `child` when it has that class; returns the run's node */
+    if (child && child.nodeType === 1 && child.className === cls) { setRunText(child, text); return child; }
+    return block.insertBefore(el("span", cls, text), child);
+  }
+
+  function deletedBefore(row) {
+    /* a schema 2 row's deleted tokens by the position they stand before (the row's length: after the last) */
+    var out = [];
+    if (row && row.dl) row.dl.forEach(function (d) { out[d[1]] = (out[d[1]] || "") + d[2]; });
+    return out;
   }
 
   function follow(v) {
@@ -196,7 +218,7 @@ function panelsPart(p) {
        consecutive frames (a cell shows any change within its band, else the band's last state), so every row stays
        readable. The bands go on an offscreen canvas; the visible canvas gets that image scaled once to its own
        device pixels, and only when rows arrive or its size changes. */
-    var rows = side.rows, n = rows.length, w = Math.max(1, side.maxLen);
+    var rows = side.rows, n = rows.length, lay = aligned(side), w = Math.max(1, lay ? lay.width : side.maxLen);
     var canvas = v.heat;
     if (!n) {
       if (canvas.width !== 1 || canvas.height !== 1) { canvas.width = 1; canvas.height = 1; }
@@ -219,11 +241,14 @@ function panelsPart(p) {
     }
     var buf32 = side.heat, pinned = side.pinned;
     for (var r = side.heatRows; r < n; r++) {
-      var row = rows[r], base = r * w;
-      for (var c = 0; c < w; c++) {
+      var row = rows[r], base = r * w, cols = lay && lay.cols[r], st = row && row.st;
+      if (cols) buf32.fill(HEAT32.empty, base, base + w);
+      for (var c = 0; c < (cols ? cols.length : w); c++) {
         if (!row || c >= row.tok.length) { buf32[base + c] = HEAT32.empty; continue; }
-        buf32[base + c] = cellColour(row.ch ? row.ch[c] : 0, !!(row.m && row.m[c]), !!(pinned && pinned[c]));
+        buf32[base + (cols ? cols[c] : c)] = cellColour(row.ch ? row.ch[c] : 0, !!(row.m && row.m[c]),
+                                                        !!(pinned && pinned[c]), st ? st[c] : "");
       }
+      if (lay && lay.gone[r]) lay.gone[r].forEach(function (col) { buf32[base + col] = HEAT32.deleted; });
     }
     if (side.heatRows !== n) side.heatGen = (side.heatGen || 0) + 1;
     side.heatRows = n;
@@ -299,6 +324,17 @@ function panelsPart(p) {
       setText(v.markerLabel, "frame " + (idx + 1) + (shown ? " \u00B7 " + whenText(shown, passes) : ""));
       setAttr(v.marker, "data-label-below", band < bands / 2 ? "true" : "false");
     }
+  }
+
+  function aligned(side) {
+    /* a side whose frames insert or delete positions: its heatmap columns follow each position (lineColumns),
+       worked out again only when rows arrive */
+    if (!side.seen.aligned) return null;
+    if (!side.lay || side.layRows !== side.rows.length) {
+      side.lay = lineColumns(side.rows);
+      side.layRows = side.rows.length;
+    }
+    return side.lay;
   }
 
   function whenText(row, passes) {

@@ -163,7 +163,7 @@ function create(root, options) {
 
   function paintLegend() {
     /* only what occurs in the run shown (all of it while nothing is loaded) */
-    var seen = { unchanged: 1, inspected: 1 }, any = false;
+    var seen = { unchanged: 1, inspected: 1 }, any = false; /* only_if_seen entries stay hidden until seen */
     SIDES.forEach(function (s) {
       var side = state.sides[s];
       if (!side.rows.length) return;
@@ -173,7 +173,7 @@ function create(root, options) {
     });
     ui.legendItems.forEach(function (item) {
       var name = item.getAttribute("data-style") || item.getAttribute("data-heat");
-      var hide = any && !seen[name];
+      var hide = (any || ONLY_IF_SEEN[name]) && !seen[name];
       if (item.hidden !== hide) item.hidden = hide;
     });
   }
@@ -188,6 +188,8 @@ function create(root, options) {
       state.sides[s] = newSide();
       views[s].shown = [];
       views[s].shownText = [];
+      views[s].shownPre = [];
+      views[s].tail = "";
       views[s].lastLen = 0;
     });
     timeline.invalidate();

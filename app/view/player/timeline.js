@@ -28,7 +28,14 @@ function expand(w, prev) {
   return { i: w.i, t: w.t, step: w.step, tok: tok, m: w.m ? w.m.slice() : null, ch: ch,
            nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0, vis: null, cf: cf, cd: cd,
            note: w.note == null ? "" : str(w.note),
-           by: w.by === "user" || w.by === "model" ? w.by : null };
+           by: w.by === "user" || w.by === "model" ? w.by : null,
+           st: typeof w.st === "string" && w.st.length === tok.length ? w.st : null, dl: deletions(w.dl || w["del"]) };
+}
+
+function deletions(list) {
+  /* a schema 2 row's deleted tokens: [[previous position, position it stands before, token], ...] */
+  if (!Array.isArray(list) || !list.length) return null;
+  return list.filter(Array.isArray).map(function (d) { return [d[0] | 0, d[1] | 0, str(d[2])]; });
 }
 
 function percent(v, scale) { return Math.max(0, Math.min(100, Math.round(+v * scale) || 0)); }
@@ -89,8 +96,17 @@ function noteSeen(seen, row) {
     if (c === 1) seen["new"] = seen.fresh = 1;
     else if (c === 2) seen.changed = 1;
     else if (c === 3) seen.remasked = 1;
+    else if (c >= 4 && CODE_STYLE[c]) seen[CODE_STYLE[c]] = 1;
     else if (!m && !row.final && j >= row.sp && j < n) seen.draft = 1;
   }
+  /* schema 2: noise and drafts by state; a row that inserts or deletes aligns the heatmap's columns */
+  if (row.st) {
+    seen.st2 = 1;
+    if (row.st.indexOf("n") >= 0) seen.noise = 1;
+    if (row.st.indexOf("d") >= 0) seen.draft = seen.drafted = 1;
+  }
+  if (row.dl) seen.deleted = 1;
+  if (row.dl || seen.inserted) seen.aligned = 1;
 }
 
 function timelinePart(p) {

@@ -1,0 +1,123 @@
+"""Schema 2's states in analysis: change codes per position, alignment across insertions and deletions (by the lists,
+never guessed), heatmap columns that stay aligned, and the settled series that counts neither noise nor drafts."""
+
+from __future__ import annotations
+
+from app.analysis import states as st
+from app.analysis.changes import (
+    SideAnalyzer,
+    metrics,
+    settled_against_final,
+    settled_fraction_series,
+    text_edits,
+    text_tokens,
+)
+from app.trace.frames import Frame
+
+N, NEW, CHANGED, REMASKED, EDITED, RENOISED, INSERTED = range(7)
+
+
+def uniform_frames() -> list[Frame]:
+    """A uniform-state side: a canvas of noise, accepted tokens, an edit, a re-noise, an insertion with a deletion."""
+    return [
+        Frame(t=0.1, step=0, tokens=["x", "q", "z"], states="nnn"),
+        Frame(t=0.2, step=1, tokens=["The", "q", "cat"], states="ana"),
+        Frame(t=0.3, step=2, tokens=["The", "dog", "sat"], states="ada"),
+        Frame(t=0.4, step=3, tokens=["The", "dog", "mat"], states="aaa"),
+        Frame(t=0.5, step=4, tokens=["The", "dog", "w"], states="aan"),
+        Frame(t=0.6, step=5, tokens=["The", "big", "dog", "sat"], states="adaa", inserted=[1, 3], deleted=[2]),
+        Frame(t=0.7, step=6, tokens=["The", "big", "dog", "sat", "."], states="aaaaa", inserted=[4], final=True),
+    ]
+
+
+def rows(frames: list[Frame]) -> list[dict]:
+    analyzer = SideAnalyzer()
+    return [analyzer.add(f) for f in frames]
+
+
+def test_each_position_gets_the_code_of_its_state_change() -> None:
+    codes = [r["ch"] for r in rows(uniform_frames())]
+    assert codes[0] == [N, N, N]  # noise is not news
+    assert codes[1] == [NEW, N, NEW]  # accepted over noise
+    assert codes[2] == [N, NEW, EDITED]  # a draft over noise; an accepted token replaced
+    assert codes[3] == [N, NEW, EDITED]  # the draft accepted; edited again
+    assert codes[4] == [N, N, RENOISED]  # accepted back to noise
+    assert codes[5] == [N, INSERTED, N, INSERTED]
+    assert codes[6] == [N, NEW, N, N, INSERTED]  # the draft "big" accepted
+
+
+def test_a_rows_states_and_masks_come_from_the_frame() -> None:
+    out = rows([Frame(t=0, step=0, tokens=["a", "b", "c"], states="mnd")])[0]
+    assert out["st"] == "mnd" and out["m"] == [1, 0, 0] and out["tok"] == ["", "b", "c"]
+    assert out["ch"] == [N, N, NEW]
+
+
+def test_deleted_positions_are_listed_where_they_were_and_inserted_ones_pair_by_the_lists() -> None:
+    out = rows(uniform_frames())
+    assert out[5]["back"] == [0, -1, 1, -1]
+    assert out[5]["del"] == [[2, 4, "w"]]
+    deleted_mid = rows([Frame(t=0, step=0, tokens=list("abcd"), states="aaaa"),
+                        Frame(t=1, step=1, tokens=list("acd"), states="aaa", deleted=[1])])
+    assert deleted_mid[1]["back"] == [0, 2, 3] and deleted_mid[1]["del"] == [[1, 1, "b"]]
+    assert deleted_mid[1]["ch"] == [N, N, N]  # c and d moved left, unchanged: aligned, not guessed as changes
+
+
+def test_a_frame_without_lists_pairs_position_by_position_and_schema_1_rows_have_no_new_keys() -> None:
+    assert st.previous_positions(3, 4, None, None) == [0, 1, 2, -1]
+    old = rows([Frame(t=0, step=0, tokens=["a", ""], masked=[False, True]),
+                Frame(t=1, step=1, tokens=["a", "b"], masked=[False, False])])
+    assert all("st" not in r and "del" not in r and "back" not in r for r in old)
+    assert old[1]["ch"] == [N, NEW]
+
+
+def test_heatmap_columns_keep_a_position_in_its_column_across_insertions_and_deletions() -> None:
+    cols, width = st.columns(rows(uniform_frames()))
+    assert width == 6
+    assert cols[0] == [0, 2, 5] and cols[4] == [0, 2, 5]
+    assert cols[5] == [0, 1, 2, 3]  # "big" and "sat" inserted; "w" (column 5) deleted
+    assert cols[6] == [0, 1, 2, 3, 4]
+    plain, w = st.columns(rows([Frame(t=0, step=0, tokens=["a"]), Frame(t=1, step=1, tokens=["a", "b"])]))
+    assert plain == [[0], [0, 1]] and w == 2
+
+
+def test_a_position_is_settled_from_its_acceptance_with_its_final_token_and_never_as_noise_or_draft() -> None:
+    settled = settled_against_final(uniform_frames())
+    assert settled[0] == [False, False, False]  # noise
+    assert settled[1] == [True, False, False]  # "The" accepted and kept; "cat" is edited later
+    assert settled[2] == [True, False, False]  # "dog" is only a draft
+    assert settled[3] == [True, True, False]  # "mat" is re-noised later
+    assert settled[5] == [True, False, True, True]  # "big" still a draft
+    series = settled_fraction_series(uniform_frames())
+    assert [round(v, 2) for _, v in series] == [0.0, 0.2, 0.2, 0.4, 0.4, 0.6, 1.0]
+
+
+def test_metrics_do_not_count_noise_as_visible() -> None:
+    m = metrics(uniform_frames())
+    assert m["ttft"] == 0.2 and m["tokens"] == 5 and m["final_settled_at"] == 0.7
+    noisy_end = uniform_frames()[:5]
+    assert metrics(noisy_end)["tokens"] == 2
+
+
+def test_text_snapshots_that_change_length_align_by_the_text_alignment() -> None:
+    short, long = text_tokens("I will read the file."), text_tokens("I will read the whole file.")
+    inserted, deleted = text_edits(short, long)
+    assert [long[i] for i in inserted] == ["whole", " "] and deleted == []
+    inserted, deleted = text_edits(long, short)
+    assert inserted == [] and [long[j] for j in deleted] == ["whole", " "]
+    mercury = [Frame(t=0.1, step=1, text="I wYll r%ad"), Frame(t=0.2, step=2, text="I will read the file."),
+               Frame(t=0.3, step=3, text="I will read it.", final=True)]
+    out = rows(mercury)
+    assert [len(r["tok"]) for r in out] == [len(text_tokens(f.text or "")) for f in mercury]
+    assert all("del" not in r for r in out)  # text rows keep their schema 1 shape
+    assert settled_fraction_series(mercury)[-1][1] == 1.0
+
+
+def test_the_frames_table_counts_each_kind_of_change() -> None:
+    from app.analysis.tables import frames_table
+    from app.trace.frames import Recording, make_header
+
+    rec = Recording(header=make_header("p", {"left": {"name": "uniform", "settings": {}}}),
+                    frames={"left": uniform_frames(), "right": []}, ends={}, warnings=[])
+    table = frames_table(rec)
+    assert table.edited.tolist() == [0, 0, 1, 1, 0, 0, 0] and table.renoised.tolist() == [0, 0, 0, 0, 1, 0, 0]
+    assert table.inserted.tolist() == [0, 0, 0, 0, 0, 2, 1] and table.deleted.tolist() == [0, 0, 0, 0, 0, 1, 0]
