@@ -125,3 +125,9 @@ def test_the_pages_export_follows_the_players_pace_and_the_boxs_hold_and_loop(ra
 def test_the_pages_export_refuses_nothing_odd_it_falls_back_to_the_defaults(race: Path) -> None:
     seconds, loop = gif_timing(export_from_page("gif", race, "player", "-4", "maybe"))
     assert seconds == pytest.approx(PACE + HOLD, abs=0.1) and loop == 0
+
+
+def test_the_video_header_shows_a_stretched_speed_in_two_digits_never_the_floats_length() -> None:
+    from app.export.video.scene import speed_text
+
+    assert [speed_text(v) for v in (0.408199, 0.075, 2.0, 12.5, 0.5)] == ["0.41", "0.075", "2", "12.5", "0.5"]

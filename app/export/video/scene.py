@@ -38,6 +38,12 @@ from app.view.theme import MASK, STATUS_TEXT, TERMINAL
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
 
 
+def speed_text(speed: float) -> str:
+    """A playback speed as the header shows it: two significant digits under 1 (0.41, a race stretched to the watch
+    pace), three above (2, 12.5), never the float's full length."""
+    return f"{speed:.2g}" if speed < 1 else f"{speed:.3g}"
+
+
 class Scene:
     """The whole picture at one size: a static background drawn once, and each side redrawn when its frame changes."""
 
@@ -74,7 +80,8 @@ class Scene:
         self.pad = px(14)
         self.prompt_y, self.row_h = self.pad, px(22)
         self.status_y = self.prompt_y + self.row_h
-        clock = self._clock_text(self.end) + (f" \u00b7 {self.speed:g}\u00d7 speed" if self.speed != 1 else "")
+        shown = f" \u00b7 {speed_text(self.speed)}\u00d7 speed" if self.speed != 1 else ""
+        clock = self._clock_text(self.end) + shown
         self.clock_cells = len(clock) + 1
         self.clock_w = self.clock_cells * g.cw
         self.legend_y = self.status_y + px(20) + px(6)
@@ -226,7 +233,7 @@ class Scene:
         return f"forward pass {int(t)}" if self.clock == "passes" else f"t = {t:.3f} s"
 
     def _clock(self, t: float) -> None:
-        speed = f" \u00b7 {self.speed:g}\u00d7 speed" if self.speed != 1 else ""
+        speed = f" \u00b7 {speed_text(self.speed)}\u00d7 speed" if self.speed != 1 else ""
         pixels = self.glyphs.line([(self._clock_text(t), UI), (speed, UI_MUTED)], self.clock_cells)
         self.put(self.W - self.pad - pixels.shape[1], self.prompt_y, pixels)
 
