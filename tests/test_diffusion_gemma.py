@@ -108,8 +108,13 @@ def test_each_canvas_shows_its_random_start_every_step_and_what_generate_appende
         if st.entropy is not None:  # a denoising step: at most max_denoising_steps of them a canvas
             assert 1 <= st.denoising <= QUICK["max_denoising_steps"] and set(st.states) <= {"a", "n"}
             assert all(st.states[p] == "a" for p in st.committed) and set(st.candidates) == set(st.committed)
-    for frame in frames_of(src):
+    frames = frames_of(src)
+    for frame in frames:
         assert Frame.from_json(frame.to_json()).states == frame.states and "every step captured" in frame.note
+    starts = [f for f in frames if f.inserted]
+    assert [f.inserted for f in starts] == [list(range(length, 2 * length))] and starts[0].states.endswith("n" * length)
+    last = frames[-1]
+    assert (last.deleted or []) == list(range(len(last.tokens), len(steps[-1].ids)))
 
 
 def test_candidates_put_the_draft_first_and_confidence_is_its_probability(tiny: Path) -> None:

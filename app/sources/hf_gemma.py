@@ -5,7 +5,9 @@ Each frame's tokens are the answer so far: the finished canvases, all accepted (
 an accepted position shows its accepted token ("a") and any other the noise token the next decoder pass reads ("n").
 A canvas shows first as its random start (all noise), then once a denoising step, then as generate() appended it (its
 draft, all accepted). The last frame is the answer generate() returned, cut at the first end-of-text as every
-diffusion side's last frame is. Every frame's note says its timing was taken with every step captured.
+diffusion side's last frame is. A later canvas's start lists its positions as `inserted`, and the last frame the
+positions the cut dropped as `deleted`, so no alignment is guessed. Every frame's note says its timing was taken
+with every step captured.
 """
 
 from __future__ import annotations
@@ -53,9 +55,12 @@ def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_
     out = {"tokens": strings(tok, st.ids[:n], eos_ids), "states": st.states[:n],
            "confidence": np.round(st.confidence[:n], 4).tolist(), "committed": st.committed or None,
            "candidates": cands or None, "note": note(st, canvas_length)}
+    if st.entropy is None and not st.denoising and st.canvas:  # a later canvas's start: its positions are new
+        out["inserted"] = list(range(len(st.ids) - canvas_length, len(st.ids)))
     if st.done:
         out.update(text=tok.decode([int(i) for i in st.ids[:n]]),
-                   usage={"prompt_tokens": prompt_len, "completion_tokens": n})
+                   usage={"prompt_tokens": prompt_len, "completion_tokens": n},
+                   deleted=list(range(n, len(st.ids))) or None)  # what end-of-text cut from the appended canvases
     return out
 
 
