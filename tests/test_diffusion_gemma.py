@@ -171,3 +171,15 @@ def test_a_model_ids_type_is_read_once() -> None:
     for _ in range(3):
         assert model_type("no-such-org/no-such-model-for-converge", fetch=False) is None
     assert _hub_type.cache_info().hits == before + 2
+
+
+def test_generate_takes_its_settings_as_flags(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli.generate import main
+
+    argv = ["--source", f"hf-diffusion:{tiny}", "--prompt", PROMPT, "--device", "cpu", "--max-new-tokens", "8",
+            "--max-denoising-steps", "3", "--entropy-bound", "0.5", "--t-min", "0.2", "--t-max", "0.9",
+            "--stability-threshold", "2", "--confidence-threshold", "0.01", "--seed", "4"]
+    assert main(argv) == 0
+    src = source(tiny, max_new_tokens=8, max_denoising_steps=3, entropy_bound=0.5, t_min=0.2, t_max=0.9,
+                 stability_threshold=2, confidence_threshold=0.01, seed=4)
+    assert capsys.readouterr().out.strip() == frames_of(src)[-1].text.strip()
