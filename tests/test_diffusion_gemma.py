@@ -64,6 +64,8 @@ def test_hf_diffusion_runs_diffusion_gemma_on_its_own_backend(tiny: Path) -> Non
     src = source(tiny, **QUICK)
     assert isinstance(src, GemmaSource) and type(src.model.model).__name__ == "DiffusionGemmaForBlockDiffusion"
     assert set(src.settings()) <= set(REGISTRY["hf-diffusion"].backend(str(tiny)).names) | {"model"}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny)
+    assert src.encode(PROMPT) == tokenizer(PROMPT).input_ids  # no chat template: the ids its tokenizer gives
 
 
 @pytest.mark.parametrize("device", DEVICES)
