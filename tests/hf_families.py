@@ -346,3 +346,33 @@ def drawn(frames: list[Any], token: int) -> bool:
     shown = unknown_token(token)
     candidates = [name for f in frames for _, cands in f.candidates or [] for name, _ in cands]
     return shown in frames[-1].tokens and shown in candidates and shown in frames[-1].text
+
+
+GEMMA_PAD, GEMMA_EOS, GEMMA_BOS = 124, 125, 126  # the tiny DiffusionGemma's special ids (above WORDS' ids)
+
+
+def build_diffusion_gemma(root: Path, seed: int = 0, canvas_length: int = 8) -> Path:
+    """A 2-layer, 32-wide DiffusionGemma (transformers' own DiffusionGemmaForBlockDiffusion: a mixture-of-experts text
+    config, 4 experts, 2 a token, and a small Gemma 4 vision config, as transformers' own tests shrink them) with a
+    128-id word tokenizer and canvases of `canvas_length`, saved under root with seeded random weights."""
+    import transformers
+
+    folder = root / "diffusion-gemma"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = {"vocab_size": 128, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,
+            "intermediate_size": 32, "max_position_embeddings": 512, "pad_token_id": GEMMA_PAD,
+            "bos_token_id": GEMMA_BOS, "eos_token_id": GEMMA_EOS, "moe_intermediate_size": 8, "num_experts": 4,
+            "top_k_experts": 2, "num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"],
+            "per_layer_config": {1: {"head_dim": 16, "num_key_value_heads": 2}}}
+    vision = {"image_size": 20, "patch_size": 5, "num_channels": 3, "hidden_size": 16, "num_key_value_heads": 1,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37}
+    config = transformers.DiffusionGemmaConfig(text_config=text, vision_config=vision, image_token_id=120,
+                                               boi_token_id=121, eoi_token_id=122, canvas_length=canvas_length)
+    model = transformers.DiffusionGemmaForBlockDiffusion(config)
+    _randomise(model, seed, std=0.5)
+    model.save_pretrained(folder)
+    word_tokenizer(folder, {GEMMA_PAD: "<pad>", GEMMA_EOS: "<eos>", GEMMA_BOS: "<bos>"}, text["vocab_size"])
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<bos>", "eos_token": "<eos>",
+        "pad_token": "<pad>", "unk_token": "<unk>"}, indent=2), encoding="utf-8")
+    return folder

@@ -21,7 +21,8 @@ def test_every_pair_names_registered_sources_and_says_its_cost_and_device() -> N
             assert spec.split(":")[0] in REGISTRY, spec
         if p.device == "GPU":
             assert p.left.startswith("hf-diffusion:") and p.right.startswith("hf-ar:")
-            assert p.left_settings["trust_remote_code"] is True  # LLaDA and Dream ship their own code
+            # LLaDA, Dream and LLaDA2 ship their own code; DiffusionGemma is transformers' own
+            assert bool(p.left_settings.get("trust_remote_code")) is not p.name.startswith("diffusiongemma")
             assert p.download_gb == round(2 * sum(p.params_b), 1) > 10
             assert p.memory_gb() > p.download_gb and p.memory_gb("CPU") == pytest.approx(2 * p.memory_gb(), abs=0.1)
     assert (PAIRS["dream-7b"].left_settings["schedule"] == "dream"
@@ -30,15 +31,20 @@ def test_every_pair_names_registered_sources_and_says_its_cost_and_device() -> N
 
 def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
     from app.engine.diffusion import DiffusionSettings
+    from app.engine.diffusion_gemma import GemmaSettings
     from app.engine.llada2 import PipelineSettings
     from app.engine.options import coerce, declared
-    from app.sources.hf import LLADA2, LOAD_OPTIONS, MASKED
+    from app.sources.hf import GEMMA, LLADA2, LOAD_OPTIONS, MASKED
 
     for p in PAIRS.values():
         if p.left.startswith("hf-diffusion:"):  # each honoured by the backend its model runs on
-            backend = LLADA2 if p.name.startswith("llada2") else MASKED
+            backend = LLADA2 if p.name.startswith("llada2") else GEMMA if p.name.startswith("diffusiongemma") \
+                else MASKED
             backend.refuse(p.left_settings, p.left)
             settings = {k: v for k, v in p.left_settings.items() if k not in LOAD_OPTIONS}
+            if backend is GEMMA:
+                coerce(GemmaSettings, settings, p.left).validate()
+                continue
             edits = {k: settings.pop(k) for k in declared(PipelineSettings) if k in settings}
             coerce(DiffusionSettings, settings, p.left).validate()
             coerce(PipelineSettings, edits, p.left).validate()

@@ -1,7 +1,8 @@
 """Every source kind honours every setting it offers, and offers no other (issue 39, item 3): for each kind, and for
-each way hf-diffusion runs a model (Converge's masked sampler, LLaDA2.x through diffusers' LLaDA2Pipeline), a setting
-its backend does not declare is refused by `generate` and `record` in one sentence naming the source and the setting,
-is neither shown nor sent by the page, and is absent from the recording, which keeps what the source applied."""
+each way hf-diffusion runs a model (Converge's masked sampler, LLaDA2.x through diffusers' LLaDA2Pipeline,
+DiffusionGemma through its own generate()), a setting its backend does not declare is refused by `generate` and
+`record` in one sentence naming the source and the setting, is neither shown nor sent by the page, and is absent from
+the recording, which keeps what the source applied."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed")
 pytest.importorskip("transformers", reason="transformers is not installed")
 pytest.importorskip("diffusers", reason="diffusers is not installed (requirements-test.txt)")
 
-from tests.hf_families import build_llada2  # noqa: E402  (needs torch and transformers)
+from tests.hf_families import build_diffusion_gemma, build_llada2  # noqa: E402  (needs torch and transformers)
 from tests.test_hf import build_tiny_models  # noqa: E402
 
 load_plugins()
@@ -35,6 +36,7 @@ CASES = {
     "openai": ("openai:mercury-2", "diffusing", "false", False),
     "hf-diffusion masked": ("hf-diffusion:{bert}", "editing_threshold", "0.9", True),
     "hf-diffusion LLaDA2": ("hf-diffusion:{llada2}", "scoring", "margin", False),
+    "hf-diffusion DiffusionGemma": ("hf-diffusion:{gemma}", "scoring", "margin", False),
     "hf-ar": ("hf-ar:{gpt2}", "shift", "shifted", False),
     "replay": (REPLAY, "temperature", "0.5", False),
 }
@@ -49,7 +51,8 @@ RECORDED_BESIDE = {"model", "original"}  # what a header names beside the settin
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("honoured")
     tiny = build_tiny_models(root / "tiny")
-    return {"bert": tiny["bert"], "gpt2": tiny["gpt2"], "llada2": build_llada2(root / "llada2")}
+    return {"bert": tiny["bert"], "gpt2": tiny["gpt2"], "llada2": build_llada2(root / "llada2"),
+            "gemma": build_diffusion_gemma(root / "gemma")}
 
 
 def spec_of(case: str, models: dict[str, Path]) -> str:
@@ -175,7 +178,8 @@ def test_the_recording_keeps_the_settings_applied_and_never_one_refused(case: st
     controls, prefix, arg = side(case, models)
     _, sent, _ = controls.read([prefix, arg, ""] + [spec["default"] for _, _, spec, _ in controls.settings])
     quick = {k: v for k, v in {"gen_length": 8, "steps": 8, "block_length": 8, "speed": 4.0, "max_tokens": 8,
-                               "device": "cpu", "trust_remote_code": True}.items() if k in sent}
+                               "max_new_tokens": 8, "max_denoising_steps": 4, "device": "cpu",
+                               "trust_remote_code": True}.items() if k in sent}
     entry, end = recorded(case, models, {**sent, **quick}, tmp_path / "ran.jsonl")
     honours = set(REGISTRY[prefix].backend(arg).names)
     name, value = CASES[case][1:3]
@@ -222,3 +226,47 @@ def test_be_the_sampler_sends_only_what_the_model_takes_and_refuses_llada2(model
     with pytest.raises(UserError) as e:
         hand_settings(Visitor(), spec, box)
     assert str(e.value) == UNSTEPPABLE.format(repr(spec)[:80])
+
+
+# DiffusionGemma: each setting of its generate() (app/engine/diffusion_gemma.py), moved from a quick base, changes the
+# run, and the answer stays what generate() returns given that setting at the seed. name -> (what else the base
+# sets so the setting can act, the value it is moved to): the stopping criteria act only on a confident canvas, so
+# one is tried with confidence always reached and the other with stability not asked.
+GEMMA_BASE = {"max_new_tokens": 8, "max_denoising_steps": 4}
+GEMMA_CHANGES = {"max_new_tokens": ({}, 16), "max_denoising_steps": ({}, 2), "entropy_bound": ({}, 5.0),
+                 "stability_threshold": ({"confidence_threshold": 100.0}, 0),
+                 "confidence_threshold": ({"stability_threshold": 0}, 100.0), "t_min": ({}, 0.05),
+                 "t_max": ({}, 5.0), "seed": ({}, 1)}
+
+
+def gemma_run(spec: str, settings: dict[str, Any]) -> tuple[Any, str]:
+    """(what the run showed: every frame's tokens and states, and its passes; the answer generate() returns with
+    those settings at their seed, as text up to end-of-text)."""
+    import threading
+
+    from transformers import EntropyBoundSamplerConfig
+
+    from tests.hf_families import GEMMA_EOS
+
+    src = make_source(spec, device="cpu", **settings)
+    frames = list(src.stream("once upon a time", threading.Event()))
+    s, ids = src.opts, src.encode("once upon a time")
+    torch.manual_seed(s.seed)
+    out = src.model.model.generate(
+        torch.tensor([ids]), max_new_tokens=s.max_new_tokens, max_denoising_steps=s.max_denoising_steps,
+        sampler_config=EntropyBoundSamplerConfig(entropy_bound=s.entropy_bound), t_min=s.t_min, t_max=s.t_max,
+        stability_threshold=s.stability_threshold, confidence_threshold=s.confidence_threshold)
+    answer = out.sequences[0, len(ids):].tolist()
+    answer = answer[:answer.index(GEMMA_EOS)] if GEMMA_EOS in answer else answer
+    shown = ([(f.tokens, f.states) for f in frames], frames[-1].nfe)
+    return shown, frames[-1].text == src.tok.decode(answer)
+
+
+@pytest.mark.parametrize("name", GEMMA_CHANGES)
+def test_each_diffusion_gemma_setting_changes_the_run_as_it_changes_generate(name: str,
+                                                                            models: dict[str, Path]) -> None:
+    spec = spec_of("hf-diffusion DiffusionGemma", models)
+    extra, value = GEMMA_CHANGES[name]
+    base, same = gemma_run(spec, {**GEMMA_BASE, **extra})
+    moved, same_moved = gemma_run(spec, {**GEMMA_BASE, **extra, name: value})
+    assert same and same_moved and moved != base

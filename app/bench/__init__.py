@@ -28,6 +28,7 @@ SECTIONS = {
     "export": "app.bench.video",
     "player": "app.bench.player",
     "caps": "app.bench.caps",
+    "diffusion-gemma": "app.bench.diffusion_gemma",
 }
 
 

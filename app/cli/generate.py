@@ -15,6 +15,7 @@ from typing import Any
 from app.cli.parsers import command_parser
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
+from app.engine.diffusion_gemma import GemmaSettings
 from app.engine.llada2 import PipelineSettings
 from app.engine.options import Option, bounds, declared, number
 from app.engine.uniform import UniformSettings
@@ -26,12 +27,13 @@ from app.sources.openai_chat import ChatSettings
 from app.sources.replay import ReplaySettings
 
 SETTINGS = {"diffusion": DiffusionSettings, "uniform": UniformSettings, "AR": ARSettings, "hf-*": HFLoad,
-            "hf-diffusion (LLaDA2.x)": PipelineSettings, "mercury": MercurySettings, "openai": ChatSettings,
-            "replay": ReplaySettings}
+            "hf-diffusion (LLaDA2.x)": PipelineSettings, "hf-diffusion (DiffusionGemma)": GemmaSettings,
+            "mercury": MercurySettings, "openai": ChatSettings, "replay": ReplaySettings}
 # what each source starts from when a flag is left out (app/sources/*.py), for --help
 DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-uniform", UniformSettings()), ("local-ar", ARSettings()),
             ("hf-diffusion", HF_DIFFUSION),
             ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("hf-diffusion (LLaDA2.x)", PipelineSettings()),
+            ("hf-diffusion (DiffusionGemma)", GemmaSettings()),
             ("mercury", MercurySettings()), ("openai", ChatSettings()), ("replay", ReplaySettings()))
 
 

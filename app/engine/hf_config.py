@@ -1,9 +1,12 @@
 """A Hugging Face model's `model_type`, read from its config.json alone, before anything is loaded: what decides
-which way a `hf-diffusion:` model runs (LLaDA2.x through diffusers' pipeline, any other through Converge's sampler),
-and so which settings the page shows and the CLI accepts for it."""
+which way a `hf-diffusion:` model runs (LLaDA2.x through diffusers' pipeline, DiffusionGemma through its own generate(),
+any other through Converge's sampler), and so which settings the page shows and the CLI accepts for it. A Run asks
+several times; a model id's answer (the Hub's, or none after a timeout offline) is kept for the process, while a local
+folder's config.json is read afresh each time (cheap, and it may be rewritten)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -18,6 +21,12 @@ def model_type(name: str, fetch: bool = True) -> str | None:
     folder = Path(name).expanduser() if name else None
     if folder is not None and folder.is_dir():
         return _read(folder / "config.json")
+    return _hub_type(name, fetch)
+
+
+@functools.lru_cache(maxsize=64)
+def _hub_type(name: str, fetch: bool) -> str | None:
+    """`model_type` for a model id (not a folder): the cache's config.json, else the Hub's; kept per id."""
     try:
         from huggingface_hub import hf_hub_download, try_to_load_from_cache
 

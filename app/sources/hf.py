@@ -15,6 +15,8 @@ from typing import Any, Iterator
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
+from app.engine.diffusion_gemma import MODEL_TYPES as GEMMA_TYPES
+from app.engine.diffusion_gemma import GemmaSettings
 from app.engine.hf import DEVICES, DTYPES, SHIFTS
 from app.engine.hf_config import model_type
 from app.engine.llada2 import MODEL_TYPES, TAKES, PipelineSettings
@@ -22,6 +24,7 @@ from app.engine.options import check, coerce, declared, option
 from app.engine.pins import AR_PINS
 from app.errors import UserError
 from app.sources.base import Backend, SourceKind, register
+from app.sources.hf_gemma import GemmaSource, gemma_prompt
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
 from app.trace.frames import Clock, Frame
 
@@ -54,6 +57,7 @@ HF_DIFFUSION = DiffusionSettings(gen_length=64, steps=64, block_length=32, dual_
 HF_AR = ARSettings(gen_length=64)
 LOAD_OPTIONS = tuple(declared(HFLoad))
 PIPELINE_OPTIONS = tuple(declared(PipelineSettings))
+GEMMA_OPTIONS = tuple(declared(GemmaSettings))
 MASKED_ONLY = ("shift", "block_attention")  # how Converge's own sampler reads a masked model's outputs
 
 # hf-diffusion runs a model one of two ways, decided by its config's model type before anything loads: Converge's
@@ -68,11 +72,20 @@ LLADA2 = Backend("llada2", "LLaDA2.x, run by diffusers' LLaDA2Pipeline", (HF_DIF
                  why_not={"pins": "LLaDA2.x runs through diffusers' LLaDA2Pipeline, which does not write around pinned "
                                   "text: remove the pins."})
 
+# DiffusionGemma runs by its own generate() (app/engine/diffusion_gemma.py) with transformers' own classes: it takes
+# the settings its generation config holds, and of the loader's neither remote code nor the masked sampler's
+GEMMA = Backend("diffusion_gemma", "DiffusionGemma, run by its own generate()", (GemmaSettings(), HFLoad()),
+                without=("trust_remote_code",) + MASKED_ONLY,
+                why_not={"pins": "DiffusionGemma runs by its own generate(), which does not write around pinned text: "
+                                 "remove the pins."})
+
 
 def backend_of(arg: str) -> str:
     """The backend of `hf-diffusion:arg`, from its config's model type alone (app/engine/hf_config.py): "llada2" for
-    LLaDA2.x, "masked" for any other (and for a model whose config cannot be read, whose load then says why)."""
-    return LLADA2.key if model_type(arg) in MODEL_TYPES else MASKED.key
+    LLaDA2.x, "diffusion_gemma" for DiffusionGemma, "masked" for any other (and for a model whose config cannot be
+    read, whose load then says why)."""
+    kind = model_type(arg)
+    return LLADA2.key if kind in MODEL_TYPES else GEMMA.key if kind in GEMMA_TYPES else MASKED.key
 
 
 class BlockDiffusionSource(SamplerSource):
@@ -104,6 +117,13 @@ def _masked(name: str, shift: str, trust: bool, device: str, dtype: str) -> tupl
 
 
 @functools.lru_cache(maxsize=4)
+def _gemma(name: str, device: str, dtype: str) -> tuple[Any, Any]:
+    from app.engine.diffusion_gemma import load
+
+    return load(name, device, dtype)
+
+
+@functools.lru_cache(maxsize=4)
 def _causal(name: str, trust: bool, device: str, dtype: str) -> tuple[Any, Any]:
     from app.engine.hf import load_causal
 
@@ -126,10 +146,15 @@ def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
     if not arg:
         raise UserError("Name a model: hf-diffusion:MODEL_ID_OR_PATH.")
     o, rest = _options(dict(settings), "hf-diffusion")
+    name = f"hf-diffusion:{arg}"
+    if backend_of(arg) == GEMMA.key:
+        g = coerce(GemmaSettings, {k: rest.pop(k) for k in GEMMA_OPTIONS if k in rest}, "hf-diffusion")
+        load = functools.partial(_gemma, arg, o.device, o.dtype)
+        return _ran(GemmaSource(name, load, g, gemma_prompt(o.chat), {"model": arg, "chat": o.chat},
+                                applied=GEMMA.names))
     edits = {k: rest.pop(k) for k in PIPELINE_OPTIONS if k in rest}
     s = sampler_settings(DiffusionSettings, rest, "hf-diffusion", HF_DIFFUSION)
     load = functools.partial(_masked, arg, o.shift, o.trust_remote_code, o.device, o.dtype)
-    name = f"hf-diffusion:{arg}"
     if backend_of(arg) == LLADA2.key:
         edit = coerce(PipelineSettings, edits, "hf-diffusion")
         return _ran(BlockDiffusionSource(name, load, s, _prompt(o.chat), {"model": arg, "chat": o.chat},
@@ -168,7 +193,7 @@ def _ran(source: SamplerSource) -> SamplerSource:
 
 
 register(SourceKind(prefix="hf-diffusion", make=make_hf_diffusion, label="Hugging Face masked diffusion model",
-                    takes_arg=True, backends=(MASKED, LLADA2), backend_of=backend_of))
+                    takes_arg=True, backends=(MASKED, LLADA2, GEMMA), backend_of=backend_of))
 register(SourceKind(prefix="hf-ar", make=make_hf_ar, label="Hugging Face causal model", takes_arg=True,
                     options=(HF_AR, HFLoad()), without=MASKED_ONLY,
                     why_not={"pins": AR_PINS, **{n: "{source} has no setting {name!r}: that is for hf-diffusion's "

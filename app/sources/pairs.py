@@ -3,7 +3,8 @@ size), with what each pair costs to download, the memory it needs and the device
 
 Only families whose published code this project loads and checks token for token (tests/test_hf_families.py:
 LLaDA, Dream; tests/test_hf_dllm.py: dllm's A2D Qwen3, MDLM and BD3LM, and its ModernBERT chat; tests/test_llada2.py:
-LLaDA2.x) are offered as Hugging Face pairs; a model served elsewhere races through its OpenAI-compatible API.
+LLaDA2.x; tests/test_diffusion_gemma.py: DiffusionGemma, by transformers' own code) are offered as Hugging Face
+pairs; a model served elsewhere races through its OpenAI-compatible API.
 Sizes are the published bfloat16 weights (parameters x 2 bytes); memory is both models' weights at once in the
 dtype the device runs (bfloat16 on a GPU, float32 on the CPU) plus a tenth for activations. `check_memory` says in
 one sentence, before anything is downloaded, when this machine cannot hold a pair; `check_machine` first says which
@@ -66,6 +67,12 @@ LLADA2 = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_len
           "editing_threshold": 0.9, "max_post_steps": 16}  # LLaDA2.1's generate() defaults (temperature 0)
 DLLM = {"gen_length": 128, "steps": 128, "block_length": 32, "threshold": None, "schedule": "dllm"}  # dllm's chat.py
 # defaults for its MDLM and BD3LM samplers (low-confidence remasking, temperature 0, its linear schedule)
+DIFFUSION_GEMMA = {"max_new_tokens": 256, "max_denoising_steps": 48, "entropy_bound": 0.1, "stability_threshold": 1,
+                   "confidence_threshold": 0.005, "t_min": 0.4, "t_max": 0.8}  # its generate()'s own defaults
+# Parameters: Gemma-4-26B-A4B-it's upstream model details give 25.2B in all (3.8B active a token); DiffusionGemma,
+# fine-tuned from it with its encoder and decoder sharing those weights, publishes no count of its own, so its
+# download is taken as the same 25.2B x 2 bytes (bfloat16) plus nothing for its small self-conditioning block
+GEMMA4_26B = 25.2
 A2D_MDLM = {"trust_remote_code": True, **DLLM}
 A2D_BD3LM = {"trust_remote_code": True, "block_attention": True, **DLLM}  # trained and sampled in blocks of 32
 
@@ -100,6 +107,12 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
          note="A mixture of experts (1.4B of its 16B parameters run a token) that decodes in blocks of 32 and edits "
               "tokens it already wrote; run by diffusers' LLaDA2Pipeline as its own generate() runs. Its AR sibling, "
               "Ling-mini-2.0, ships code this project has not checked, so the AR side is a plain model of its size."),
+    Pair("diffusiongemma-26b", "DiffusionGemma-26B-A4B-it vs Gemma-4-26B-A4B-it",
+         "hf-diffusion:google/diffusiongemma-26B-A4B-it", "hf-ar:google/gemma-4-26B-A4B-it", "GPU",
+         (GEMMA4_26B, GEMMA4_26B), DIFFUSION_GEMMA, {"gen_length": 256},
+         note="Uniform-state block diffusion: each 256-token canvas starts as random tokens and each step accepts "
+              "the surest positions, re-noising the rest; run by its own generate() in transformers, every step "
+              "captured (its timing says so). The AR side is the Gemma 4 model it was fine-tuned from."),
     Pair("llada2-sglang", "LLaDA2.1-mini on an SGLang server vs the built-in AR twin",
          "openai:inclusionAI/LLaDA2.1-mini", "local-ar", "API",
          note="Serve it with SGLang (--dllm-algorithm) on a GPU box and set the left side's Base URL to it "

@@ -1,0 +1,187 @@
+"""DiffusionGemma races as its own generate() runs it (issue 40): on a tiny random DiffusionGemma built from
+transformers' own config classes (tests/hf_families.py), `hf-diffusion:` picks its backend from the config alone, the
+answer is generate()'s at the seed, every denoising step is a frame in the schema-2 states, and every call of the
+network is counted."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.errors import UserError
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+if not hasattr(transformers, "DiffusionGemmaForBlockDiffusion"):
+    pytest.skip("this transformers has no DiffusionGemma (5.11 or later)", allow_module_level=True)
+
+from tests.hf_families import GEMMA_EOS, build_diffusion_gemma, forward_calls  # noqa: E402
+
+PROMPT = "once upon a time"
+QUICK = {"max_new_tokens": 12, "max_denoising_steps": 4}  # two canvases of 8, at most 4 steps each
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                 reason="no CUDA GPU on this machine"))]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_diffusion_gemma(tmp_path_factory.mktemp("gemma"))
+
+
+def source(tiny: Path, device: str = "cpu", **settings: Any) -> Any:
+    from app.sources.base import make_source
+
+    return make_source(f"hf-diffusion:{tiny}", device=device, **settings)
+
+
+def frames_of(src: Any, prompt: str = PROMPT) -> list[Any]:
+    return list(src.stream(prompt, threading.Event()))
+
+
+def reference(src: Any, seed: int = 0, **kwargs: Any) -> list[int]:
+    """The answer `torch.manual_seed(seed); model.generate(input_ids, **kwargs)` returns, prompt excluded."""
+    ids = src.encode(PROMPT)
+    model = src.model.model
+    torch.manual_seed(seed)
+    out = model.generate(torch.tensor([ids], device=model.device), **kwargs)
+    return out.sequences[0, len(ids):].tolist()
+
+
+def cut(ids: list[int]) -> list[int]:
+    return ids[:ids.index(GEMMA_EOS)] if GEMMA_EOS in ids else ids
+
+
+def test_hf_diffusion_runs_diffusion_gemma_on_its_own_backend(tiny: Path) -> None:
+    from app.engine.hf_config import model_type
+    from app.sources.base import REGISTRY
+    from app.sources.hf import backend_of
+    from app.sources.hf_gemma import GemmaSource
+
+    assert model_type(str(tiny)) == "diffusion_gemma" and backend_of(str(tiny)) == "diffusion_gemma"
+    src = source(tiny, **QUICK)
+    assert isinstance(src, GemmaSource) and type(src.model.model).__name__ == "DiffusionGemmaForBlockDiffusion"
+    assert set(src.settings()) <= set(REGISTRY["hf-diffusion"].backend(str(tiny)).names) | {"model"}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny)
+    assert src.encode(PROMPT) == tokenizer(PROMPT).input_ids  # no chat template: the ids its tokenizer gives
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_answer_is_what_generate_returns_at_the_seed(tiny: Path, device: str) -> None:
+    src = source(tiny, device, max_new_tokens=8, seed=3)
+    last = frames_of(src)[-1]
+    answer = reference(src, 3, max_new_tokens=8)
+    assert last.final and last.text == src.tok.decode(cut(answer))
+    assert len(last.tokens) == len(cut(answer)) and last.usage["completion_tokens"] == len(cut(answer))
+
+
+def test_the_defaults_are_its_generation_configs() -> None:
+    from app.engine.diffusion_gemma import GemmaSettings
+
+    given = transformers.DiffusionGemmaGenerationConfig._get_default_generation_params()
+    s = GemmaSettings()
+    assert {k: getattr(s, k) for k in ("max_new_tokens", "max_denoising_steps", "t_min", "t_max",
+                                       "stability_threshold", "confidence_threshold")} == \
+        {k: v for k, v in given.items() if k != "sampler_config"}
+    assert s.entropy_bound == given["sampler_config"].entropy_bound
+
+
+def test_each_canvas_shows_its_random_start_every_step_and_what_generate_appended(tiny: Path) -> None:
+    from app.engine import diffusion_gemma
+    from app.trace.frames import Frame
+
+    src = source(tiny, **QUICK)
+    lm, ids = src.model, src.encode(PROMPT)
+    steps = list(diffusion_gemma.run(lm, ids, src.opts))
+    length = lm.canvas_length
+    assert steps[0].states == "n" * length and steps[0].denoising == 0  # the first canvas's random start
+    appended = [i for i, st in enumerate(steps) if st.entropy is None and st.denoising and not st.done]
+    assert len(appended) == 2 and steps[-1].done
+    for i in appended:
+        assert steps[i].states == "a" * len(steps[i].ids) and len(steps[i].ids) % length == 0
+    second = steps[appended[0] + 1]
+    assert second.states == "a" * length + "n" * length  # the second canvas starts as noise after the first
+    torch.manual_seed(0)
+    answer = lm.model.generate(torch.tensor([ids]), **diffusion_gemma.generate_kwargs(src.opts)).sequences
+    assert steps[-1].ids.tolist() == answer[0, len(ids):].tolist() == steps[appended[-1]].ids.tolist()
+    for st in steps:
+        if st.entropy is not None:  # a denoising step: at most max_denoising_steps of them a canvas
+            assert 1 <= st.denoising <= QUICK["max_denoising_steps"] and set(st.states) <= {"a", "n"}
+            assert all(st.states[p] == "a" for p in st.committed) and set(st.candidates) == set(st.committed)
+    frames = frames_of(src)
+    for frame in frames:
+        assert Frame.from_json(frame.to_json()).states == frame.states and "every step captured" in frame.note
+    starts = [f for f in frames if f.inserted]
+    assert [f.inserted for f in starts] == [list(range(length, 2 * length))] and starts[0].states.endswith("n" * length)
+    last = frames[-1]
+    assert (last.deleted or []) == list(range(len(last.tokens), len(steps[-1].ids)))
+
+
+def test_candidates_put_the_draft_first_and_confidence_is_its_probability(tiny: Path) -> None:
+    frames = frames_of(source(tiny, **QUICK, entropy_bound=2.0))
+    shown = [f for f in frames if f.candidates]
+    assert shown
+    for f in shown:
+        for pos, cands in f.candidates:
+            probs = [p for _, p in cands]
+            assert probs == sorted(probs, reverse=True) and f.confidence[pos] == pytest.approx(probs[0], abs=1e-4)
+
+
+def test_nfe_counts_every_encoder_and_decoder_call_and_refreshes_the_encoders(tiny: Path) -> None:
+    src = source(tiny, **QUICK)
+    inner = src.model.model.model
+    with forward_calls(inner.encoder) as encoder, forward_calls(inner.decoder) as decoder:
+        frames = frames_of(src)
+    last = frames[-1]
+    assert last.nfe == encoder[0] + decoder[0] and last.refreshes == encoder[0] == 2  # the prompt, then canvas 1
+    assert decoder[0] <= 2 * QUICK["max_denoising_steps"]
+    assert [f.nfe for f in frames] == sorted(f.nfe for f in frames)
+
+
+def test_a_cancelled_run_stops_at_the_next_step(tiny: Path) -> None:
+    src = source(tiny, **QUICK)
+    cancel = threading.Event()
+    seen = []
+    for frame in src.stream(PROMPT, cancel):
+        seen.append(frame)
+        cancel.set()
+    assert len(seen) == 1 and not seen[0].final
+    assert frames_of(src)[-1].final  # the model is free for the next run
+
+
+def test_settings_it_does_not_take_are_refused_before_loading(tiny: Path) -> None:
+    from app.sources.hf import GEMMA
+
+    for name, value in (("scoring", "margin"), ("trust_remote_code", True), ("shift", "shifted"),
+                        ("gen_length", 8)):
+        with pytest.raises(UserError) as e:
+            source(tiny, **{name: value})
+        assert repr(name) in str(e.value)
+    with pytest.raises(UserError) as e:
+        source(tiny, pins=["3:cat"])
+    assert str(e.value) == GEMMA.why_not["pins"]
+    with pytest.raises(UserError, match="t_max"):
+        source(tiny, t_min=0.9, t_max=0.5)
+
+
+def test_a_model_ids_type_is_read_once() -> None:
+    from app.engine.hf_config import _hub_type, model_type
+
+    before = _hub_type.cache_info().hits
+    for _ in range(3):
+        assert model_type("no-such-org/no-such-model-for-converge", fetch=False) is None
+    assert _hub_type.cache_info().hits == before + 2
+
+
+def test_generate_takes_its_settings_as_flags(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli.generate import main
+
+    argv = ["--source", f"hf-diffusion:{tiny}", "--prompt", PROMPT, "--device", "cpu", "--max-new-tokens", "8",
+            "--max-denoising-steps", "3", "--entropy-bound", "0.5", "--t-min", "0.2", "--t-max", "0.9",
+            "--stability-threshold", "2", "--confidence-threshold", "0.01", "--seed", "4"]
+    assert main(argv) == 0
+    src = source(tiny, max_new_tokens=8, max_denoising_steps=3, entropy_bound=0.5, t_min=0.2, t_max=0.9,
+                 stability_threshold=2, confidence_threshold=0.01, seed=4)
+    assert capsys.readouterr().out.strip() == frames_of(src)[-1].text.strip()
