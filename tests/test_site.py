@@ -28,8 +28,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("onnx", reason="the onnx package (requirements.txt) builds the site's graphs")
     if not ORT_READY and shutil.which("npm") is None:
         pytest.skip("npm is not installed, so onnxruntime-web cannot be installed to build the site")
-    from app.site.build import build_site
+    from app.errors import UserError
+    from app.site.build import build_site, runtime_dir
 
+    try:
+        runtime_dir()
+    except UserError as e:  # npm is there but could not install it (no registry in reach)
+        pytest.skip(f"onnxruntime-web is unavailable: {e}")
     return build_site(tmp_path_factory.mktemp("site") / "site")
 
 
@@ -74,6 +79,19 @@ def python_answers(prompt: str) -> dict[str, tuple[list[int], int]]:
             last = list(autoregressive.generate(src.model, ids, src.opts, th.Event()))[-1]
             out[side] = (list(last.ids), last.nfe)
     return out
+
+
+def test_the_site_command_writes_a_folder_that_names_no_other_host(site: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from app.__main__ import main
+
+    assert main(["site", str(tmp_path / "out")]) == 0
+    assert "wrote" in capsys.readouterr().out
+    names = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert names == sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
+    assert {"index.html", "race.js", "page.js", "twins.json", "diffusion.onnx", "ar.onnx"} <= set(names)
+    for name in ("index.html", "page.js", "race.js"):
+        assert "://" not in (tmp_path / "out" / name).read_text(encoding="utf-8"), name
 
 
 RACE = """async (prompts) => {

@@ -1,7 +1,9 @@
 """A twin's forward pass as an ONNX graph of the same weights, for onnxruntime-web to run in the visitor's browser.
 
-The graph mirrors `NumpyTransformer.hidden` op for op, on the weights it has already folded (LayerNorm gains, the
-attention scale and GELU's half inside the matmuls), so there is one network and this is only its other notation.
+The graph mirrors `NumpyTransformer.hidden` op for op, with its weights folded as it folds them (LayerNorm gains, the
+attention scale and GELU's half inside the matmuls: the same elementwise products, so the same bits, with the small
+folded biases taken from numpy), so there is one network and this is only its other notation. The shipped weights are
+float16, so the graph stores them so and casts them up, as numpy does on loading.
 One graph serves every pass the samplers make, through a key/value cache as the numpy adapters keep it:
 
 inputs   ids (T,) int64, pos0 () int64, past_k / past_v (n_layer, n_head, S, head_dim) float32
@@ -47,6 +49,18 @@ class _Builder:
         self.inits.append(numpy_helper.from_array(arr.copy(order="C"), name))
         return name
 
+    def weight(self, value: np.ndarray, name: str | None = None) -> str:
+        """A float32 weight, stored as float16 and cast back when that loses nothing (the shipped twins keep float16
+        weights, so the file is half the size and the values the same bits)."""
+        half = value.astype(np.float16)
+        if not np.array_equal(half.astype(np.float32), value):
+            return self.const(value, name)
+        from onnx import TensorProto, numpy_helper
+
+        stored = self.fresh("half")
+        self.inits.append(numpy_helper.from_array(half, stored))
+        return self.op("Cast", stored, out=name, to=TensorProto.FLOAT)
+
     def fresh(self, stem: str) -> str:
         self.count += 1
         return f"{stem}_{self.count}"
@@ -77,7 +91,8 @@ def _attention(b: _Builder, h: str, L: dict[str, np.ndarray], layer: int, c: dic
                shape: tuple[int, int, int], causal: bool) -> tuple[str, str, str]:
     """One layer's attention output (T, C) and its full keys and values (H, K, D)."""
     H, D, C = shape
-    qkv = b.op("Add", b.op("MatMul", h, b.const(L["qkv_wf"])), b.const(L["qkv_bf"]))
+    qkv_wf = b.op("Mul", b.op("Mul", b.const(L["ln1_w"][:, None]), b.weight(L["qkv_w"])), c["scale"])
+    qkv = b.op("Add", b.op("MatMul", h, qkv_wf), b.const(L["qkv_bf"]))
     qkv = b.op("Transpose", b.op("Reshape", qkv, b.const(np.array([-1, 3, H, D]))), perm=[1, 2, 0, 3])
     q, k, v = (b.op("Gather", qkv, b.const(np.array(i)), axis=0) for i in range(3))
     keys, values = _keys(b, "past_k", layer, k, c), _keys(b, "past_v", layer, v, c)
@@ -86,7 +101,7 @@ def _attention(b: _Builder, h: str, L: dict[str, np.ndarray], layer: int, c: dic
         att = b.op("Add", att, c["mask"])
     att = b.op("Softmax", att, axis=-1)
     y = b.op("Reshape", b.op("Transpose", b.op("MatMul", att, values), perm=[1, 0, 2]), b.const(np.array([-1, C])))
-    return b.op("Add", b.op("MatMul", y, b.const(L["proj_w"])), b.const(L["proj_b"])), keys, values
+    return b.op("Add", b.op("MatMul", y, b.weight(L["proj_w"])), b.const(L["proj_b"])), keys, values
 
 
 def _gelu_unhalved(b: _Builder, m: str) -> str:
@@ -102,6 +117,9 @@ def _common(b: _Builder, net: NumpyTransformer) -> dict[str, str]:
     c = {"last": b.const(np.array([-1])), "width": b.const(np.float32(net.config.n_embd)),
          "eps": b.const(np.float32(1e-5)), "zero": b.const(np.array([0])), "one": b.const(np.array([1])),
          "big": b.const(np.array([1 << 30]))}
+    scale = np.ones(3 * net.config.n_embd, np.float32)  # attention's 1/sqrt(d) on the query columns, as numpy folds it
+    scale[: net.config.n_embd] = 1.0 / math.sqrt(net.config.n_embd // net.config.n_head)
+    c["scale"] = b.const(scale)
     c["pos0"] = b.op("Reshape", "pos0", c["one"])
     c["T"] = b.op("Reshape", b.op("Gather", b.op("Shape", "ids"), b.const(np.array(0))), c["one"])
     c["end"] = b.op("Add", c["pos0"], c["T"])
@@ -125,17 +143,19 @@ def build(net: NumpyTransformer, name: str) -> Any:
     D = C // H
     b = _Builder()
     c = _common(b, net)
-    wte = b.const(net.wte, "wte")
+    wte = b.weight(net.wte, "wte")
     x = b.op("Add", b.op("Gather", wte, "ids", axis=0),
-             b.op("Slice", b.const(net.wpe), c["pos0"], c["end"], c["zero"]))
+             b.op("Slice", b.weight(net.wpe), c["pos0"], c["end"], c["zero"]))
     keys, values = [], []
     for i, L in enumerate(net.layers):
         att, k, v = _attention(b, _normalize(b, x, c), L, i, c, (H, D, C), cfg.causal)
         keys.append(b.op("Unsqueeze", k, c["zero"]))
         values.append(b.op("Unsqueeze", v, c["zero"]))
         x = b.op("Add", x, att)
-        m = b.op("Add", b.op("MatMul", _normalize(b, x, c), b.const(L["fc_wf"])), b.const(L["fc_bf"]))
-        mlp = b.op("MatMul", _gelu_unhalved(b, m), b.const(L["fc_proj_wh"]))
+        fc_wf = b.op("Mul", b.const(L["ln2_w"][:, None]), b.weight(L["fc_w"]))
+        m = b.op("Add", b.op("MatMul", _normalize(b, x, c), fc_wf), b.const(L["fc_bf"]))
+        fc_proj_wh = b.op("Mul", b.const(np.float32(0.5)), b.weight(L["fc_proj_w"]))
+        mlp = b.op("MatMul", _gelu_unhalved(b, m), fc_proj_wh)
         x = b.op("Add", x, b.op("Add", mlp, b.const(L["fc_proj_b"])))
     h = b.op("Add", b.op("Mul", _normalize(b, x, c), b.const(net.ln_f_w)), b.const(net.ln_f_b))
     b.op("Gemm", h, wte, out="logits", transB=1)
