@@ -124,3 +124,21 @@ def test_the_browser_race_equals_the_python_twins_and_asks_no_other_host(site: P
         want = python_answers(prompt)
         for side in ("left", "right"):
             assert (race[side][0], race[side][1]) == want[side], (prompt, side)
+
+
+def test_the_single_file_races_from_file_with_no_network(site: Path, browser: Any, tmp_path: Path) -> None:
+    from app.site.build import build_single
+
+    page = build_single(tmp_path / "converge.html")
+    assert page.stat().st_size < 40e6
+    prompts = list(EVAL_PROMPTS[:2])  # the folder's test races all 24; this one shows the inlined parts load
+    with browser_tab(browser, "about:blank", timeout_ms=120_000, offline=True) as tab:
+        seen: list[str] = []
+        tab.on("request", lambda r: seen.append(r.url))
+        tab.goto(page.as_uri())
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        got = tab.evaluate(RACE, prompts)
+    assert [u for u in seen if not u.startswith(("file:", "blob:"))] == []
+    for prompt, race in zip(prompts, got):
+        want = python_answers(prompt)
+        assert [(race[side][0], race[side][1]) for side in ("left", "right")] == [want["left"], want["right"]]

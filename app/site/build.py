@@ -8,9 +8,12 @@ installed with `npm ci` here when it is missing). Any static server can host it;
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,15 @@ SITE_DIR = Path(__file__).resolve().parent
 ORT_DIST = SITE_DIR / "node_modules" / "onnxruntime-web" / "dist"
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs")
 PAGE_FILES = ("index.html", "page.js", "race.js")
+SCRIPTS = ('<script src="ort/ort.wasm.min.js"></script>\n<script src="race.js"></script>\n'
+           '<script src="page.js"></script>')
+FOLDER_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " \
+             "img-src 'self' data:; connect-src 'self'"
+# one file from file://: its own inline scripts, the runtime's glue as a blob: module, nothing fetched from anywhere
+SINGLE_CSP = "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval' blob:; style-src 'unsafe-inline'; " \
+             "img-src data:"
+INLINED = {"cv-wasm": "ort/ort-wasm-simd-threaded.wasm", "cv-glue": "ort/ort-wasm-simd-threaded.mjs",
+           "cv-twins": "twins.json", "cv-diffusion": "diffusion.onnx", "cv-ar": "ar.onnx"}
 
 
 def runtime_dir() -> Path:
@@ -85,4 +97,35 @@ def build_site(out: str | Path) -> Path:
         model, _ = load_twin(kind)
         graph.write(model.net, out / f"{kind}.onnx", f"converge-{kind}-twin")
     (out / "twins.json").write_text(json.dumps(twins_data(), separators=(",", ":")), encoding="utf-8")
+    return out
+
+
+def _script(text: str) -> str:
+    """An inline <script> holding `text`, which must not close it early."""
+    if "</script" in text.lower():
+        raise ValueError("a script to inline contains </script")
+    return f"<script>\n{text}\n</script>"
+
+
+def build_single(out: str | Path) -> Path:
+    """Writes the whole site as one HTML file `out` that races from file:// with no network: the scripts inline,
+    the runtime's WebAssembly, the graphs and twins.json as gzip-compressed base64 blocks (single.js reads them)."""
+    out = Path(out)
+    if out.is_dir():
+        raise UserError(f"{out} is a folder; give --single-file a file name such as converge.html.")
+    if not out.parent.is_dir():
+        raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist.")
+    with tempfile.TemporaryDirectory() as tmp:
+        site = build_site(Path(tmp) / "site")
+        blocks = [f'<script type="application/octet-stream" id="{key}">'
+                  f"{base64.b64encode(gzip.compress((site / name).read_bytes(), 6)).decode()}</script>"
+                  for key, name in INLINED.items()]
+        scripts = [_script(path.read_text(encoding="utf-8"))
+                   for path in (site / "ort" / "ort.wasm.min.js", SITE_DIR / "single.js", site / "race.js",
+                                site / "page.js")]
+        page = (site / "index.html").read_text(encoding="utf-8")
+    if SCRIPTS not in page or FOLDER_CSP not in page:
+        raise ValueError("index.html's scripts or policy changed; update app/site/build.py")
+    page = page.replace(FOLDER_CSP, SINGLE_CSP).replace(SCRIPTS, "\n".join(blocks + scripts))
+    out.write_text(page, encoding="utf-8")
     return out

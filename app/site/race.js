@@ -437,14 +437,22 @@ function promptIds(twin, prompt, length, maxLen) {
   return ids;
 }
 
-async function load(ort, base) {
+function fromFolder(base) {
+  return {
+    setup: function (ort) { ort.env.wasm.wasmPaths = new URL(base + "ort/", global.document.baseURI).href; },
+    json: function () { return fetch(base + "twins.json").then(function (r) { return r.json(); }); },
+    graph: function (kind) { return Promise.resolve(base + kind + ".onnx"); }
+  };
+}
+
+async function load(ort, source) {
   ort.env.wasm.numThreads = 1;
-  ort.env.wasm.wasmPaths = new URL(base + "ort/", global.document.baseURI).href;
-  var data = await (await fetch(base + "twins.json")).json();
+  await source.setup(ort);
+  var data = await source.json();
   checkTwinDefaults(data.settings.diffusion);
   var tok = new Tokenizer(data.tokenizer), made = {};
   for (var kind of ["diffusion", "ar"]) {
-    var session = await ort.InferenceSession.create(base + kind + ".onnx", {executionProviders: ["wasm"]});
+    var session = await ort.InferenceSession.create(await source.graph(kind), {executionProviders: ["wasm"]});
     made[kind] = {net: new Net(ort, session, data.config[kind]), tok: tok, eos: data.tokenizer.eos_id,
                   mask: data.tokenizer.mask_id, vocab: data.config[kind].vocab_size,
                   repeatable: data.tokenizer.repeatable, filter: data.filter};
@@ -469,7 +477,8 @@ function checkGreedy(s) {
                                                             "end-of-text only; the twin's defaults now differ.");
 }
 
-var ready = global.ort ? load(global.ort, global.CONVERGE_BASE || "")
+// the folder's files by default; the single file (app/site/single.js) hands over its inlined ones instead
+var ready = global.ort ? load(global.ort, global.CONVERGE_SOURCE || fromFolder(global.CONVERGE_BASE || ""))
                        : Promise.reject(new Error("onnxruntime-web did not load (ort/ort.wasm.min.js)."));
 var racer = ready.then(function (loaded) { checkGreedy(loaded.settings.ar); return api(loaded); });
 global.converge = {
