@@ -177,6 +177,12 @@ def stats(argv: list[str]) -> int:
     return main(argv)
 
 
+def site(argv: list[str]) -> int:
+    from app.site.cli import main
+
+    return main(argv)
+
+
 def bench(argv: list[str]) -> int:
     from app.bench import main
 
@@ -191,6 +197,7 @@ COMMANDS = {
     "generate": (generate, "Run one source on one prompt and print its answer (or JSON with its figures)."),
     "export": (export, "Export a recorded race as a video (MP4, GIF) or a self-contained HTML page."),
     "stats": (stats, "Print a recording's metrics per side; --csv writes its per-frame figures."),
+    "site": (site, "Write a static site where the built-in twins race in the visitor's browser (no server)."),
     "bench": (bench, "Measure every speed and quality figure the docs quote (docs/figures.md)."),
 }
 

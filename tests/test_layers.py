@@ -193,6 +193,12 @@ def test_the_engine_imports_nothing_from_app_but_itself_and_the_error_type() -> 
     assert found == []
 
 
+def test_only_the_command_line_and_the_bench_import_the_site_builder() -> None:
+    graph = import_graph()
+    allowed = tuple(name for name in graph if in_room(name, "app.site") or in_room(name, "app.bench")) + (ENTRY,)
+    assert arrows(graph, "app", "app.site", allowed=allowed) == []
+
+
 def test_only_the_page_and_the_command_line_import_the_page() -> None:
     graph = import_graph()
     page = tuple(name for name in graph if in_room(name, "app.ui")) + (ENTRY,)

@@ -24,6 +24,12 @@ def _byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(keep, chars)}
 
 
+def byte_chars() -> list[str]:
+    """The character ByteLevel BPE writes for each byte 0..255 (for a second encoder, the browser's, to use as is)."""
+    chars = {b: c for c, b in _byte_decoder().items()}
+    return [chars[b] for b in range(256)]
+
+
 class BPETokenizer:
     """Wraps `tokenizers.Tokenizer`; special tokens decode to nothing so text stays clean."""
 

@@ -1,0 +1,131 @@
+"""`python -m app site OUT_DIR`: a static folder in which the built-in twins race in the visitor's browser.
+
+It holds index.html (the page), page.js and race.js (the samplers, the one JavaScript copy), the twins' ONNX graphs
+(app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the commit filter's weights, the sampler
+defaults the browser must match) and ort/ (onnxruntime-web's WebAssembly runtime, pinned in app/site/package.json and
+installed with `npm ci` here when it is missing). Any static server can host it; it asks no other host for anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from app.engine.autoregressive import ARSettings
+from app.engine.diffusion import TWIN_DIFFUSION, honoured
+from app.engine.model import load_twin
+from app.engine.tokenizer import byte_chars
+from app.errors import UserError
+from app.site import graph
+
+SITE_DIR = Path(__file__).resolve().parent
+ORT_DIST = SITE_DIR / "node_modules" / "onnxruntime-web" / "dist"
+ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs")
+PAGE_FILES = ("index.html", "page.js", "race.js")
+SCRIPTS = ('<script src="ort/ort.wasm.min.js"></script>\n<script src="race.js"></script>\n'
+           '<script src="page.js"></script>')
+FOLDER_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " \
+             "img-src 'self' data:; connect-src 'self'"
+# one file from file://: its own inline scripts, the runtime's glue as a blob: module, nothing fetched from anywhere
+SINGLE_CSP = "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval' blob:; style-src 'unsafe-inline'; " \
+             "img-src data:"
+INLINED = {"cv-wasm": "ort/ort-wasm-simd-threaded.wasm", "cv-glue": "ort/ort-wasm-simd-threaded.mjs",
+           "cv-twins": "twins.json", "cv-diffusion": "diffusion.onnx", "cv-ar": "ar.onnx"}
+
+
+def runtime_dir() -> Path:
+    """onnxruntime-web's dist folder, installed from package-lock.json with `npm ci` the first time (a fresh
+    machine, CI); UserError naming the fix when npm is missing or the install fails."""
+    if all((ORT_DIST / name).is_file() for name in ORT_FILES):
+        return ORT_DIST
+    npm = shutil.which("npm")
+    if npm is None:
+        raise UserError("Building the site needs onnxruntime-web from npm, and npm is not installed: install Node.js "
+                        "20 (with npm), then run the command again.")
+    done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=SITE_DIR,
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode or not all((ORT_DIST / name).is_file() for name in ORT_FILES):
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise UserError(f"`npm ci` in {SITE_DIR} could not install onnxruntime-web ({tail[0]}).")
+    return ORT_DIST
+
+
+def _tokenizer(tok: Any, repeatable: Any) -> dict[str, Any]:
+    """What the browser's encoder and decoder read: pieces by id, merges in rank order, each token's bytes, the
+    byte alphabet, the special ids and which tokens may repeat (the stutter guard's `wordless`)."""
+    model = json.loads(Path(tok.path).read_text(encoding="utf-8"))["model"]
+    pieces = [""] * tok.vocab_size
+    for piece, i in model["vocab"].items():
+        pieces[i] = piece
+    merges = [m if isinstance(m, list) else m.split(" ") for m in model["merges"]]
+    return {"pieces": pieces, "merges": merges, "byte_chars": byte_chars(),
+            "bytes": [list(tok.token_bytes(i)) for i in range(tok.vocab_size)],
+            "eos_id": tok.eos_id, "mask_id": tok.mask_id, "pad_id": tok.pad_id,
+            "repeatable": [bool(r) for r in repeatable]}
+
+
+def twins_data() -> dict[str, Any]:
+    """twins.json: the tokenizer, each twin's shape, the commit filter's weights and both samplers' defaults."""
+    diffusion, tok = load_twin("diffusion")
+    ar, _ = load_twin("ar")
+    judge = diffusion.commit_filter
+    weights = {k: getattr(judge, k).tolist() for k in ("mean", "scale", "w1", "b1", "w2", "b2")}
+    config = {kind: vars(m.net.config) for kind, m in (("diffusion", diffusion), ("ar", ar))}
+    settings = {"diffusion": honoured(diffusion, TWIN_DIFFUSION).to_json(), "ar": ARSettings().to_json()}
+    return {"tokenizer": _tokenizer(tok, diffusion.repeatable), "config": config, "filter": weights,
+            "settings": settings}
+
+
+def build_site(out: str | Path) -> Path:
+    """Writes the static site into folder `out` (created; files already there are replaced); returns it."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file; give the site a folder name such as site/.")
+    ort_dir = runtime_dir()
+    (out / "ort").mkdir(parents=True, exist_ok=True)
+    for name in ORT_FILES:
+        shutil.copyfile(ort_dir / name, out / "ort" / name)
+    for name in PAGE_FILES:
+        shutil.copyfile(SITE_DIR / name, out / name)
+    for kind in ("diffusion", "ar"):
+        model, _ = load_twin(kind)
+        graph.write(model.net, out / f"{kind}.onnx", f"converge-{kind}-twin")
+    (out / "twins.json").write_text(json.dumps(twins_data(), separators=(",", ":")), encoding="utf-8")
+    return out
+
+
+def _script(text: str) -> str:
+    """An inline <script> holding `text`, which must not close it early."""
+    if "</script" in text.lower():
+        raise ValueError("a script to inline contains </script")
+    return f"<script>\n{text}\n</script>"
+
+
+def build_single(out: str | Path) -> Path:
+    """Writes the whole site as one HTML file `out` that races from file:// with no network: the scripts inline,
+    the runtime's WebAssembly, the graphs and twins.json as gzip-compressed base64 blocks (single.js reads them)."""
+    out = Path(out)
+    if out.is_dir():
+        raise UserError(f"{out} is a folder; give --single-file a file name such as converge.html.")
+    if not out.parent.is_dir():
+        raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist.")
+    with tempfile.TemporaryDirectory() as tmp:
+        site = build_site(Path(tmp) / "site")
+        blocks = [f'<script type="application/octet-stream" id="{key}">'
+                  f"{base64.b64encode(gzip.compress((site / name).read_bytes(), 6)).decode()}</script>"
+                  for key, name in INLINED.items()]
+        scripts = [_script(path.read_text(encoding="utf-8"))
+                   for path in (site / "ort" / "ort.wasm.min.js", SITE_DIR / "single.js", site / "race.js",
+                                site / "page.js")]
+        page = (site / "index.html").read_text(encoding="utf-8")
+    if SCRIPTS not in page or FOLDER_CSP not in page:
+        raise ValueError("index.html's scripts or policy changed; update app/site/build.py")
+    page = page.replace(FOLDER_CSP, SINGLE_CSP).replace(SCRIPTS, "\n".join(blocks + scripts))
+    out.write_text(page, encoding="utf-8")
+    return out

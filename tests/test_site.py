@@ -1,0 +1,144 @@
+"""The static site (`python -m app site`): the twins race in Chromium, from a folder served on loopback, and each side's
+answer equals the Python sampler's token for token with the same passes (`window.converge.race`); the page asks no
+other host for anything. Skipped with the reason where Chromium, npm (onnxruntime-web) or onnx is missing."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import shutil
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from app.bench.twins import EVAL_PROMPTS
+from tests.fixtures import needs_twins
+from tests.pages import browser_tab
+
+pytestmark = needs_twins
+ORT_READY = (Path(__file__).resolve().parent.parent / "app" / "site" / "node_modules" / "onnxruntime-web").is_dir()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built once for the module (npm ci on first use, as on a fresh machine)."""
+    pytest.importorskip("onnx", reason="the onnx package (requirements.txt) builds the site's graphs")
+    if not ORT_READY and shutil.which("npm") is None:
+        pytest.skip("npm is not installed, so onnxruntime-web cannot be installed to build the site")
+    from app.errors import UserError
+    from app.site.build import build_site, runtime_dir
+
+    try:
+        runtime_dir()
+    except UserError as e:  # npm is there but could not install it (no registry in reach)
+        pytest.skip(f"onnxruntime-web is unavailable: {e}")
+    return build_site(tmp_path_factory.mktemp("site") / "site")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm",
+                      ".mjs": "text/javascript", ".onnx": "application/octet-stream"}
+
+    def log_message(self, *args: Any) -> None:
+        """Silent: the test reads the requests from the browser's side."""
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """A static server on 127.0.0.1 for `folder`; yields its URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def python_answers(prompt: str) -> dict[str, tuple[list[int], int]]:
+    """Each side's answer ids and passes as `python -m app generate --source local-diffusion` / `local-ar` makes
+    them: the sources' own settings, prompt encoding and sampler."""
+    import threading as th
+
+    from app.engine import autoregressive, diffusion
+    from app.sources.local import make_local_ar, make_local_diffusion
+
+    out = {}
+    for side, make in (("left", make_local_diffusion), ("right", make_local_ar)):
+        src = make()
+        ids = src.encode(prompt)
+        if side == "left":
+            last = list(diffusion.generate(src.model, ids, src.opts, th.Event()))[-1]
+            n = diffusion.answer_length(last.ids, last.masked, src.model.eos_id)
+            out[side] = ([int(i) for i in last.ids[:n]], last.nfe)
+        else:
+            last = list(autoregressive.generate(src.model, ids, src.opts, th.Event()))[-1]
+            out[side] = (list(last.ids), last.nfe)
+    return out
+
+
+def test_the_site_command_writes_a_folder_that_names_no_other_host(site: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from app.__main__ import main
+
+    assert main(["site", str(tmp_path / "out")]) == 0
+    assert "wrote" in capsys.readouterr().out
+    names = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert names == sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
+    assert {"index.html", "race.js", "page.js", "twins.json", "diffusion.onnx", "ar.onnx"} <= set(names)
+    for name in ("index.html", "page.js", "race.js"):
+        assert "://" not in (tmp_path / "out" / name).read_text(encoding="utf-8"), name
+
+
+RACE = """async (prompts) => {
+  const out = [];
+  for (const p of prompts) {
+    const r = await window.converge.race(p);
+    out.push({left: [r.left.ids, r.left.nfe, r.left.text, r.left.frames.length],
+              right: [r.right.ids, r.right.nfe, r.right.text, r.right.frames.length]});
+  }
+  return out;
+}"""
+
+
+def test_the_browser_race_equals_the_python_twins_and_asks_no_other_host(site: Path, browser: Any) -> None:
+    prompts = list(EVAL_PROMPTS[:24])
+    with serve(site) as url:
+        seen: list[str] = []
+
+        def route(r: Any) -> None:
+            seen.append(r.request.url)
+            r.continue_() if r.request.url.startswith(url) else r.abort()
+
+        with browser_tab(browser, "about:blank", timeout_ms=170_000) as tab:
+            tab.route("**/*", route)
+            tab.goto(url)
+            tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+            got = tab.evaluate(RACE, prompts)
+    assert [u for u in seen if not u.startswith(url)] == []
+    for prompt, race in zip(prompts, got):
+        want = python_answers(prompt)
+        for side in ("left", "right"):
+            assert (race[side][0], race[side][1]) == want[side], (prompt, side)
+
+
+def test_the_single_file_races_from_file_with_no_network(site: Path, browser: Any, tmp_path: Path) -> None:
+    from app.site.build import build_single
+
+    page = build_single(tmp_path / "converge.html")
+    assert page.stat().st_size < 40e6
+    prompts = list(EVAL_PROMPTS[:2])  # the folder's test races all 24; this one shows the inlined parts load
+    with browser_tab(browser, "about:blank", timeout_ms=120_000, offline=True) as tab:
+        seen: list[str] = []
+        tab.on("request", lambda r: seen.append(r.url))
+        tab.goto(page.as_uri())
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        got = tab.evaluate(RACE, prompts)
+    assert [u for u in seen if not u.startswith(("file:", "blob:"))] == []
+    for prompt, race in zip(prompts, got):
+        want = python_answers(prompt)
+        assert [(race[side][0], race[side][1]) for side in ("left", "right")] == [want["left"], want["right"]]
