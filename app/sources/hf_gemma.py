@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from app.engine.diffusion_gemma import CAPTURED, GemmaStep
+from app.engine.diffusion_gemma import CAPTURED, GemmaStep, resolve
 from app.sources.local import EOS_MARK, SamplerSource, named_candidates
 from app.trace.frames import Clock, Frame
 
@@ -65,7 +65,12 @@ def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_
 
 
 class GemmaSource(SamplerSource):
-    """A DiffusionGemma model run by its own generate(), one frame per event (module docstring)."""
+    """A DiffusionGemma model run by its own generate(), one frame per event (module docstring); the settings left
+    out are read back from the model's generation config once it loads, so its header keeps the values that ran."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.opts = resolve(self.model.model, self.opts)
 
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
         """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""

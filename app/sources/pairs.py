@@ -67,8 +67,7 @@ LLADA2 = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_len
           "editing_threshold": 0.9, "max_post_steps": 16}  # LLaDA2.1's generate() defaults (temperature 0)
 DLLM = {"gen_length": 128, "steps": 128, "block_length": 32, "threshold": None, "schedule": "dllm"}  # dllm's chat.py
 # defaults for its MDLM and BD3LM samplers (low-confidence remasking, temperature 0, its linear schedule)
-DIFFUSION_GEMMA = {"max_new_tokens": 256, "max_denoising_steps": 48, "entropy_bound": 0.1, "stability_threshold": 1,
-                   "confidence_threshold": 0.005, "t_min": 0.4, "t_max": 0.8}  # its generate()'s own defaults
+DIFFUSION_GEMMA = {"max_new_tokens": 256}  # as long as the AR side's answer; every other setting the checkpoint's own
 # Parameters: Gemma-4-26B-A4B-it's upstream model details give 25.2B in all (3.8B active a token); DiffusionGemma,
 # fine-tuned from it with its encoder and decoder sharing those weights, publishes no count of its own, so its
 # download is taken as the same 25.2B x 2 bytes (bfloat16) plus nothing for its small self-conditioning block
