@@ -146,6 +146,11 @@ def test_candidates_put_the_draft_first_and_confidence_is_its_probability(tiny: 
         for pos, cands in f.candidates:
             probs = [p for _, p in cands]
             assert probs == sorted(probs, reverse=True) and f.confidence[pos] == pytest.approx(probs[0], abs=1e-4)
+            assert f.entropy[pos] is not None and f.entropy[pos] >= 0
+        assert len(f.entropy) == len(f.tokens)
+        canvas = len(f.tokens) - f.entropy.count(None)  # the current canvas's; none for the finished ones
+        assert canvas == 8 and all(e is None for e in f.entropy[:len(f.tokens) - canvas])
+    assert all(f.entropy is None for f in frames if not f.candidates and (f.final or "random start" in f.note))
 
 
 def test_nfe_counts_every_encoder_and_decoder_call_and_refreshes_the_encoders(tiny: Path) -> None:

@@ -49,12 +49,16 @@ def note(st: GemmaStep, canvas_length: int) -> str:
 
 
 def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_length: int) -> dict[str, Any]:
-    """A step's display fields: strings, states, confidences, candidates; the last cut at end-of-text, with text."""
+    """A step's display fields: strings, states, confidences, candidates, entropies (a denoising step's canvas); the
+    last cut at end-of-text, with text."""
     cands = [[pos, named_candidates(tok, c, eos_ids[0] if eos_ids else -1)] for pos, c in sorted(st.candidates.items())]
     n = answer_length(st.ids, eos_ids) if st.done else len(st.ids)
     out = {"tokens": strings(tok, st.ids[:n], eos_ids), "states": st.states[:n],
            "confidence": np.round(st.confidence[:n], 4).tolist(), "committed": st.committed or None,
            "candidates": cands or None, "note": note(st, canvas_length)}
+    if st.entropy is not None:  # a denoising step: the current canvas's positions, none for the finished ones
+        done = len(st.ids) - len(st.entropy)
+        out["entropy"] = [None] * done + np.round(st.entropy.astype(np.float64), 4).tolist()
     if st.entropy is None and not st.denoising and st.canvas:  # a later canvas's start: its positions are new
         out["inserted"] = list(range(len(st.ids) - canvas_length, len(st.ids)))
     if st.done:
