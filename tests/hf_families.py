@@ -351,10 +351,12 @@ def drawn(frames: list[Any], token: int) -> bool:
 GEMMA_PAD, GEMMA_EOS, GEMMA_BOS = 124, 125, 126  # the tiny DiffusionGemma's special ids (above WORDS' ids)
 
 
-def build_diffusion_gemma(root: Path, seed: int = 0, canvas_length: int = 8) -> Path:
+def build_diffusion_gemma(root: Path, seed: int = 0, canvas_length: int = 8,
+                          generation: dict[str, Any] | None = None) -> Path:
     """A 2-layer, 32-wide DiffusionGemma (transformers' own DiffusionGemmaForBlockDiffusion: a mixture-of-experts text
     config, 4 experts, 2 a token, and a small Gemma 4 vision config, as transformers' own tests shrink them) with a
-    128-id word tokenizer and canvases of `canvas_length`, saved under root with seeded random weights."""
+    128-id word tokenizer and canvases of `canvas_length`, saved under root with seeded random weights; `generation`:
+    values its saved generation_config.json sets (`entropy_bound` as its sampler config's)."""
     import transformers
 
     folder = root / "diffusion-gemma"
@@ -370,6 +372,11 @@ def build_diffusion_gemma(root: Path, seed: int = 0, canvas_length: int = 8) -> 
                                                boi_token_id=121, eoi_token_id=122, canvas_length=canvas_length)
     model = transformers.DiffusionGemmaForBlockDiffusion(config)
     _randomise(model, seed, std=0.5)
+    if generation:
+        given = dict(generation)
+        if "entropy_bound" in given:
+            given["sampler_config"] = transformers.EntropyBoundSamplerConfig(entropy_bound=given.pop("entropy_bound"))
+        model.generation_config = transformers.DiffusionGemmaGenerationConfig(**given)
     model.save_pretrained(folder)
     word_tokenizer(folder, {GEMMA_PAD: "<pad>", GEMMA_EOS: "<eos>", GEMMA_BOS: "<bos>"}, text["vocab_size"])
     (folder / "tokenizer_config.json").write_text(json.dumps({

@@ -77,15 +77,34 @@ def test_the_answer_is_what_generate_returns_at_the_seed(tiny: Path, device: str
     assert len(last.tokens) == len(cut(answer)) and last.usage["completion_tokens"] == len(cut(answer))
 
 
-def test_the_defaults_are_its_generation_configs() -> None:
-    from app.engine.diffusion_gemma import GemmaSettings
+OWN = {"max_new_tokens": 12, "max_denoising_steps": 3, "entropy_bound": 0.7, "stability_threshold": 2,
+       "confidence_threshold": 0.01, "t_min": 0.2, "t_max": 0.9}  # none of them transformers' defaults
 
+
+def test_settings_left_out_are_transformers_defaults_for_a_model_that_sets_none(tiny: Path) -> None:
     given = transformers.DiffusionGemmaGenerationConfig._get_default_generation_params()
-    s = GemmaSettings()
-    assert {k: getattr(s, k) for k in ("max_new_tokens", "max_denoising_steps", "t_min", "t_max",
-                                       "stability_threshold", "confidence_threshold")} == \
-        {k: v for k, v in given.items() if k != "sampler_config"}
-    assert s.entropy_bound == given["sampler_config"].entropy_bound
+    ran = source(tiny).settings()
+    assert {k: ran[k] for k in given if k != "sampler_config"} == {k: v for k, v in given.items()
+                                                                   if k != "sampler_config"}
+    assert ran["entropy_bound"] == given["sampler_config"].entropy_bound
+
+
+def test_settings_left_out_are_the_checkpoints_own_and_the_header_keeps_them(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    from app.engine.diffusion_gemma import GemmaSettings
+    from app.engine.options import coerce, settings_spec
+
+    own = build_diffusion_gemma(tmp_path_factory.mktemp("gemma-own"), generation=OWN)
+    src = source(own)
+    assert {k: src.settings()[k] for k in OWN} == OWN  # read back from the generation config generate() uses
+    last = frames_of(src)[-1]
+    assert last.text == src.tok.decode(cut(reference(src)))  # generate() with nothing passed: the same run
+    moved = source(own, max_denoising_steps=2, t_max="").settings()  # empty, as the page's box sends it: its own
+    assert moved["max_denoising_steps"] == 2 and {k: moved[k] for k in OWN if k != "max_denoising_steps"} == \
+        {k: v for k, v in OWN.items() if k != "max_denoising_steps"}
+    assert coerce(GemmaSettings, {"t_min": ""}, "hf-diffusion").t_min is None
+    spec = settings_spec(GemmaSettings())
+    assert all(spec[k]["default"] is None and spec[k]["own"] and "the model's own" in spec[k]["label"] for k in OWN)
 
 
 def test_each_canvas_shows_its_random_start_every_step_and_what_generate_appended(tiny: Path) -> None:
@@ -127,6 +146,11 @@ def test_candidates_put_the_draft_first_and_confidence_is_its_probability(tiny: 
         for pos, cands in f.candidates:
             probs = [p for _, p in cands]
             assert probs == sorted(probs, reverse=True) and f.confidence[pos] == pytest.approx(probs[0], abs=1e-4)
+            assert f.entropy[pos] is not None and f.entropy[pos] >= 0
+        assert len(f.entropy) == len(f.tokens)
+        canvas = len(f.tokens) - f.entropy.count(None)  # the current canvas's; none for the finished ones
+        assert canvas == 8 and all(e is None for e in f.entropy[:len(f.tokens) - canvas])
+    assert all(f.entropy is None for f in frames if not f.candidates and (f.final or "random start" in f.note))
 
 
 def test_nfe_counts_every_encoder_and_decoder_call_and_refreshes_the_encoders(tiny: Path) -> None:

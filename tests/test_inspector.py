@@ -312,6 +312,44 @@ def test_a_source_without_confidences_says_so(browser: Any, tmp_path: Path) -> N
     assert errors == []
 
 
+def entropy_race(path: Path) -> Path:
+    """A schema 2 race whose left side reports each predicted position's entropy and the accepted one's candidates."""
+    w = RecordingWriter(path, make_header("Entropy", {"left": {"name": "local-uniform", "settings": {}},
+                                                      "right": {"name": "local-ar", "settings": {}}}))
+    w.frame("left", Frame(t=0.1, step=0, tokens=["qx ", "zz"], states="nn"))
+    w.frame("left", Frame(t=0.2, step=1, tokens=["cat ", "zz"], states="an", confidence=[0.9, 0.1], committed=[0],
+                          candidates=[[0, [["cat ", 0.9], ["dog ", 0.05]]]], entropy=[0.4321, 2.5]))
+    w.frame("left", Frame(t=0.3, step=2, tokens=["cat ", "sat"], states="aa", confidence=[0.9, 0.8], committed=[1],
+                          candidates=[[1, [["sat", 0.8]]]], entropy=[None, 1.234], final=True, text="cat sat"))
+    w.frame("right", Frame(t=0.2, step=0, tokens=["cat"], confidence=[0.5], final=True, text="cat"))
+    w.end("left", "done")
+    w.end("right", "done")
+    w.close()
+    return path
+
+
+@pytest.mark.browser
+def test_the_inspector_shows_a_positions_entropy_beside_its_candidates(browser: Any, tmp_path: Path) -> None:
+    from app.export.html import export_html
+
+    html = export_html(entropy_race(tmp_path / "entropy.jsonl"), tmp_path / "entropy.html")
+    ctx, page, errors = open_file(browser, html)
+    page.evaluate(LAST_FRAME)
+    click_position(page, "left", 1)
+    page.wait_for_selector(f"{ROOT} .cv-inspector[data-open=true][data-side=left][data-pos='1']")
+    got = inspector(page)
+    assert "entropy 1.23 nats" in got["now"]
+    accepted = [e for e in got["events"] if "accepted" in e]
+    assert accepted and "top candidates" in accepted[-1] and "entropy 1.23 nats" in accepted[-1]
+    click_position(page, "left", 0)
+    page.wait_for_selector(f"{ROOT} .cv-inspector[data-open=true][data-side=left][data-pos='0']")
+    got = inspector(page)
+    assert "entropy" not in got["now"]  # the last frame predicted nothing there
+    assert any("top candidates" in e and "entropy 0.43 nats" in e for e in got["events"])
+    ctx.close()
+    assert errors == []
+
+
 @pytest.mark.browser
 @needs_twins
 def test_the_inspector_works_on_a_live_race_in_the_page(browser: Any, recordings: Path) -> None:

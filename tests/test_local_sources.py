@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.engine.autoregressive import ARSettings
@@ -21,7 +22,7 @@ from tests.fixtures import needs_twins
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"
 TOKENIZER = MODELS / "tokenizer.json"
-UI_KEYS = {"default", "label", "choices", "min", "max", "step", "info"}
+UI_KEYS = {"default", "label", "choices", "min", "max", "step", "info", "own"}  # own: a number box left empty
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +138,27 @@ def test_uniform_frames_start_as_noise_and_accept_positions_until_the_answer(tok
     assert frames[-1].states == "a" * len(answer)
 
 
+def test_uniform_frames_carry_each_predicted_positions_entropy_and_the_accepted_ones_candidates(tok) -> None:
+    """local-uniform: a pass's frame gives the entropy of every position it predicted (the block's open ones, null
+    elsewhere) and the top candidates of those it accepted, the chosen token's probability among them."""
+    from app.engine import uniform
+
+    model, s = tiny(tok, causal=False), UniformSettings(gen_length=16, steps=16, block_length=8, stop_at_eos=False)
+    src = local.SamplerSource("local-uniform", lambda: (model, tok), s, local._plain_prompt)
+    frames = list(src.stream("Once upon a time", threading.Event()))
+    steps = list(uniform.generate(model, local._plain_prompt(tok, "Once upon a time"), s))
+    assert frames[0].entropy is None and frames[0].candidates is None  # the random start predicted nothing
+    for f, st in zip(frames[1:-1], steps[1:-1]):
+        assert len(f.entropy) == len(f.tokens)
+        assert [e is not None for e in f.entropy] == np.isfinite(st.entropy).tolist()
+        assert all(e >= 0 for e in f.entropy if e is not None)
+        assert [pos for pos, _ in f.candidates] == sorted(f.committed)
+        for pos, cands in f.candidates:
+            probs = [p for _, p in cands]
+            assert probs == sorted(probs, reverse=True) and len(cands) <= 3 and f.entropy[pos] is not None
+    assert len(frames[-1].entropy) == len(frames[-1].tokens)
+
+
 def test_cancel_stops_the_stream(tok) -> None:
     cancel = threading.Event()
     s = DiffusionSettings(gen_length=32, steps=32, block_length=8, threshold=None, stop_at_eos=False)
@@ -185,6 +207,8 @@ def test_registered_settings_use_only_the_keys_the_ui_renders_and_their_defaults
         for entry in spec.values():
             if "choices" in entry:
                 assert entry["default"] in entry["choices"]
+            elif entry.get("own") and entry["default"] is None:  # left empty: the model's own value
+                assert entry["min"] <= entry["max"]
             else:
                 assert entry["min"] <= entry["default"] <= entry["max"]
 

@@ -40,6 +40,7 @@ def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
         if p.left.startswith("hf-diffusion:"):  # each honoured by the backend its model runs on
             backend = LLADA2 if p.name.startswith("llada2") else GEMMA if p.name.startswith("diffusiongemma") \
                 else MASKED
+            assert REGISTRY["hf-diffusion"].backend(p.left.partition(":")[2]) is backend  # known before a download
             backend.refuse(p.left_settings, p.left)
             settings = {k: v for k, v in p.left_settings.items() if k not in LOAD_OPTIONS}
             if backend is GEMMA:
@@ -49,6 +50,27 @@ def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
             coerce(DiffusionSettings, settings, p.left).validate()
             coerce(PipelineSettings, edits, p.left).validate()
     assert PAIRS["llada2.1-mini"].left_settings["editing_threshold"] == 0.9  # LLaDA2.1 edits
+
+
+@pytest.mark.parametrize("name", ["diffusiongemma-26b", "llada2.1-mini"])
+def test_a_pairs_settings_are_accepted_when_the_hub_is_unreachable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    import gradio as gr
+
+    from app.serving.policy import LOCAL
+    from app.sources import hf
+    from app.sources.base import honoured
+    from app.ui.sources_ui import SideControls
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hf, "model_type", lambda *_: None)  # no config.json can be read: offline, nothing cached
+    load_plugins()
+    p = PAIRS[name]
+    assert honoured(p.left, dict(p.left_settings)) == p.left_settings
+    kind, _, arg = p.left.partition(":")
+    with gr.Blocks():
+        side = SideControls("left", gr.Dropdown(), gr.Dropdown(), gr.Textbox(), LOCAL)
+    assert set(p.left_settings) <= set(side.honours(kind, arg))  # the page shows and sends them
+    assert REGISTRY[kind].backend("no-such-org/no-such-model").key == "masked"  # an unknown id: as before
 
 
 def test_a_machine_without_the_memory_is_told_before_any_download() -> None:

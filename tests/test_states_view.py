@@ -60,6 +60,16 @@ def test_the_payload_carries_states_and_deleted_tokens(tmp_path: Path) -> None:
     assert [round(v, 2) for _, v in payload["sides"]["left"]["settled"]] == [0.0, 0.2, 0.2, 0.4, 0.4, 0.6, 1.0]
 
 
+def test_the_payload_carries_each_positions_entropy_with_nulls(tmp_path: Path) -> None:
+    left = [Frame(t=0.1, step=0, tokens=["qx", "zz"], states="nn"),
+            Frame(t=0.2, step=1, tokens=["a", "zz"], states="an", entropy=[0.4321, 2.5]),
+            Frame(t=0.3, step=2, tokens=["a", "b"], states="aa", entropy=[None, 1.236], final=True)]
+    payload = recording_payload(load(race(tmp_path, left)), run="t")
+    rows = payload["sides"]["left"]["rows"]
+    assert "en" not in rows[0] and rows[1]["en"] == [0.43, 2.5] and rows[2]["en"] == [None, 1.24]
+    assert all("en" not in row for row in payload["sides"]["right"]["rows"])
+
+
 def test_the_html_export_holds_the_states(tmp_path: Path) -> None:
     text = export_html(race(tmp_path), tmp_path / "states.html").read_text(encoding="utf-8")
     assert '"st":"nnn"' in text and '"dl":[[2,4,"w"]]' in text and ".cv-tok.cv-z" in text

@@ -53,6 +53,20 @@ def test_states_insertions_and_deletions_round_trip_and_bad_ones_are_named(tmp_p
     assert len(rec.warnings) == 1 and "Lines 4, 5 and 6" in rec.warnings[0] and "'states' must be" in rec.warnings[0]
 
 
+def test_entropy_round_trips_with_nulls_and_bad_ones_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    w = RecordingWriter(path, make_header("hi", {}))
+    good = Frame(t=0.0, step=1, tokens=["the", "qx", "cat"], states="ana", entropy=[None, 2.5, 0.0123])
+    w.frame("left", good)
+    for bad in ([1.0, 2.0], [None, -1.0, 0.0], [None, "x", 0.0], [None, True, 0.0], "1"):
+        w._write({"type": "frame", "side": "left", "t": 0.1, "step": 2, "tokens": ["a", "b", "c"], "entropy": bad})
+    w.close()
+    rec = read_recording(path)
+    assert rec.frames["left"] == [good] and json.loads(path.read_text().splitlines()[1])["entropy"][0] is None
+    assert len(rec.warnings) == 1 and "'entropy' must have one" in rec.warnings[0]
+    assert Frame.from_json({"t": 0, "step": 0, "tokens": ["a"]}).entropy is None  # older frames: none
+
+
 def test_a_schema_1_recording_still_reads(tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
     path.write_text('{"type": "header", "schema": 1, "prompt": "p", "sources": {}}\n'

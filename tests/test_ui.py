@@ -377,7 +377,7 @@ def test_settings_render_from_the_registry_and_keys_stay_out_of_settings() -> No
 
     load_plugins()
     assert REGISTRY["mercury"].takes_key and REGISTRY["openai"].takes_key and not REGISTRY["replay"].takes_key
-    kinds = {"choices": gr.Dropdown, "min": gr.Slider}
+    kinds = {"own": gr.Number, "choices": gr.Dropdown, "min": gr.Slider}  # own: left empty, the model's own value
     for kind in REGISTRY.values():
         for name, spec in kind.settings.items():
             widget = setting_component(spec, name)

@@ -257,7 +257,7 @@ class SideAnalyzer:
     6 inserted: app/analysis/states.py), conf (3 decimals or None), nfe, final, sp: the leading run of positions
     that hold the same unmasked token as in the previous frame (the part that looks settled live), and
     as the frame has them, pin (the positions given before the run) and note (a line shown with the frame); a
-    schema 2 frame adds st, back and del (SideAnalyzer._edits).
+    schema 2 frame adds st, back and del (SideAnalyzer._edits), and ent (each position's entropy) when it has one.
     """
 
     def __init__(self, middle: str = CHOSEN) -> None:
@@ -291,6 +291,8 @@ class SideAnalyzer:
                "ch": codes, "conf": [round(c, 3) for c in conf] if conf is not None else None,
                "nfe": frame.nfe, "final": frame.final, "sp": sp, "cand": frame.candidates, "pin": frame.pinned,
                "note": frame.note, "by": frame.chosen_by, **extra}
+        if frame.entropy is not None and not text:  # schema 2: each predicted position's entropy (nats)
+            row["ent"] = [None if e is None else round(e, 3) for e in frame.entropy]
         self.count += 1
         self._tok, self._masked, self._text = tok, masked, text
         self._states = extra.get("st")

@@ -66,7 +66,7 @@ def flag_help(name: str, owners: list[str]) -> str:
 def shown(value: Any, o: Option) -> str:
     """A default as --help writes it: 0.9, true, off (a feature left off), none (no pins)."""
     if value is None:
-        return "off" if o.off else "none"
+        return "off" if o.off else "the model's own" if o.own else "none"
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, tuple):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator
 
 import numpy as np
@@ -38,34 +38,47 @@ CAPTURED = "timed with every step captured"  # what a captured run's timings are
 TOP = 3  # candidates kept per position accepted this step, for the token inspector
 
 
+OWN = "the model's own, from its generation_config"  # what a setting left out runs with, as help and --help say
+
+
 @dataclass
 class GemmaSettings:
-    """What DiffusionGemma's generate() takes, each passed to it; the defaults are its generation config's own
-    (`DiffusionGemmaGenerationConfig._get_default_generation_params`, checked by tests/test_diffusion_gemma.py). The
-    canvas length is the model's (its config's `canvas_length`), shown, not set."""
+    """What DiffusionGemma's generate() takes. A setting left out (None) is the checkpoint's own, as generate() reads
+    it from the model's generation config (then transformers' defaults, `DiffusionGemmaGenerationConfig.
+    _get_default_generation_params`); `resolve` reads back the values a loaded model runs with. The canvas length is
+    the model's (its config's `canvas_length`), shown, not set."""
 
-    max_new_tokens: int = option(256, "Answer length (DiffusionGemma: whole canvases)", min=1, max=4096, step=1,
-                                 help="generate() writes this many tokens rounded up to whole canvases.")
-    max_denoising_steps: int = option(48, "Denoising steps a canvas, at most (DiffusionGemma)", min=1, max=512, step=1,
-                                      help="Each canvas stops earlier once stable and confident.")
-    entropy_bound: float = option(0.1, "Entropy bound (DiffusionGemma)", min=0.001, max=100.0, step=0.01,
-                                  help="A step accepts the lowest-entropy positions whose summed entropy, less the "
-                                       "largest, stays under this bound; higher accepts more a step.")
-    stability_threshold: int = option(1, "Steps the draft must hold to stop (DiffusionGemma)", min=0, max=64, step=1,
-                                      help="A canvas stops once its draft is unchanged for this many steps and "
-                                           "confident (0: confidence alone).")
-    confidence_threshold: float = option(0.005, "Mean entropy to stop under (DiffusionGemma)", min=1e-6, max=100.0,
-                                         step=0.001, help="A canvas stops once its mean entropy is under this "
-                                                          "and its draft is stable.")
-    t_min: float = option(0.4, "Temperature at the last step (DiffusionGemma)", min=0.01, max=10.0, step=0.05,
-                          help="The temperature falls linearly from t_max at the first step to this at the last.")
-    t_max: float = option(0.8, "Temperature at the first step (DiffusionGemma)", min=0.01, max=10.0, step=0.05)
+    max_new_tokens: int | None = option(None, "Answer length (DiffusionGemma: whole canvases)", min=1, max=4096,
+                                        step=1, own=True,
+                                        help=f"generate() writes this many tokens rounded up to whole canvases; "
+                                             f"empty: {OWN}.")
+    max_denoising_steps: int | None = option(None, "Denoising steps a canvas, at most (DiffusionGemma)", min=1,
+                                             max=512, step=1, own=True,
+                                             help=f"Each canvas stops earlier once stable and confident; empty: {OWN}.")
+    entropy_bound: float | None = option(None, "Entropy bound (DiffusionGemma)", min=0.001, max=100.0, step=0.01,
+                                         own=True,
+                                         help="A step accepts the lowest-entropy positions whose summed entropy, less "
+                                              f"the largest, stays under this bound; higher accepts more a step; "
+                                              f"empty: {OWN}.")
+    stability_threshold: int | None = option(None, "Steps the draft must hold to stop (DiffusionGemma)", min=0, max=64,
+                                             step=1, own=True,
+                                             help="A canvas stops once its draft is unchanged for this many steps and "
+                                                  f"confident (0: confidence alone); empty: {OWN}.")
+    confidence_threshold: float | None = option(None, "Mean entropy to stop under (DiffusionGemma)", min=1e-6,
+                                                max=100.0, step=0.001, own=True,
+                                                help="A canvas stops once its mean entropy is under this and its draft "
+                                                     f"is stable; empty: {OWN}.")
+    t_min: float | None = option(None, "Temperature at the last step (DiffusionGemma)", min=0.01, max=10.0, step=0.05,
+                                 own=True, help="The temperature falls linearly from t_max at the first step to this "
+                                                f"at the last; empty: {OWN}.")
+    t_max: float | None = option(None, "Temperature at the first step (DiffusionGemma)", min=0.01, max=10.0,
+                                 step=0.05, own=True, help=f"Empty: {OWN}.")
     seed: int = option(0, "Seed", min=0, max=9999, step=1)  # declared as the diffusion sampler's, as the page shows one
 
     def validate(self) -> "GemmaSettings":
-        """Checks each setting against its declaration, and that the temperature falls."""
+        """Checks each setting given against its declaration, and that the temperature falls when both are given."""
         check(self)
-        if self.t_max <= self.t_min:
+        if self.t_max is not None and self.t_min is not None and self.t_max <= self.t_min:
             raise UserError(f"DiffusionGemma's temperature at the first step (t_max {self.t_max:g}) must be above the "
                             f"one at the last (t_min {self.t_min:g}): change t_max or t_min.")
         return self
@@ -75,13 +88,25 @@ class GemmaSettings:
 
 
 def generate_kwargs(s: GemmaSettings) -> dict[str, Any]:
-    """The keywords of generate() that carry `s` (all but the seed, which seeds torch before the call)."""
+    """The keywords of generate() that carry the settings `s` gives (all but the seed, which seeds torch before the
+    call); one left out is not passed, so generate() takes the model's own."""
     from transformers import EntropyBoundSamplerConfig
 
-    return {"max_new_tokens": s.max_new_tokens, "max_denoising_steps": s.max_denoising_steps,
-            "sampler_config": EntropyBoundSamplerConfig(entropy_bound=float(s.entropy_bound)),
-            "stability_threshold": s.stability_threshold, "confidence_threshold": float(s.confidence_threshold),
-            "t_min": float(s.t_min), "t_max": float(s.t_max), "disable_compile": True}
+    given = {k: v for k, v in asdict(s).items() if k not in ("seed", "entropy_bound") and v is not None}
+    for k in ("confidence_threshold", "t_min", "t_max"):  # generate() checks these are floats
+        if k in given:
+            given[k] = float(given[k])
+    if s.entropy_bound is not None:
+        given["sampler_config"] = EntropyBoundSamplerConfig(entropy_bound=float(s.entropy_bound))
+    return {**given, "disable_compile": True}
+
+
+def resolve(model: Any, s: GemmaSettings) -> GemmaSettings:
+    """`s` with each setting left out read back from the generation config generate() builds for `model` from them
+    (the model's own generation_config, then transformers' defaults): the values a run takes, for its header."""
+    config, _ = model._prepare_generation_config(None, **generate_kwargs(s))
+    ran = {k: getattr(config, k) for k in asdict(s) if k not in ("seed", "entropy_bound")}
+    return replace(s, entropy_bound=float(config.sampler_config.entropy_bound), **ran).validate()
 
 
 class DiffusionGemmaLM:

@@ -27,8 +27,9 @@ class Option:
     Rules a reading follows (`coerce`): with `clamp`, a number out of range is moved into it rather than refused (the
     API sources, whose servers clamp too); with `follows`, the setting left unset (or given as 0) takes that other
     setting's value (steps: one per answer token); with `replaces`, turning this setting on turns that one off unless
-    it was moved from its default (the factor rule replaces the default threshold). `shown`: whether the page offers
-    a control (the CLI offers every setting)."""
+    it was moved from its default (the factor rule replaces the default threshold); with `own`, None (left out, or
+    given empty) takes the model's own value, read from its generation config when it loads. `shown`: whether the
+    page offers a control (the CLI offers every setting)."""
 
     label: str
     min: float | None = None
@@ -42,6 +43,7 @@ class Option:
     clamp: bool = False
     follows: str | None = None
     replaces: str | None = None
+    own: bool = False
     shown: bool = True
 
     @property
@@ -90,7 +92,7 @@ def check(settings: Any) -> None:
     """Refuses any setting outside its declared type, range or choices with one sentence naming the fix."""
     for key, (kind, o) in declared(type(settings)).items():
         v = getattr(settings, key)
-        if (o.off and v is None) or kind is tuple:
+        if ((o.off or o.own) and v is None) or kind is tuple:
             continue
         fix = f"not {v!r}: change {key}."
         if kind is bool and not isinstance(v, bool):
@@ -187,6 +189,8 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None,
         try:
             if o.off and (value in OFF or _finite(value) == 0):
                 out[key] = None
+            elif o.own and isinstance(value, str) and not value.strip():
+                out[key] = None
             elif value is not None:
                 out[key] = _read(key, kind, o, value, read_tuple)
         except (TypeError, ValueError, OverflowError):
@@ -212,7 +216,8 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None,
 
 def settings_spec(s: Any) -> dict[str, dict[str, Any]]:
     """The page's control for each shown setting of `s` (a settings dataclass, giving the defaults), from its
-    declaration: a setting that may be off, or that follows another, offers 0 for that."""
+    declaration: a setting that may be off, or that follows another, offers 0 for that; one that may be the model's
+    own is a number box left empty for that (`own` in its entry)."""
     settings = declared(type(s))
     out: dict[str, dict[str, Any]] = {}
     for name, (kind, o) in settings.items():
@@ -226,6 +231,10 @@ def settings_spec(s: Any) -> dict[str, dict[str, Any]]:
             follows = f"0 = the {settings[o.follows][1].name.lower()}"
             label = f"{o.label[:-1]}; {follows})" if o.label.endswith(")") else f"{o.label} ({follows})"
             entry.update(default=0, label=label)
+        if o.own:
+            own = "empty = the model's own"
+            label = f"{o.label[:-1]}; {own})" if o.label.endswith(")") else f"{o.label} ({own})"
+            entry.update(label=label, own=True)
         if kind is bool:
             entry["choices"] = [True, False]
         elif o.choices or o.presets:

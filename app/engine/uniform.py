@@ -21,7 +21,7 @@ import numpy as np
 
 from app.engine.base import MaskedLM
 from app.engine.options import check, option
-from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt
+from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
 
 
 @dataclass
@@ -69,6 +69,7 @@ class UniformStep:
     newly: list[int] = field(default_factory=list)  # the positions this step accepted
     nfe: int = 0
     done: bool = False
+    candidates: dict[int, list[tuple[int, float]]] = field(default_factory=dict)  # the accepted positions' top few
 
     @property
     def noise(self) -> np.ndarray:
@@ -114,10 +115,10 @@ def accept_rows(entropy: np.ndarray, sure: np.ndarray, bound: float | None, last
 
 
 def _pass(model: MaskedLM, x: np.ndarray, rows: np.ndarray, temperature: float, rng: np.random.Generator
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One call of the network over all of `x`; for the given sequence positions: (entropy of the model's
-    distribution, the token chosen, its probability under that distribution). Greedy at temperature 0, else sampled
-    from the distribution at that temperature."""
+    distribution, the token chosen, its probability under that distribution, the distribution). Greedy at
+    temperature 0, else sampled from the distribution at that temperature."""
     logits = model.logits(x)[rows]
     probs = _softmax(logits, 1.0)
     if temperature > 0:
@@ -125,7 +126,7 @@ def _pass(model: MaskedLM, x: np.ndarray, rows: np.ndarray, temperature: float, 
         chosen = np.array([rng.choice(len(p), p=p) for p in tempered], dtype=np.int64)
     else:
         chosen = probs.argmax(axis=-1)
-    return _entropy(probs), chosen, probs[np.arange(len(rows)), chosen]
+    return _entropy(probs), chosen, probs[np.arange(len(rows)), chosen], probs
 
 
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings,
@@ -148,7 +149,7 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
             if cancel is not None and cancel.is_set():
                 return
             open_ = lo + np.flatnonzero(~accepted[lo:hi])
-            ent, chosen, sure = _pass(model, x, P + open_, s.temperature, rng)
+            ent, chosen, sure, probs = _pass(model, x, P + open_, s.temperature, rng)
             nfe += 1
             entropy = np.full(L, np.nan)
             entropy[open_] = ent
@@ -159,8 +160,9 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
             x[P + still] = rng.choice(pool, size=len(still))  # re-noised: fresh random tokens
             ended = not len(still) and (b == len(shares) - 1 or (
                 s.stop_at_eos and bool(np.any(x[P : P + hi] == model.eos_id))))
+            considered = {int(open_[r]): top_candidates(probs[r]) for r in rows}  # what the model weighed there
             yield UniformStep(nfe, x[P:].copy(), accepted.copy(), entropy, (lo, hi), sorted(open_[rows].tolist()),
-                              nfe, ended)
+                              nfe, ended, considered)
             if ended:
                 return
             if not len(still):

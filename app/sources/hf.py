@@ -26,6 +26,7 @@ from app.errors import UserError
 from app.sources.base import Backend, SourceKind, register
 from app.sources.hf_gemma import GemmaSource, gemma_prompt
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
+from app.sources.pairs import known_type
 from app.trace.frames import Clock, Frame
 
 
@@ -81,10 +82,11 @@ GEMMA = Backend("diffusion_gemma", "DiffusionGemma, run by its own generate()", 
 
 
 def backend_of(arg: str) -> str:
-    """The backend of `hf-diffusion:arg`, from its config's model type alone (app/engine/hf_config.py): "llada2" for
+    """The backend of `hf-diffusion:arg`, from its model type alone: the one a pair declares for its id
+    (app/sources/pairs.py `known_type`, known offline), else its config's (app/engine/hf_config.py): "llada2" for
     LLaDA2.x, "diffusion_gemma" for DiffusionGemma, "masked" for any other (and for a model whose config cannot be
     read, whose load then says why)."""
-    kind = model_type(arg)
+    kind = known_type(arg) or model_type(arg)
     return LLADA2.key if kind in MODEL_TYPES else GEMMA.key if kind in GEMMA_TYPES else MASKED.key
 
 

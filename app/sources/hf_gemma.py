@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from app.engine.diffusion_gemma import CAPTURED, GemmaStep
+from app.engine.diffusion_gemma import CAPTURED, GemmaStep, resolve
 from app.sources.local import EOS_MARK, SamplerSource, named_candidates
 from app.trace.frames import Clock, Frame
 
@@ -49,12 +49,16 @@ def note(st: GemmaStep, canvas_length: int) -> str:
 
 
 def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_length: int) -> dict[str, Any]:
-    """A step's display fields: strings, states, confidences, candidates; the last cut at end-of-text, with text."""
+    """A step's display fields: strings, states, confidences, candidates, entropies (a denoising step's canvas); the
+    last cut at end-of-text, with text."""
     cands = [[pos, named_candidates(tok, c, eos_ids[0] if eos_ids else -1)] for pos, c in sorted(st.candidates.items())]
     n = answer_length(st.ids, eos_ids) if st.done else len(st.ids)
     out = {"tokens": strings(tok, st.ids[:n], eos_ids), "states": st.states[:n],
            "confidence": np.round(st.confidence[:n], 4).tolist(), "committed": st.committed or None,
            "candidates": cands or None, "note": note(st, canvas_length)}
+    if st.entropy is not None:  # a denoising step: the current canvas's positions, none for the finished ones
+        done = len(st.ids) - len(st.entropy)
+        out["entropy"] = [None] * done + np.round(st.entropy.astype(np.float64), 4).tolist()
     if st.entropy is None and not st.denoising and st.canvas:  # a later canvas's start: its positions are new
         out["inserted"] = list(range(len(st.ids) - canvas_length, len(st.ids)))
     if st.done:
@@ -65,7 +69,12 @@ def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_
 
 
 class GemmaSource(SamplerSource):
-    """A DiffusionGemma model run by its own generate(), one frame per event (module docstring)."""
+    """A DiffusionGemma model run by its own generate(), one frame per event (module docstring); the settings left
+    out are read back from the model's generation config once it loads, so its header keeps the values that ran."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.opts = resolve(self.model.model, self.opts)
 
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
         """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""

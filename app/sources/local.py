@@ -98,20 +98,30 @@ def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int
 
 def _uniform_fields(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
     """A uniform-state step's display fields: every position's token, the random ones too, with its state ("a"
-    accepted, "n" noise: a random token not yet accepted); the last step cut at end-of-text, with the text."""
+    accepted, "n" noise: a random token not yet accepted), each predicted position's entropy and the candidates of
+    those accepted; the last step cut at end-of-text, with the text."""
+    cands = [[pos, named_candidates(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())]
     if not st.done:
         tokens = _strings(tok, st.ids, st.accepted, eos_id)  # runs of accepted tokens decode together, as they read
         noise = np.flatnonzero(~st.accepted)  # each random token on its own, so it never alters an accepted one
         for i in noise:
             tokens[i] = tok.token_strings([int(st.ids[i])])[0]
         return {"tokens": tokens, "states": "".join("a" if a else "n" for a in st.accepted),
-                "committed": st.newly or None}
+                "committed": st.newly or None, "candidates": cands or None, "entropy": _entropies(st.entropy)}
     ids = uniform.answer(st, eos_id)
     n = len(ids)
     return {"tokens": _strings(tok, ids, np.ones(n, dtype=bool), eos_id), "states": "a" * n,
             "text": tok.decode(ids.tolist()),
             "committed": [i for i in st.newly if i < n] or None,
+            "candidates": [c for c in cands if c[0] < n] or None, "entropy": _entropies(st.entropy[:n]),
             "usage": {"prompt_tokens": prompt_len, "completion_tokens": n}}
+
+
+def _entropies(entropy: np.ndarray) -> list[float | None] | None:
+    """Each position's entropy rounded to 4 places, None where nothing was predicted (nan); None when none was."""
+    if not np.isfinite(entropy).any():
+        return None
+    return [round(float(e), 4) if np.isfinite(e) else None for e in entropy]
 
 
 def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool) -> Frame:

@@ -39,6 +39,7 @@ class Pair:
     right_settings: dict[str, Any] = field(default_factory=dict)
     note: str = ""
     packages: tuple[str, ...] = ()  # Python packages beyond those of its sources' kinds (LLaDA2.x: diffusers)
+    left_type: str = ""  # the model type its left model's config.json names, where that picks hf-diffusion's backend
 
     @property
     def download_gb(self) -> float:
@@ -67,8 +68,7 @@ LLADA2 = {"trust_remote_code": True, "gen_length": 128, "steps": 128, "block_len
           "editing_threshold": 0.9, "max_post_steps": 16}  # LLaDA2.1's generate() defaults (temperature 0)
 DLLM = {"gen_length": 128, "steps": 128, "block_length": 32, "threshold": None, "schedule": "dllm"}  # dllm's chat.py
 # defaults for its MDLM and BD3LM samplers (low-confidence remasking, temperature 0, its linear schedule)
-DIFFUSION_GEMMA = {"max_new_tokens": 256, "max_denoising_steps": 48, "entropy_bound": 0.1, "stability_threshold": 1,
-                   "confidence_threshold": 0.005, "t_min": 0.4, "t_max": 0.8}  # its generate()'s own defaults
+DIFFUSION_GEMMA = {"max_new_tokens": 256}  # as long as the AR side's answer; every other setting the checkpoint's own
 # Parameters: Gemma-4-26B-A4B-it's upstream model details give 25.2B in all (3.8B active a token); DiffusionGemma,
 # fine-tuned from it with its encoder and decoder sharing those weights, publishes no count of its own, so its
 # download is taken as the same 25.2B x 2 bytes (bfloat16) plus nothing for its small self-conditioning block
@@ -103,13 +103,13 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
          "hf-ar:Qwen/Qwen2.5-7B-Instruct", "GPU", (7.62, 7.62), DREAM,
          note="Dream was initialised from Qwen2.5-7B: the AR side is its own sibling, with the same tokenizer."),
     Pair("llada2.1-mini", "LLaDA2.1-mini vs Qwen3-14B", "hf-diffusion:inclusionAI/LLaDA2.1-mini",
-         "hf-ar:Qwen/Qwen3-14B", "GPU", (16.3, 14.8), LLADA2, packages=("diffusers",),
+         "hf-ar:Qwen/Qwen3-14B", "GPU", (16.3, 14.8), LLADA2, packages=("diffusers",), left_type="llada2_moe",
          note="A mixture of experts (1.4B of its 16B parameters run a token) that decodes in blocks of 32 and edits "
               "tokens it already wrote; run by diffusers' LLaDA2Pipeline as its own generate() runs. Its AR sibling, "
               "Ling-mini-2.0, ships code this project has not checked, so the AR side is a plain model of its size."),
     Pair("diffusiongemma-26b", "DiffusionGemma-26B-A4B-it vs Gemma-4-26B-A4B-it",
          "hf-diffusion:google/diffusiongemma-26B-A4B-it", "hf-ar:google/gemma-4-26B-A4B-it", "GPU",
-         (GEMMA4_26B, GEMMA4_26B), DIFFUSION_GEMMA, {"gen_length": 256},
+         (GEMMA4_26B, GEMMA4_26B), DIFFUSION_GEMMA, {"gen_length": 256}, left_type="diffusion_gemma",
          note="Uniform-state block diffusion: each 256-token canvas starts as random tokens and each step accepts "
               "the surest positions, re-noising the rest; run by its own generate() in transformers, every step "
               "captured (its timing says so). The AR side is the Gemma 4 model it was fine-tuned from."),
@@ -120,6 +120,12 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
     Pair("mercury", "Mercury (diffusion, API) vs an OpenAI-compatible AR model", "mercury:mercury-2",
          "openai:gpt-4o-mini", "API", note="Needs INCEPTION_API_KEY and OPENAI_API_KEY (or keys typed into the page)."),
 )}
+
+
+def known_type(name: str) -> str | None:
+    """The model type a pair declares for model id `name` (`Pair.left_type`), so that its backend, and the settings
+    it takes, are known without reading its config.json (offline, before any download); None for any other."""
+    return next((p.left_type for p in PAIRS.values() if p.left_type and p.left.partition(":")[2] == name), None)
 
 
 def available_gb(device: str) -> tuple[float | None, str]:

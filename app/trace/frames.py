@@ -122,10 +122,12 @@ class Frame:
     # Edited (an accepted token replaced) and re-noised (an accepted or draft position back to noise) are what
     # changed between two frames, so analysis derives them. `inserted`: this frame's positions that the side's
     # previous frame did not have; `deleted`: the previous frame's positions this one dropped. With either, the
-    # positions between the two frames are aligned by them, never guessed.
+    # positions between the two frames are aligned by them, never guessed. `entropy`: one entry per token, the
+    # entropy (nats) of the model's prediction there this step, None where it predicted nothing.
     states: str | None = None
     inserted: list[int] | None = None
     deleted: list[int] | None = None
+    entropy: list[float | None] | None = None
     # builds the display fields later (a local source decoding off its clock); never recorded
     pending: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
@@ -191,7 +193,19 @@ class Frame:
                    confidence=[float(c) for c in confidence] if confidence is not None else None,
                    text=text, final=bool(d.get("final", False)), nfe=nfe, refreshes=refreshes, committed=committed,
                    remasked=remasked, usage=usage, candidates=_candidates(d.get("candidates")), pinned=pinned,
-                   note=note, chosen_by=chosen_by, states=states, inserted=inserted, deleted=deleted)
+                   note=note, chosen_by=chosen_by, states=states, inserted=inserted, deleted=deleted,
+                   entropy=_entropy(d.get("entropy"), len(tokens)))
+
+
+def _entropy(value: Any, length: int) -> list[float | None] | None:
+    """Checks a frame's `entropy`: one finite, non-negative number or null per token; raises ValueError."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != length or not all(
+            e is None or (isinstance(e, (int, float)) and not isinstance(e, bool) and math.isfinite(e) and e >= 0)
+            for e in value):
+        raise ValueError("'entropy' must have one non-negative number (or null) per token")
+    return [None if e is None else float(e) for e in value]
 
 
 def _candidates(value: Any) -> list[list[Any]] | None:

@@ -24,12 +24,16 @@ ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appear
 
 
 def setting_component(spec: dict[str, Any], elem_id: str, visible: bool = True) -> gr.components.Component:
-    """One input for one entry of a source's settings spec: a checkbox, a dropdown, a slider or a textbox."""
+    """One input for one entry of a source's settings spec: a checkbox, a dropdown, a slider, a number box that may
+    be left empty (a setting that may be the model's own) or a textbox."""
     default, label, info = spec.get("default"), str(spec.get("label", elem_id)), spec.get("info")
     choices = spec.get("choices")
     shared = {"label": label, "info": info, "elem_id": elem_id, "visible": visible}
     if isinstance(default, bool) and (choices is None or all(isinstance(c, bool) for c in choices)):
         return gr.Checkbox(value=default, **shared)
+    if spec.get("own"):  # left empty: the model's own value (app/engine/options.py `Option.own`)
+        return gr.Number(value=default, minimum=spec.get("min"), maximum=spec.get("max"), step=spec.get("step"),
+                         **shared)
     if choices is not None:
         return gr.Dropdown(choices=list(choices), value=default, **shared)
     if "min" in spec and "max" in spec:

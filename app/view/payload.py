@@ -37,7 +37,8 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     The first row goes whole, so every payload stands alone. For the token inspector, sources that report
     confidences add `cf` (one whole percent per position, after the `cfk` leading ones it shares with the row
     before, so a typing side sends one number a token) and `cd` (the top candidates, in percent, of the
-    positions committed or reopened at that frame): at most n + 3 x (commits + reopenings) numbers a row.
+    positions committed or reopened at that frame): at most n + 3 x (commits + reopenings) numbers a row; a schema 2
+    source that reports entropies adds `en` (nats, two decimals, null where nothing was predicted), one a position.
     """
     out = []
     prev: list[str] | None = None
@@ -57,6 +58,8 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             kept = prefix_len(prev_cf, cf) if prev_cf is not None else 0
             w["cfk"], w["cf"] = kept, cf[kept:]
         prev_cf = cf
+        if row.get("ent") is not None:  # entropy in nats, two decimals, null where the model predicted nothing
+            w["en"] = [None if e is None else round(e, 2) for e in row["ent"]]
         if row.get("cand"):
             w["cd"] = [[pos, [[name, percent(p)] for name, p in cands]] for pos, cands in row["cand"]]
         out.append(w)

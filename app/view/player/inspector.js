@@ -211,6 +211,8 @@ function inspectorPart(p) {
           li.appendChild(document.createTextNode(" " + c[1] + " %"));
         });
       }
+      var en = entropyAt(row, e.at);
+      if (en) li.appendChild(document.createTextNode(" \u00B7 " + en));
       items.push(li);
     }
     if (h.events.length > items.length) {
@@ -283,6 +285,12 @@ function inspectorPart(p) {
     return SPARK_PAD[0] + (n > 1 ? r / (n - 1) : 0.5) * (SPARK[0] - SPARK_PAD[0] - SPARK_PAD[1]);
   }
 
+  function entropyAt(row, p) {
+    /* "entropy 1.23 nats" for position p of a row whose source reports entropies, "" where it predicted nothing */
+    var e = row && row.en && p >= 0 && p < row.en.length ? row.en[p] : null;
+    return e == null ? "" : "entropy " + e.toFixed(2) + " nats";
+  }
+
   function sparkY(v) { return 4 + (1 - v / 100) * (SPARK[1] - 8); }
 
   function paintNow(side, idx, p) {
@@ -301,6 +309,8 @@ function inspectorPart(p) {
         if (row.st && !masked) text += " \u00B7 " + (STATE_WORDS[row.st[p]] || "");
         if (side.pinned && side.pinned[p]) text += " \u00B7 " + STYLES.pinned.label;
         else if (cf >= 0) text += (masked ? " \u00B7 top candidate at " : " \u00B7 confidence ") + cf + " %";
+        var en = entropyAt(row, p);
+        if (en) text += " \u00B7 " + en;
       }
     }
     setText(inspNow, text);

@@ -29,7 +29,14 @@ function expand(w, prev) {
            nfe: w.nfe == null ? null : w.nfe, final: !!w.final, sp: w.sp || 0, vis: null, cf: cf, cd: cd,
            note: w.note == null ? "" : str(w.note),
            by: w.by === "user" || w.by === "model" ? w.by : null,
-           st: typeof w.st === "string" && w.st.length === tok.length ? w.st : null, dl: deletions(w.dl || w["del"]) };
+           st: typeof w.st === "string" && w.st.length === tok.length ? w.st : null, dl: deletions(w.dl || w["del"]),
+           en: entropies(w.en || w.ent, tok.length) };
+}
+
+function entropies(list, n) {
+  /* a row's entropy (nats) a position, null where the model predicted nothing; none unless one a token */
+  if (!Array.isArray(list) || list.length !== n) return null;
+  return list.map(function (e) { return typeof e === "number" && isFinite(e) && e >= 0 ? e : null; });
 }
 
 function deletions(list) {
