@@ -261,6 +261,9 @@ function buildDom(root) {
   root.appendChild(legend);
   root.appendChild(sidesBox);
   root.appendChild(scrub);  /* the Play row right under the panels, so the first screen shows it */
+  var figuresBox = el("p", "cv-figures", null, { "data-part": "figures" }); /* a lesson's figures: {figures} */
+  figuresBox.hidden = true;
+  root.appendChild(figuresBox);
   root.appendChild(insp);
   root.appendChild(chartBox);
   root.appendChild(table);
@@ -268,6 +271,7 @@ function buildDom(root) {
 
   return {
     promptLine: promptLine, promptText: promptText, captionLine: captionLine, statusLine: statusLine, warningBox: warningBox,
+    figuresBox: figuresBox,
     legendItems: legendItems,
     progressBanner: progressBanner, passesBanner: passesBanner, views: views, insp: insp, inspTitle: inspTitle,
     inspSide: inspSide, inspPos: inspPos, inspClose: inspClose, inspHint: inspHint, inspBody: inspBody,

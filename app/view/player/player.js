@@ -69,7 +69,7 @@ function create(root, options) {
   var setSpeed = timeline.setSpeed, toggleClock = timeline.toggleClock, setView = timeline.setView;
   var range = ui.range, viewBox = ui.viewBox, presenterBtn = ui.presenterBtn, help = ui.help;
   var helpBtn = ui.helpBtn, helpClose = ui.helpClose, promptLine = ui.promptLine, promptText = ui.promptText;
-  var captionLine = ui.captionLine, statusLine = ui.statusLine, warningBox = ui.warningBox;
+  var captionLine = ui.captionLine, statusLine = ui.statusLine, warningBox = ui.warningBox, figuresBox = ui.figuresBox;
   var progressBanner = ui.progressBanner;
 
   range.addEventListener("input", function () { stopPlaying(); seek(parseInt(range.value, 10)); });
@@ -180,7 +180,7 @@ function create(root, options) {
   function reset() {
     stopPlaying();
     state.seq = -1; state.prompt = ""; state.recording = ""; state.message = ""; state.done = false;
-    state.caption = ""; state.warnings = []; state.autoPlayed = false; state.notice = "";
+    state.caption = ""; state.warnings = []; state.autoPlayed = false; state.notice = ""; state.figures = [];
     state.cursor = null;
     state.inspect = null;
     SIDES.forEach(function (s) {
@@ -197,6 +197,12 @@ function create(root, options) {
     if (payload.notice != null && payload.run == null) {
       /* a word about the page (an empty prompt) that keeps the run shown */
       state.notice = str(payload.notice);
+      schedule();
+      return;
+    }
+    if (payload.figures != null && payload.run == null) {
+      /* a lesson's figures, measured on the race shown: [[label, text], ...] (app/lessons/figures.py) */
+      state.figures = Array.isArray(payload.figures) ? payload.figures : [];
       schedule();
       return;
     }
@@ -315,6 +321,9 @@ function create(root, options) {
     var warnings = state.warnings.join(" ");
     setText(warningBox, warnings ? "Warning: " + warnings : "");
     warningBox.hidden = !warnings;
+    var figures = (state.figures || []).map(function (f) { return str(f[0]) + ": " + str(f[1]); }).join(" \u00b7 ");
+    setText(figuresBox, figures ? "This race \u2014 " + figures : "");
+    figuresBox.hidden = !figures;
     timeline.paintScrub(done, tl);
     charts.paint(K, done);
     if (!state.presenter) panels.paintMetrics();
