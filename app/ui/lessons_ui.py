@@ -147,7 +147,7 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
     """Builds the lessons accordion where it is called, inside the open Blocks. Returns
     `wire(start_race, show, shown)`, to call once the player exists: `start_race(event)` chains a race after an
     event and returns the race event; `show(path)` gives the values of the components `shown` (the player and
-    what it holds, the recording file last) that load a recording file into the player; `wire` returns the race
+    what it holds, the recording file last) that load a recording file into the player, playing; `wire` returns the race
     events it started, for Stop to cancel."""
     with gr.Accordion("Lessons: how diffusion decoding differs from typing", open=True, elem_id="lessons"):
         with gr.Row():

@@ -9,7 +9,9 @@
  * options: {presenter: bool, keyboard: bool (default true), clock: "time"|"passes", onPresenter: fn(on),
  *           onClock: fn("time"|"passes"), onPaint: fn(ms), onPick: fn() (the page's picker: a "Race / recording"
  *           button and key O in presenter mode)}
- * A payload {notice: str} with no run says something in the status line and keeps the run shown.
+ * A payload {notice: str} with no run says something in the status line and keeps the run shown; {figures:
+ * [[label, text], ...]} with no run shows a lesson's figures of the run shown under the Play row ("This race").
+ * `autoplay: true` in a new run's payload plays it from its first frame at once (a lesson's forward process).
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
  * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
@@ -226,6 +228,7 @@ function create(root, options) {
     });
     timeline.invalidate();
     if (fresh && payload.cursor === "start" && getTimeline().length) state.cursor = 0;
+    if (fresh && payload.autoplay && getTimeline().length > 1) { state.cursor = 0; startPlaying(); } /* a lesson's */
     /* a race of the built-in models that has just finished replays at the watch pace, from its first frame */
     if (!wasDone && state.mode === "live" && finished() && !state.autoPlayed && timeline.watchable() &&
         getTimeline().length > 1) {
