@@ -267,11 +267,14 @@ function buildDom(root) {
   root.appendChild(insp);
   root.appendChild(chartBox);
   root.appendChild(table);
+  var whyBox = el("p", "cv-why", null, { "data-part": "why" }); /* why fewer passes took longer here: {why} */
+  whyBox.hidden = true;
+  root.appendChild(whyBox);
   root.appendChild(help);
 
   return {
     promptLine: promptLine, promptText: promptText, captionLine: captionLine, statusLine: statusLine, warningBox: warningBox,
-    figuresBox: figuresBox,
+    figuresBox: figuresBox, whyBox: whyBox,
     legendItems: legendItems,
     progressBanner: progressBanner, passesBanner: passesBanner, views: views, insp: insp, inspTitle: inspTitle,
     inspSide: inspSide, inspPos: inspPos, inspClose: inspClose, inspHint: inspHint, inspBody: inspBody,

@@ -16,7 +16,7 @@
  *
  * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
  *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, warnings: [str],
- *    cursor: "start"|"end"|null,
+ *    cursor: "start"|"end"|null, why? (a line under the metrics: why fewer passes took longer, app/view/why.py),
  *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}
  * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
  * A row is one frame analysed by app.analysis.changes.SideAnalyzer:
@@ -71,7 +71,7 @@ function create(root, options) {
   var setSpeed = timeline.setSpeed, toggleClock = timeline.toggleClock, setView = timeline.setView;
   var range = ui.range, viewBox = ui.viewBox, presenterBtn = ui.presenterBtn, help = ui.help;
   var helpBtn = ui.helpBtn, helpClose = ui.helpClose, promptLine = ui.promptLine, promptText = ui.promptText;
-  var captionLine = ui.captionLine, statusLine = ui.statusLine, warningBox = ui.warningBox, figuresBox = ui.figuresBox;
+  var captionLine = ui.captionLine, statusLine = ui.statusLine, warningBox = ui.warningBox, figuresBox = ui.figuresBox, whyBox = ui.whyBox;
   var progressBanner = ui.progressBanner;
 
   range.addEventListener("input", function () { stopPlaying(); seek(parseInt(range.value, 10)); });
@@ -182,7 +182,7 @@ function create(root, options) {
   function reset() {
     stopPlaying();
     state.seq = -1; state.prompt = ""; state.recording = ""; state.message = ""; state.done = false;
-    state.caption = ""; state.warnings = []; state.autoPlayed = false; state.notice = ""; state.figures = [];
+    state.caption = ""; state.warnings = []; state.autoPlayed = false; state.notice = ""; state.figures = []; state.why = "";
     state.cursor = null;
     state.inspect = null;
     SIDES.forEach(function (s) {
@@ -218,6 +218,7 @@ function create(root, options) {
     if (payload.recording != null) state.recording = str(payload.recording);
     if (payload.caption != null) state.caption = str(payload.caption);
     if (payload.warnings) state.warnings = payload.warnings.map(str);
+    if (payload.why != null) state.why = str(payload.why);
     if ("message" in payload) state.message = str(payload.message);
     if (payload.done) state.done = true;
     var sides = payload.sides || {};
@@ -327,6 +328,8 @@ function create(root, options) {
     var figures = (state.figures || []).map(function (f) { return str(f[0]) + ": " + str(f[1]); }).join(" \u00b7 ");
     setText(figuresBox, figures ? "This race \u2014 " + figures : "");
     figuresBox.hidden = !figures;
+    setText(whyBox, state.why || "");
+    whyBox.hidden = !state.why;
     timeline.paintScrub(done, tl);
     charts.paint(K, done);
     if (!state.presenter) panels.paintMetrics();
