@@ -1,5 +1,5 @@
 """Issue 41 in Chromium at 1366x768: when a lesson's race ends, the figures its text quotes are on screen under the
-Play row ("This race"), with the metrics table in view for a lesson about them; "Try it" sets up the lesson's own race,
+panels ("This race"), with the metrics table in view for a lesson about them; "Try it" sets up the lesson's own race,
 makes its one change and says that setting's old and new value."""
 
 from __future__ import annotations

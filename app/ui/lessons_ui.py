@@ -52,22 +52,26 @@ BESIDE_RACE_JS = """
 }
 """
 
-# When a lesson's race ends, the panels, its figures ("This race", under the Play row) and, for a lesson about the
-# metrics, the metrics table (right under them in lesson mode) come into view: the window scrolls the least that shows
-# them all, or puts the last of them at the bottom of a window too short for all.
+# When a lesson's race ends, its text, the panels and its figures ("This race", right under the panels) come into view
+# where the window holds them all; where it does not, a lesson about the metrics shows the panels down to the metrics
+# table (right under them in lesson mode), and any other its text and the panels, its figures a scroll away.
 IN_VIEW_JS = """
 (i) => {
-  const metrics = %s[Number(i)];
+  const [metrics, figures] = %s[Number(i)];
+  if (!figures) return [];
   const strip = document.querySelector('#player .cv-figures');
-  const table = metrics && document.querySelector('#player [data-part="metrics"]');
+  const last = metrics ? document.querySelector('#player [data-part="metrics"]') : strip;
+  let frames = 0;
   const scroll = () => {
-    if (strip.hidden && !table) return;
-    const top = document.querySelector('#player .cv-sides').getBoundingClientRect().top - 8;
-    const bottom = (table || strip).getBoundingClientRect().bottom + 8;
-    if (bottom - top <= innerHeight) window.scrollBy(0, bottom > innerHeight ? bottom - innerHeight : Math.min(0, top));
-    else window.scrollBy(0, Math.ceil((table || strip).getBoundingClientRect().bottom + 8 - innerHeight));
+    if (strip.hidden && frames++ < 300) return requestAnimationFrame(scroll);  /* until the player shows them */
+    const box = (sel) => document.querySelector(sel).getBoundingClientRect();
+    const end = last.getBoundingClientRect().bottom + 8, text = box('#lesson-text').top - 8;
+    const [top, bottom] = end - text <= innerHeight ? [text, end]
+      : metrics ? [box('#player .cv-sides').top - 8, end] : [text, box('#player .cv-sides').bottom + 8];
+    window.scrollBy(0, Math.ceil(bottom - top > innerHeight ? (metrics ? bottom - innerHeight : top)
+                                 : bottom > innerHeight ? bottom - innerHeight : Math.min(0, top)));
   };
-  requestAnimationFrame(() => requestAnimationFrame(scroll));  /* once the strip's new text is laid out */
+  requestAnimationFrame(scroll);
   return [];
 }
 """
@@ -114,7 +118,7 @@ def change_note(lesson: Lesson) -> str:
 
 def figures_update(i: int, path: Any) -> Any:
     """The player's update that shows the figures lesson `i` quotes, measured on the finished race in the file at
-    `path`, under the Play row ("This race"); nothing for a lesson that quotes none or a file that cannot be read."""
+    `path`, right under the panels ("This race"); nothing for a lesson that quotes none or a file it cannot read."""
     lesson = LESSONS[int(i)]
     if not lesson.figures or not path:
         return gr.skip()
@@ -158,11 +162,12 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
         with gr.Row():
             run_btn = gr.Button("Run this lesson's race", variant="primary", elem_id="lesson-run")
             try_btn = gr.Button("Try it: make the change and run again", elem_id="lesson-try")
+            changed = gr.Markdown("", elem_id="lesson-change")  # what "Try it" changed: old and new value, beside it
         text = gr.Markdown(lesson_markdown(0), elem_id="lesson-text")  # last, so it sits right above the player
-        changed = gr.Markdown("", elem_id="lesson-change")  # what "Try it" changed, old and new value
     outputs = control_outputs(controls)
     spotlight = SPOTLIGHT_JS % json.dumps([lesson.point for lesson in LESSONS])
-    in_view = IN_VIEW_JS % json.dumps([lesson.point == '[data-part="metrics"]' for lesson in LESSONS])
+    in_view = IN_VIEW_JS % json.dumps([[lesson.point == '[data-part="metrics"]', bool(lesson.figures)]
+                                       for lesson in LESSONS])
     quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
 
     def setup(i: int) -> list[Any]:  # the lesson's own race

@@ -260,10 +260,10 @@ function buildDom(root) {
   root.appendChild(passesBanner);
   root.appendChild(legend);
   root.appendChild(sidesBox);
-  root.appendChild(scrub);  /* the Play row right under the panels, so the first screen shows it */
   var figuresBox = el("p", "cv-figures", null, { "data-part": "figures" }); /* a lesson's figures: {figures} */
-  figuresBox.hidden = true;
+  figuresBox.hidden = true;  /* shown once a lesson's race has ended, right under its panels */
   root.appendChild(figuresBox);
+  root.appendChild(scrub);  /* the Play row right under the panels, so the first screen shows it */
   root.appendChild(insp);
   root.appendChild(chartBox);
   root.appendChild(table);

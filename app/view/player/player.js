@@ -10,7 +10,7 @@
  *           onClock: fn("time"|"passes"), onPaint: fn(ms), onPick: fn() (the page's picker: a "Race / recording"
  *           button and key O in presenter mode)}
  * A payload {notice: str} with no run says something in the status line and keeps the run shown; {figures:
- * [[label, text], ...]} with no run shows a lesson's figures of the run shown under the Play row ("This race").
+ * [[label, text], ...]} with no run shows a lesson's figures of the run shown right under the panels ("This race").
  * `autoplay: true` in a new run's payload plays it from its first frame at once (a lesson's forward process).
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
