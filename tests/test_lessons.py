@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from app.errors import UserError
+from app.lessons.figures import FIGURES, Race, most_in_one_pass, reopened, shown, stray
 from app.lessons.forward_process import STEPS, forward_recording
 from app.lessons.guided import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
 from app.sources.base import REGISTRY, load_plugins, make_source
-from app.trace.frames import read_recording
+from app.trace.frames import Frame, read_recording
 from app.ui.lessons_ui import lesson_markdown, noising_file
 from app.view.payload import recording_payload
 from app.view.theme import THEME
@@ -165,7 +166,7 @@ def test_a_learner_walks_every_lesson_and_makes_each_change(browser: Any, server
 
 
 @pytest.mark.browser
-def test_choosing_the_forward_process_lesson_plays_the_noising_with_t_shown(browser: Any, server_url: str) -> None:
+def test_choosing_the_forward_process_lesson_plays_the_noising_at_once(browser: Any, server_url: str) -> None:
     at = next(i for i, lesson in enumerate(LESSONS) if lesson.noising)
     with browser_tab(browser, server_url) as tab:
         tab.wait_for_selector(f"{ROOT}[data-status='done']")
@@ -174,8 +175,9 @@ def test_choosing_the_forward_process_lesson_plays_the_noising_with_t_shown(brow
         tab.wait_for_function(f"document.querySelector('{ROOT}').convergePlayer.state.recording"
                               ".startsWith('forward-process-')")
         note = f"{ROOT} .cv-side[data-side=left] .cv-note"
-        assert tab.get_attribute(ROOT, "data-step") == "0"  # at its start, ready to play
-        assert tab.text_content(note) == "t = 0.00: 0 of 64 positions masked (0%)"
+        # issue 41: the lesson says the noising plays when it opens, so it plays from t = 0 without a press of Play
+        tab.wait_for_function(f"document.querySelector('{ROOT}').convergePlayer.state.playing")
+        tab.wait_for_function(f"Number(document.querySelector('{ROOT}').dataset.step) > 0")
         tab.click(f"{ROOT} button[aria-label='Jump to end']")
         tab.wait_for_function(f"document.querySelector('{note}').textContent.startsWith('t = 1.00')")
         assert tab.text_content(note) == "t = 1.00: 64 of 64 positions masked (100%)"
@@ -186,3 +188,30 @@ def test_choosing_the_forward_process_lesson_plays_the_noising_with_t_shown(brow
 
 def recorded_settings(folder: Path, name: str, side: str) -> dict[str, Any]:
     return read_recording(folder / name).header["sources"][side]["settings"]
+
+
+def test_every_figure_a_lesson_quotes_is_a_known_measurement() -> None:
+    for lesson in LESSONS:
+        assert set(lesson.figures) <= set(FIGURES), lesson.title
+    quoting = [i + 1 for i, lesson in enumerate(LESSONS) if lesson.figures]
+    assert {7, 9, 10, 11, 12, 13}.issubset(quoting)
+
+
+def test_the_figures_measure_a_small_made_up_race() -> None:
+    """Four positions: two committed in the first pass (the second one right of the first masked), one reopened."""
+    m, t = [True] * 4, ["a", "b", "c", "d"]
+    diffusion = (Frame(t=0.0, step=0, tokens=[""] * 4, masked=m, nfe=0),
+                 Frame(t=0.1, step=1, tokens=["a", "", "c", ""], masked=[False, True, False, True], nfe=1,
+                       committed=[0, 2]),
+                 Frame(t=0.2, step=2, tokens=["a", "", "c", "d"], masked=[False, True, False, False], nfe=2,
+                       committed=[3], remasked=[]),
+                 Frame(t=0.3, step=3, tokens=t, masked=[False] * 4, nfe=3, committed=[1], remasked=[2], final=True))
+    assert most_in_one_pass(diffusion) == 2 and reopened(diffusion) == 1
+    assert stray([diffusion]) == (0 + 2 + 2 + 0) / 4  # first masked: 0, 0, 1, 1
+    ar = tuple(Frame(t=0.1 * i, step=i, tokens=t[:i], nfe=i, committed=[i - 1] if i else None, final=i == 4)
+               for i in range(5))
+    lines = dict(shown(["passes", "most_in_one_pass", "reopened", "time_to_final"],
+                       Race("p", {"left": diffusion, "right": ar})))
+    assert lines["Forward passes"] == "left 3, right 4"
+    assert lines["Most tokens committed in one pass"] == "left 2, right 1"
+    assert lines["Tokens masked again (remasked)"] == "left 1, right 0"

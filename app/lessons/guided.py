@@ -49,6 +49,8 @@ class Lesson:
     pins: str = ""  # the page's pins box (one POSITION:TEXT a line); only the diffusion side uses it
     noising: Path | None = None  # a recording whose diffusion answer is masked step by step
     # (app/lessons/forward_process.py) and shown in the player when the lesson is chosen, before its race
+    figures: tuple[str, ...] = ()  # the measurements its text quotes (app/lessons/figures.py FIGURES), shown on the
+    # page when its race ends
 
     def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings before the change."""
@@ -105,7 +107,7 @@ LESSONS: list[Lesson] = [
                "so t falls by 1/16 a step instead of 1/64.",
         try_side="left", try_settings={"steps": 16},
         left_settings={**SHORT, "block_length": 64, "scoring": "random"},
-        noising=FORWARD_EXAMPLE,
+        noising=FORWARD_EXAMPLE, figures=("passes", "per_pass"),
     ),
     Lesson(
         title="A step is one forward pass",
@@ -116,7 +118,7 @@ LESSONS: list[Lesson] = [
         try_it="Set the left steps to 8: each step must now commit 8 of the 64 tokens, so the answer takes an "
                "eighth of the forward passes. Compare the text with the 64-step run: words go missing. (At 16 steps, "
                "4 a step, this twin's text barely changes: it learned to be right about several tokens together.)",
-        try_side="left", try_settings={"steps": 8},
+        try_side="left", try_settings={"steps": 8}, figures=("passes", "per_pass"),
     ),
     Lesson(
         title="Reading the heatmap",
@@ -154,7 +156,7 @@ LESSONS: list[Lesson] = [
         try_side="right", try_settings={"block_length": 8},
         right="local-diffusion",
         left_settings={**SHORT, "block_length": 64},
-        right_settings={**SHORT, "block_length": 16},
+        right_settings={**SHORT, "block_length": 16}, figures=("stray",),
     ),
     Lesson(
         title="Steps against quality",
@@ -166,7 +168,7 @@ LESSONS: list[Lesson] = [
                "as 64 steps' (this twin learned to be right about several tokens together).",
         try_side="right", try_settings={"steps": 32},
         right="local-diffusion",
-        right_settings={**SHORT, "steps": 8},
+        right_settings={**SHORT, "steps": 8}, figures=("passes", "perplexity"),
     ),
     Lesson(
         title="Parallel decoding by threshold: tokens per forward pass",
@@ -178,12 +180,12 @@ LESSONS: list[Lesson] = [
              "nearly as likely as the right's one token per pass; the page's defaults add its learned commit filter "
              "(the next lesson).",
         point=part("metrics"), look="'Tokens per forward pass' in the metrics",
-        try_it="Set the left threshold to 0.1 and run again: eight tokens per pass, and the text falls apart "
-               "(the twins' referee finds it over ten times less likely).",
+        try_it="Set the left threshold to 0.1 and run again: eight or nine tokens per pass, and the text falls "
+               "apart (the twins' referee finds it over ten times less likely than the right's).",
         try_side="left", try_settings={"threshold": 0.1},
-        right="local-diffusion",
-        left_settings={**SHORT, "threshold": 0.9},
-        right_settings=dict(SHORT),
+        right="local-diffusion",  # seed 1: a race like the seeds' pooled figures (tests/test_lesson_claims.py)
+        left_settings={**SHORT, "threshold": 0.9, "seed": 1},
+        right_settings={**SHORT, "seed": 1}, figures=("per_pass", "most_in_one_pass", "perplexity"),
     ),
     Lesson(
         title="A learned commit rule: which guesses are already final",
@@ -193,14 +195,14 @@ LESSONS: list[Lesson] = [
              "it judges final, wherever it is in the block. The page's defaults use it; here it races the same "
              "twin committing one token per pass. At 0.7 it commits about three tokens per pass, up to seven in "
              "some passes and one in others, for text a little less likely than the one-per-pass run's (the "
-             "referee's perplexity about a quarter higher).",
+             "referee's perplexity about a fifth higher).",
         point=part("metrics"), look="'Tokens per forward pass' in both metrics, and the left heatmap's wider steps",
-        try_it="Set the left learned commit filter to 0.5 and run again: bolder, over four tokens per pass, "
+        try_it="Set the left learned commit filter to 0.5 and run again: bolder, about four tokens per pass, "
                "and the text suffers more.",
         try_side="left", try_settings={"filter": 0.5},
-        right="local-diffusion",
-        left_settings={**SHORT, "filter": 0.7},
-        right_settings=dict(SHORT),
+        right="local-diffusion",  # seed 3: a race like the seeds' pooled figures (tests/test_lesson_claims.py)
+        left_settings={**SHORT, "filter": 0.7, "seed": 3},
+        right_settings={**SHORT, "seed": 3}, figures=("per_pass", "most_in_one_pass", "perplexity"),
     ),
     Lesson(
         title="Remasking: letting committed tokens change",
@@ -211,7 +213,7 @@ LESSONS: list[Lesson] = [
         try_it="Set the right remasking to 0.9 and run again: more tokens are reopened and guessed again.",
         try_side="right", try_settings={"remask": 0.9},
         right="local-diffusion",
-        right_settings={**SHORT, "remask": 0.4},
+        right_settings={**SHORT, "remask": 0.4}, figures=("reopened",),
     ),
     Lesson(
         title="End of text: flooding, and why blocks hold it back",
@@ -219,7 +221,7 @@ LESSONS: list[Lesson] = [
              "get end-of-text (shown as <eos>). End-of-text far from the prompt is an easy, confident guess: ranked "
              "by confidence (LLaDA's order) in one block of 256 (left), the twin commits over 150 <eos> "
              "within its first two passes, and the story stops after about 45 tokens. With blocks of 32 (right), "
-             "nothing right of the current block can be committed, so the story runs on to about ninety tokens.",
+             "nothing right of the current block can be committed, so the story runs on to about eighty tokens.",
         point=part("panel-left"), look="the <eos> marks in the left panel",
         try_it="Set the left end-of-text score factor to 0.3 and run again: end-of-text now needs a much "
                "higher score to be committed (by the schedule or the learned filter), so the story runs past a "
@@ -230,6 +232,7 @@ LESSONS: list[Lesson] = [
                        "scoring": "confidence"},
         right_settings={"gen_length": 256, "steps": 256, "block_length": 32, "threshold": 0.0, "stop_at_eos": False,
                         "scoring": "confidence"},
+        figures=("eos_by_pass_2", "story_tokens"),
     ),
     Lesson(
         title="Why diffusion wins on a GPU: what one forward pass costs",
@@ -239,14 +242,17 @@ LESSONS: list[Lesson] = [
              "depends on what a pass over many positions costs: on a GPU reading the weights takes longer than "
              "the arithmetic (memory-bound), so a pass over 32 positions costs about as much as a pass over one. "
              "On a CPU the arithmetic is the limit (compute-bound): run the pass-cost chart under Sweep charts "
-             "to see what each extra position costs on this machine, then press F again to compare in seconds.",
+             "to see what each extra position costs on this machine, then press F again to compare in seconds. "
+             "The two answers differ in length: the diffusion twin's story ends after about 65 tokens (end-of-text "
+             "fills the rest) while the AR twin writes all 256, so 'This race' gives each time to final with its "
+             "length.",
         point=part("metrics"), look="'Forward passes' and 'Time to final' in the metrics, then the pass-cost chart",
         try_it="Set the left answer length to 64 and run again: still about 32 passes, each over a quarter of the "
                "positions; the pass-cost chart says what that saves on this machine.",
         try_side="left", try_settings={"gen_length": 64},
         left_settings={"gen_length": 256, "steps": 32, "block_length": 32, "threshold": 0.0, "filter": 0.0,
                        "stop_at_eos": False},
-        right_settings={"gen_length": 256},
+        right_settings={"gen_length": 256}, figures=("passes", "time_to_final"),
     ),
     Lesson(
         title="Mercury's diffusing stream is noise that settles, not masks",
@@ -255,11 +261,12 @@ LESSONS: list[Lesson] = [
              "each draft with the one before to colour what changed. The left side replays a synthetic stream "
              "made by Converge's test server in Mercury's wire format (a real one needs a key).",
         point=part("heatmap-left"), look="the left heatmap: changes that die out from left to right",
-        try_it="Set the replay speed on the left to 0.5 and run again, then step through the frames.",
+        try_it="Set the replay speed on the left to 0.5 and run again: the stream now takes twice as long (its "
+               "time to final doubles), so each draft stays on screen longer; then step through the frames.",
         try_side="left", try_settings={"speed": 0.5},
         left=f"replay:{MERCURY_EXAMPLE_ID}", right="local-diffusion",
         left_settings={}, right_settings={**SHORT, "block_length": 64},
-        prompt="Explain what a diffusion language model is, in one paragraph.",
+        prompt="Explain what a diffusion language model is, in one paragraph.", figures=("time_to_final",),
     ),
     Lesson(
         title="Write the ending first",
@@ -269,9 +276,9 @@ LESSONS: list[Lesson] = [
              "the token it writes, so it just "
              "continues the prompt.",
         point=part("panel-left"), look="the end of the left panel, where the pinned words sit from the first frame",
-        try_it="Make the left side one block of 64 and run again: the whole canvas is open at once, and the last "
-               "sentence still stops just before the pinned words.",
-        try_side="left", try_settings={"block_length": 64},
+        try_it="Set the left temperature to 0.8 and run again: the twin samples another story, and its last "
+               "sentence still ends just before the pinned words.",
+        try_side="left", try_settings={"temperature": 0.8},
         left_settings={**SHORT, "block_length": 32},  # the last block of 16 is too short to steer towards the pin
         pins="61: The end.",  # the answer's last 3 tokens
     ),
@@ -282,8 +289,9 @@ LESSONS: list[Lesson] = [
              "'Let the model choose' to see which position its confidence rule takes, and compare its order with "
              "yours; the race here shows confidence order (left) beside random order (right) on the same twin. "
              "Any order is allowed, but not every order reads well: the random order writes another story, which "
-             "the twins' referee finds less likely (its perplexity a fifth to a quarter higher), which is why the "
-             "sampler's rule matters.",
+             "the twins' referee usually finds less likely (in this race its perplexity is about four times as "
+             "high; from story to story it varies, and is now and then lower), which is why the sampler's rule "
+             "matters.",
         point="#sampler", look="the 'Be the sampler' box under the lessons, and the two heatmaps",
         try_it="Set the left block length to 8 and run again: the model's order comes close to left to right; "
                "in Be the sampler, a block of 8 leaves you eight positions to choose from.",
@@ -291,6 +299,7 @@ LESSONS: list[Lesson] = [
         right="local-diffusion",
         left_settings={**SHORT, "gen_length": 32, "steps": 32, "block_length": 32, "scoring": "confidence"},
         right_settings={**SHORT, "gen_length": 32, "steps": 32, "block_length": 32, "scoring": "random"},
+        figures=("perplexity",),
     ),
     Lesson(
         title="Uniform-state diffusion starts from noise, not masks",

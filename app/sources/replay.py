@@ -7,6 +7,7 @@ and their own recordings, and learns nothing about other files on the server.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ class ReplaySettings:
 
 
 class ReplaySource:
-    """Yields a recorded side's frames at their recorded times, scaled by `speed`."""
+    """Yields a recorded side's frames at their recorded times, scaled by `speed`: each frame is stamped with the time
+    it is replayed at, so a replay at half speed reports twice the seconds."""
 
     def __init__(self, arg: str, *, paths: bool = True, owner: str | None = None, **settings: Any) -> None:
         """`paths`: whether a file path is accepted besides a library id; `owner`: whose "user/" recordings ids name."""
@@ -67,7 +69,7 @@ class ReplaySource:
                 return
             if cancel.is_set():
                 return
-            yield frame
+            yield frame if self.speed == 1 else dataclasses.replace(frame, t=frame.t / self.speed)
         end = self.recording.ends.get(self.side, {})
         if self.recording.warnings:
             raise UserError(self.recording.warnings[0])

@@ -86,7 +86,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         start_race = race_starter(race, policy, owner, shown, refresh)
         run_event = start_race(race.run_btn.click(fn=None, **QUIET), api_name="race")
         refresh(sampled)
-        races = [run_event, *wire_lessons(start_race, lambda path: [show_recording(path), str(path)], shown)]
+        races = [run_event, *wire_lessons(start_race, lambda path: [show_recording(path, play=True), str(path)], shown)]
         wire_stop(race, races, shown, refresh)
         demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, *shown],
                   queue=False, **QUIET)  # the page opens even while the queue is full

@@ -16,10 +16,13 @@ from typing import Any, Callable
 
 import gradio as gr
 
+from app.lessons.figures import Race, shown
 from app.lessons.forward_process import forward_recording
 from app.lessons.guided import LESSONS, Lesson
-from app.trace.frames import read_recording, write_recording
+from app.sources.base import REGISTRY
+from app.trace.frames import RecordingError, read_recording, write_recording
 from app.ui import scratch
+from app.ui.player_ui import to_player
 
 SPOTLIGHT_JS = """
 (i) => {
@@ -45,6 +48,30 @@ BESIDE_RACE_JS = """
   const top = (sel) => document.querySelector(sel).getBoundingClientRect().top - 8;
   const panels = document.querySelector('#player .cv-sides').getBoundingClientRect().bottom + GROWTH;
   window.scrollBy(0, panels - top('#lesson-run') <= innerHeight ? top('#lesson-run') : top('#lesson-text'));
+  return [];
+}
+"""
+
+# When a lesson's race ends, its text, the panels and its figures ("This race", right under the panels) come into view
+# where the window holds them all; where it does not, a lesson about the metrics shows the panels down to the metrics
+# table (right under them in lesson mode), and any other its text and the panels, its figures a scroll away.
+IN_VIEW_JS = """
+(i) => {
+  const [metrics, figures] = %s[Number(i)];
+  if (!figures) return [];
+  const strip = document.querySelector('#player .cv-figures');
+  const last = metrics ? document.querySelector('#player [data-part="metrics"]') : strip;
+  let frames = 0;
+  const scroll = () => {
+    if (strip.hidden && frames++ < 300) return requestAnimationFrame(scroll);  /* until the player shows them */
+    const box = (sel) => document.querySelector(sel).getBoundingClientRect();
+    const end = last.getBoundingClientRect().bottom + 8, text = box('#lesson-text').top - 8;
+    const [top, bottom] = end - text <= innerHeight ? [text, end]
+      : metrics ? [box('#player .cv-sides').top - 8, end] : [text, box('#player .cv-sides').bottom + 8];
+    window.scrollBy(0, Math.ceil(bottom - top > innerHeight ? (metrics ? bottom - innerHeight : top)
+                                 : bottom > innerHeight ? bottom - innerHeight : Math.min(0, top)));
+  };
+  requestAnimationFrame(scroll);
   return [];
 }
 """
@@ -76,16 +103,30 @@ def control_values(sources: dict[str, tuple[str, dict[str, Any]]], controls: dic
     return out
 
 
-def change_values(lesson: Lesson, controls: dict[str, Any]) -> list[Any]:
-    """Values for the "try it" change alone: only the named settings of that side move."""
-    out: list[Any] = []
-    prefix = lesson.sources()[lesson.try_side][0].partition(":")[0]
-    for side, c in controls.items():
-        out += [gr.skip(), gr.skip()]
-        for kind, name, _, _ in c.settings:
-            hit = side == lesson.try_side and kind == prefix and name in lesson.try_settings
-            out.append(gr.update(value=lesson.try_settings[name]) if hit else gr.skip())
-    return out
+def change_note(lesson: Lesson) -> str:
+    """What "Try it" changed, each setting with its old and new value: "Left threshold: 0.9 → 0.1"."""
+    spec, before = lesson.sources()[lesson.try_side]
+    kind = REGISTRY.get(spec.partition(":")[0])
+    known = kind.settings if kind is not None else {}
+    parts = []
+    for name, new in lesson.try_settings.items():
+        entry = known.get(name, {})
+        label = str(entry.get("label", name)).split(" (")[0].lower()
+        parts.append(f"{lesson.try_side.capitalize()} {label}: {before.get(name, entry.get('default'))} \u2192 {new}")
+    return "**Changed:** " + html.escape("; ".join(parts), quote=False)
+
+
+def figures_update(i: int, path: Any) -> Any:
+    """The player's update that shows the figures lesson `i` quotes, measured on the finished race in the file at
+    `path`, right under the panels ("This race"); nothing for a lesson that quotes none or a file it cannot read."""
+    lesson = LESSONS[int(i)]
+    if not lesson.figures or not path:
+        return gr.skip()
+    try:
+        rec = read_recording(path)
+    except (RecordingError, OSError):
+        return gr.skip()
+    return to_player({"figures": shown(lesson.figures, Race(str(rec.header.get("prompt", "")), rec.frames))})
 
 
 def noising_file(lesson: Lesson) -> Path | None:
@@ -110,8 +151,8 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
     """Builds the lessons accordion where it is called, inside the open Blocks. Returns
     `wire(start_race, show, shown)`, to call once the player exists: `start_race(event)` chains a race after an
     event and returns the race event; `show(path)` gives the values of the components `shown` (the player and
-    what it holds) that load a recording file into the player; `wire` returns the race events it started, for
-    Stop to cancel."""
+    what it holds, the recording file last) that load a recording file into the player, playing; `wire` returns the race
+    events it started, for Stop to cancel."""
     with gr.Accordion("Lessons: how diffusion decoding differs from typing", open=True, elem_id="lessons"):
         with gr.Row():
             pick = gr.Dropdown(choices=[(f"{i + 1}. {lesson.title}", i) for i, lesson in enumerate(LESSONS)],
@@ -121,34 +162,42 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
         with gr.Row():
             run_btn = gr.Button("Run this lesson's race", variant="primary", elem_id="lesson-run")
             try_btn = gr.Button("Try it: make the change and run again", elem_id="lesson-try")
+            changed = gr.Markdown("", elem_id="lesson-change")  # what "Try it" changed: old and new value, beside it
         text = gr.Markdown(lesson_markdown(0), elem_id="lesson-text")  # last, so it sits right above the player
     outputs = control_outputs(controls)
     spotlight = SPOTLIGHT_JS % json.dumps([lesson.point for lesson in LESSONS])
+    in_view = IN_VIEW_JS % json.dumps([[lesson.point == '[data-part="metrics"]', bool(lesson.figures)]
+                                       for lesson in LESSONS])
     quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
 
-    def setup(i: int) -> list[Any]:
+    def setup(i: int) -> list[Any]:  # the lesson's own race
         lesson = LESSONS[int(i)]
         return [gr.update(value=lesson.prompt), gr.update(value=lesson.pins),
-                *control_values(lesson.sources(), controls)]
+                *control_values(lesson.sources(), controls), ""]
 
-    def change(i: int) -> list[Any]:
-        return change_values(LESSONS[int(i)], controls)
+    def change(i: int) -> list[Any]:  # the lesson's own race with its one change, whatever the page held before
+        lesson = LESSONS[int(i)]
+        return [gr.update(value=lesson.prompt), gr.update(value=lesson.pins),
+                *control_values(lesson.changed(), controls), change_note(lesson)]
 
     def wire(start_race: Callable[[Any], Any], show: Callable[[Path], list[Any]], shown: list[Any]) -> list[Any]:
         def choose(i: int) -> list[Any]:  # the text, and in the same answer any recording the lesson shows
             path = noising_file(LESSONS[int(i)])
-            return [lesson_markdown(int(i)), *(show(path) if path else [gr.skip()] * len(shown))]
+            return [lesson_markdown(int(i)), "", *(show(path) if path else [gr.skip()] * len(shown))]
 
-        pick.change(choose, inputs=[pick], outputs=[text, *shown], **quiet) \
+        pick.change(choose, inputs=[pick], outputs=[text, changed, *shown], **quiet) \
             .then(fn=None, js=spotlight, inputs=[pick], **quiet)
         prev_btn.click(lambda i: max(0, int(i) - 1), inputs=[pick], outputs=[pick], **quiet)
         next_btn.click(lambda i: min(len(LESSONS) - 1, int(i) + 1), inputs=[pick], outputs=[pick], **quiet)
-        ran = start_race(run_btn.click(setup, inputs=[pick], outputs=[prompt, pins, *outputs], **quiet)
-                         .then(fn=None, js=spotlight, inputs=[pick], **quiet)
-                         .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet))
-        tried = start_race(try_btn.click(change, inputs=[pick], outputs=outputs, **quiet)
-                           .then(fn=None, js=spotlight, inputs=[pick], **quiet)
-                           .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet))
-        return [ran, tried]
+        races = []
+        for button, values in ((run_btn, setup), (try_btn, change)):
+            race = start_race(button.click(values, inputs=[pick], outputs=[prompt, pins, *outputs, changed],
+                                           **quiet)
+                              .then(fn=None, js=spotlight, inputs=[pick], **quiet)
+                              .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet))
+            race.then(figures_update, inputs=[pick, shown[-1]], outputs=[shown[0]], show_progress="hidden",
+                      api_name=False).then(fn=None, js=in_view, inputs=[pick], **quiet)
+            races.append(race)
+        return races
 
     return wire

@@ -72,6 +72,23 @@ def library_view(visitor: Visitor, selected: str | None = None) -> tuple[Any, An
     return table, gr.update(choices=[(label(e), e["id"]) for e in entries], value=value), ids
 
 
+def picker_entries(visitor: Visitor, ids: list[str]) -> str:
+    """The presenter picker's list (app/ui/presenter_picker.js), as JSON: each recording of the library's `ids` with
+    its prompt (or an example's caption), sources and date, newest first. A recording that cannot be described keeps
+    only its id."""
+    out = []
+    for entry_id in ids or []:
+        try:
+            info = library.describe(locate(entry_id, visitor.owner))
+        except (UserError, OSError):
+            info = {}
+        out.append({"id": entry_id, "prompt": info.get("caption") or info.get("prompt", ""),
+                    "sources": info.get("sources", ""), "date": date_text(info.get("created", "")),
+                    "created": info.get("created", "")})
+    out.sort(key=lambda e: e["created"], reverse=True)  # ISO times: newest first, undated last
+    return json.dumps([{k: v for k, v in e.items() if k != "created"} for e in out], ensure_ascii=False)
+
+
 def open_page(policy: Policy) -> Callable[..., tuple[Any, ...]]:
     """The page-load handler: takes the owner id the browser stored (giving a new browser one) into the session,
     then shows the visitor's library and the first bundled example in the player, at its start, ready to play."""
@@ -265,8 +282,8 @@ def wire_library(box: LibraryBox, messages: Messages, policy: Policy, owner: Any
     view = [box.table, box.pick, ids]
     status = messages.status
     box.table.select(pick_row, inputs=[ids], outputs=[box.pick, box.new_name], **QUIET)
-    box.table.change(lambda v: json.dumps(list(v or [])), inputs=[ids], outputs=[messages.picker_list], queue=False,
-                     **QUIET)
+    box.table.change(as_visitor(policy, picker_entries), inputs=[owner, ids], outputs=[messages.picker_list],
+                     queue=False, **QUIET)
     messages.picker_load.change(as_visitor(policy, load_picked), inputs=[owner, messages.picker_load],
                                 outputs=[*shown, status], **READS, **QUIET)
     box.load_btn.click(as_visitor(policy, load_entry), inputs=[owner, box.pick], outputs=[*shown, status], **READS,

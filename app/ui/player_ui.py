@@ -26,9 +26,9 @@ def to_player(payload: dict[str, Any]) -> dict[str, Any]:
     return gr.update(payload=player_json(payload))
 
 
-def show_recording(path: Path) -> dict[str, Any]:
-    """The player's update that loads the recording at `path`, at its start, ready to play."""
-    return to_player(load_payload(path, name=path.name, cursor="start"))
+def show_recording(path: Path, play: bool = False) -> dict[str, Any]:
+    """The player's update that loads the recording at `path`, at its start, ready to play (playing, with `play`)."""
+    return to_player({**load_payload(path, name=path.name, cursor="start"), **({"autoplay": True} if play else {})})
 
 
 def player_box() -> gr.HTML:

@@ -1,7 +1,9 @@
 /* Converge page: the presenter's compact picker (the player's "Race / recording..." button or key O). Runs a race
    with the page's sources, or loads a recording from the library, without leaving presenter mode: it drives the
    page's own (hidden) prompt box and Run button, and the hidden #presenter-load box whose input loads a recording.
-   The library's ids come from the hidden #presenter-list box. Every string is written with textContent. */
+   The library's recordings (id, prompt or caption, sources, date; newest first) come from the hidden #presenter-list
+   box (app/ui/library_ui.py picker_entries); typing in the filter box keeps those whose words match. Every string is
+   written with textContent. */
 (function (global) {
   "use strict";
 
@@ -16,10 +18,19 @@
     box.dispatchEvent(new Event("input", { bubbles: true }));
   }
 
-  function ids() {
+  function entries() {
+    /* [{id, prompt, sources, date}], a bare id read as an entry with only its id */
     var box = field("#presenter-list textarea, #presenter-list input");
-    try { var list = JSON.parse(box && box.value || "[]"); return Array.isArray(list) ? list : []; }
+    try { var list = JSON.parse(box && box.value || "[]"); }
     catch (e) { return []; }
+    return (Array.isArray(list) ? list : []).map(function (e) {
+      return e && typeof e === "object" ? e : { id: e };
+    });
+  }
+
+  function matches(item, words) {
+    var text = (item.getAttribute("data-text") || "").toLowerCase();
+    return words.every(function (w) { return text.indexOf(w) >= 0; });
   }
 
   function picker(root) {
@@ -34,8 +45,13 @@
     var prompt = race.appendChild(el("textarea", "cv-picker-prompt", null, { id: promptId, rows: "2" }));
     var sources = race.appendChild(el("p", "cv-picker-sources"));
     var run = race.appendChild(el("button", "cv-btn cv-play cv-picker-run", "Run", { type: "button" }));
-    card.appendChild(el("p", "cv-label", "Recordings"));
+    var filterId = "cv-picker-filter-" + Math.random().toString(36).slice(2, 9);
+    card.appendChild(el("label", "cv-label", "Recordings, newest first: type to filter", { for: filterId }));
+    var filter = card.appendChild(el("input", "cv-picker-filter", null,
+                                     { id: filterId, type: "search", placeholder: "prompt, model or date" }));
     var list = card.appendChild(el("div", "cv-picker-list", null, { role: "list" }));
+    var none = card.appendChild(el("p", "cv-label cv-picker-none", "No recording matches."));
+    none.hidden = true;
     var close = card.appendChild(el("button", "cv-btn cv-picker-close", "Close", { type: "button" }));
     root.appendChild(dialog);
 
@@ -46,12 +62,14 @@
       sources.textContent = "Sources as set on the page: " + (left ? left.value : "?") + " against " +
         (right ? right.value : "?") + ".";
       list.textContent = "";
-      ids().forEach(function (id) {
-        var name = String(id), kind = name.indexOf("example/") === 0 ? "example" : "yours";
-        var item = list.appendChild(el("button", "cv-btn cv-picker-item", null,
-                                       { type: "button", role: "listitem", "data-id": name }));
-        item.appendChild(el("span", "cv-picker-name", name.slice(name.indexOf("/") + 1)));
-        item.appendChild(el("span", "cv-picker-kind", kind));
+      filter.value = "";
+      entries().forEach(function (e) {
+        var name = String(e.id), kind = name.indexOf("example/") === 0 ? "example" : "yours";
+        var about = [e.sources, e.date, kind].filter(Boolean).map(String).join(" \u00b7 ");
+        var item = list.appendChild(el("button", "cv-btn cv-picker-item", null, { type: "button", role: "listitem",
+          "data-id": name, "data-text": [name, e.prompt, about].join(" ") }));
+        item.appendChild(el("span", "cv-picker-prompt-line", String(e.prompt || name.slice(name.indexOf("/") + 1))));
+        item.appendChild(el("span", "cv-picker-about", about));
         item.addEventListener("click", function () {
           var box = field("#presenter-load textarea, #presenter-load input");
           if (box) { setValue(box, ""); setTimeout(function () { setValue(box, name); }, 0); } /* a change each pick */
@@ -59,6 +77,7 @@
         });
       });
       if (!list.firstChild) list.appendChild(el("p", "cv-label", "No recordings yet."));
+      none.hidden = true;
       dialog.hidden = false;
       root.setAttribute("data-picker", "open");
       prompt.focus();
@@ -77,6 +96,14 @@
       if (button) setTimeout(function () { button.click(); }, 0); /* after the page has taken the prompt */
     });
     close.addEventListener("click", hide);
+    filter.addEventListener("input", function () {
+      var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean), shown = 0;
+      Array.prototype.forEach.call(list.querySelectorAll(".cv-picker-item"), function (item) {
+        item.hidden = !matches(item, words);
+        if (!item.hidden) shown++;
+      });
+      none.hidden = shown > 0 || !list.querySelector(".cv-picker-item");
+    });
     dialog.addEventListener("keydown", function (e) {
       if (e.key === "Escape") { hide(); e.preventDefault(); }
       e.stopPropagation(); /* typing here is not a shortcut of the player */

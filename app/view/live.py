@@ -9,6 +9,7 @@ from typing import Any, Iterator
 from app.analysis.changes import SideAnalyzer, side_labels
 from app.race.run import Race
 from app.view.side import entry, setting_defaults, summary
+from app.view.why import why_line
 
 
 class LiveView:
@@ -36,7 +37,9 @@ class LiveView:
             elif final:
                 done = summary(s.frames)
             sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, start, rows, done)
-        return {"prompt": self.race.prompt, "recording": self.race.path.name, "done": final, "sides": sides}
+        out = {"prompt": self.race.prompt, "recording": self.race.path.name, "done": final, "sides": sides}
+        why = why_line({side: entry.get("metrics") for side, entry in sides.items()}) if final else None
+        return {**out, "why": why} if why else out
 
 
 def live_updates(race: Race, interval: float = 0.05) -> Iterator[dict[str, Any]]:

@@ -18,6 +18,7 @@ from app.analysis.changes import prefix_len
 from app.trace.frames import Recording, RecordingError, read_recording
 from app.view.side import caption, recorded_sides
 from app.view.theme import css_rules, theme_json
+from app.view.why import why_line
 
 PLAYER_DIR = Path(__file__).resolve().parent / "player"  # the player's parts (*.js) and player.css
 UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
@@ -106,9 +107,11 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None, cu
     an alert above the panels; `cursor="start"` opens the replay at its first frame, ready to play.
     """
     sides = {key: {**side.entry(), "rows": wire_rows(side.rows)} for key, side in recorded_sides(rec).items()}
-    return {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
-            "recording": name, "done": True, "message": None, "warnings": list(rec.warnings),
-            "caption": caption(rec.header), "cursor": cursor, "sides": sides}
+    why = why_line({key: side.get("metrics") for key, side in sides.items()})
+    out = {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
+           "recording": name, "done": True, "message": None, "warnings": list(rec.warnings),
+           "caption": caption(rec.header), "cursor": cursor, "sides": sides}
+    return {**out, "why": why} if why else out
 
 
 def load_payload(path: str | Path, name: str | None = None, run: str | None = None,

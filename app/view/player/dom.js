@@ -261,14 +261,21 @@ function buildDom(root) {
   root.appendChild(passesBanner);
   root.appendChild(legend);
   root.appendChild(sidesBox);
+  var figuresBox = el("p", "cv-figures", null, { "data-part": "figures" }); /* a lesson's figures: {figures} */
+  figuresBox.hidden = true;  /* shown once a lesson's race has ended, right under its panels */
+  root.appendChild(figuresBox);
   root.appendChild(scrub);  /* the Play row right under the panels, so the first screen shows it */
   root.appendChild(insp);
   root.appendChild(chartBox);
   root.appendChild(table);
+  var whyBox = el("p", "cv-why", null, { "data-part": "why" }); /* why fewer passes took longer here: {why} */
+  whyBox.hidden = true;
+  root.appendChild(whyBox);
   root.appendChild(help);
 
   return {
     promptLine: promptLine, promptText: promptText, captionLine: captionLine, statusLine: statusLine, warningBox: warningBox,
+    figuresBox: figuresBox, whyBox: whyBox,
     legendItems: legendItems,
     progressBanner: progressBanner, passesBanner: passesBanner, views: views, insp: insp, inspTitle: inspTitle,
     inspSide: inspSide, inspPos: inspPos, inspClose: inspClose, inspHint: inspHint, inspBody: inspBody,

@@ -9,12 +9,14 @@
  * options: {presenter: bool, keyboard: bool (default true), clock: "time"|"passes", onPresenter: fn(on),
  *           onClock: fn("time"|"passes"), onPaint: fn(ms), onPick: fn() (the page's picker: a "Race / recording"
  *           button and key O in presenter mode)}
- * A payload {notice: str} with no run says something in the status line and keeps the run shown.
+ * A payload {notice: str} with no run says something in the status line and keeps the run shown; {figures:
+ * [[label, text], ...]} with no run shows a lesson's figures of the run shown right under the panels ("This race").
+ * `autoplay: true` in a new run's payload plays it from its first frame at once (a lesson's forward process).
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
  * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
  *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, warnings: [str],
- *    cursor: "start"|"end"|null,
+ *    cursor: "start"|"end"|null, why? (a line under the metrics: why fewer passes took longer, app/view/why.py),
  *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}
  * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
  * A row is one frame analysed by app.analysis.changes.SideAnalyzer:
@@ -70,7 +72,7 @@ function create(root, options) {
   var setSpeed = timeline.setSpeed, toggleClock = timeline.toggleClock, setView = timeline.setView;
   var range = ui.range, viewBox = ui.viewBox, presenterBtn = ui.presenterBtn, help = ui.help;
   var helpBtn = ui.helpBtn, helpClose = ui.helpClose, promptLine = ui.promptLine, promptText = ui.promptText;
-  var captionLine = ui.captionLine, statusLine = ui.statusLine, warningBox = ui.warningBox;
+  var captionLine = ui.captionLine, statusLine = ui.statusLine, warningBox = ui.warningBox, figuresBox = ui.figuresBox, whyBox = ui.whyBox;
   var progressBanner = ui.progressBanner;
 
   range.addEventListener("input", function () { stopPlaying(); seek(parseInt(range.value, 10)); });
@@ -181,7 +183,7 @@ function create(root, options) {
   function reset() {
     stopPlaying();
     state.seq = -1; state.prompt = ""; state.recording = ""; state.message = ""; state.done = false;
-    state.caption = ""; state.warnings = []; state.autoPlayed = false; state.notice = "";
+    state.caption = ""; state.warnings = []; state.autoPlayed = false; state.notice = ""; state.figures = []; state.why = "";
     state.cursor = null;
     state.inspect = null;
     SIDES.forEach(function (s) {
@@ -203,6 +205,12 @@ function create(root, options) {
       schedule();
       return;
     }
+    if (payload.figures != null && payload.run == null) {
+      /* a lesson's figures, measured on the race shown: [[label, text], ...] (app/lessons/figures.py) */
+      state.figures = Array.isArray(payload.figures) ? payload.figures : [];
+      schedule();
+      return;
+    }
     var fresh = payload.run !== state.run;
     state.notice = "";
     var wasDone = finished();
@@ -213,6 +221,7 @@ function create(root, options) {
     if (payload.recording != null) state.recording = str(payload.recording);
     if (payload.caption != null) state.caption = str(payload.caption);
     if (payload.warnings) state.warnings = payload.warnings.map(str);
+    if (payload.why != null) state.why = str(payload.why);
     if ("message" in payload) state.message = str(payload.message);
     if (payload.done) state.done = true;
     var sides = payload.sides || {};
@@ -223,6 +232,7 @@ function create(root, options) {
     });
     timeline.invalidate();
     if (fresh && payload.cursor === "start" && getTimeline().length) state.cursor = 0;
+    if (fresh && payload.autoplay && getTimeline().length > 1) { state.cursor = 0; startPlaying(); } /* a lesson's */
     /* a race of the built-in models that has just finished replays at the watch pace, from its first frame */
     if (!wasDone && state.mode === "live" && finished() && !state.autoPlayed && timeline.watchable() &&
         getTimeline().length > 1) {
@@ -319,6 +329,11 @@ function create(root, options) {
     var warnings = state.warnings.join(" ");
     setText(warningBox, warnings ? "Warning: " + warnings : "");
     warningBox.hidden = !warnings;
+    var figures = (state.figures || []).map(function (f) { return str(f[0]) + ": " + str(f[1]); }).join(" \u00b7 ");
+    setText(figuresBox, figures ? "This race \u2014 " + figures : "");
+    figuresBox.hidden = !figures;
+    setText(whyBox, state.why || "");
+    whyBox.hidden = !state.why;
     timeline.paintScrub(done, tl);
     charts.paint(K, done);
     if (!state.presenter) panels.paintMetrics();
