@@ -113,3 +113,30 @@ def test_a_visitors_new_kind_drops_the_old_model_name_and_a_pair_keeps_its_own(o
         tab.wait_for_function("([sel, words]) => (document.querySelector(sel)?.textContent || '').includes(words)",
                               arg=[f"#{side}-arg", TYPE_A_NAME])
     assert (arg(tab, "left"), arg(tab, "right")) == ("mercury-2", "gpt-4o-mini")
+
+
+@needs_twins
+def test_the_play_row_stays_on_screen_and_the_panels_keep_their_height_while_a_race_runs(open_tab: Any) -> None:
+    """Watched on every animation frame from Run to the race's end at 1366x768: the Play row never goes below the
+    window, and neither panel's text box changes height as the answers grow."""
+    tab = open_tab()
+    tab.wait_for_selector(f"{ROOT} .cv-play")
+    tab.evaluate("""() => {
+      const seen = window.__seen = {low: 0, heights: new Set(), frames: 0};
+      const watch = () => {
+        const root = document.querySelector('#player .cv-player');
+        const play = root && root.querySelector('.cv-play');
+        if (play) {
+          seen.low = Math.max(seen.low, play.getBoundingClientRect().bottom + scrollY);
+          root.querySelectorAll('.cv-text').forEach(t => seen.heights.add(Math.round(t.getBoundingClientRect().height)));
+          seen.frames += root.dataset.mode === 'live';
+        }
+        if (!(root && root.dataset.mode === 'live' && root.dataset.status === 'done')) requestAnimationFrame(watch);
+      };
+      requestAnimationFrame(watch);
+    }""")
+    tab.click("#run")
+    tab.wait_for_selector(f"{ROOT}[data-mode=live][data-status=done]", timeout=120_000)
+    low, heights, frames = tab.evaluate("() => [__seen.low, [...__seen.heights], __seen.frames]")
+    assert frames > 1 and low <= tab.evaluate("innerHeight"), (low, frames, heights)
+    assert len(heights) == 1, heights
