@@ -128,7 +128,8 @@ def test_the_play_row_stays_on_screen_and_the_panels_keep_their_height_while_a_r
         const play = root && root.querySelector('.cv-play');
         if (play) {
           seen.low = Math.max(seen.low, play.getBoundingClientRect().bottom + scrollY);
-          root.querySelectorAll('.cv-text').forEach(t => seen.heights.add(Math.round(t.getBoundingClientRect().height)));
+          const texts = root.querySelectorAll('.cv-text');
+          texts.forEach(t => seen.heights.add(Math.round(t.getBoundingClientRect().height)));
           seen.frames += root.dataset.mode === 'live';
         }
         if (!(root && root.dataset.mode === 'live' && root.dataset.status === 'done')) requestAnimationFrame(watch);
