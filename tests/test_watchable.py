@@ -379,9 +379,10 @@ def contrast(a: str, b: str) -> float:
 
 def test_heatmap_colours_stand_off_the_background_and_each_other() -> None:
     heat = THEME["heat"]
+    faint = {"noise", "drafted"}  # what the model has not accepted is drawn faint on purpose, yet still seen
     for name, colour in heat.items():
         if name != "empty":
-            assert contrast(colour, heat["empty"]) >= 2.0, name  # the masked colour too
+            assert contrast(colour, heat["empty"]) >= (1.5 if name in faint else 2.0), name  # the masked colour too
     assert contrast(heat["masked"], heat["unchanged"]) >= 1.8  # and 17 L* apart (test_export_video: greyscale)
 
 
