@@ -142,3 +142,90 @@ def test_the_single_file_races_from_file_with_no_network(site: Path, browser: An
     for prompt, race in zip(prompts, got):
         want = python_answers(prompt)
         assert [(race[side][0], race[side][1]) for side in ("left", "right")] == [want["left"], want["right"]]
+
+
+ROWS = """async (prompts) => {
+  const analysis = await window.converge.analysis, out = [];
+  for (const p of prompts) {
+    const r = await window.converge.race(p, {length: 64});
+    const sides = {};
+    for (const key of ["left", "right"]) {
+      const a = window.ConvergeRows.analyzer(), frames = r[key].frames;
+      sides[key] = {frames: frames, rows: window.ConvergeRows.wire(frames.map((f) => a.add(f))),
+                    ...window.ConvergeRows.summary(frames, analysis)};
+    }
+    out.push(sides);
+  }
+  return out;
+}"""
+
+
+def test_the_rows_built_in_the_browser_equal_the_python_payload_from_the_same_frames(site: Path,
+                                                                                      browser: Any) -> None:
+    """app/site/rows.js is the JavaScript copy of the analysis for token frames: its wire rows, metrics and settled
+    series equal what app/view (SideAnalyzer, wire_rows, summary) makes of the same frames, on several races."""
+    import json
+
+    from app.analysis.changes import SideAnalyzer
+    from app.trace.frames import Frame
+    from app.view.payload import wire_rows
+    from app.view.side import summary
+
+    with serve(site) as url, browser_tab(browser, url, timeout_ms=120_000) as tab:
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        got = tab.evaluate(ROWS, list(EVAL_PROMPTS[20:24]))
+    for race in got:
+        for key in ("left", "right"):
+            side = race[key]
+            frames = [Frame.from_json(f) for f in side["frames"]]
+            analyzer = SideAnalyzer()
+            want = {"rows": wire_rows([analyzer.add(f) for f in frames]), **summary(frames)}
+            want = json.loads(json.dumps(want))  # tuples as lists, as the browser's JSON has them
+            assert len(frames) > 2 and want["metrics"]["token_unit"] == "tokenizer pieces"
+            for part in ("rows", "metrics", "settled"):
+                assert side[part] == want[part], (key, part)
+
+
+PLAYER_WATCH = """() => {
+  const seen = {left: new Set(), right: new Set()};
+  for (const key of ["left", "right"]) {
+    const panel = document.querySelector(`#converge .cv-side[data-side=${key}]`);
+    new MutationObserver(() => seen[key].add(panel.getAttribute("data-frames")))
+      .observe(panel, {attributes: true, attributeFilter: ["data-frames"]});
+  }
+  window.seenFrames = seen;
+}"""
+
+
+def test_the_site_draws_the_race_with_the_pages_player(site: Path, browser: Any) -> None:
+    """The page's player (app/view/player/) draws both sides as their frames arrive: panels, heatmaps, chart,
+    metrics, scrubber, inspector and presenter mode, and the page asks no other host for anything."""
+    with serve(site) as url, browser_tab(browser, "about:blank", timeout_ms=120_000) as tab:
+        seen: list[str] = []
+        tab.on("request", lambda r: seen.append(r.url))
+        tab.goto(url)
+        for part in ("panel-left", "panel-right", "heatmap-left", "heatmap-right", "chart", "metrics", "scrubber",
+                     "inspector", "legend"):
+            assert tab.locator(f"#converge [data-part={part}]").count() == 1, part
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        tab.evaluate(PLAYER_WATCH)
+        tab.click("#cv-run")
+        tab.wait_for_selector("#converge[data-status=done]")
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        frames = tab.evaluate("""() => ['left', 'right'].map((s) => [
+            [...window.seenFrames[s]].map(Number),
+            +document.querySelector(`#converge .cv-side[data-side=${s}]`).getAttribute('data-frames'),
+            +document.querySelector(`#converge [data-part=heatmap-${s}] canvas`).getAttribute('data-rows')])""")
+        for grew, total, heat_rows in frames:
+            assert total > 2 and heat_rows == total
+            assert len(grew) > 2 and sorted(grew) == grew and grew[-1] == total  # drawn as the frames came
+        figures = tab.locator("#converge [data-part=metrics]").inner_text()
+        assert "tokenizer pieces" in figures or "passes" in figures.lower(), figures
+        tab.focus("#converge .cv-side[data-side=left] .cv-text")
+        tab.keyboard.press("ArrowRight")
+        tab.wait_for_selector("#converge .cv-inspector[data-open=true][data-side=left][data-pos='0']")
+        tab.keyboard.press("Escape")
+        tab.keyboard.press("p")
+        tab.wait_for_selector("#converge[data-presenter=true]")
+        assert tab.evaluate("() => document.documentElement.classList.contains('cv-presenting')")
+    assert seen and [u for u in seen if not u.startswith(url)] == []

@@ -101,11 +101,23 @@ function softmax(z) {
 
 function now() { return (global.performance || Date).now() / 1000; }
 
+/* hands a frame to the watcher, then yields one task so the page can draw it (the passes themselves never yield:
+   without a watcher, as in the API's plain calls, nothing waits) */
+function tell(onFrame, f) {
+  if (!onFrame) return null;
+  onFrame(f);
+  return new Promise(function (done) {
+    var ch = new MessageChannel();
+    ch.port1.onmessage = function () { done(); };
+    ch.port2.postMessage(0);
+  });
+}
+
 /* ---- the AR twin: prefill, then one cached decode a token, greedy (app/engine/autoregressive.py) ---- */
 
 async function arRace(twin, prompt, s, onFrame) {
   var net = twin.net, eos = twin.eos, V = twin.vocab, ids = [], conf = [], cache = null, t0 = now(), frames = [];
-  var emit = function (f) { f.t = now() - t0; frames.push(f); if (onFrame) onFrame(f); };
+  var emit = function (f) { f.t = now() - t0; frames.push(f); return tell(onFrame, f); };
   for (var i = 0; i < s.gen_length; i++) {
     var out = cache ? await net.run([ids[ids.length - 1]], cache.k.dims[2], cache)
                     : await net.run([eos].concat(prompt), 0, null);
@@ -114,8 +126,9 @@ async function arRace(twin, prompt, s, onFrame) {
     var token = argmax(z), p = softmax(z)[token];
     var last = token === eos || i + 1 === s.gen_length;
     if (token !== eos) { ids.push(token); conf.push(p); }
-    emit({step: i + 1, nfe: i + 1, final: last, tokens: twin.tok.strings(ids), confidence: conf.map(round4),
-          committed: token === eos ? null : [i], text: last ? twin.tok.decode(ids) : null});
+    await emit({step: i + 1, nfe: i + 1, final: last, tokens: twin.tok.strings(ids), confidence: conf.map(round4),
+          committed: token === eos ? null : [i], text: last ? twin.tok.decode(ids) : null,
+          usage: last ? {prompt_tokens: prompt.length, completion_tokens: ids.length} : null});
     if (last) break;
   }
   return {frames: frames, text: twin.tok.decode(ids), ids: ids, nfe: frames.length ? frames[frames.length - 1].nfe : 0};
@@ -393,16 +406,17 @@ function diffusionFrame(twin, run, committed) {
           tokens: shownStrings(twin.tok, ids, masked.map(function (m) { return !m; }), twin.eos),
           confidence: Array.from(run.conf.slice(0, n), round4),
           committed: committed.filter(function (i) { return i < n; }).sort(function (a, b) { return a - b; }),
-          text: run.done ? twin.tok.decode(ids) : null, ids: run.done ? ids : undefined};
+          text: run.done ? twin.tok.decode(ids) : null, ids: run.done ? ids : undefined,
+          usage: run.done ? {prompt_tokens: run.P, completion_tokens: n} : null};
 }
 
 async function diffusionRace(twin, prompt, s, onFrame) {
   var run = new DiffRun(prompt, s, twin.mask), frames = [], t0 = now(), last = null;
-  var emit = function (f) { f.t = now() - t0; frames.push(f); last = f; if (onFrame) onFrame(f); };
-  emit(diffusionFrame(twin, run, []));
+  var emit = function (f) { f.t = now() - t0; frames.push(f); last = f; return tell(onFrame, f); };
+  await emit(diffusionFrame(twin, run, []));
   while (run.nextBlock()) {
     var g = guesses(twin, run, await network(twin, run));
-    emit(commit(twin, run, g, rule(twin, run, g)));
+    await emit(commit(twin, run, g, rule(twin, run, g)));
     if (run.done) break;
   }
   return {frames: frames, text: last.text || "", ids: last.ids || [], nfe: run.nfe, refreshes: run.refreshes};
@@ -457,7 +471,7 @@ async function load(ort, source) {
                   mask: data.tokenizer.mask_id, vocab: data.config[kind].vocab_size,
                   repeatable: data.tokenizer.repeatable, filter: data.filter};
   }
-  return {twins: made, settings: data.settings, maxLen: data.config.diffusion.max_len - 1};
+  return {twins: made, settings: data.settings, maxLen: data.config.diffusion.max_len - 1, analysis: data.analysis};
 }
 
 function api(loaded) {
@@ -483,6 +497,8 @@ var ready = global.ort ? load(global.ort, global.CONVERGE_SOURCE || fromFolder(g
 var racer = ready.then(function (loaded) { checkGreedy(loaded.settings.ar); return api(loaded); });
 global.converge = {
   ready: racer.then(function () { return true; }),
+  /* what app/site/rows.js reads to build the player's figures: the end-of-text strings and the token units */
+  analysis: ready.then(function (loaded) { return loaded.analysis; }),
   race: function (prompt, options) { return racer.then(function (race) { return race(prompt, options); }); }
 };
 })(typeof window !== "undefined" ? window : this);
