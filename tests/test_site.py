@@ -229,3 +229,29 @@ def test_the_site_draws_the_race_with_the_pages_player(site: Path, browser: Any)
         tab.wait_for_selector("#converge[data-presenter=true]")
         assert tab.evaluate("() => document.documentElement.classList.contains('cv-presenting')")
     assert seen and [u for u in seen if not u.startswith(url)] == []
+
+
+def test_the_browser_bench_measures_the_site_beside_the_python_twins(site: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.bench.browser import bench
+
+    with ThreadPoolExecutor(1) as pool:  # its own thread: the browser fixture may hold playwright in this one
+        result = pool.submit(bench, prompts=EVAL_PROMPTS[:1], loads=1).result()
+    assert "skipped" not in result, result
+    assert len(result["first_load_s"]["runs"]) == 1 and result["first_load_s"]["worst"] > 0
+    for side in ("left", "right"):
+        assert result[f"{side}_ms_per_pass"]["worst"] >= result[f"{side}_ms_per_pass"]["median"] > 0
+        assert result[f"{side}_passes_per_s"]["worst"] <= result[f"{side}_passes_per_s"]["median"]
+        assert result["python_ms_per_pass"][side]["median"] > 0
+    assert result["race_both_s"]["median"] > 0 and result["passes_per_s_both"]["median"] > 0
+
+
+def test_the_browser_bench_says_why_it_skips_without_chromium(monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.bench.browser as browser_bench
+
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    pytest.importorskip("onnx", reason="the onnx package builds the site's graphs")
+    monkeypatch.setattr(browser_bench, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setattr(browser_bench.shutil, "which", lambda name: None)
+    assert browser_bench.bench()["skipped"].startswith("Chromium is not installed")

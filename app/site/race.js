@@ -6,6 +6,7 @@
  * TWIN_DIFFUSION (even schedule, entropy order, threshold, learned commit filter, both stutter guards, shortest
  * answer one, blocks with Fast-dLLM's refresh and DualCache). Any other setting is refused by name.
  * `window.converge.race(prompt, options)` returns a promise of {left, right}: frames, text, ids and nfe each.
+ * long: the one copy of both samplers, kept in one file that loads as one plain script (no modules from file://).
  */
 (function (global) {
 "use strict";
@@ -106,11 +107,8 @@ function now() { return (global.performance || Date).now() / 1000; }
 function tell(onFrame, f) {
   if (!onFrame) return null;
   onFrame(f);
-  return new Promise(function (done) {
-    var ch = new MessageChannel();
-    ch.port1.onmessage = function () { done(); };
-    ch.port2.postMessage(0);
-  });
+  var ch = new MessageChannel();
+  return new Promise(function (done) { ch.port1.onmessage = function () { done(); }; ch.port2.postMessage(0); });
 }
 
 /* ---- the AR twin: prefill, then one cached decode a token, greedy (app/engine/autoregressive.py) ---- */
@@ -427,7 +425,7 @@ async function diffusionRace(twin, prompt, s, onFrame) {
 function settingsFor(base, options) {
   var s = Object.assign({}, base);
   Object.keys(options || {}).forEach(function (k) {
-    if (k === "onFrame") return;
+    if (k === "onFrame" || k === "only") return;
     if (k !== "length") throw new Error("The browser race offers only the answer length; " + k + " is not offered.");
     var n = options.length;
     if (!Number.isInteger(n) || n < 1 || n % (s.block_length || 1)) {
@@ -481,7 +479,10 @@ function api(loaded) {
     var d = loaded.twins.diffusion, a = loaded.twins.ar, onFrame = options.onFrame;
     var pd = promptIds(d, prompt, ds.gen_length, loaded.maxLen);
     var tell = function (side) { return onFrame ? function (f) { onFrame(side, f); } : null; };
-    return Promise.all([diffusionRace(d, pd, ds, tell("left")), arRace(a, pd.slice(), as, tell("right"))])
+    var only = options.only;  // one side races alone (the bench's per-pass times); the other is null
+    if (only != null && only !== "left" && only !== "right") throw new Error("only must be left or right.");
+    return Promise.all([only === "right" ? null : diffusionRace(d, pd, ds, tell("left")),
+                        only === "left" ? null : arRace(a, pd.slice(), as, tell("right"))])
       .then(function (both) { return {left: both[0], right: both[1], prompt_ids: pd}; });
   };
 }
