@@ -59,9 +59,10 @@ def serve(folder: Path) -> Iterator[str]:
         server.server_close()
 
 
-def python_answers(prompt: str) -> dict[str, tuple[list[int], int]]:
+def python_answers(prompt: str, **settings: Any) -> dict[str, tuple[list[int], int]]:
     """Each side's answer ids and passes as `python -m app generate --source local-diffusion` / `local-ar` makes
-    them: the sources' own settings, prompt encoding and sampler."""
+    them: the sources' own settings (`settings`: the diffusion side's, as the page gives them), prompt encoding and
+    sampler."""
     import threading as th
 
     from app.engine import autoregressive, diffusion
@@ -69,7 +70,7 @@ def python_answers(prompt: str) -> dict[str, tuple[list[int], int]]:
 
     out = {}
     for side, make in (("left", make_local_diffusion), ("right", make_local_ar)):
-        src = make()
+        src = make(**settings) if side == "left" else make(gen_length=settings.get("gen_length", 128))
         ids = src.encode(prompt)
         if side == "left":
             last = list(diffusion.generate(src.model, ids, src.opts, th.Event()))[-1]
@@ -89,8 +90,9 @@ def test_the_site_command_writes_a_folder_that_names_no_other_host(site: Path, t
     assert "wrote" in capsys.readouterr().out
     names = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert names == sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
-    assert {"index.html", "race.js", "page.js", "twins.json", "diffusion.onnx", "ar.onnx"} <= set(names)
-    for name in ("index.html", "page.js", "race.js"):
+    assert {"index.html", "race.js", "page.js", "rows.js", "player.js", "player.css", "twins.json", "diffusion.onnx",
+            "ar.onnx"} <= set(names)
+    for name in ("index.html", "page.js", "race.js", "rows.js", "player.js", "player.css"):
         assert "://" not in (tmp_path / "out" / name).read_text(encoding="utf-8"), name
 
 
@@ -255,3 +257,26 @@ def test_the_browser_bench_says_why_it_skips_without_chromium(monkeypatch: pytes
     monkeypatch.setattr(browser_bench, "CHROMIUM", "/nonexistent/chromium")
     monkeypatch.setattr(browser_bench.shutil, "which", lambda name: None)
     assert browser_bench.bench()["skipped"].startswith("Chromium is not installed")
+
+
+SETTINGS = """async ([prompt, options]) => {
+  const r = await window.converge.race(prompt, options);
+  return {left: [r.left.ids, r.left.nfe], right: [r.right.ids, r.right.nfe]};
+}"""
+OFFERED = ({"threshold": 0}, {"threshold": 0.5, "filter": 0}, {"filter": 0.3, "min_length": 24},
+           {"threshold": 0.7, "filter": 0.9, "min_length": 0})
+
+
+def test_the_diffusion_settings_the_site_offers_race_as_the_python_twin(site: Path, browser: Any) -> None:
+    """threshold, filter (0: off) and min_length, as the page gives them, race in the browser as in Python; any
+    other setting, or one out of range, is refused by name."""
+    with serve(site) as url, browser_tab(browser, url, timeout_ms=120_000) as tab:
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        for prompt, offered in zip(EVAL_PROMPTS[8:12], OFFERED):
+            got = tab.evaluate(SETTINGS, [prompt, {"length": 64, **offered}])
+            want = python_answers(prompt, gen_length=64, **offered)
+            assert (got["left"], got["right"]) == (list(want["left"]), list(want["right"])), offered
+        for bad, words in (({"top_k": 5}, "top_k is not offered"), ({"threshold": 2}, "threshold must be"),
+                           ({"min_length": 1.5}, "min_length must be")):
+            said = tab.evaluate("(o) => window.converge.race('A fox', o).then(() => 'raced', (e) => e.message)", bad)
+            assert words in said, said

@@ -10,6 +10,14 @@
     presenter: query.get("presenter") === "1", onPresenter: onPresenter, clock: query.get("clock") || "time"});
   var SPECS = {left: "local-diffusion", right: "local-ar"}, races = 0;
 
+  var OFFERED = ["threshold", "filter", "min_length"];  // the settings race.js honours beyond the length
+
+  function chosen() {
+    var out = {length: Number(document.getElementById("cv-length").value)};
+    OFFERED.forEach(function (k) { out[k] = Number(document.getElementById("cv-" + k).value); });
+    return out;
+  }
+
   function side(key, status, start, rows, extra) {
     var out = {spec: SPECS[key], status: status, message: null, start: start, rows: rows};
     return Object.assign(out, extra || {});
@@ -27,7 +35,7 @@
       sides[key] = side(key, "running", row.i, window.ConvergeRows.wire([row]));
       player.update({run: id, seq: ++seq, sides: sides});
     };
-    return window.converge.race(text, {onFrame: onFrame}).then(function (r) {
+    return window.converge.race(text, Object.assign(chosen(), {onFrame: onFrame})).then(function (r) {
       var sides = {};
       ["left", "right"].forEach(function (key) {
         sides[key] = side(key, "done", made[key].length, [], window.ConvergeRows.summary(made[key], analysis));
@@ -46,6 +54,10 @@
     }, function (e) { status.textContent = String(e && e.message || e); })
       .then(function () { run.disabled = false; });
   });
+  window.converge.settings.then(function (s) {
+    document.getElementById("cv-length").value = String(s.gen_length);
+    OFFERED.forEach(function (k) { document.getElementById("cv-" + k).value = String(s[k] === null ? 0 : s[k]); });
+  }, function () { /* the status line says why loading failed */ });
   window.converge.ready.then(function () { run.disabled = false; status.textContent = "Ready."; },
                              function (e) { status.textContent = String(e && e.message || e); });
 })();

@@ -6,7 +6,7 @@
  * TWIN_DIFFUSION (even schedule, entropy order, threshold, learned commit filter, both stutter guards, shortest
  * answer one, blocks with Fast-dLLM's refresh and DualCache). Any other setting is refused by name.
  * `window.converge.race(prompt, options)` returns a promise of {left, right}: frames, text, ids and nfe each.
- * long: the one copy of both samplers, kept in one file that loads as one plain script (no modules from file://).
+ * long: the one copy of both samplers, kept in one file that loads as one plain script (no modules from a file).
  */
 (function (global) {
 "use strict";
@@ -352,7 +352,7 @@ function rule(twin, run, g) {
   var sure = cand.map(function (c) { return g.sure[c]; });
   var minimum = Math.ceil(cand.length / Math.max(1, run.budget() - (run.passes - 1)));
   var pick = new Set(ranked(cand, scores).slice(0, minimum));
-  ranked(cand, sure).slice(0, sure.filter(function (v) { return v >= s.threshold; }).length)
+  ranked(cand, sure).slice(0, sure.filter(function (v) { return s.threshold !== null && v >= s.threshold; }).length)
     .forEach(function (c) { pick.add(c); });
   for (r = 0; r < B; r++) {
     run.held[lo + r] = g.chosen[r] === run.guess[lo + r] ? run.held[lo + r] + 1 : 0;
@@ -361,7 +361,7 @@ function rule(twin, run, g) {
   var feats = features(g.probs, g.chosen, run.x.slice(P + lo, P + lo + B), run.masked.slice(lo, lo + B), twin.eos,
                        run.held.slice(lo, lo + B));
   var safe = filterScore(twin.filter, cand.map(function (c) { return feats[c]; }));
-  cand.forEach(function (c, i) { if (safe[i] >= s.filter) pick.add(c); });
+  cand.forEach(function (c, i) { if (s.filter !== null && safe[i] >= s.filter) pick.add(c); });
   var rows = Array.from(pick).sort(function (a, b) { return a - b; });
   rows = apart(rows, g.chosen, twin.eos, twin.repeatable);
   return freshRuns(rows, g.chosen, run, lo, s.no_repeat_ngram, twin.eos);
@@ -422,11 +422,25 @@ async function diffusionRace(twin, prompt, s, onFrame) {
 
 /* ---- loading and the API: window.converge.race(prompt, options) ---- */
 
+/* the diffusion twin's settings of the page that this sampler honours beyond the length: 0 turns a share off */
+var OFFERED = {threshold: "share", filter: "share", min_length: "count"};
+
+function offered(k, v) {
+  if (OFFERED[k] === "count") {
+    if (!Number.isInteger(v) || v < 0 || v > 256) throw new Error(k + " must be a whole number from 0 to 256.");
+    return v;
+  }
+  if (typeof v !== "number" || !(v >= 0 && v <= 1)) throw new Error(k + " must be a number from 0 (off) to 1.");
+  return v === 0 ? null : v;
+}
+
 function settingsFor(base, options) {
   var s = Object.assign({}, base);
   Object.keys(options || {}).forEach(function (k) {
     if (k === "onFrame" || k === "only") return;
-    if (k !== "length") throw new Error("The browser race offers only the answer length; " + k + " is not offered.");
+    if (k in OFFERED) { if (k in s) s[k] = offered(k, options[k]); return; }  // the AR twin has none of them
+    if (k !== "length") throw new Error("The browser race offers the answer length, threshold, filter and " +
+                                        "min_length; " + k + " is not offered.");
     var n = options.length;
     if (!Number.isInteger(n) || n < 1 || n % (s.block_length || 1)) {
       throw new Error("The answer length must be a whole number of tokens that blocks of " +
@@ -500,6 +514,8 @@ global.converge = {
   ready: racer.then(function () { return true; }),
   /* what app/site/rows.js reads to build the player's figures: the end-of-text strings and the token units */
   analysis: ready.then(function (loaded) { return loaded.analysis; }),
+  /* the diffusion twin's defaults, for the page's settings (OFFERED, and gen_length as `length`) */
+  settings: ready.then(function (loaded) { return Object.assign({}, loaded.settings.diffusion); }),
   race: function (prompt, options) { return racer.then(function (race) { return race(prompt, options); }); }
 };
 })(typeof window !== "undefined" ? window : this);
