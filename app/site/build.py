@@ -1,9 +1,11 @@
 """`python -m app site OUT_DIR`: a static folder in which the built-in twins race in the visitor's browser.
 
-It holds index.html (the page), page.js and race.js (the samplers, the one JavaScript copy), the twins' ONNX graphs
+It holds index.html (the page), page.js, race.js (the samplers, the one JavaScript copy), player.js and player.css (the
+page's player, as the HTML export inlines it), rows.js (the player's rows from token frames), the twins' ONNX graphs
 (app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the commit filter's weights, the sampler
-defaults the browser must match) and ort/ (onnxruntime-web's WebAssembly runtime, pinned in app/site/package.json and
-installed with `npm ci` here when it is missing). Any static server can host it; it asks no other host for anything.
+defaults the browser must match, the analysis constants rows.js reads) and ort/ (onnxruntime-web's WebAssembly
+runtime, pinned in app/site/package.json and installed with `npm ci` here when it is missing). Any static server
+can host it; it asks no other host for anything.
 """
 
 from __future__ import annotations
