@@ -27,6 +27,7 @@ SECTIONS = {
     "lessons": "app.bench.lessons",
     "export": "app.bench.video",
     "player": "app.bench.player",
+    "browser": "app.bench.browser",
     "caps": "app.bench.caps",
     "diffusion-gemma": "app.bench.diffusion_gemma",
 }

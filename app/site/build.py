@@ -1,9 +1,11 @@
 """`python -m app site OUT_DIR`: a static folder in which the built-in twins race in the visitor's browser.
 
-It holds index.html (the page), page.js and race.js (the samplers, the one JavaScript copy), the twins' ONNX graphs
+It holds index.html (the page), page.js, race.js (the samplers, the one JavaScript copy), player.js and player.css (the
+page's player, as the HTML export inlines it), rows.js (the player's rows from token frames), the twins' ONNX graphs
 (app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the commit filter's weights, the sampler
-defaults the browser must match) and ort/ (onnxruntime-web's WebAssembly runtime, pinned in app/site/package.json and
-installed with `npm ci` here when it is missing). Any static server can host it; it asks no other host for anything.
+defaults the browser must match, the analysis constants rows.js reads) and ort/ (onnxruntime-web's WebAssembly
+runtime, pinned in app/site/package.json and installed with `npm ci` here when it is missing). Any static server
+can host it; it asks no other host for anything.
 """
 
 from __future__ import annotations
@@ -17,19 +19,23 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from app.analysis.changes import EOS_TOKENS, TOKEN_UNITS
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, honoured
 from app.engine.model import load_twin
 from app.engine.tokenizer import byte_chars
 from app.errors import UserError
 from app.site import graph
+from app.view.payload import asset
 
 SITE_DIR = Path(__file__).resolve().parent
 ORT_DIST = SITE_DIR / "node_modules" / "onnxruntime-web" / "dist"
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs")
-PAGE_FILES = ("index.html", "page.js", "race.js")
+PAGE_FILES = ("index.html", "page.js", "race.js", "rows.js")
+PLAYER_FILES = ("player.js", "player.css")  # the page's player (app/view/player/), as the HTML export inlines it
 SCRIPTS = ('<script src="ort/ort.wasm.min.js"></script>\n<script src="race.js"></script>\n'
-           '<script src="page.js"></script>')
+           '<script src="player.js"></script>\n<script src="rows.js"></script>\n<script src="page.js"></script>')
+STYLE = '<link rel="stylesheet" href="player.css">'
 FOLDER_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " \
              "img-src 'self' data:; connect-src 'self'"
 # one file from file://: its own inline scripts, the runtime's glue as a blob: module, nothing fetched from anywhere
@@ -79,7 +85,7 @@ def twins_data() -> dict[str, Any]:
     config = {kind: vars(m.net.config) for kind, m in (("diffusion", diffusion), ("ar", ar))}
     settings = {"diffusion": honoured(diffusion, TWIN_DIFFUSION).to_json(), "ar": ARSettings().to_json()}
     return {"tokenizer": _tokenizer(tok, diffusion.repeatable), "config": config, "filter": weights,
-            "settings": settings}
+            "settings": settings, "analysis": {"eos_tokens": sorted(EOS_TOKENS), "token_units": TOKEN_UNITS}}
 
 
 def build_site(out: str | Path) -> Path:
@@ -93,6 +99,8 @@ def build_site(out: str | Path) -> Path:
         shutil.copyfile(ort_dir / name, out / "ort" / name)
     for name in PAGE_FILES:
         shutil.copyfile(SITE_DIR / name, out / name)
+    for name in PLAYER_FILES:
+        (out / name).write_text(asset(name), encoding="utf-8")
     for kind in ("diffusion", "ar"):
         model, _ = load_twin(kind)
         graph.write(model.net, out / f"{kind}.onnx", f"converge-{kind}-twin")
@@ -122,10 +130,12 @@ def build_single(out: str | Path) -> Path:
                   for key, name in INLINED.items()]
         scripts = [_script(path.read_text(encoding="utf-8"))
                    for path in (site / "ort" / "ort.wasm.min.js", SITE_DIR / "single.js", site / "race.js",
-                                site / "page.js")]
+                                site / "player.js", site / "rows.js", site / "page.js")]
+        style = (site / "player.css").read_text(encoding="utf-8")
         page = (site / "index.html").read_text(encoding="utf-8")
-    if SCRIPTS not in page or FOLDER_CSP not in page:
-        raise ValueError("index.html's scripts or policy changed; update app/site/build.py")
+    if SCRIPTS not in page or FOLDER_CSP not in page or STYLE not in page or "</style" in style.lower():
+        raise ValueError("index.html's scripts, style or policy changed; update app/site/build.py")
     page = page.replace(FOLDER_CSP, SINGLE_CSP).replace(SCRIPTS, "\n".join(blocks + scripts))
+    page = page.replace(STYLE, f"<style>\n{style}\n</style>")
     out.write_text(page, encoding="utf-8")
     return out

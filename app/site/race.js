@@ -6,6 +6,7 @@
  * TWIN_DIFFUSION (even schedule, entropy order, threshold, learned commit filter, both stutter guards, shortest
  * answer one, blocks with Fast-dLLM's refresh and DualCache). Any other setting is refused by name.
  * `window.converge.race(prompt, options)` returns a promise of {left, right}: frames, text, ids and nfe each.
+ * long: the one copy of both samplers, kept in one file that loads as one plain script (no modules from a file).
  */
 (function (global) {
 "use strict";
@@ -101,11 +102,20 @@ function softmax(z) {
 
 function now() { return (global.performance || Date).now() / 1000; }
 
+/* hands a frame to the watcher, then yields one task so the page can draw it (the passes themselves never yield:
+   without a watcher, as in the API's plain calls, nothing waits) */
+function tell(onFrame, f) {
+  if (!onFrame) return null;
+  onFrame(f);
+  var ch = new MessageChannel();
+  return new Promise(function (done) { ch.port1.onmessage = function () { done(); }; ch.port2.postMessage(0); });
+}
+
 /* ---- the AR twin: prefill, then one cached decode a token, greedy (app/engine/autoregressive.py) ---- */
 
 async function arRace(twin, prompt, s, onFrame) {
   var net = twin.net, eos = twin.eos, V = twin.vocab, ids = [], conf = [], cache = null, t0 = now(), frames = [];
-  var emit = function (f) { f.t = now() - t0; frames.push(f); if (onFrame) onFrame(f); };
+  var emit = function (f) { f.t = now() - t0; frames.push(f); return tell(onFrame, f); };
   for (var i = 0; i < s.gen_length; i++) {
     var out = cache ? await net.run([ids[ids.length - 1]], cache.k.dims[2], cache)
                     : await net.run([eos].concat(prompt), 0, null);
@@ -114,8 +124,9 @@ async function arRace(twin, prompt, s, onFrame) {
     var token = argmax(z), p = softmax(z)[token];
     var last = token === eos || i + 1 === s.gen_length;
     if (token !== eos) { ids.push(token); conf.push(p); }
-    emit({step: i + 1, nfe: i + 1, final: last, tokens: twin.tok.strings(ids), confidence: conf.map(round4),
-          committed: token === eos ? null : [i], text: last ? twin.tok.decode(ids) : null});
+    await emit({step: i + 1, nfe: i + 1, final: last, tokens: twin.tok.strings(ids), confidence: conf.map(round4),
+          committed: token === eos ? null : [i], text: last ? twin.tok.decode(ids) : null,
+          usage: last ? {prompt_tokens: prompt.length, completion_tokens: ids.length} : null});
     if (last) break;
   }
   return {frames: frames, text: twin.tok.decode(ids), ids: ids, nfe: frames.length ? frames[frames.length - 1].nfe : 0};
@@ -341,7 +352,7 @@ function rule(twin, run, g) {
   var sure = cand.map(function (c) { return g.sure[c]; });
   var minimum = Math.ceil(cand.length / Math.max(1, run.budget() - (run.passes - 1)));
   var pick = new Set(ranked(cand, scores).slice(0, minimum));
-  ranked(cand, sure).slice(0, sure.filter(function (v) { return v >= s.threshold; }).length)
+  ranked(cand, sure).slice(0, sure.filter(function (v) { return s.threshold !== null && v >= s.threshold; }).length)
     .forEach(function (c) { pick.add(c); });
   for (r = 0; r < B; r++) {
     run.held[lo + r] = g.chosen[r] === run.guess[lo + r] ? run.held[lo + r] + 1 : 0;
@@ -350,7 +361,7 @@ function rule(twin, run, g) {
   var feats = features(g.probs, g.chosen, run.x.slice(P + lo, P + lo + B), run.masked.slice(lo, lo + B), twin.eos,
                        run.held.slice(lo, lo + B));
   var safe = filterScore(twin.filter, cand.map(function (c) { return feats[c]; }));
-  cand.forEach(function (c, i) { if (safe[i] >= s.filter) pick.add(c); });
+  cand.forEach(function (c, i) { if (s.filter !== null && safe[i] >= s.filter) pick.add(c); });
   var rows = Array.from(pick).sort(function (a, b) { return a - b; });
   rows = apart(rows, g.chosen, twin.eos, twin.repeatable);
   return freshRuns(rows, g.chosen, run, lo, s.no_repeat_ngram, twin.eos);
@@ -393,16 +404,17 @@ function diffusionFrame(twin, run, committed) {
           tokens: shownStrings(twin.tok, ids, masked.map(function (m) { return !m; }), twin.eos),
           confidence: Array.from(run.conf.slice(0, n), round4),
           committed: committed.filter(function (i) { return i < n; }).sort(function (a, b) { return a - b; }),
-          text: run.done ? twin.tok.decode(ids) : null, ids: run.done ? ids : undefined};
+          text: run.done ? twin.tok.decode(ids) : null, ids: run.done ? ids : undefined,
+          usage: run.done ? {prompt_tokens: run.P, completion_tokens: n} : null};
 }
 
 async function diffusionRace(twin, prompt, s, onFrame) {
   var run = new DiffRun(prompt, s, twin.mask), frames = [], t0 = now(), last = null;
-  var emit = function (f) { f.t = now() - t0; frames.push(f); last = f; if (onFrame) onFrame(f); };
-  emit(diffusionFrame(twin, run, []));
+  var emit = function (f) { f.t = now() - t0; frames.push(f); last = f; return tell(onFrame, f); };
+  await emit(diffusionFrame(twin, run, []));
   while (run.nextBlock()) {
     var g = guesses(twin, run, await network(twin, run));
-    emit(commit(twin, run, g, rule(twin, run, g)));
+    await emit(commit(twin, run, g, rule(twin, run, g)));
     if (run.done) break;
   }
   return {frames: frames, text: last.text || "", ids: last.ids || [], nfe: run.nfe, refreshes: run.refreshes};
@@ -410,11 +422,25 @@ async function diffusionRace(twin, prompt, s, onFrame) {
 
 /* ---- loading and the API: window.converge.race(prompt, options) ---- */
 
+/* the diffusion twin's settings of the page that this sampler honours beyond the length: 0 turns a share off */
+var OFFERED = {threshold: "share", filter: "share", min_length: "count"};
+
+function offered(k, v) {
+  if (OFFERED[k] === "count") {
+    if (!Number.isInteger(v) || v < 0 || v > 256) throw new Error(k + " must be a whole number from 0 to 256.");
+    return v;
+  }
+  if (typeof v !== "number" || !(v >= 0 && v <= 1)) throw new Error(k + " must be a number from 0 (off) to 1.");
+  return v === 0 ? null : v;
+}
+
 function settingsFor(base, options) {
   var s = Object.assign({}, base);
   Object.keys(options || {}).forEach(function (k) {
-    if (k === "onFrame") return;
-    if (k !== "length") throw new Error("The browser race offers only the answer length; " + k + " is not offered.");
+    if (k === "onFrame" || k === "only") return;
+    if (k in OFFERED) { if (k in s) s[k] = offered(k, options[k]); return; }  // the AR twin has none of them
+    if (k !== "length") throw new Error("The browser race offers the answer length, threshold, filter and " +
+                                        "min_length; " + k + " is not offered.");
     var n = options.length;
     if (!Number.isInteger(n) || n < 1 || n % (s.block_length || 1)) {
       throw new Error("The answer length must be a whole number of tokens that blocks of " +
@@ -457,7 +483,7 @@ async function load(ort, source) {
                   mask: data.tokenizer.mask_id, vocab: data.config[kind].vocab_size,
                   repeatable: data.tokenizer.repeatable, filter: data.filter};
   }
-  return {twins: made, settings: data.settings, maxLen: data.config.diffusion.max_len - 1};
+  return {twins: made, settings: data.settings, maxLen: data.config.diffusion.max_len - 1, analysis: data.analysis};
 }
 
 function api(loaded) {
@@ -467,7 +493,10 @@ function api(loaded) {
     var d = loaded.twins.diffusion, a = loaded.twins.ar, onFrame = options.onFrame;
     var pd = promptIds(d, prompt, ds.gen_length, loaded.maxLen);
     var tell = function (side) { return onFrame ? function (f) { onFrame(side, f); } : null; };
-    return Promise.all([diffusionRace(d, pd, ds, tell("left")), arRace(a, pd.slice(), as, tell("right"))])
+    var only = options.only;  // one side races alone (the bench's per-pass times); the other is null
+    if (only != null && only !== "left" && only !== "right") throw new Error("only must be left or right.");
+    return Promise.all([only === "right" ? null : diffusionRace(d, pd, ds, tell("left")),
+                        only === "left" ? null : arRace(a, pd.slice(), as, tell("right"))])
       .then(function (both) { return {left: both[0], right: both[1], prompt_ids: pd}; });
   };
 }
@@ -483,6 +512,10 @@ var ready = global.ort ? load(global.ort, global.CONVERGE_SOURCE || fromFolder(g
 var racer = ready.then(function (loaded) { checkGreedy(loaded.settings.ar); return api(loaded); });
 global.converge = {
   ready: racer.then(function () { return true; }),
+  /* what app/site/rows.js reads to build the player's figures: the end-of-text strings and the token units */
+  analysis: ready.then(function (loaded) { return loaded.analysis; }),
+  /* the diffusion twin's defaults, for the page's settings (OFFERED, and gen_length as `length`) */
+  settings: ready.then(function (loaded) { return Object.assign({}, loaded.settings.diffusion); }),
   race: function (prompt, options) { return racer.then(function (race) { return race(prompt, options); }); }
 };
 })(typeof window !== "undefined" ? window : this);
