@@ -257,7 +257,7 @@ def page(x: Lesson, side: str, changed: bool = False) -> tuple[Frame, ...]:
 
 def shown(x: Lesson, changed: bool = False) -> dict[str, str]:
     """The lesson's figures as the page's "This race" strip shows them for its race, by label."""
-    both = figures.Race(x.prompt, {side: page(x, side, changed) for side in ("left", "right")})
+    both = figures.Finished(x.prompt, {side: page(x, side, changed) for side in ("left", "right")})
     return dict(figures.shown(x.figures, both))
 
 

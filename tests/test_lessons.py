@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.errors import UserError
-from app.lessons.figures import FIGURES, Race, most_in_one_pass, reopened, shown, stray
+from app.lessons.figures import FIGURES, Finished, most_in_one_pass, reopened, shown, stray
 from app.lessons.forward_process import STEPS, forward_recording
 from app.lessons.guided import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
 from app.sources.base import REGISTRY, load_plugins, make_source
@@ -211,7 +211,7 @@ def test_the_figures_measure_a_small_made_up_race() -> None:
     ar = tuple(Frame(t=0.1 * i, step=i, tokens=t[:i], nfe=i, committed=[i - 1] if i else None, final=i == 4)
                for i in range(5))
     lines = dict(shown(["passes", "most_in_one_pass", "reopened", "time_to_final"],
-                       Race("p", {"left": diffusion, "right": ar})))
+                       Finished("p", {"left": diffusion, "right": ar})))
     assert lines["Forward passes"] == "left 3, right 4"
     assert lines["Most tokens committed in one pass"] == "left 2, right 1"
     assert lines["Tokens masked again (remasked)"] == "left 1, right 0"

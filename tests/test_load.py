@@ -46,7 +46,8 @@ def race_args(api: dict[str, Any], prompt: str, sides: dict[str, tuple[str, str,
     """The /race endpoint's arguments: the prompt, the pins (none), then per side its kind, argument, key and every
     kind's settings (defaults, except those given), in the order the page builds them."""
     load_plugins()
-    args = [p["parameter_default"] if p.get("parameter_has_default") else "" for p in api["parameters"]]
+    args = [p["parameter_default"] if p.get("parameter_has_default") else None if p.get("component") == "Number" else ""
+            for p in api["parameters"]]  # a number left empty (the model's own value) is sent as null, as a page does
     args[0], args[1] = prompt, ""
     order = [(prefix, name) for prefix, kind in REGISTRY.items() for name in kind.settings]
     width = 3 + len(order)

@@ -72,7 +72,7 @@ def eos_by_pass(frames: Frames, nfe: int = 2) -> int:
 
 
 @dataclass(frozen=True)
-class Race:
+class Finished:
     """A finished race as the figures read it: its prompt and each side's frames."""
 
     prompt: str
@@ -83,11 +83,11 @@ class Race:
         return [s for s in SIDES if self.frames.get(s)]
 
 
-def _each(race: Race, fmt: Callable[[Frames], str]) -> str:
+def _each(race: Finished, fmt: Callable[[Frames], str]) -> str:
     return ", ".join(f"{side} {fmt(race.frames[side])}" for side in race.sides())
 
 
-def _perplexity(race: Race) -> str:
+def _perplexity(race: Finished) -> str:
     ppl = {s: perplexity(race.prompt, [race.frames[s]]) for s in race.sides()}
     line = ", ".join(f"{s} {v:.1f}" for s, v in ppl.items())
     if len(ppl) == 2 and min(ppl.values()) > 0:
@@ -101,7 +101,7 @@ def length(frames: Frames) -> int:
     return int(m["answer_tokens"] if m["answer_tokens"] is not None else m["tokens"])
 
 
-def _time_to_final(race: Race) -> str:
+def _time_to_final(race: Finished) -> str:
     parts = []
     for side in race.sides():
         m = metrics(list(race.frames[side]))
@@ -117,7 +117,7 @@ class Figure:
     """A named measurement a lesson quotes: its label on the page and its text for one finished race."""
 
     label: str
-    text: Callable[[Race], str]
+    text: Callable[[Finished], str]
 
 
 FIGURES: dict[str, Figure] = {
@@ -135,7 +135,7 @@ FIGURES: dict[str, Figure] = {
 }
 
 
-def shown(names: Sequence[str], race: Race) -> list[tuple[str, str]]:
+def shown(names: Sequence[str], race: Finished) -> list[tuple[str, str]]:
     """(label, text) of each named figure for a finished race; a figure its race cannot give is left out."""
     out = []
     for name in names:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from app.lessons.figures import Race, shown
+from app.lessons.figures import Finished, shown
 from app.lessons.forward_process import forward_recording
 from app.lessons.guided import LESSONS, Lesson
 from app.sources.base import REGISTRY
@@ -126,7 +126,7 @@ def figures_update(i: int, path: Any) -> Any:
         rec = read_recording(path)
     except (RecordingError, OSError):
         return gr.skip()
-    return to_player({"figures": shown(lesson.figures, Race(str(rec.header.get("prompt", "")), rec.frames))})
+    return to_player({"figures": shown(lesson.figures, Finished(str(rec.header.get("prompt", "")), rec.frames))})
 
 
 def noising_file(lesson: Lesson) -> Path | None:
