@@ -4,16 +4,13 @@ other host for anything. Skipped with the reason where Chromium, npm (onnxruntim
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import shutil
-import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
+from app.bench.browser import serve
 from app.bench.twins import EVAL_PROMPTS
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab
@@ -36,27 +33,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     except UserError as e:  # npm is there but could not install it (no registry in reach)
         pytest.skip(f"onnxruntime-web is unavailable: {e}")
     return build_site(tmp_path_factory.mktemp("site") / "site")
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm",
-                      ".mjs": "text/javascript", ".onnx": "application/octet-stream"}
-
-    def log_message(self, *args: Any) -> None:
-        """Silent: the test reads the requests from the browser's side."""
-
-
-@contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """A static server on 127.0.0.1 for `folder`; yields its URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def python_answers(prompt: str, **settings: Any) -> dict[str, tuple[list[int], int]]:

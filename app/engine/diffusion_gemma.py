@@ -31,6 +31,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine.options import check, option
+from app.engine.relay import Stopped, relay
 from app.errors import UserError
 
 MODEL_TYPES = ("diffusion_gemma",)  # DiffusionGemmaConfig.model_type
@@ -159,13 +160,9 @@ class GemmaStep:
     done: bool = False
 
 
-class _Stopped(Exception):
-    """Raised inside generate() by the streamer when the run is cancelled or its reader stopped."""
-
-
 class _Capture:
     """generate()'s streamer (it takes the logits) and the sampler proxy's sink in one: each event becomes a
-    GemmaStep on `out`. Runs on generate()'s thread; raises `_Stopped` there once `stop` is set."""
+    GemmaStep on `out`. Runs on generate()'s thread; raises `Stopped` there once `stop` is set."""
 
     _takes_logits = True
 
@@ -192,7 +189,7 @@ class _Capture:
 
     def _check(self) -> None:
         if self.stop.is_set():
-            raise _Stopped
+            raise Stopped
 
     def started(self, canvas: Any) -> None:
         """The sampler drew canvas `index`'s random start: every position is noise."""
@@ -328,16 +325,6 @@ def run(lm: DiffusionGemmaLM, prompt_ids: list[int], s: GemmaSettings,
 
     worker = threading.Thread(target=work, name="diffusion-gemma-generate", daemon=True)
     try:
-        if cancel is not None and cancel.is_set():
-            return
-        worker.start()
-        while (item := out.get()) is not None:
-            if isinstance(item, _Stopped):
-                return
-            if isinstance(item, BaseException):
-                raise UserError(f"DiffusionGemma's generate() failed: {type(item).__name__}: {item}") from None
-            yield item
-            if cancel is not None and cancel.is_set():
-                return
+        yield from relay(worker, out, cancel, "DiffusionGemma's generate()")
     finally:
         stop.set()

@@ -34,6 +34,7 @@ import numpy as np
 
 from app.engine.diffusion import DiffusionSettings, Step
 from app.engine.options import check, option
+from app.engine.relay import Stopped, relay
 from app.errors import UserError
 
 MODEL_TYPES = ("llada2_moe", "llada21_moe")  # inclusionAI's name; dllm's copy of the 2.1 code renames it
@@ -132,10 +133,6 @@ def authors_scheduler(diffusers: Any) -> Any:
     return AuthorsScheduler()
 
 
-class _Stopped(Exception):
-    """Raised from the pipeline's callback when the run is cancelled."""
-
-
 # long: the pipeline's per-pass callback and its worker thread are closures over this run's answer, confidences,
 # queue and stop flag, which the generator owns so that it can stop the worker when its reader stops
 def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: DiffusionSettings, e: PipelineSettings,
@@ -160,7 +157,7 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
 
     def on_pass(pipe: Any, index: int, _t: int, kw: dict[str, Any]) -> dict[str, Any]:
         if stop.is_set():
-            raise _Stopped
+            raise Stopped
         window = kw["block_x"][0].tolist()
         start = len(window) - length
         lo, hi = max(start, p), min(len(window), p + n)
@@ -196,18 +193,10 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
     last = Step(step=0, ids=answer.copy(), masked=answer == mask_id, confidence=confidence.copy())
     try:
         yield last
+        for last in relay(worker, out, cancel, "LLaDA2's pipeline"):
+            yield last
         if cancel is not None and cancel.is_set():
             return
-        worker.start()
-        while (item := out.get()) is not None:
-            if isinstance(item, _Stopped):
-                return
-            if isinstance(item, BaseException):
-                raise UserError(f"LLaDA2's pipeline failed: {type(item).__name__}: {item}") from None
-            last = item
-            yield last
-            if cancel is not None and cancel.is_set():
-                return
         yield Step(step=last.step + 1, ids=last.ids, masked=last.masked, confidence=last.confidence, nfe=last.nfe,
                    done=True)
     finally:
