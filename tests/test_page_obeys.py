@@ -16,18 +16,10 @@ from app.view.pace import HOLD, PACE
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, pick_source
 from tests.test_export_pace import gif_timing, local_race
+from tests.test_ui import examples  # noqa: F401  (autouse: each test's own, empty examples folder)
 
 ROOT = "#player .cv-player"
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(autouse=True)
-def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The bundled examples come from the test's own folder, read when the page opens."""
-    folder = tmp_path / "examples"
-    folder.mkdir()
-    monkeypatch.setenv("CONVERGE_EXAMPLES", str(folder))
-    return folder
 
 
 @pytest.fixture
