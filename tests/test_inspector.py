@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.analysis.changes import side_labels
+from app.analysis.labels import side_labels
 from app.trace.frames import Frame, RecordingWriter, make_header, read_recording
 from app.view.payload import asset, load_payload
 from tests.fixtures import HAVE_TWINS, needs_twins

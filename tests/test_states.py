@@ -9,7 +9,7 @@ from app.analysis.changes import (
     metrics,
     settled_against_final,
     settled_fraction_series,
-    text_edits,
+    text_deletions,
     text_tokens,
 )
 from app.trace.frames import Frame
@@ -98,18 +98,41 @@ def test_metrics_do_not_count_noise_as_visible() -> None:
     assert metrics(noisy_end)["tokens"] == 2
 
 
-def test_text_snapshots_that_change_length_align_by_the_text_alignment() -> None:
+def test_a_text_snapshot_that_shrinks_deletes_what_lies_past_its_new_text() -> None:
     short, long = text_tokens("I will read the file."), text_tokens("I will read the whole file.")
-    inserted, deleted = text_edits(short, long)
-    assert [long[i] for i in inserted] == ["whole", " "] and deleted == []
-    inserted, deleted = text_edits(long, short)
-    assert inserted == [] and [long[j] for j in deleted] == ["whole", " "]
-    mercury = [Frame(t=0.1, step=1, text="I wYll r%ad"), Frame(t=0.2, step=2, text="I will read the file."),
-               Frame(t=0.3, step=3, text="I will read it.", final=True)]
-    out = rows(mercury)
-    assert [len(r["tok"]) for r in out] == [len(text_tokens(f.text or "")) for f in mercury]
-    assert all("del" not in r for r in out)  # text rows keep their schema 1 shape
-    assert settled_fraction_series(mercury)[-1][1] == 1.0
+    assert text_deletions(short, long) == []
+    assert text_deletions(long, short) == [[8, 8, "whole"], [9, 8, " "]]  # they stood before "file"
+    assert text_deletions(text_tokens("I wYll r%ad"), text_tokens("I will read")) == []  # noise settled, none dropped
+
+
+def mercury() -> list[Frame]:
+    return [Frame(t=0.1, step=1, text="I wYll r%ad"), Frame(t=0.2, step=2, text="I will read the file."),
+            Frame(t=0.3, step=3, text="I will read it.", final=True)]
+
+
+def test_text_rows_draw_what_a_snapshot_dropped_where_it_stood() -> None:
+    out = rows(mercury())
+    assert [len(r["tok"]) for r in out] == [len(text_tokens(f.text or "")) for f in mercury()]
+    assert "del" not in out[0] and "del" not in out[1]
+    assert out[2]["del"] == [[7, 7, " "], [8, 7, "file"]]  # "it" took the place of "the"; " file" was dropped
+    assert "st" not in out[2] and "back" not in out[2]  # a text side keeps a column a display token
+    assert settled_fraction_series(mercury())[-1][1] == 1.0
+
+
+def test_a_schema_1_recordings_text_rows_play_as_they_always_did() -> None:
+    analyzer = SideAnalyzer(schema=1)
+    assert all("del" not in analyzer.add(f) for f in mercury())
+
+
+def test_the_frames_table_counts_a_text_snapshots_deletions_by_the_recordings_schema() -> None:
+    from app.analysis.tables import frames_table
+    from app.trace.frames import Recording, make_header
+
+    header = make_header("p", {"left": {"name": "mercury", "settings": {}}})
+    rec = Recording(header=header, frames={"left": mercury(), "right": []}, ends={}, warnings=[])
+    assert frames_table(rec).deleted.tolist() == [0, 0, 2]
+    old = Recording(header={**header, "schema": 1}, frames=rec.frames, ends={}, warnings=[])
+    assert frames_table(old).deleted.tolist() == [0, 0, 0]
 
 
 def test_the_frames_table_counts_each_kind_of_change() -> None:

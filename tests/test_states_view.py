@@ -242,3 +242,37 @@ def test_a_deleted_token_is_drawn_as_text_never_as_html(browser: Any, tmp_path: 
         step_to(tab, 1)
         struck = tab.text_content(f"{ROOT} .cv-side[data-side=left] .cv-x")
         assert struck == hostile and tab.locator(f"{ROOT} img").count() == 0 and tab.title() != "owned"
+
+
+def shrinking_text() -> list[Frame]:
+    """Mercury-like snapshots: noise settles, then the answer shrinks ("the file" becomes "it")."""
+    return [Frame(t=0.1, step=0, text="I wYll r%ad"), Frame(t=0.2, step=1, text="I will read the file."),
+            Frame(t=0.3, step=2, text="I will read it.", final=True)]
+
+
+@pytest.mark.browser
+def test_a_text_snapshot_that_shrinks_shows_what_it_dropped_struck_through(browser: Any, tmp_path: Path) -> None:
+    out = export_html(race(tmp_path, shrinking_text()), tmp_path / "text.html")
+    with browser_tab(browser, out.as_uri()) as tab:
+        tab.wait_for_selector(f"{ROOT}[data-status=done][data-mode=replay]")
+        step_to(tab, 1)
+        assert tab.locator(f"{ROOT} .cv-side[data-side=left] .cv-x").count() == 0
+        step_to(tab, 2)
+        now = shown(tab, "left")
+        assert ["cv-tok cv-x", " file"] in now["runs"] and now["text"] == "I will read it file."
+        assert "deleted" in now["legend"] and "deleted" in now["heat"]
+        row = tab.evaluate("""() => { const s = document.querySelector('#converge').convergePlayer.state.sides.left;
+            return [...Array(s.heatW).keys()].map((c) => s.heat[2 * s.heatW + c]); }""")
+        assert row[8:10] == [heat32("deleted")] * 2 and len(row) == 10  # two cells past its eight tokens
+
+
+def test_the_video_draws_a_shrinking_text_snapshots_deletions(tmp_path: Path) -> None:
+    from app.export.video.palette import H_DELETED
+
+    scene = Scene(load(race(tmp_path, shrinking_text())), (1280, 720))
+    strip = scene.tracks[0].heat
+    assert strip is not None
+    scene.draw(0.3)
+    r0, _ = strip.span(2)
+    assert (strip.cells[r0][strip.starts >= 8] == H_DELETED).all()
+    assert len(scene.legend_items) > len(Scene(load(race(tmp_path, shrinking_text()[:2])), (1280, 720)).legend_items)

@@ -38,7 +38,7 @@ from itertools import accumulate
 from typing import Any, Callable, Iterable, Iterator
 
 from app.analysis import states as st
-from app.trace.frames import DISPLAY_TOKEN, Frame
+from app.trace.frames import DISPLAY_TOKEN, SCHEMA, Frame
 
 UNCHANGED, NEW, CHANGED, REMASKED = 0, 1, 2, 3  # and states.py's EDITED, RENOISED, INSERTED for schema 2 frames
 EOS_TOKENS = frozenset({"<|endoftext|>", "<|eos|>", "<|eot_id|>", "<|im_end|>", "<|end|>", "</s>", "<eos>", "[EOS]"})
@@ -179,12 +179,17 @@ def align(a: list[str], b: list[str], middle: str = CHOSEN) -> list[int]:
     return list(range(p)) + mid + list(range(n - s, n))
 
 
-def text_edits(a: list[str], b: list[str]) -> tuple[list[int], list[int]]:
-    """Text state b against a, by the text alignment (`align`): b's positions that continue none of a's (inserted)
-    and a's positions that none of b's continues (deleted), as a text frame that changes length has no lists."""
-    mapping = align(a, b)
-    kept = set(mapping)
-    return [i for i, j in enumerate(mapping) if j < 0], [j for j in range(len(a)) if j not in kept]
+def text_deletions(a: list[str], b: list[str]) -> list[list[Any]]:
+    """Text state a's tokens that b drops, as rows' `del` entries [a's position, b's position it stands before, token].
+
+    Past the common prefix and suffix, a token of a is deleted when it starts at or after the end of b's middle text:
+    a middle that is rewritten in as many characters (Mercury's noise settling, "r%ad" to "read") deletes nothing;
+    one that shrinks ("the whole file" to "the file") deletes what lies past its new end, drawn where it stood."""
+    n, m = len(a), len(b)
+    p, s = _trim(a, b)
+    end = sum(map(len, b[p:m - s]))
+    return [[p + j, m - s, t] for j, (o, t) in enumerate(zip(accumulate(map(len, a[p:n - s]), initial=0), a[p:n - s]))
+            if o >= end]
 
 
 class Reference:
@@ -258,10 +263,13 @@ class SideAnalyzer:
     that hold the same unmasked token as in the previous frame (the part that looks settled live), and
     as the frame has them, pin (the positions given before the run) and note (a line shown with the frame); a
     schema 2 frame adds st, back and del (SideAnalyzer._edits), and ent (each position's entropy) when it has one.
+    A text state that shrinks adds del too (text_deletions), unless the rows are a schema 1 recording's, which play
+    as they always did.
     """
 
-    def __init__(self, middle: str = CHOSEN) -> None:
+    def __init__(self, middle: str = CHOSEN, schema: int = SCHEMA) -> None:
         self.middle = middle
+        self.schema = schema
         self.count = 0
         self._tok: list[str] = []
         self._masked: list[bool] | None = None
@@ -277,6 +285,8 @@ class SideAnalyzer:
             codes, sp, extra = self._edits(frame, tok)
         elif text and (self._text or not self.count):
             codes, sp = _text_codes(self._tok, tok, self.middle)
+            if self.schema >= 2 and (gone := text_deletions(self._tok, tok)):
+                extra["del"] = gone
         else:
             codes = _token_codes(self._tok, self._masked, tok, masked)
             sp = 0
@@ -312,45 +322,6 @@ class SideAnalyzer:
         if dropped := st.dropped(self._tok, back, frame.deleted, len(tok)):
             extra["del"] = dropped
         return codes, sp, extra
-
-
-def side_labels(sources: dict[str, Any], defaults: dict[str, dict[str, Any]] | None = None) -> dict[str, str]:
-    """Panel titles from a header's sources: the source name, plus, when both sides run the same source (compare
-    mode: "local-diffusion · scoring=random"), the settings that differ between them, each side naming only those
-    it moved from the source's default (`defaults`: source prefix -> setting -> default; None is written "off"), or
-    "defaults" when it moved none of them."""
-    def entry(side: str) -> tuple[str, dict[str, Any]]:
-        value = sources.get(side) if isinstance(sources.get(side), dict) else {}
-        settings = value.get("settings") if isinstance(value.get("settings"), dict) else {}
-        return str(value.get("name", side)), settings
-
-    names = {side: entry(side) for side in sources}
-    if len(names) != 2 or len({name for name, _ in names.values()}) != 1:
-        return {side: name for side, (name, _) in names.items()}
-    (_, a), (_, b) = names.values()
-    differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-    def moved(name: str, settings: dict[str, Any]) -> list[str]:
-        known = (defaults or {}).get(name.partition(":")[0])
-        return [k for k in differ if known is None or k not in known or not _same(settings.get(k), known[k])]
-
-    def title(name: str, settings: dict[str, Any]) -> str:
-        keys = moved(name, settings)
-        if differ and not keys:
-            return name + " \u00b7 defaults"  # the other side moved something; this one is at its defaults
-        return name + "".join(f" \u00b7 {k}={_setting_text(settings.get(k))}" for k in keys[:3])
-
-    return {side: title(name, settings) for side, (name, settings) in names.items()}
-
-
-def _same(value: Any, default: Any) -> bool:
-    """Whether a setting reads as its default (None, 0 and False all mean off)."""
-    off = (None, 0, False)
-    return value == default or (value in off and default in off and not isinstance(value, str))
-
-
-def _setting_text(value: Any) -> str:
-    return "off" if value is None else str(value)
 
 
 def change_matrix(frames: list[Frame]) -> list[list[int]]:

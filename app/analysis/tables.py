@@ -51,7 +51,7 @@ def frames_table(recording: Recording | str | Path) -> "pandas.DataFrame":
     for side in SIDES:
         frames = rec.frames.get(side, [])
         settled = settled_fraction_series(frames)
-        analyzer = SideAnalyzer()
+        analyzer = SideAnalyzer(schema=rec.schema)
         for i, (frame, (_, fraction)) in enumerate(zip(frames, settled)):
             row = analyzer.add(frame)
             codes = row["ch"]

@@ -316,6 +316,13 @@ class Recording:
     ends: dict[str, dict[str, Any]]
     warnings: list[str]
 
+    @property
+    def schema(self) -> int:
+        """The schema it was written in (read_recording refuses any other than SCHEMAS_READ; a header built in memory
+        without one is this version's)."""
+        value = self.header.get("schema")
+        return value if value in SCHEMAS_READ and not isinstance(value, bool) else SCHEMA
+
 
 def write_recording(rec: Recording, path: str | Path) -> Path:
     """Writes a whole Recording (one read back, or one built in memory such as the forward process) to `path`."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from app.analysis.changes import SideAnalyzer, side_labels
+from app.analysis.changes import SideAnalyzer
+from app.analysis.labels import side_labels
 from app.race.run import Race
 from app.view.side import entry, setting_defaults, summary
 from app.view.why import why_line

@@ -18,7 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 from app.analysis import states
-from app.analysis.changes import SideAnalyzer, metrics, settled_fraction_series, side_labels
+from app.analysis.changes import SideAnalyzer, metrics, settled_fraction_series
+from app.analysis.labels import side_labels
 from app.trace.frames import SIDES, Frame, Recording
 from app.view.theme import TERMINAL, THEME
 
@@ -60,13 +61,13 @@ def seen_in(rows: list[dict[str, Any]]) -> set[str]:
     edited, renoised, inserted, deleted; empty for a schema 1 side."""
     seen: set[str] = set()
     for row in rows:
+        if row.get("del"):  # a schema 2 token row's, or a text state's that shrank
+            seen.add("deleted")
         states = row.get("st")
         if states is None:
             continue
         seen.update(name for letter, name in (("n", "noise"), ("d", "drafted")) if letter in states)
         seen.update(("edited", "renoised", "inserted")[c - 4] for c in set(row["ch"]) if c >= 4)
-        if row.get("del"):
-            seen.add("deleted")
     return seen
 
 
@@ -207,7 +208,7 @@ def recorded_side(rec: Recording, key: str, label: str | None = None) -> Recorde
     """One side of a recording (`key`: left or right), its rows analysed the way the live race analysed them."""
     source = _sources(rec).get(key, {})
     frames = rec.frames.get(key, [])
-    analyzer = SideAnalyzer()
+    analyzer = SideAnalyzer(schema=rec.schema)
     end = rec.ends.get(key)
     status = end["status"] if end and end.get("status") in TERMINAL else "stopped"
     message = side_message(status, (end or {}).get("message"))

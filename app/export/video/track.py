@@ -66,6 +66,8 @@ class HeatStrip:
             codes[given] = H_GIVEN
         if self.columns is not None:
             codes = self._aligned(codes[:len(ch)])
+        elif row.get("del") and row.get("st") is None:  # a text state that shrank: as many deleted cells past its end
+            codes = np.concatenate([codes[:len(ch)], np.full(len(row["del"]), H_DELETED, np.uint8)])[:self.positions]
         cols = int(np.searchsorted(self.starts, len(codes), side="left"))  # the columns starting inside the row
         r0, r1 = self.span(self.count)
         self.cells[r0:r1, :cols] = np.maximum(self.cells[r0:r1, :cols],

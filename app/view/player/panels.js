@@ -249,6 +249,9 @@ function panelsPart(p) {
                                                         !!(pinned && pinned[c]), st ? st[c] : "");
       }
       if (lay && lay.gone[r]) lay.gone[r].forEach(function (col) { buf32[base + col] = HEAT32.deleted; });
+      else if (row && row.dl && !st) {  /* a text state that shrank: as many deleted cells past its end */
+        for (var d = row.tok.length; d < Math.min(w, row.tok.length + row.dl.length); d++) buf32[base + d] = HEAT32.deleted;
+      }
     }
     if (side.heatRows !== n) side.heatGen = (side.heatGen || 0) + 1;
     side.heatRows = n;

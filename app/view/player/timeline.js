@@ -113,7 +113,8 @@ function noteSeen(seen, row) {
     if (row.st.indexOf("d") >= 0) seen.draft = seen.drafted = 1;
   }
   if (row.dl) seen.deleted = 1;
-  if (row.dl || seen.inserted) seen.aligned = 1;
+  /* only a schema 2 token row moves columns; a text state that shrank keeps a column a display token */
+  if ((row.dl && row.st) || seen.inserted) seen.aligned = 1;
 }
 
 function timelinePart(p) {

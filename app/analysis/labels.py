@@ -1,0 +1,44 @@
+"""Panel titles: a race's side names, with the settings that tell two runs of one source apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def side_labels(sources: dict[str, Any], defaults: dict[str, dict[str, Any]] | None = None) -> dict[str, str]:
+    """Panel titles from a header's sources: the source name, plus, when both sides run the same source (compare
+    mode: "local-diffusion · scoring=random"), the settings that differ between them, each side naming only those
+    it moved from the source's default (`defaults`: source prefix -> setting -> default; None is written "off"), or
+    "defaults" when it moved none of them."""
+    def entry(side: str) -> tuple[str, dict[str, Any]]:
+        value = sources.get(side) if isinstance(sources.get(side), dict) else {}
+        settings = value.get("settings") if isinstance(value.get("settings"), dict) else {}
+        return str(value.get("name", side)), settings
+
+    names = {side: entry(side) for side in sources}
+    if len(names) != 2 or len({name for name, _ in names.values()}) != 1:
+        return {side: name for side, (name, _) in names.items()}
+    (_, a), (_, b) = names.values()
+    differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+    def moved(name: str, settings: dict[str, Any]) -> list[str]:
+        known = (defaults or {}).get(name.partition(":")[0])
+        return [k for k in differ if known is None or k not in known or not _same(settings.get(k), known[k])]
+
+    def title(name: str, settings: dict[str, Any]) -> str:
+        keys = moved(name, settings)
+        if differ and not keys:
+            return name + " \u00b7 defaults"  # the other side moved something; this one is at its defaults
+        return name + "".join(f" \u00b7 {k}={_setting_text(settings.get(k))}" for k in keys[:3])
+
+    return {side: title(name, settings) for side, (name, settings) in names.items()}
+
+
+def _same(value: Any, default: Any) -> bool:
+    """Whether a setting reads as its default (None, 0 and False all mean off)."""
+    off = (None, 0, False)
+    return value == default or (value in off and default in off and not isinstance(value, str))
+
+
+def _setting_text(value: Any) -> str:
+    return "off" if value is None else str(value)
