@@ -101,7 +101,7 @@ def record(argv: list[str]) -> int:
         settings["left"]["pins"] = args.pin
     if refused(left, right, settings):
         return 2
-    from app.engine.hf_download import watch
+    from app.hf.download import watch
 
     with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
         final = run_record(args.prompt, left, right, args.out, settings=settings)
@@ -172,7 +172,7 @@ def export(argv: list[str]) -> int:
 
 
 def stats(argv: list[str]) -> int:
-    from app.analysis.tables import main
+    from app.cli.stats import main
 
     return main(argv)
 

@@ -32,7 +32,7 @@ from typing import Any
 from app.engine import autoregressive
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION
-from app.engine.measure import quality, run_diffusion
+from app.measure.quality import quality, run_diffusion
 from app.sources.local import twin
 
 SELECTION_PROMPTS = ("Once upon a time, there was a big dog.", "Once upon a time", "Lily and Ben went to the beach.",

@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
-from app.engine.measure import PROMPTS, distinct2, nll, run_ar, run_diffusion
 from app.engine.model import load_twin
+from app.measure.quality import PROMPTS, distinct2, nll, run_ar, run_diffusion
 from scripts.choose_twin_defaults import SELECTION_PROMPTS
 
 

@@ -8,7 +8,7 @@
 # cf1, cf2, sd) and the two story writers' logs. Back here, for each candidate W:
 #   mkdir cands/W && cp assets/models/{tokenizer,ar,referee}.* cands/W/
 #   cp FILES_AT/W.diffusion.safetensors cands/W/diffusion.safetensors   (and .json)
-#   python -m app.engine.fit_filter --models cands/W --corpus ../shared/corpus/tinystories-*.txt --prompts 200 --jobs 2
+#   python -m app.training.fit_filter --models cands/W --corpus ../shared/corpus/tinystories-*.txt --prompts 200 --jobs 2
 #   python -m scripts.choose_twin_defaults cands/W --filter-levels
 #   python -m app bench --json --only twins --models cands/W
 set -euo pipefail

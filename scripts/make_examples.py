@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = [f for f in ("diffusion.safetensors", "ar.safetensors") if not (MODELS / f).is_file()]
     if missing:
         print(f"The twins are not trained yet ({', '.join(missing)} missing in assets/models/); "
-              "train them first (python -m app.engine.train).", file=sys.stderr)
+              "train them first (python -m app.training.train).", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.engine import about
+from app.ui import about
 
 
 def held_out_text(h: dict[str, Any]) -> str:

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The fresh-stories twins' candidate runs, side by side on one GPU (each twin is tiny, so one card holds them all).
 # Usage: bash scripts/train_twins_gpu.sh CORPUS_DIR OUT_DIR MINUTES
-# Every run is app/engine/train.py unchanged but for --device cuda; on a CPU, drop --device and give each run
+# Every run is app/training/train.py unchanged but for --device cuda; on a CPU, drop --device and give each run
 # the same --tokens (the model card lists the tokens each candidate saw). Each run stops by itself after its
 # minutes (its learning rate decays on that clock) and writes its twin and log; the AR runs keep their best
 # held-out weights (early stopping), since the AR twin memorises the 0.42M training tokens.
 set -uo pipefail
 CORPUS=$1; OUT=$2; MIN=${3:-6}
 C="$CORPUS/tinystories-a.txt $CORPUS/tinystories-b.txt"
-T="python3 -m app.engine.train --device ${DEVICE:-cuda} --corpus $C --batch ${BATCH:-256} --pad-frac 0.5 --threads 2 --checkpoint-every 100000"
+T="python3 -m app.training.train --device ${DEVICE:-cuda} --corpus $C --batch ${BATCH:-256} --pad-frac 0.5 --threads 2 --checkpoint-every 100000"
 D="--twin diffusion --first-token 0 --prefix-frac 0.5 --block-frac 0.5 --eval-every 200 --tokens 400000000"
 A="--twin ar --eval-every 20 --keep-best --tokens 100000000"
 mkdir -p "$OUT"

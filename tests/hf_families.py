@@ -136,7 +136,7 @@ def build_dream(root: Path, seed: int = 0) -> Path:
     with Dream's own tokenizer code. The model is built in this process on the CPU, so its rotary buffer is right."""
     import transformers
 
-    from app.engine.hf_compat import legacy_rope_default
+    from app.hf.compat import legacy_rope_default
 
     folder = root / "dream"
     folder.mkdir(parents=True, exist_ok=True)
@@ -147,7 +147,7 @@ def build_dream(root: Path, seed: int = 0) -> Path:
                   num_hidden_layers=2, max_window_layers=2, max_position_embeddings=256)
     (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     legacy_rope_default()  # Dream's code looks up transformers 4's "default" RoPE by name
-    from app.engine.hf_compat import remote_class
+    from app.hf.compat import remote_class
 
     cfg = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
     model = remote_class(cfg, str(folder), True, "AutoModel")(cfg)  # saving needs transformers 5's tied-keys dict
@@ -175,7 +175,7 @@ def build_llada2(root: Path, seed: int = 0, std: float = 0.5, version: str = "2.
     shared) with LLaDA2.x-mini's vocabulary (157184 ids, mask 156895), built from its own model code under root."""
     import transformers
 
-    from app.engine.hf_compat import legacy_rope_default, remote_class
+    from app.hf.compat import legacy_rope_default, remote_class
 
     stem = {"2.1": "llada21_moe", "2.0": "llada2_moe"}[version]
     folder = root / f"llada{version.replace('.', '')}"
@@ -341,7 +341,7 @@ def past_the_tokenizer(spec: str, token: int, prompt: str, **settings: Any) -> l
 
 def drawn(frames: list[Any], token: int) -> bool:
     """Whether `token` is drawn as its placeholder in the answer's cells, the inspector's candidates and the text."""
-    from app.engine.hf import unknown_token
+    from app.hf.models import unknown_token
 
     shown = unknown_token(token)
     candidates = [name for f in frames for _, cands in f.candidates or [] for name, _ in cands]

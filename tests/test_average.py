@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.engine.average import mean_weights
+from app.training.average import mean_weights
 
 
 def test_the_mean_takes_the_newer_twins_share_of_each_tensor_and_refuses_another_architecture() -> None:
@@ -23,10 +23,10 @@ def test_the_mean_twin_loads_keeps_its_chain_and_the_page_says_how_it_was_made(t
     pytest.importorskip("torch", reason="the held-out figures need torch, the optional training extra")
     from safetensors.numpy import load_file
 
-    from app.engine import average
-    from app.engine.about import chain, twins_note
-    from app.engine.measure import CORPUS, TRAINING_FILES
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+    from app.measure.quality import CORPUS, TRAINING_FILES
+    from app.training import average
+    from app.ui.about import chain, twins_note
 
     files = [str(CORPUS / f) for f in TRAINING_FILES]
     if not all(Path(f).is_file() for f in files):

@@ -88,7 +88,7 @@ def test_bench_on_a_twins_folder_without_a_filter_says_how_to_fit_one_before_any
     proc = run_cli("bench", "--json", "--only", "twins", "--models", str(tmp_path))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == (f"{tmp_path} has no diffusion.filter.safetensors (fit the filter first: python -m "
-                                   "app.engine.fit_filter --models DIR --corpus ../shared/corpus/tinystories-*.txt).")
+                                   "app.training.fit_filter --models DIR --corpus ../shared/corpus/tinystories-*.txt).")
 
 
 def test_help_lists_every_command_and_each_commands_help_shows_its_options_with_defaults() -> None:

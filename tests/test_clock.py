@@ -141,7 +141,7 @@ def test_an_ar_side_makes_one_token_a_pass_in_the_panels_presenter_mode_the_metr
     counted tokenizer pieces (1.00). Every place now counts the answer as the metrics do and names the unit: on a
     race whose AR answer has pieces that show nothing (line breaks), so the two counts differ."""
     from app.analysis.changes import metrics
-    from app.analysis.tables import main as stats
+    from app.cli.stats import main as stats
     from app.export.video.track import Track
 
     twin_race = tmp_path / "long.jsonl"

@@ -105,7 +105,7 @@ def test_the_twins_bench_reports_the_defaults_beside_the_filter_and_guards_on_an
 
 
 def test_the_page_names_the_shipped_twins_data_early_stopping_self_distillation_and_hardware() -> None:
-    from app.engine.about import twins_note
+    from app.ui.about import twins_note
 
     headline, details = twins_note()
     assert "different training budgets" in headline and "trained from random weights" in details
@@ -120,9 +120,9 @@ def fit_in(folder: Path, *flags: str) -> Any:
     twin then loads. Skips where the training stories are missing."""
     import shutil
 
-    from app.engine import fit_filter
-    from app.engine.measure import CORPUS
     from app.engine.model import DEFAULT_MODELS_DIR
+    from app.measure.quality import CORPUS
+    from app.training import fit_filter
 
     files = sorted(str(p) for p in CORPUS.glob("tinystories-*.txt"))
     if not files:
@@ -142,8 +142,8 @@ def test_fit_filter_writes_a_filter_the_twin_then_loads(tmp_path: Path) -> None:
 def test_fit_filter_decodes_as_the_page_does_and_in_several_processes_finds_the_same_rows(tmp_path: Path) -> None:
     """The filter learns the page's own one-token-per-pass decoding of the twin, and --jobs splits the openings
     over processes without losing or adding a row."""
-    from app.engine import fit_filter
     from app.engine.diffusion import TWIN_DIFFUSION
+    from app.training import fit_filter
 
     s = fit_filter.reference_settings()
     assert (s.scoring, s.block_length, s.no_repeat_ngram) == (TWIN_DIFFUSION.scoring, TWIN_DIFFUSION.block_length,

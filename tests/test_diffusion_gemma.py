@@ -55,7 +55,7 @@ def cut(ids: list[int]) -> list[int]:
 
 
 def test_hf_diffusion_runs_diffusion_gemma_on_its_own_backend(tiny: Path) -> None:
-    from app.engine.hf_config import model_type
+    from app.hf.config import model_type
     from app.sources.base import REGISTRY
     from app.sources.hf import backend_of
     from app.sources.hf_gemma import GemmaSource
@@ -91,8 +91,8 @@ def test_settings_left_out_are_transformers_defaults_for_a_model_that_sets_none(
 
 def test_settings_left_out_are_the_checkpoints_own_and_the_header_keeps_them(
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    from app.engine.diffusion_gemma import GemmaSettings
     from app.engine.options import coerce, settings_spec
+    from app.hf.diffusion_gemma import GemmaSettings
 
     own = build_diffusion_gemma(tmp_path_factory.mktemp("gemma-own"), generation=OWN)
     src = source(own)
@@ -108,7 +108,7 @@ def test_settings_left_out_are_the_checkpoints_own_and_the_header_keeps_them(
 
 
 def test_each_canvas_shows_its_random_start_every_step_and_what_generate_appended(tiny: Path) -> None:
-    from app.engine import diffusion_gemma
+    from app.hf import diffusion_gemma
     from app.trace.frames import Frame
 
     src = source(tiny, **QUICK)
@@ -191,7 +191,7 @@ def test_settings_it_does_not_take_are_refused_before_loading(tiny: Path) -> Non
 
 
 def test_a_model_ids_type_is_read_once() -> None:
-    from app.engine.hf_config import _hub_type, model_type
+    from app.hf.config import _hub_type, model_type
 
     before = _hub_type.cache_info().hits
     for _ in range(3):

@@ -31,7 +31,7 @@ def ids_for(n: int, seed: int = 0, vocab: int = 97) -> np.ndarray:
 @pytest.mark.parametrize("causal", [True, False])
 def test_numpy_forward_matches_torch_reference(causal: bool) -> None:
     pytest.importorskip("torch", reason="torch (the optional training extra) is needed for the reference forward")
-    from app.engine.train import torch_forward
+    from app.training.train import torch_forward
 
     config = ModelConfig(**SMALL, causal=causal)
     weights = random_weights(config, seed=3)
@@ -151,11 +151,11 @@ def test_missing_and_corrupt_weights_raise_source_error(tmp_path) -> None:
 
 
 def test_the_twins_note_reads_the_shipped_logs_and_names_the_fix_when_they_are_missing(tmp_path) -> None:
-    from app.engine.about import twins_note
+    from app.ui.about import twins_note
 
     headline, details = twins_note()
     assert "parameters each" in headline and "AR twin" in details and "Diffusion twin" in details
     assert "early stopping" in details and "swapped consistently" in details  # what the shipped logs say
     assert "`local-uniform`" in details and "uniform-state loss" in details
     headline, details = twins_note(tmp_path)
-    assert "not found" in headline and "python -m app.engine.train" in details
+    assert "not found" in headline and "python -m app.training.train" in details

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.measure import recited, training_ngrams
+from app.measure.quality import recited, training_ngrams
 from app.trace.frames import Frame, read_recording
 from app.trace.store import EXAMPLES_DIR
 
@@ -50,8 +50,8 @@ def test_random_order_with_no_blocks_opens_positions_anywhere() -> None:
 def test_sixteen_steps_for_64_tokens_take_a_quarter_of_the_passes_at_a_cost_in_text() -> None:
     from app.engine import diffusion
     from app.engine.diffusion import TWIN_DIFFUSION
-    from app.engine.measure import quality
     from app.engine.model import load_twin
+    from app.measure.quality import quality
     from app.sources.local import twin
 
     rec = read_recording(EXAMPLES_DIR / "03-few-steps-parallel.jsonl")
@@ -77,8 +77,8 @@ def test_the_learned_filter_lands_several_tokens_in_one_pass_not_always_the_left
 
 def test_the_learned_filter_at_05_costs_text_quality_against_the_page_default() -> None:
     from app.engine.diffusion import TWIN_DIFFUSION
-    from app.engine.measure import quality, run_diffusion
     from app.engine.model import load_twin
+    from app.measure.quality import quality, run_diffusion
     from app.sources.local import twin
 
     rec = read_recording(EXAMPLES_DIR / "05-learned-filter.jsonl")

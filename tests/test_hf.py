@@ -79,7 +79,7 @@ def test_bert_masked_lm_runs_through_the_diffusion_sampler(tiny: dict[str, Path]
 
 
 def test_dream_style_wrapper_unshifts_the_logits(tiny: dict[str, Path]) -> None:
-    from app.engine.hf import load_masked
+    from app.hf.models import load_masked
 
     model, tok = load_masked(str(tiny["qwen"]))
     assert model.shifted and model.mask_id == tok.mask_id
@@ -101,7 +101,7 @@ def test_dream_style_wrapper_unshifts_the_logits(tiny: dict[str, Path]) -> None:
 
 def test_causal_lm_with_kv_cache_matches_recomputing_the_whole_prefix(tiny: dict[str, Path]) -> None:
     from app.engine.autoregressive import ARSettings, generate
-    from app.engine.hf import load_causal
+    from app.hf.models import load_causal
 
     model, tok = load_causal(str(tiny["gpt2"]))
     prompt = tok.prompt_ids("a little cat", chat=False)
@@ -145,7 +145,7 @@ def test_unknown_id_offline_and_corrupt_weights_give_one_sentence(tiny: dict[str
 
 
 def test_missing_transformers_names_the_install(tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.engine import hf
+    from app.hf import models as hf
 
     monkeypatch.setitem(sys.modules, "transformers", None)  # what Python does when a package is absent
     with pytest.raises(UserError, match="pip install torch transformers"):
@@ -155,7 +155,7 @@ def test_missing_transformers_names_the_install(tiny: dict[str, Path], monkeypat
 def test_token_strings_concatenate_to_the_text_with_byte_level_pieces() -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from app.engine.hf import HFTokenizer
+    from app.hf.models import HFTokenizer
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -173,7 +173,7 @@ def test_token_strings_concatenate_to_the_text_with_byte_level_pieces() -> None:
 
 
 def test_auto_placement_on_this_machine_runs_where_torch_finds_an_accelerator() -> None:
-    from app.engine.hf import placement
+    from app.hf.models import placement
 
     expected = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
     runs_on = placement()

@@ -57,7 +57,7 @@ def _ours(folder: Path, length: int, steps: int, block: int, **settings) -> tupl
 def test_a2d_loads_with_its_own_code_mask_end_of_text_and_chat_template(a2d: Path) -> None:
     from safetensors.torch import load_file
 
-    from app.engine.hf import load_masked
+    from app.hf.models import load_masked
 
     model, tok = load_masked(str(a2d), trust_remote_code=True, device="cpu")
     assert type(model.model).__name__ == "A2DQwen3LMHeadModel"  # the masked-LM class, not the bare AutoModel one
@@ -85,7 +85,8 @@ def test_a2d_loads_with_its_own_code_mask_end_of_text_and_chat_template(a2d: Pat
 def test_a2d_code_under_transformers_5_needs_the_layers_attention_types(a2d: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """dllm's A2DQwen3Model picks each layer's mask by `layer.attention_type`, which transformers 5 no longer sets."""
-    from app.engine import hf, hf_compat
+    from app.hf import compat as hf_compat
+    from app.hf import models as hf
 
     monkeypatch.setattr(hf_compat, "restore_attention_types", lambda model: 0)
     model, tok = hf.load_masked(str(a2d), trust_remote_code=True, device="cpu")
@@ -178,7 +179,7 @@ def test_block_attention_is_not_an_ar_setting(a2d: Path) -> None:
 
 
 def test_modernbert_chat_loads_its_mask_end_of_text_and_chat_template_from_its_files(modernbert: Path) -> None:
-    from app.engine.hf import load_masked
+    from app.hf.models import load_masked
 
     model, tok = load_masked(str(modernbert), device="cpu")
     assert type(model.model).__name__ == "ModernBertForMaskedLM" and not model.shifted

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.hf_download import check_fits, need_gb
 from app.errors import UserError
+from app.hf.download import check_fits, need_gb
 from tests.hub_server import serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def test_the_page_loading_line_says_how_far_a_download_is(tiny: Path, tmp_path: 
     at its first whole percent until the page's line has shown it, so no timing decides the outcome."""
     import huggingface_hub.constants
 
-    from app.engine import hf_download
+    from app.hf import download as hf_download
     from app.ui.loading import while_loading
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))

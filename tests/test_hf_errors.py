@@ -125,7 +125,7 @@ def test_a_gated_model_says_log_in(gated_hub: str, tmp_path: Path) -> None:
     env = {**os.environ, "HF_ENDPOINT": gated_hub, "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(ROOT)}
     env.pop("HF_HUB_OFFLINE", None)
     env.pop("HF_TOKEN", None)
-    code = ("from app.errors import UserError\nfrom app.engine.hf import load_causal\n"
+    code = ("from app.errors import UserError\nfrom app.hf.models import load_causal\n"
             "try:\n    load_causal('org/gated', device='cpu')\nexcept UserError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     text = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-500:]

@@ -47,7 +47,7 @@ def test_llada_remote_code_alone_does_not_load_under_transformers_5(llada: Path)
 def test_llada_loads_with_its_saved_weights_mask_id_and_end_of_text(llada: Path) -> None:
     from safetensors.torch import load_file
 
-    from app.engine.hf import load_masked
+    from app.hf.models import load_masked
 
     model, tok = load_masked(str(llada), trust_remote_code=True, device="cpu")
     assert type(model.model).__name__ == "LLaDAModelLM"
@@ -91,9 +91,10 @@ def test_llada_without_trust_remote_code_says_so(llada: Path) -> None:
 
 def test_llada_code_that_breaks_under_this_transformers_names_the_version_and_the_fix(
         llada: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the mend (app/engine/hf_compat.py), LLaDA's own code fails in transformers 5: the sentence says it
+    """Without the mend (app/hf/compat.py), LLaDA's own code fails in transformers 5: the sentence says it
     is a library version mismatch and how to run it, not that the files are broken."""
-    from app.engine import hf, hf_compat
+    from app.hf import compat as hf_compat
+    from app.hf import models as hf
 
     monkeypatch.setattr(hf_compat, "compatible", lambda cls: cls)
     with pytest.raises(UserError) as err:
@@ -113,7 +114,7 @@ def _rope(theta: float, head_dim: int) -> "torch.Tensor":
 def test_dream_loads_off_the_meta_device_with_its_rotary_buffer_set(dream: Path) -> None:
     from safetensors.torch import load_file
 
-    from app.engine.hf import load_masked
+    from app.hf.models import load_masked
 
     model, tok = load_masked(str(dream), trust_remote_code=True, device="cpu")
     assert type(model.model).__name__ == "DreamModel" and model.shifted
@@ -140,7 +141,8 @@ def test_dream_loads_off_the_meta_device_with_its_rotary_buffer_set(dream: Path)
 def test_dream_without_the_rotary_fix_would_run_with_a_garbage_buffer(dream: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Why the load path recomputes the buffer: transformers 5 leaves it as whatever memory held."""
-    from app.engine import hf, hf_compat
+    from app.hf import compat as hf_compat
+    from app.hf import models as hf
 
     monkeypatch.setattr(hf_compat, "fix_rotary_buffers", lambda model: 0)
     model, _ = hf.load_masked(str(dream), trust_remote_code=True, device="cpu")

@@ -13,11 +13,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.engine.measure import recited, training_ngrams
 from app.engine.model import DEFAULT_MODELS_DIR
 from app.lessons import figures
 from app.lessons.figures import commits, order, per_pass, stray
 from app.lessons.guided import LESSONS, MERCURY_EXAMPLE, Lesson
+from app.measure.quality import recited, training_ngrams
 from app.sources.base import make_source
 from app.sources.local import EOS_MARK
 from app.trace.frames import Frame, read_recording

@@ -63,8 +63,8 @@ def _edits(steps) -> list[tuple[int, int]]:
 def test_llada2_loads_with_its_own_code_mask_id_and_rotary(llada2: Path) -> None:
     from safetensors.torch import load_file
 
-    from app.engine.hf import load_masked
-    from app.engine.llada2 import is_llada2
+    from app.hf.llada2 import is_llada2
+    from app.hf.models import load_masked
 
     model, tok = load_masked(str(llada2), trust_remote_code=True, device="cpu")
     assert type(model.model).__name__ == "LLaDA2MoeModelLM" and is_llada2(model.model)
@@ -82,7 +82,7 @@ def test_a_llada2_tokenizer_without_a_mask_token_gets_llada2s_mask_id_not_lladas
     import json
     import shutil
 
-    from app.engine.hf import load_masked
+    from app.hf.models import load_masked
 
     folder = tmp_path / "no-mask"
     shutil.copytree(llada2, folder)
@@ -97,7 +97,7 @@ def test_a_llada2_tokenizer_without_a_mask_token_gets_llada2s_mask_id_not_lladas
 
 
 def test_the_pipeline_alone_attends_past_the_block_so_it_disagrees_with_the_authors(llada2: Path) -> None:
-    """Why app/engine/llada2.py wraps the model: given the pipeline's 2D mask, LLaDA2's code lets earlier blocks see
+    """Why app/hf/llada2.py wraps the model: given the pipeline's 2D mask, LLaDA2's code lets earlier blocks see
     later ones, and the answer is not its own generate()'s."""
     src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=None)
     _eager(src)
@@ -113,9 +113,9 @@ def test_the_pipeline_alone_attends_past_the_block_so_it_disagrees_with_the_auth
 
 
 def test_the_pipelines_own_scheduler_ends_blocks_other_than_the_authors(llada2: Path) -> None:
-    """Why app/engine/llada2.py brings its own scheduler: with the right mask but diffusers' scheduler, a block whose
+    """Why app/hf/llada2.py brings its own scheduler: with the right mask but diffusers' scheduler, a block whose
     last mask is filled by its last budgeted pass gets no editing pass, and the answer differs from generate()'s."""
-    from app.engine.llada2 import block_causal
+    from app.hf.llada2 import block_causal
 
     src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=0.5)
     _eager(src)
@@ -136,7 +136,7 @@ def test_llada2_decodes_as_its_own_generate_at_temperature_0(llada2: Path, editi
     """With editing (LLaDA2.1, some tokens rewritten) and without (no token ever replaced), the answer is the
     authors' token for token (theirs stops after its first end-of-text), and so is the last frame's text. Ours runs on
     the sdpa attention Converge loads, theirs on the eager one its bfloat16 mask needs in float32."""
-    from app.engine import llada2 as engine
+    from app.hf import llada2 as engine
 
     src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=editing)
     prompt = src.encode(PROMPT)
@@ -165,7 +165,7 @@ def test_llada20_loads_under_transformers_5_and_decodes_as_its_own_generate(llad
     """LLaDA2.0's code (model type llada2_moe, as on the Hub) imports a name transformers 5 removed; mended, it loads,
     and with editing off Converge spreads each block over steps x block / length passes (4 here, two tokens a pass)
     as 2.0's generate() does, token for token at temperature 0."""
-    from app.engine import llada2 as engine
+    from app.hf import llada2 as engine
 
     src = make_source(f"hf-diffusion:{llada20}", **{**RUN, "steps": 12})
     assert type(src).__name__ == "BlockDiffusionSource" and src.model.model.config.model_type == "llada2_moe"
@@ -186,7 +186,7 @@ def test_an_edited_token_is_drawn_as_a_change(llada2: Path) -> None:
     """Each token LLaDA2.1 rewrites is coded 2 (a different token) in its frame's row and styled "changed this
     frame", as a Mercury draft's rewritten word is."""
     from app.analysis.changes import SideAnalyzer
-    from app.engine import llada2 as engine
+    from app.hf import llada2 as engine
     from app.sources.local import diffusion_frame
     from app.view.side import CHANGED, cell_styles
 
@@ -245,7 +245,7 @@ def test_an_id_past_the_llada2_tokenizer_is_drawn_as_its_placeholder(llada2: Pat
     the pipeline writes it, is drawn as `<id N>` in the cells and the text (the pipeline gives no candidates)."""
     import shutil
 
-    from app.engine.hf import unknown_token
+    from app.hf.models import unknown_token
 
     folder = shutil.copytree(llada2, tmp_path / "llada2")
     llada2_tokenizer(folder, LLADA2_MASK + 1)

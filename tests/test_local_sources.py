@@ -293,9 +293,9 @@ def test_models_declare_the_caches_their_methods_offer() -> None:
     import inspect
 
     from app.bench.engine import TorchMaskedLM
-    from app.engine.hf import HFMaskedLM
-    from app.engine.hf_block import HFBlockLM
     from app.engine.model import MaskedDiffusionLM
+    from app.hf.block import HFBlockLM
+    from app.hf.models import HFMaskedLM
 
     for cls in (MaskedDiffusionLM, HFMaskedLM, HFBlockLM, TorchMaskedLM):  # the sampler trusts these flags
         assert cls.caches == hasattr(cls, "prefix_cache"), cls  # a model that keeps no cache has no way to fill one

@@ -14,9 +14,9 @@ import pytest
 from app.cli.generate import describe
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.llada2 import PipelineSettings
 from app.engine.options import coerce, declared, number
 from app.errors import UserError
+from app.hf.llada2 import PipelineSettings
 from app.sources.base import REGISTRY
 from app.sources.hf import HFLoad
 

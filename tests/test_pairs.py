@@ -31,9 +31,9 @@ def test_every_pair_names_registered_sources_and_says_its_cost_and_device() -> N
 
 def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
     from app.engine.diffusion import DiffusionSettings
-    from app.engine.diffusion_gemma import GemmaSettings
-    from app.engine.llada2 import PipelineSettings
     from app.engine.options import coerce, declared
+    from app.hf.diffusion_gemma import GemmaSettings
+    from app.hf.llada2 import PipelineSettings
     from app.sources.hf import GEMMA, LLADA2, LOAD_OPTIONS, MASKED
 
     for p in PAIRS.values():

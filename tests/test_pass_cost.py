@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.analysis import pass_cost
 from app.errors import UserError
+from app.measure import pass_cost
 from app.sources.base import make_source
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from app.engine import pick_stories, stories
-from app.engine.measure import nll
 from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+from app.measure.quality import nll
+from app.training import pick_stories, stories
 
 OPENING = "Lily had a red ball."
 ANSWERS = ("She liked to play with it in the park every day.",  # fluent
@@ -18,7 +18,7 @@ ANSWERS = ("She liked to play with it in the park every day.",  # fluent
            "One day, she threw it high and her dog ran after it.")  # fluent
 
 
-# what app.engine.self_distill records of stories it sampled
+# what app.training.self_distill records of stories it sampled
 WRITER = {"teacher": "the diffusion twin itself at the page's defaults", "temperature": 0.7, "seconds": 240.0,
           "stories": 4}
 
@@ -61,7 +61,7 @@ def test_a_storys_score_is_the_ar_twins_nll_per_answer_token(tmp_path: Path) -> 
 
 
 def test_the_page_says_a_run_learnt_the_share_of_its_own_stories_the_ar_twin_picked(tmp_path: Path) -> None:
-    from app.engine.about import _taught, own_stories, written_seconds
+    from app.ui.about import _taught, own_stories, written_seconds
 
     _write(tmp_path / "all.npz")
     summary = pick_stories.main([str(tmp_path / "all.npz"), "--out", str(tmp_path / "kept.npz"), "--keep", "0.5"])

@@ -332,7 +332,7 @@ def test_lookahead_limits_what_the_model_sees_right_of_the_block(mlm) -> None:
 
 
 def test_bench_quality_figures_agree_with_the_cached_decoder() -> None:
-    from app.engine.measure import distinct2, nll
+    from app.measure.quality import distinct2, nll
 
     ar = random_model(config(causal=True), seed=4)
     answer = [11, 12, 13, 11, 12]

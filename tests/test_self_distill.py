@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.engine import diffusion, self_distill, stories
-from app.engine.measure import CORPUS, TRAINING_FILES, run_diffusion
+from app.engine import diffusion
 from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+from app.measure.quality import CORPUS, TRAINING_FILES, run_diffusion
+from app.training import self_distill, stories
 
 
 def test_the_twin_writes_its_own_answers_after_training_openings_each_ending_with_end_of_text(tmp_path: Path) -> None:

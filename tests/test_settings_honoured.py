@@ -228,7 +228,7 @@ def test_be_the_sampler_sends_only_what_the_model_takes_and_refuses_llada2(model
     assert str(e.value) == UNSTEPPABLE.format(repr(spec)[:80])
 
 
-# DiffusionGemma: each setting of its generate() (app/engine/diffusion_gemma.py), moved from a quick base, changes the
+# DiffusionGemma: each setting of its generate() (app/hf/diffusion_gemma.py), moved from a quick base, changes the
 # run, and the answer stays what generate() returns given that setting at the seed. name -> (what else the base
 # sets so the setting can act, the value it is moved to): the stopping criteria act only on a confident canvas, so
 # one is tried with confidence always reached and the other with stability not asked.

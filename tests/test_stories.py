@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.measure import CORPUS, TRAINING_FILES
 from app.engine.model import DEFAULT_MODELS_DIR
-from app.engine.stories import SPLIT_SEED, held_out_openings, read_stories, split_stories
+from app.measure.quality import CORPUS, TRAINING_FILES
+from app.training.stories import SPLIT_SEED, held_out_openings, read_stories, split_stories
 
 
 def write_corpus(path: Path, n: int) -> None:
@@ -47,7 +47,7 @@ def test_the_held_out_openings_are_the_stories_the_shipped_twins_never_trained_o
 
 
 def test_load_streams_joins_files_with_story_starts_shifted_and_each_files_stats(tmp_path) -> None:
-    from app.engine.stories import joined_stats, load_streams, save_stream
+    from app.training.stories import joined_stats, load_streams, save_stream
 
     save_stream(tmp_path / "a.npz", [5, 6, 1, 7, 1], [0, 3], {"stories": 2, "tokens": 5, "seconds": 1.0})
     save_stream(tmp_path / "b.npz", [8, 9, 1], [0], {"stories": 1, "tokens": 3, "seconds": 2.5})

@@ -16,9 +16,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.analysis import sweeps
-from app.engine.measure import PROMPTS
 from app.errors import UserError
+from app.measure import sweeps
+from app.measure.quality import PROMPTS
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, serve_page
 

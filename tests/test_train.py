@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("torch", reason="training needs torch, the optional training extra (pip install torch)")
 
-from app.engine.about import twins_note  # noqa: E402
 from app.engine.model import ARLM, MaskedDiffusionLM, load_twin  # noqa: E402
-from app.engine.train import main  # noqa: E402
+from app.training.train import main  # noqa: E402
+from app.ui.about import twins_note  # noqa: E402
 
 NAMES = ["Lily", "Tom", "Sue", "Ben", "Max", "Mia"]
 THINGS = ["ball", "cat", "tree", "cake", "boat", "dog"]
@@ -57,7 +57,8 @@ def test_both_twins_train_load_and_generate(tmp_path) -> None:
     assert dcurve[0]["step"] == ar["steps"] // 2 + 1 and "AR twin" in diff["init"]
     assert mean(dcurve[-8:], "masked_ce") < mean(dcurve[:8], "masked_ce")
     saved = json.loads((out / "diffusion.json").read_text())
-    assert saved["config"]["causal"] is False and saved["training"]["command"].startswith("python -m app.engine.train")
+    assert saved["config"]["causal"] is False
+    assert saved["training"]["command"].startswith("python -m app.training.train")
 
     model, tok = load_twin("ar", out)
     assert isinstance(model, ARLM)
@@ -100,7 +101,7 @@ def test_a_paused_run_resumed_from_its_checkpoint_ends_where_an_unbroken_run_end
 
 
 def test_distilled_stories_come_from_the_teacher_and_train_the_diffusion_twin(tmp_path) -> None:
-    from app.engine.distill import main as distill
+    from app.training.distill import main as distill
 
     corpus, out = tmp_path / "stories.txt", tmp_path / "models"
     write_corpus(corpus)
@@ -141,7 +142,7 @@ def test_distilled_stories_come_from_the_teacher_and_train_the_diffusion_twin(tm
 def test_block_layout_masks_a_block_after_a_clean_prefix_and_everything_after_it() -> None:
     import torch
 
-    from app.engine.train import TorchTransformer, diffusion_loss
+    from app.training.train import TorchTransformer, diffusion_loss
 
     model = TorchTransformer(64, 1, 2, 32, 40)
     seen = []
@@ -162,7 +163,7 @@ def test_block_layout_masks_a_block_after_a_clean_prefix_and_everything_after_it
 def test_certainty_forcing_makes_the_model_surer_of_what_it_already_gets_right() -> None:
     import torch
 
-    from app.engine.train import TorchTransformer, diffusion_loss
+    from app.training.train import TorchTransformer, diffusion_loss
 
     torch.manual_seed(0)
     model = TorchTransformer(32, 1, 2, 32, 24)
@@ -188,8 +189,8 @@ def test_certainty_forcing_makes_the_model_surer_of_what_it_already_gets_right()
 
 
 def test_trajectory_windows_line_up_with_the_story_windows_of_the_same_step() -> None:
-    from app.engine.stories import NEVER, PROMPT
-    from app.engine.train import batch_at, orders_at
+    from app.training.stories import NEVER, PROMPT
+    from app.training.train import batch_at, orders_at
 
     tokens = np.array([5, 6, 7, 8, 0, 9, 10, 11, 0])  # two stories, each ending with end-of-text (0)
     orders = np.array([PROMPT, PROMPT, 2, 1, 3, PROMPT, 1, NEVER, NEVER])
@@ -207,8 +208,8 @@ def test_trajectory_windows_line_up_with_the_story_windows_of_the_same_step() ->
 def test_trajectory_layout_cleans_what_the_decode_wrote_before_a_step_and_scores_the_block_it_wrote_next() -> None:
     import torch
 
-    from app.engine.stories import NEVER, PROMPT
-    from app.engine.train import trajectory_layout
+    from app.training.stories import NEVER, PROMPT
+    from app.training.train import trajectory_layout
 
     row = [PROMPT, PROMPT, PROMPT, 3, 1, 2, 4, 6, 5, 7, 8, NEVER]  # a 3-token opening, 8 answer tokens in blocks of 4
     order = torch.tensor([row] * 64)
@@ -226,7 +227,7 @@ def test_trajectory_layout_cleans_what_the_decode_wrote_before_a_step_and_scores
 
 
 def test_a_diffusion_twin_trains_on_the_trajectories_its_stories_came_with(tmp_path) -> None:
-    from app.engine.stories import NEVER, PROMPT, save_stream
+    from app.training.stories import NEVER, PROMPT, save_stream
 
     corpus, out = tmp_path / "stories.txt", tmp_path / "models"
     write_corpus(corpus)
@@ -265,7 +266,7 @@ def test_the_uniform_twin_trains_on_random_token_noise_and_loads(tmp_path) -> No
 def test_uniform_noise_draws_only_ordinary_tokens_and_keeps_the_prefix_clean() -> None:
     import torch
 
-    from app.engine.train import TorchTransformer, uniform_loss
+    from app.training.train import TorchTransformer, uniform_loss
 
     seen: list = []
 

@@ -12,8 +12,8 @@ import pytest
 from app.engine import autoregressive, diffusion
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION
-from app.engine.measure import CORPUS, RECITAL_N, recited, run_diffusion, training_ngrams
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
+from app.measure.quality import CORPUS, RECITAL_N, recited, run_diffusion, training_ngrams
 from tests.fixtures import needs_twins
 
 pytestmark = needs_twins
@@ -119,8 +119,8 @@ def test_commit_spacing_buys_the_twin_no_likelier_text_than_a_bolder_level_witho
     pass than the filter at 0.5 without it, for text the referee finds no likelier (docs/twins.md has the bench's
     curve; the twin before gained from spacing)."""
     from app.bench.twins import EVAL_PROMPTS
-    from app.engine.measure import quality
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+    from app.measure.quality import quality
 
     dm, _, tok = twins
     referee, _ = load_twin("referee", DEFAULT_MODELS_DIR)

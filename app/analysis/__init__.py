@@ -1,2 +1,2 @@
-"""The analysis room: what changed at each step and the metrics (changes.py), a recording as pandas tables, and the
-sweeps and the cost of one forward pass measured on the built-in twins."""
+"""The analysis room: what changed at each step and the metrics (changes.py, states.py), panel titles and a recording
+as pandas tables. It reads recorded frames only (the trace); what is measured by running the twins is app/measure."""

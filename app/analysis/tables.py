@@ -2,12 +2,11 @@
 
 Every number comes from app.analysis.changes (the change codes, the settled fraction, the metrics), so a table
 says what the page, the exports and the bench say. pandas is imported only when a table is built.
-`python -m app stats run.jsonl [--csv FILE]` prints the metrics and writes the per-frame CSV.
+`python -m app stats run.jsonl [--csv FILE]` (app/cli/stats.py) prints the metrics and writes the per-frame CSV.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +20,7 @@ from app.analysis.changes import (
     visible_count,
 )
 from app.analysis.states import EDITED, INSERTED, RENOISED
-from app.cli.parsers import command_parser
-from app.trace.frames import SIDES, Recording, RecordingError, read_recording
+from app.trace.frames import SIDES, Recording, read_recording
 
 if TYPE_CHECKING:
     import pandas
@@ -81,30 +79,3 @@ def write_frames_csv(recording: Recording | str | Path, out: str | Path) -> Path
     out = Path(out)
     frames_table(recording).to_csv(out, index=False)
     return out
-
-
-def main(argv: list[str]) -> int:
-    """`python -m app stats`: prints the metrics table; --csv writes the per-frame table. Errors are one sentence."""
-    parser = command_parser("stats", "Print a recording's metrics per side and, with --csv, write its per-frame "
-                                     "figures as CSV.")
-    parser.add_argument("recording", help="a recording (.jsonl) saved by a race or `python -m app record`")
-    parser.add_argument("--csv", metavar="FILE", help="write the per-frame table here")
-    args = parser.parse_args(argv)
-    try:
-        rec = read_recording(args.recording)
-    except RecordingError as e:
-        print(str(e), file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"Cannot read {args.recording}: {e.strerror or e}.", file=sys.stderr)
-        return 1
-    for warning in rec.warnings:
-        print(warning, file=sys.stderr)
-    print(metrics_table(rec).to_string())
-    if args.csv:
-        try:
-            print(f"wrote {write_frames_csv(rec, args.csv)}")
-        except OSError as e:
-            print(f"Cannot write {args.csv}: {e.strerror or e}.", file=sys.stderr)
-            return 1
-    return 0

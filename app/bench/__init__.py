@@ -36,7 +36,7 @@ SECTIONS = {
 def missing_twins(folder: str) -> str | None:
     """One sentence saying why the twins section cannot run on a --models folder (None when it can): what load_twin
     finds missing or corrupt, or no commit filter, which load_twin leaves optional but the page's defaults use (a
-    candidate from app.engine.train has none until fit_filter fits one). The twins stay loaded for the section."""
+    candidate from app.training.train has none until fit_filter fits one). The twins stay loaded for the section."""
     from app.engine.model import load_twin
     from app.errors import UserError
 
@@ -47,8 +47,8 @@ def missing_twins(folder: str) -> str | None:
     except UserError as e:
         return str(e)
     if getattr(dm, "commit_filter", None) is None:
-        return (f"{folder} has no diffusion.filter.safetensors (fit the filter first: python -m app.engine.fit_filter "
-                "--models DIR --corpus ../shared/corpus/tinystories-*.txt).")
+        return (f"{folder} has no diffusion.filter.safetensors (fit the filter first: python -m "
+                "app.training.fit_filter --models DIR --corpus ../shared/corpus/tinystories-*.txt).")
     return None
 
 

@@ -1,5 +1,5 @@
 """The diffusion-gemma section of `python -m app bench`: what capturing every denoising step costs DiffusionGemma's
-generate() (app/engine/diffusion_gemma.py), on a tiny random model built here from transformers' own config classes.
+generate() (app/hf/diffusion_gemma.py), on a tiny random model built here from transformers' own config classes.
 
 Each run is generate() at the same seed and settings, once bare and once captured as a race runs it (the logits of
 every step copied to the host, the sampler proxy, the hooks, the steps built), both on a worker thread as a race runs
@@ -69,7 +69,7 @@ def bench() -> dict[str, Any]:
         return {"skipped": "needs torch and transformers"}
     if not hasattr(transformers, "DiffusionGemmaForBlockDiffusion"):
         return {"skipped": f"transformers {transformers.__version__} has no DiffusionGemma"}
-    from app.engine.diffusion_gemma import DiffusionGemmaLM, GemmaSettings, generate_kwargs, run
+    from app.hf.diffusion_gemma import DiffusionGemmaLM, GemmaSettings, generate_kwargs, run
 
     lm = DiffusionGemmaLM(tiny_model(), [125], runs_on={"device": "cpu", "dtype": "float32"})
     s = GemmaSettings(**SETTINGS)

@@ -3,8 +3,8 @@
 Everything runs the shipped twins through the same samplers the app uses, on this machine's CPU, one
 sample at a time. Quality is the perplexity of the generated answers under the AR twin, pooled over the
 prompts' tokens (easy to game by repetition, so distinct-2 of words and the texts themselves sit beside it).
-The measuring helpers live in app/engine/measure.py, and the length and threshold figures come from the
-same sweep functions as the page's Sweeps tab (app/analysis/sweeps.py), at longer lengths.
+The measuring helpers live in app/measure/quality.py, and the length and threshold figures come from the
+same sweep functions as the page's Sweeps tab (app/measure/sweeps.py), at longer lengths.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from app.analysis import sweeps
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
-from app.engine.measure import PROMPTS, run_diffusion, samples
 from app.errors import UserError
+from app.measure import sweeps
+from app.measure.quality import PROMPTS, run_diffusion, samples
 
 SWEEP_LENGTHS = (64, 128, 256)
 SWEEP_STEPS = 64
@@ -31,7 +31,7 @@ THRESHOLDS = (None, 0.9, 0.5, 0.3, 0.2, 0.1)
 
 def length_sweep(models: sweeps.Models) -> dict[str, Any]:
     """Wall seconds for the full answer at each length: diffusion at a fixed step count, AR one token per pass
-    (app.analysis.sweeps.length_sweep on the first prompt, at longer lengths than the page's default)."""
+    (app.measure.sweeps.length_sweep on the first prompt, at longer lengths than the page's default)."""
     runs = [sweeps.length_sweep(SWEEP_LENGTHS, PROMPTS[:1], steps=SWEEP_STEPS, lookahead=32, models=models)
             for _ in range(SWEEP_REPEATS)]  # whole sweeps repeated, so a burst of load hits every length alike
     by = {(r["series"], r["length"]): r for r in runs[0]}
@@ -67,7 +67,7 @@ def best_within(rows: dict[str, dict[str, Any]], ratio: float) -> dict[str, Any]
 
 def threshold_section(models: sweeps.Models) -> dict[str, Any]:
     """Tokens per forward pass with Fast-dLLM threshold decoding at length 256, against one token per step
-    (app.analysis.sweeps.threshold_sweep at a longer length than the page's default)."""
+    (app.measure.sweeps.threshold_sweep at a longer length than the page's default)."""
     found = sweeps.threshold_sweep(THRESHOLDS, PROMPTS, length=256, steps=256, models=models)
     rows = {"one_per_step" if r["threshold"] is None else f"threshold_{r['threshold']}": r for r in found}
     ref = rows["one_per_step"]["ppl"]
@@ -107,7 +107,7 @@ class TorchMaskedLM:
     def __init__(self, dm: Any) -> None:
         import torch
 
-        from app.engine.train import TorchTransformer
+        from app.training.train import TorchTransformer
 
         c = dm.net.config
         self.vocab_size, self.mask_id, self.eos_id, self.max_len = c.vocab_size, c.mask_id, c.eos_id, c.max_len - 1

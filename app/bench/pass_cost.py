@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from app.analysis.pass_cost import (
+from app.errors import UserError
+from app.measure.pass_cost import (
     POINTS,
     REPEATS,
     TWIN,
@@ -17,7 +18,6 @@ from app.analysis.pass_cost import (
     twin_pass,
     twin_points,
 )
-from app.errors import UserError
 from app.sources.base import make_source
 from app.sources.local import twin
 

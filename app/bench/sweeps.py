@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.analysis.sweeps import SWEEPS, defaults, load, note, run_sweep
 from app.bench import pass_cost
 from app.errors import UserError
+from app.measure.sweeps import SWEEPS, defaults, load, note, run_sweep
 
 
 def bench(models_dir: str | None = None) -> dict[str, Any]:

@@ -104,11 +104,11 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     both twins at their defaults on the first sentences of the held-out training stories (the first
     `held_out_stories` of them; all by default); and both twins alone on the first screen's prompt."""
     from app.engine import autoregressive, diffusion
-    from app.engine.measure import CORPUS, TRAINING_FILES, quality, recited, timed, training_ngrams
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
     from app.engine.parallel import decode_order, summarise
-    from app.engine.stories import held_out_openings
+    from app.measure.quality import CORPUS, TRAINING_FILES, quality, recited, timed, training_ngrams
     from app.sources.local import twin
+    from app.training.stories import held_out_openings
 
     folder = str(models_dir or DEFAULT_MODELS_DIR)
     try:
@@ -220,7 +220,7 @@ def wall_time(dm: Any, am: Any, prompt: list[int], repeats: int = 3) -> list[dic
     """Each twin alone on one prompt at each (answer length, lookahead) of WALL, runs alternated so load falls on
     both alike: worst and best seconds of `repeats`, passes, answer tokens and milliseconds per answer token."""
     from app.engine import autoregressive, diffusion
-    from app.engine.measure import timed
+    from app.measure.quality import timed
 
     rows = []
     for length, look in WALL:

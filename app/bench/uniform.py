@@ -5,7 +5,7 @@ On the twins bench's held-out openings (app/bench/twins.py EVAL_PROMPTS), 128 to
 the page's defaults and the AR twin greedy (both greedy, so one seed stands for all), and the uniform twin with
 app/engine/uniform.py at its page defaults and the lesson's bolder bound, each seed on its own (its canvas of noise
 depends on the seed) and pooled. Per row: answer tokens per pass, referee perplexity, distinct-2, stutter, recital and
-empty answers (app/engine/measure.py `quality`, `recited`), and for the uniform rows the worst seed (the highest
+empty answers (app/measure/quality.py `quality`, `recited`), and for the uniform rows the worst seed (the highest
 referee perplexity) beside the pooled figures.
 """
 
@@ -19,9 +19,9 @@ from app.bench.twins import EVAL_PROMPTS, SEEDS
 from app.engine import autoregressive, diffusion, uniform
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION
-from app.engine.measure import quality, recited, training_ngrams
 from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 from app.engine.uniform import UniformSettings
+from app.measure.quality import quality, recited, training_ngrams
 
 UNIFORM_SETTINGS = {  # 128 tokens; the step budget is the answer length, as the masked twin's defaults
     "uniform_page_defaults": UniformSettings(),

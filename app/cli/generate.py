@@ -15,11 +15,11 @@ from typing import Any
 from app.cli.parsers import command_parser
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
-from app.engine.diffusion_gemma import GemmaSettings
-from app.engine.llada2 import PipelineSettings
 from app.engine.options import Option, bounds, declared, number
 from app.engine.uniform import UniformSettings
 from app.errors import UserError
+from app.hf.diffusion_gemma import GemmaSettings
+from app.hf.llada2 import PipelineSettings
 from app.sources.base import REGISTRY, load_plugins, make_source
 from app.sources.hf import HF_AR, HF_DIFFUSION, HFLoad
 from app.sources.mercury import MercurySettings
@@ -144,7 +144,7 @@ def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     given = {k: v for k, v in vars(args).items() if v is not None and k not in ("source", "prompt", "json", "trace")}
-    from app.engine.hf_download import watch
+    from app.hf.download import watch
 
     try:
         with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes

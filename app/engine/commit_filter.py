@@ -8,7 +8,7 @@ and scores how likely the current guess is the token that one-token-per-pass dec
 sampler commits every position scoring at least `DiffusionSettings.filter` together, aiming at the text of one
 token per pass in fewer passes (how many fewer, and at what cost, is the twins bench's to say). It is fitted to one
 model, from that model's own decoding
-(`python -m app.engine.fit_filter`), in a few minutes of CPU, and runs in numpy.
+(`python -m app.training.fit_filter`), in a few minutes of CPU, and runs in numpy.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from app.engine.tokenizer import BPETokenizer
 from app.errors import UserError
 
 DEFAULT_MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
-TRAIN_HINT = "python -m app.engine.train --twin {kind} --corpus STORIES.txt"
+TRAIN_HINT = "python -m app.training.train --twin {kind} --corpus STORIES.txt"
 
 
 @dataclass
@@ -390,6 +390,6 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[M
             model.commit_filter = load(filter_path) if filter_path.is_file() else None
         except Exception as e:  # a damaged filter is as unusable as damaged weights
             raise UserError(f"The {kind} twin's commit filter {filter_path} is corrupt ({type(e).__name__}); "
-                            "restore it or refit it with `python -m app.engine.fit_filter`.") from None
+                            "restore it or refit it with `python -m app.training.fit_filter`.") from None
     _LOADED[key] = (model, tok)
     return _LOADED[key]

@@ -56,8 +56,8 @@ def reopened(frames: Frames) -> int:
 
 def perplexity(prompt: str, runs: Sequence[Frames]) -> float:
     """The referee twin's perplexity of the answers (pooled over their tokens): lower reads better."""
-    from app.engine.measure import nll
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+    from app.measure.quality import nll
 
     ref, tok = load_twin("referee", DEFAULT_MODELS_DIR)
     p = tok.encode(prompt.rstrip())

@@ -15,14 +15,14 @@ from typing import Any, Iterator
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.diffusion_gemma import MODEL_TYPES as GEMMA_TYPES
-from app.engine.diffusion_gemma import GemmaSettings
-from app.engine.hf import DEVICES, DTYPES, SHIFTS
-from app.engine.hf_config import model_type
-from app.engine.llada2 import MODEL_TYPES, TAKES, PipelineSettings
 from app.engine.options import check, coerce, declared, option
 from app.engine.pins import AR_PINS
 from app.errors import UserError
+from app.hf.config import model_type
+from app.hf.diffusion_gemma import MODEL_TYPES as GEMMA_TYPES
+from app.hf.diffusion_gemma import GemmaSettings
+from app.hf.llada2 import MODEL_TYPES, TAKES, PipelineSettings
+from app.hf.models import DEVICES, DTYPES, SHIFTS
 from app.sources.base import Backend, SourceKind, register
 from app.sources.hf_gemma import GemmaSource, gemma_prompt
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
@@ -65,7 +65,7 @@ MASKED_ONLY = ("shift", "block_attention")  # how Converge's own sampler reads a
 # sampler (every diffusion setting but the learned commit filter, which only the built-in twin ships, and the cache
 # switches: no family's code keeps keys and values between passes but BD3LM's, whose block cache its block attention
 # always runs) or, for LLaDA2.x, diffusers' LLaDA2Pipeline, which takes only the settings its signature names
-# (app/engine/llada2.py)
+# (app/hf/llada2.py)
 MASKED = Backend("masked", "Converge's masked-diffusion sampler", (HF_DIFFUSION, HFLoad()),
                  without=("filter", "prefix_cache", "dual_cache"))
 LLADA2 = Backend("llada2", "LLaDA2.x, run by diffusers' LLaDA2Pipeline", (HF_DIFFUSION, PipelineSettings(), HFLoad()),
@@ -73,7 +73,7 @@ LLADA2 = Backend("llada2", "LLaDA2.x, run by diffusers' LLaDA2Pipeline", (HF_DIF
                  why_not={"pins": "LLaDA2.x runs through diffusers' LLaDA2Pipeline, which does not write around pinned "
                                   "text: remove the pins."})
 
-# DiffusionGemma runs by its own generate() (app/engine/diffusion_gemma.py) with transformers' own classes: it takes
+# DiffusionGemma runs by its own generate() (app/hf/diffusion_gemma.py) with transformers' own classes: it takes
 # the settings its generation config holds, and of the loader's neither remote code nor the masked sampler's
 GEMMA = Backend("diffusion_gemma", "DiffusionGemma, run by its own generate()", (GemmaSettings(), HFLoad()),
                 without=("trust_remote_code",) + MASKED_ONLY,
@@ -83,7 +83,7 @@ GEMMA = Backend("diffusion_gemma", "DiffusionGemma, run by its own generate()", 
 
 def backend_of(arg: str) -> str:
     """The backend of `hf-diffusion:arg`, from its model type alone: the one a pair declares for its id
-    (app/sources/pairs.py `known_type`, known offline), else its config's (app/engine/hf_config.py): "llada2" for
+    (app/sources/pairs.py `known_type`, known offline), else its config's (app/hf/config.py): "llada2" for
     LLaDA2.x, "diffusion_gemma" for DiffusionGemma, "masked" for any other (and for a model whose config cannot be
     read, whose load then says why)."""
     kind = known_type(arg) or model_type(arg)
@@ -91,7 +91,7 @@ def backend_of(arg: str) -> str:
 
 
 class BlockDiffusionSource(SamplerSource):
-    """An LLaDA2.x model, run by diffusers' LLaDA2Pipeline as its authors' sampler runs (app/engine/llada2.py)
+    """An LLaDA2.x model, run by diffusers' LLaDA2Pipeline as its authors' sampler runs (app/hf/llada2.py)
     rather than by Converge's diffusion sampler; a token it edits shows as a change, as a Mercury draft's does."""
 
     def __init__(self, *args: Any, edit: PipelineSettings, **kwargs: Any) -> None:
@@ -102,7 +102,7 @@ class BlockDiffusionSource(SamplerSource):
         return {**super().settings(), **self.edit.to_json()}
 
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
-        from app.engine import llada2
+        from app.hf import llada2
 
         clock = Clock()
         ids = self.encode(prompt)
@@ -113,21 +113,21 @@ class BlockDiffusionSource(SamplerSource):
 
 @functools.lru_cache(maxsize=4)
 def _masked(name: str, shift: str, trust: bool, device: str, dtype: str) -> tuple[Any, Any]:
-    from app.engine.hf import load_masked
+    from app.hf.models import load_masked
 
     return load_masked(name, shift, trust, device, dtype)
 
 
 @functools.lru_cache(maxsize=4)
 def _gemma(name: str, device: str, dtype: str) -> tuple[Any, Any]:
-    from app.engine.diffusion_gemma import load
+    from app.hf.diffusion_gemma import load
 
     return load(name, device, dtype)
 
 
 @functools.lru_cache(maxsize=4)
 def _causal(name: str, trust: bool, device: str, dtype: str) -> tuple[Any, Any]:
-    from app.engine.hf import load_causal
+    from app.hf.models import load_causal
 
     return load_causal(name, trust, device, dtype)
 
@@ -168,11 +168,11 @@ def make_hf_diffusion(arg: str, **settings: Any) -> SamplerSource:
 
 
 def _block_load(load: Any, s: DiffusionSettings) -> Any:
-    """`load` with its model run as block diffusion in blocks of the sampler's block length (app/engine/hf_block.py),
+    """`load` with its model run as block diffusion in blocks of the sampler's block length (app/hf/block.py),
     which decodes with its block cache (the prefix cache, on by default and offered to no Hugging Face model)."""
 
     def loaded() -> tuple[Any, Any]:
-        from app.engine.hf_block import block_model
+        from app.hf.block import block_model
 
         return block_model(load(), s.block_length)
 

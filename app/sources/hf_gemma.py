@@ -1,5 +1,5 @@
 """DiffusionGemma's side of `hf-diffusion:`: the source that runs it by its own generate()
-(app/engine/diffusion_gemma.py) and the frames it yields, one per event of the run.
+(app/hf/diffusion_gemma.py) and the frames it yields, one per event of the run.
 
 Each frame's tokens are the answer so far: the finished canvases, all accepted ("a"), then the current canvas, where
 an accepted position shows its accepted token ("a") and any other the noise token the next decoder pass reads ("n").
@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from app.engine.diffusion_gemma import CAPTURED, GemmaStep, resolve
+from app.hf.diffusion_gemma import CAPTURED, GemmaStep, resolve
 from app.sources.local import EOS_MARK, SamplerSource, named_candidates
 from app.trace.frames import Clock, Frame
 
@@ -78,7 +78,7 @@ class GemmaSource(SamplerSource):
 
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
         """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""
-        from app.engine import diffusion_gemma
+        from app.hf import diffusion_gemma
 
         clock = Clock()
         ids = self.encode(prompt)

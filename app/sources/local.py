@@ -217,7 +217,7 @@ def twin(kind: str, folder: str | None = None) -> tuple[Any, Any]:
         raise
     except (OSError, ValueError, KeyError, ImportError) as e:
         raise UserError(f"The built-in {kind} model could not be loaded ({type(e).__name__}): restore assets/models/ "
-                        "from the repository or retrain it with python -m app.engine.train.") from None
+                        "from the repository or retrain it with python -m app.training.train.") from None
 
 
 def _plain_prompt(tok: Any, prompt: str) -> list[int]:

@@ -18,11 +18,11 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.engine.hf_download import free_gb
 from app.errors import UserError
+from app.hf.download import free_gb
 
 HEADROOM = 1.1  # activations and the CUDA context on top of the weights
-HF_PACKAGES = ("torch", "transformers")  # what a Hugging Face side imports (app/engine/hf.py)
+HF_PACKAGES = ("torch", "transformers")  # what a Hugging Face side imports (app/hf/models.py)
 
 
 @dataclass(frozen=True)

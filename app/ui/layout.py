@@ -20,11 +20,11 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
-from app.engine.about import twins_note
 from app.serving.policy import LOCAL, Policy, from_launch
 from app.sources.base import load_plugins
 from app.trace.frames import MAX_RECORDING_BYTES
 from app.ui import door
+from app.ui.about import twins_note
 from app.ui.events import QUIET
 from app.ui.export_ui import export_box, wire_exports
 from app.ui.guard import GuardedBlocks, declared

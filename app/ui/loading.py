@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any, Callable, Generator
 
-from app.engine.hf_download import progress
+from app.hf.download import progress
 
 LOAD_TICK = 1.0  # seconds between notes; loads quicker than this say nothing
 
@@ -15,7 +15,7 @@ LOAD_TICK = 1.0  # seconds between notes; loads quicker than this say nothing
 def while_loading(build: Callable[[], Any], what: str,
                   abandon: Callable[[Any], None] = lambda _: None) -> Generator[str, None, Any]:
     """Runs `build` on a worker thread and yields "Loading WHAT... N s" about once a second until it returns, with how
-    far a Hugging Face download is while one runs (app/engine/hf_download.py); the generator's return value is
+    far a Hugging Face download is while one runs (app/hf/download.py); the generator's return value is
     `build`'s result (its exception is raised here). If the caller closes the generator first (the visitor pressed
     Stop or left), `abandon` gets the result once it arrives."""
     box: dict[str, Any] = {}

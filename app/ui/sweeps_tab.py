@@ -3,8 +3,8 @@
 Each handler walks the sweep's plan and yields the chart after every point, so it fills in as points finish,
 with the point being measured named under it. Sweeps have their own queue ("sweep", SWEEP_CONCURRENCY at once), so
 races cannot starve sweeps nor sweeps races; like a race side on a built-in model, a sweep holds one CPU slot
-(app/race/compute.py, first come first served) while it measures. The points are app.analysis.sweeps.defaults(), the
-same as `python -m app bench --only sweeps`. The pass-cost chart (app/analysis/pass_cost.py) times one forward pass
+(app/race/compute.py, first come first served) while it measures. The points are app.measure.sweeps.defaults(), the
+same as `python -m app bench --only sweeps`. The pass-cost chart (app/measure/pass_cost.py) times one forward pass
 of the twin, and of a Hugging Face model the user names, on this machine.
 """
 
@@ -16,9 +16,9 @@ from typing import Any, Callable, Iterator
 
 import gradio as gr
 
-from app.analysis import pass_cost, sweeps
-from app.engine.hf import DEVICES
 from app.errors import UserError
+from app.hf.models import DEVICES
+from app.measure import pass_cost, sweeps
 from app.race.compute import COMPUTE
 from app.serving.policy import LOCAL, Policy
 from app.ui.visitor import Visitor, allowed_source, visitor_source
@@ -137,7 +137,7 @@ def pass_cost_handler(points: list[int], policy: Policy = LOCAL) -> Callable[[st
 
 def sweeps_tab(settings: dict[str, Any] | None = None, policy: Policy = LOCAL) -> None:
     """Builds the Sweeps area inside the open gr.Blocks under the page's `policy`; `settings` overrides
-    app.analysis.sweeps.defaults() (for tests)."""
+    app.measure.sweeps.defaults() (for tests)."""
     warning = ""
     try:
         cfg = sweeps.defaults()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from app.analysis.pass_cost import iter_rounds, twin_pass
 from app.errors import UserError
+from app.measure.pass_cost import iter_rounds, twin_pass
 
 BLOCK = 32  # positions a block pass recomputes, as in the GPU figure below
 # One NVIDIA H200, an 8B-class model (LLaDA-8B's shape), bfloat16, batch 1: a pass over 32 new positions took 21.5 ms
@@ -21,7 +21,7 @@ REPEATS = 7  # timed passes per point: enough for a ratio, quick on the tiny twi
 @functools.lru_cache(maxsize=1)
 def cpu_block_cost() -> float | None:
     """A pass of the diffusion twin over BLOCK positions against a pass over one, timed on this machine as the
-    pass-cost sweep times them (app/analysis/pass_cost.py), once per process; None without the twin."""
+    pass-cost sweep times them (app/measure/pass_cost.py), once per process; None without the twin."""
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
     try:

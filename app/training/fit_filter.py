@@ -1,4 +1,4 @@
-"""Fits the built-in diffusion twin's commit filter from its own decoding: `python -m app.engine.fit_filter`.
+"""Fits the built-in diffusion twin's commit filter from its own decoding: `python -m app.training.fit_filter`.
 
 Decodes openings of training stories one token per pass with the page's own settings for the twin (its order, blocks and
 guards: a filter fitted to another decoding learns another decoding's final tokens), and again as a perfect filter
@@ -18,7 +18,7 @@ import numpy as np
 
 from app.engine import diffusion
 from app.engine.commit_filter import FEATURES, collect, fit
-from app.engine.stories import SPLIT_SEED, read_stories, split_stories
+from app.training.stories import SPLIT_SEED, read_stories, split_stories
 
 REFERENCE = "one token per pass, the page's settings for the twin (app.engine.diffusion.TWIN_DIFFUSION), 128 tokens"
 

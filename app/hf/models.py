@@ -20,10 +20,10 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from app.engine.llada2 import MASK_ID as LLADA2_MASK_ID
-from app.engine.llada2 import MODEL_TYPES as LLADA2_TYPES
 from app.engine.stutter import wordless
 from app.errors import UserError
+from app.hf.llada2 import MASK_ID as LLADA2_MASK_ID
+from app.hf.llada2 import MODEL_TYPES as LLADA2_TYPES
 
 LLADA_MASK_ID = 126336  # LLaDA's tokenizer has no mask token; its reserved id is this one
 SHIFTS = ("auto", "shifted", "aligned")
@@ -262,9 +262,9 @@ def _load(name: str, trust_remote_code: bool, runs_on: dict[str, str] | None = N
 
 
 def _fetch(name: str, trust_remote_code: bool, runs_on: dict[str, str]) -> bool:
-    """Downloads `name` into the cache with progress, after checking it fits (app/engine/hf_download.py); True once
+    """Downloads `name` into the cache with progress, after checking it fits (app/hf/download.py); True once
     it is there, so everything after loads without the network. A UserError names what went wrong."""
-    from app.engine.hf_download import download
+    from app.hf.download import download
 
     try:
         download(name, runs_on)
@@ -308,7 +308,7 @@ def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool, runs_
     except Exception as e:
         raise UserError(_why(e, name, trust_remote_code, config, runs_on)) from None
     if config is not None and getattr(config, "auto_map", None):  # the model's own code, written for transformers 4
-        from app.engine.hf_compat import fix_rotary_buffers
+        from app.hf.compat import fix_rotary_buffers
 
         fix_rotary_buffers(model)
     return model.eval()
@@ -316,10 +316,10 @@ def _weights(loader: Any, name: str, trust_remote_code: bool, local: bool, runs_
 
 def _remote(config: Any, name: str, local: bool, trust_remote_code: bool, *keys: str) -> Any:
     """The model's own class for the first of `keys` its auto_map names, mended for transformers 5
-    (app/engine/hf_compat.py), when remote code is trusted; else None."""
+    (app/hf/compat.py), when remote code is trusted; else None."""
     if not (trust_remote_code and getattr(config, "auto_map", None)):
         return None
-    from app.engine.hf_compat import remote_class, restore_use_cache
+    from app.hf.compat import remote_class, restore_use_cache
 
     restore_use_cache(config, name)
     try:
@@ -330,8 +330,8 @@ def _remote(config: Any, name: str, local: bool, trust_remote_code: bool, *keys:
 
 def _why(e: BaseException, name: str, remote_code: bool, config: Any = None,
          runs_on: dict[str, str] | None = None) -> str:
-    """The one sentence naming why loading `name` failed (app/engine/hf_errors.py)."""
-    from app.engine.hf_errors import explain
+    """The one sentence naming why loading `name` failed (app/hf/errors.py)."""
+    from app.hf.errors import explain
 
     _, transformers = _libs()
     return explain(e, name, remote_code=remote_code and bool(getattr(config, "auto_map", None) or config is None),

@@ -31,8 +31,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine.options import check, option
-from app.engine.relay import Stopped, relay
 from app.errors import UserError
+from app.hf.relay import Stopped, relay
 
 MODEL_TYPES = ("diffusion_gemma",)  # DiffusionGemmaConfig.model_type
 CAPTURED = "timed with every step captured"  # what a captured run's timings are, said wherever they are shown
@@ -126,7 +126,7 @@ class DiffusionGemmaLM:
 
 def load(name: str, device: str = "auto", dtype: str = "auto") -> tuple[DiffusionGemmaLM, Any]:
     """A DiffusionGemma checkpoint through transformers' own classes, and its tokenizer; a UserError says why not."""
-    from app.engine.hf import HFTokenizer, _load, _weights, placement
+    from app.hf.models import HFTokenizer, _load, _weights, placement
 
     runs_on = placement(device, dtype)
     config, tok, tf, local = _load(name, False, runs_on)

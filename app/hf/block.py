@@ -32,7 +32,7 @@ def block_layout(x: Any, block: int, pad_id: int) -> tuple[Any, Any]:
 
 
 class HFBlockLM:
-    """MaskedLM over an HFMaskedLM (app/engine/hf.py) run as a block diffusion model with blocks of `block` tokens;
+    """MaskedLM over an HFMaskedLM (app/hf/models.py) run as a block diffusion model with blocks of `block` tokens;
     `prefix_cache` is its block cache and `logits` needs it. `placement` is the device and dtype it runs with."""
 
     caches = True  # its block cache: one pass over the settled prefix a block, counted as one

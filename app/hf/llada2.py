@@ -34,8 +34,8 @@ import numpy as np
 
 from app.engine.diffusion import DiffusionSettings, Step
 from app.engine.options import check, option
-from app.engine.relay import Stopped, relay
 from app.errors import UserError
+from app.hf.relay import Stopped, relay
 
 MODEL_TYPES = ("llada2_moe", "llada21_moe")  # inclusionAI's name; dllm's copy of the 2.1 code renames it
 MASK_ID = 156895  # LLaDA2.x's mask id (its generate()'s default), for a tokenizer that names no mask token

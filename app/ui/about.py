@@ -2,7 +2,7 @@
 
 The issue that created the twins asks that each twin's compute be stated on the page, and that the page say
 so when the diffusion twin starts from the AR twin. Both facts are read from `<twin>.json` (written by
-app/engine/train.py), so the page cannot drift from the weights it runs.
+app/training/train.py), so the page cannot drift from the weights it runs.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _taught(run: dict[str, Any], written: list[dict[str, Any]]) -> str:
 
 def story_sets(kd: dict[str, Any]) -> list[dict[str, Any]]:
     """The writers' stats behind a training run's story stream: each part of a joined stream, and for a part that
-    app.engine.pick_stories picked, the sets it picked from."""
+    app.training.pick_stories picked, the sets it picked from."""
     return [x for part in kd.get("parts", [kd]) for x in part.get("from", [part])]
 
 
@@ -119,7 +119,7 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
     except (OSError, ValueError, KeyError, TypeError) as e:
         return ("Built-in twins: training logs not found",
                 f"The twins' training logs could not be read from `{folder}` ({type(e).__name__}); "
-                f"retrain them with `python -m app.engine.train` as in {CARD}.")
+                f"retrain them with `python -m app.training.train` as in {CARD}.")
     minutes = {t: sum(r.get("seconds") or 0 for r in c) / 60 for t, c in (("ar", ar), ("diffusion", dm))}
     fork = next((r for r in dm if str(r.get("init", "")).startswith("initialised from the AR twin's")), None)
     forked = fork["tokens_seen_total"] - fork["tokens_this_run"] if fork else 0
@@ -157,7 +157,7 @@ def twins_note(models_dir: str | Path | None = None) -> tuple[str, str]:
         f"Held-out: {_held_out(dm[0]['held_out'])}.",
         *uniform_line(folder),
         *([f"- Data: the training stories and {augment} copies of them with names, animals, colours, objects and "
-           "places swapped consistently within each story (app/engine/augment.py): more ways to tell the same "
+           "places swapped consistently within each story (app/training/augment.py): more ways to tell the same "
            "stories, no new ones."] if augment else []),
         f"- Hardware: {'; '.join(hardware) or 'not recorded'}.",
         "",

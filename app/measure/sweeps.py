@@ -1,13 +1,13 @@
 """Sweeps over the built-in twins: steps vs time and quality, length vs time, threshold vs tokens per pass and quality.
 
 The page's sweep charts and `python -m app bench --only sweeps` run the same plans through the same helpers
-(app/engine/measure.py, also behind the engine bench), so the charts and the bench agree within noise.
+(app/measure/quality.py, also behind the engine bench), so the charts and the bench agree within noise.
 Each point is one setting run on every prompt, REPEATS times over; a row holds the swept value, the series, the
 median over those runs of the mean wall seconds per answer (with the fastest and slowest run, `seconds_min` and
 `seconds_max`, drawn as the chart's error bars), forward passes, tokens per forward pass, perplexity under the AR twin,
 distinct-2 and the texts. `CONVERGE_SWEEPS` (JSON, merged over DEFAULTS) changes the points for both.
 The pass-cost sweep (milliseconds of one forward pass against the positions it recomputes) lives in
-app/analysis/pass_cost.py; its options are DEFAULTS["pass_cost"] and the bench reports it beside these three.
+app/measure/pass_cost.py; its options are DEFAULTS["pass_cost"] and the bench reports it beside these three.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from app.analysis import pass_cost
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.measure import PROMPTS, run_ar, run_diffusion, samples
 from app.errors import UserError
+from app.measure import pass_cost
+from app.measure.quality import PROMPTS, run_ar, run_diffusion, samples
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

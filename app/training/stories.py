@@ -2,7 +2,7 @@
 streams of a teacher's stories that training reads instead (`--kd-data`).
 
 Torch-free, so that the bench, the filter fitting and the twin's own story writer read the same split as training
-(`app/engine/train.py`) without the training module: the held-out stories are never trained on, and their first
+(`app/training/train.py`) without the training module: the held-out stories are never trained on, and their first
 sentences are openings nobody tuned the twins on.
 """
 

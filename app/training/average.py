@@ -1,12 +1,12 @@
 """The weighted mean of two diffusion twins' weights, one continued from the other:
-`python -m app.engine.average --new DIR --old DIR --weight 0.5 --corpus ../shared/corpus/tinystories-*.txt --out DIR`.
+`python -m app.training.average --new DIR --old DIR --weight 0.5 --corpus ../shared/corpus/tinystories-*.txt --out DIR`.
 
 Why: each round of self-distillation makes the twin sure of more positions together, and its text drifts further from
 the stories (its perplexity at one token a pass rises). A fine-tuned model and the model it started from lie in one
 basin, so the straight line between their weights holds models in between (WiSE-FT, Wortsman et al. 2022: the mean of
 a fine-tuned model's weights and its start's keeps most of what each is good at). `--out` gets the mean's weights and
 a log that keeps the newer twin's training chain (which holds the older's: no token is counted twice), the weight and
-the mean's held-out figures; the commit filter is refitted for it afterwards (app/engine/fit_filter.py).
+the mean's held-out figures; the commit filter is refitted for it afterwards (app/training/fit_filter.py).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
     from safetensors.numpy import load_file
 
-    from app.engine.stories import SPLIT_SEED, command_line, read_stories, split_stories
-    from app.engine.train import TorchTransformer, encode_stream, hardware, held_out_loss, held_out_windows, save_twin
+    from app.training.stories import SPLIT_SEED, command_line, read_stories, split_stories
+    from app.training.train import TorchTransformer, encode_stream, hardware, held_out_loss, held_out_windows, save_twin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--new", required=True, help="folder of the twin trained further (its log's chain holds --old's)")
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "params": newer["params"], "tokens_this_run": 0, "tokens_seen_total": newer["tokens_seen_total"],
         "seconds": round(time.time() - start, 1), "hardware": hardware(),
         "held_out": held_out_loss(model, val, "diffusion", config["mask_id"], SPLIT_SEED),
-        "previous_run": newer, "command": command_line("app.engine.average", argv),
+        "previous_run": newer, "command": command_line("app.training.average", argv),
     }
     save_twin(model, out, "diffusion", config, stats)
     for name in FILES:

@@ -1,4 +1,4 @@
-"""Keeps the self-distilled stories the AR twin reads most fluently: `python -m app.engine.pick_stories IN --out OUT`.
+"""Keeps the self-distilled stories the AR twin reads most fluently: `python -m app.training.pick_stories IN --out OUT`.
 
 A twin self-distilled on its own sampled stories (temperature 0.7) settles at the quality of those samples
 (docs/twins.md: round 4's text stayed near the perplexity of what it learned from, however many tokens it committed a
@@ -14,8 +14,8 @@ import json
 
 import numpy as np
 
-from app.engine.measure import nll, stutter
-from app.engine.stories import PROMPT, command_line, load_orders, load_streams, save_stream
+from app.measure.quality import nll, stutter
+from app.training.stories import PROMPT, command_line, load_orders, load_streams, save_stream
 
 
 def spans(starts: np.ndarray, total: int) -> list[tuple[int, int]]:
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> dict:
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stories", nargs="+", help=".npz files written by app.engine.self_distill")
+    ap.add_argument("stories", nargs="+", help=".npz files written by app.training.self_distill")
     ap.add_argument("--out", required=True)
     ap.add_argument("--keep", type=float, default=0.5, help="share of all stories to keep")
     ap.add_argument("--models", default=str(DEFAULT_MODELS_DIR), help="folder with the AR twin that judges")
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
                "stuttered": sum(s is None for s in scores),
                "nll_per_token": {"all": _mean([s for s in scores if s is not None]),
                                  "kept": _mean([scores[i] for i in kept])},
-               "command": command_line("app.engine.pick_stories", argv)}
+               "command": command_line("app.training.pick_stories", argv)}
     save_stream(args.out, stream, new_starts, summary, new_orders)
     print(json.dumps({k: v for k, v in summary.items() if k != "from"}), flush=True)
     return summary

@@ -1,4 +1,4 @@
-"""Trains the built-in twins (the one module that needs torch): `python -m app.engine.train --twin ar|diffusion`.
+"""Trains the built-in twins (the one module that needs torch): `python -m app.training.train --twin ar|diffusion`.
 
 Both twins share the architecture, tokenizer, data order and seed. The AR twin learns next-token
 prediction and saves a checkpoint at the fork (halfway unless --fork-at says otherwise); the diffusion twin
@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from app.engine.stories import (
+from app.training.stories import (
     NEVER,
     PROMPT,
     SPLIT_SEED,
@@ -116,7 +116,7 @@ def orders_at(step: int, orders: np.ndarray, starts: np.ndarray, batch: int, seq
 
 def held_out_windows(tokens: np.ndarray, starts: np.ndarray, seq: int, seed: int, n: int) -> torch.Tensor:
     """The `n` held-out windows every evaluation reads (one story each, drawn with seed + 1), so that training and a
-    twin made otherwise (app/engine/average.py) are judged on the same text."""
+    twin made otherwise (app/training/average.py) are judged on the same text."""
     return torch.stack([batch_at(i, tokens, starts, 1, seq, seed + 1)[0] for i in range(n)])
 
 
@@ -465,7 +465,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
     ap.add_argument("--val-windows", type=int, default=64)
     ap.add_argument("--kd-data", nargs="+", default=None,
-                    help="train on these token streams (.npz from app.engine.distill or self_distill: a teacher's "
+                    help="train on these token streams (.npz from app.training.distill or self_distill: a teacher's "
                     "stories, joined in order) instead of the corpus, which still gives the tokenizer and the "
                     "held-out stories")
     ap.add_argument("--checkpoint-every", type=int, default=200,
@@ -476,14 +476,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--finish", action="store_true", help="with --resume: write the twin from the checkpoint as it is "
                     "(a run stopped early: its steps, tokens and seconds are the checkpoint's)")
     ap.add_argument("--augment", type=int, default=0, help="add this many copies of the training stories with their "
-                    "names, animals, colours, objects and places swapped consistently (app/engine/augment.py)")
+                    "names, animals, colours, objects and places swapped consistently (app/training/augment.py)")
     ap.add_argument("--keep-best", action="store_true", help="write the weights of the best held-out evaluation, "
                     "not the last (early stopping for a model that starts to memorise)")
     ap.add_argument("--max-minutes", type=float, default=None, help="stop training after this many minutes and "
                     "write the twin as it is then (its log says how many tokens it saw)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda[:N]: on a GPU, tensors and the generator live there")
     args = ap.parse_args(argv)
-    command = command_line("app.engine.train", argv)
+    command = command_line("app.training.train", argv)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -503,7 +503,7 @@ def main(argv: list[str] | None = None) -> dict:
     tok = Tokenizer.from_file(str(tok_path))
     eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
     if args.augment:
-        from app.engine.augment import augmented
+        from app.training.augment import augmented
 
         train_s = train_s + augmented(train_s, args.augment, args.seed)
     tokens, starts = encode_stream(tok, train_s, eos_id)

@@ -1,14 +1,14 @@
 """Self-distillation data: the diffusion twin writes stories at the page's defaults, which it then learns from.
 
-`python -m app.engine.self_distill --corpus ../shared/corpus/tinystories-*.txt --out self.npz --minutes 30 --jobs 2`,
-then `python -m app.engine.train --twin diffusion --init-from assets/models/diffusion.safetensors --kd-data self.npz
+`python -m app.training.self_distill --corpus ../shared/corpus/tinystories-*.txt --out self.npz --minutes 30 --jobs 2`,
+then `python -m app.training.train --twin diffusion --init-from assets/models/diffusion.safetensors --kd-data self.npz
 --certainty 1.0 ...` (the whole command and what it gave: docs/twins.md).
 
 dParallel (Chen et al. 2025) trains a diffusion model with certainty forcing on its own answers rather than on a
 teacher's or the corpus's text: its own greedy text is one mode of its predictions, so learning it makes several
 positions sure at once without teaching it another writer's style. Openings are the first sentence (at most 28
 tokens) or the first 3 to 12 tokens of training stories and of three name-swapped copies of each
-(app/engine/augment.py); held-out stories are never used. Each answer is written as the page writes it
+(app/training/augment.py); held-out stories are never used. Each answer is written as the page writes it
 (`TWIN_DIFFUSION`, `--gen-length` tokens) and ends with end-of-text, where the twin wrote one or where the answer was
 cut. With `--temperature` above 0 the twin samples its guesses instead (one seed per story), for stories that vary more
 than its greedy favourites. Each story keeps its trajectory (the decode step that wrote each token), which
@@ -28,7 +28,7 @@ import numpy as np
 
 from app.engine import diffusion
 from app.engine.parallel import commit_steps
-from app.engine.stories import (
+from app.training.stories import (
     FIRST_SENTENCE,
     NEVER,
     PROMPT,
@@ -45,7 +45,7 @@ OPENING_MAX = 28  # tokens of a first-sentence opening
 def training_openings(tok: object, corpus: list[str], n: int, seed: int) -> list[list[int]]:
     """`n` openings from the training side of the split and three name-swapped copies of it, shuffled by `seed`: a
     story's first sentence (seven in ten, at most OPENING_MAX tokens), else its first 3-12 tokens."""
-    from app.engine.augment import augmented
+    from app.training.augment import augmented
 
     train, _ = split_stories(read_stories(corpus), SPLIT_SEED)
     pool = train + augmented(train, 3, SPLIT_SEED)
@@ -87,7 +87,8 @@ def write(job: tuple[str, list[list[int]], int, float, float, int]) -> list[tupl
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Writes the twin's own stories to --out (the .npz app.engine.train reads with --kd-data); returns their stats."""
+    """Writes the twin's own stories to --out (the .npz app.training.train reads with --kd-data); returns their
+    stats."""
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict:
              "temperature": args.temperature,
              "stories": len(stories), "tokens": int(sum(len(s) for s in stories)), "gen_length": args.gen_length,
              "seconds": round(time.time() - start, 1), "jobs": args.jobs,
-             "command": command_line("app.engine.self_distill", argv)}
+             "command": command_line("app.training.self_distill", argv)}
     save_stream(args.out, [t for s in stories for t in s], starts.tolist(), stats, [o for s in orders for o in s])
     print(json.dumps(stats), flush=True)
     return stats

@@ -1,6 +1,6 @@
 """Sequence-level distillation data: the AR twin writes stories that the diffusion twin then learns from.
 
-`python -m app.engine.distill --teacher assets/models/ar.safetensors --out kd.npz --stories 20000`
+`python -m app.training.distill --teacher assets/models/ar.safetensors --out kd.npz --stories 20000`
 
 Kim and Rush (2016) and Mask-Predict (Ghazvininejad et al. 2019) made parallel decoding work by training the
 non-autoregressive model on a teacher's outputs instead of the original text: the teacher's text has lower
@@ -21,8 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from app.engine.stories import SPLIT_SEED, command_line, read_stories, save_stream, split_stories
-from app.engine.train import SPECIALS, TorchTransformer, encode_stream
+from app.training.stories import SPLIT_SEED, command_line, read_stories, save_stream, split_stories
+from app.training.train import SPECIALS, TorchTransformer, encode_stream
 
 
 def load_torch_twin(path: str) -> tuple[TorchTransformer, dict]:
@@ -148,7 +148,7 @@ def save(args: argparse.Namespace, argv: list[str] | None, stream: list[int], st
         "teacher": Path(args.teacher).name, "stories": len(story_starts), "tokens": len(stream),
         "temperatures": args.temperatures, "opening_tokens": args.opening, "seconds": round(seconds, 1),
         "threads": args.threads, "device": args.device,
-        "command": command_line("app.engine.distill", argv),
+        "command": command_line("app.training.distill", argv),
     }
     save_stream(args.out, stream, story_starts, stats)
     return stats
