@@ -1,8 +1,13 @@
 """The rooms of app/ point one way: its import graph, read with ast (no module is imported), has no cycles,
-nothing outside the bench room imports the benchmarks, the engine imports only itself and app.errors, and only
-the page and the command line import the page. No module reads another room's files by a path built from its own
-location (the page once read the player's scripts that way); a room's files are read through that room's functions.
-Beside the rooms, app/ holds only its package file, the command line and the one user error (issue 26).
+nothing outside the bench room imports the benchmarks, and only the page and the command line import the page. Each
+room does one job (issue 43), and ROOM_RULES says what that allows: the engine (the numpy model and its samplers)
+imports only itself and app.errors; the Hugging Face room builds on the engine, never on training; the training room
+is imported by nothing the page or a race runs, only by the bench and the command line; live measurement (app/measure)
+imports the engine and the sources, and nothing below it imports it; analysis reads the trace alone. Each rule is also
+shown failing once, on a small app written in tmp_path with the import it forbids.
+No module reads another room's files by a path built from its own location (the page once read the player's scripts
+that way); a room's files are read through that room's functions. Beside the rooms, app/ holds only its package file,
+the command line and the one user error (issue 26).
 
 Every import counts, including one inside a function: a lazy import is an arrow too, only a later one.
 """
@@ -11,6 +16,9 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Callable
+
+import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
 ENTRY = "app.__main__"  # the command line dispatches to the page and to the bench, so it may import both
@@ -97,6 +105,36 @@ def arrows(graph: dict[str, set[str]], source: str, target: str, allowed: tuple[
     """Every 'a -> b' with a in room `source` and b in room `target`, leaving out the modules `allowed` to import."""
     return sorted(f"{a} -> {b}" for a, out in graph.items() if in_room(a, source) and a not in allowed
                   for b in out if in_room(b, target))
+
+
+def imports_beyond(graph: dict[str, set[str]], room: str, allowed: tuple[str, ...]) -> list[str]:
+    """Every 'a -> b' with a in `room` and b in neither `room` nor one of the rooms `allowed`."""
+    return sorted(f"{a} -> {b}" for a, out in graph.items() if in_room(a, room)
+                  for b in out if not any(in_room(b, r) for r in (room, *allowed)))
+
+
+def imported_from_elsewhere(graph: dict[str, set[str]], room: str, allowed: tuple[str, ...]) -> list[str]:
+    """Every 'a -> b' with b in `room` and a in neither `room` nor one of the rooms `allowed` to import it."""
+    return sorted(f"{a} -> {b}" for a, out in graph.items() if not any(in_room(a, r) for r in (room, *allowed))
+                  for b in out if in_room(b, room))
+
+
+BELOW_MEASURE = ("app.analysis", "app.trace", "app.race", "app.sources", "app.engine", "app.hf")
+Graph = dict[str, set[str]]
+# each room's one job, as the imports it may make or receive; each rule returns the arrows that break it
+ROOM_RULES: dict[str, Callable[[Graph], list[str]]] = {
+    "the engine imports only itself and the error": lambda g: imports_beyond(g, "app.engine", ("app.errors",)),
+    "the Hugging Face room imports only the engine, the error and itself":
+        lambda g: imports_beyond(g, "app.hf", ("app.engine", "app.errors")),
+    "only the bench and the command line import training":
+        lambda g: imported_from_elsewhere(g, "app.training", ("app.bench", "app.cli", ENTRY)),
+    "live measurement imports only the engine, the sources, the error and itself":
+        lambda g: imports_beyond(g, "app.measure", ("app.engine", "app.sources", "app.errors")),
+    "no room below live measurement imports it":
+        lambda g: [arrow for low in BELOW_MEASURE for arrow in arrows(g, low, "app.measure")],
+    "analysis imports only the trace, the error and itself":
+        lambda g: imports_beyond(g, "app.analysis", ("app.trace", "app.errors")),
+}
 
 
 def _located(node: ast.AST, here: Path, names: dict[str, Path]) -> Path | None:
@@ -186,13 +224,6 @@ def test_only_the_bench_room_and_the_command_line_import_the_benchmarks() -> Non
     assert arrows(graph, "app", "app.bench", allowed=bench) == []
 
 
-def test_the_engine_imports_nothing_from_app_but_itself_and_the_error_type() -> None:
-    graph = import_graph()
-    found = [f"{a} -> {b}" for a, out in graph.items() if in_room(a, "app.engine")
-             for b in sorted(out) if not (in_room(b, "app.engine") or in_room(b, "app.errors"))]
-    assert found == []
-
-
 def test_only_the_command_line_and_the_bench_import_the_site_builder() -> None:
     graph = import_graph()
     allowed = tuple(name for name in graph if in_room(name, "app.site") or in_room(name, "app.bench")) + (ENTRY,)
@@ -247,3 +278,70 @@ def test_the_room_reader_finds_a_module_left_flat_beside_the_rooms(tmp_path: Pat
 
 def test_app_holds_rooms_and_beside_them_only_the_package_the_command_line_and_the_error() -> None:
     assert outside_rooms() == []
+
+
+@pytest.mark.parametrize("rule", ROOM_RULES)
+def test_each_room_keeps_to_its_job(rule: str) -> None:
+    assert ROOM_RULES[rule](import_graph()) == []
+
+
+# a small app whose every room keeps its rule: each import here is one a rule allows
+ALLOWED_APP = {
+    "errors.py": "",
+    "__main__.py": "from app.training import train\n",
+    "engine/model.py": "from app.errors import UserError\n",
+    "hf/models.py": "from app.engine.model import load_twin\nfrom app.errors import UserError\n",
+    "training/stories.py": "",
+    "training/train.py": "from app.training.stories import read\nfrom app.measure.quality import quality\n",
+    "measure/quality.py": "from app.engine import model\n",
+    "measure/sweeps.py": "from app.sources.local import twin\nfrom app.measure import quality\n",
+    "sources/local.py": "from app.engine.model import load_twin\n",
+    "trace/frames.py": "",
+    "analysis/changes.py": "from app.trace.frames import Frame\nfrom app.errors import UserError\n",
+    "view/why.py": "from app.measure.sweeps import run\n",
+    "bench/twins.py": "def openings():\n    from app.training.stories import read\n",
+    "cli/stats.py": "from app.analysis.changes import metrics\n",
+    "ui/layout.py": "from app.view.why import line\n",
+}
+# for each rule, one module rewritten with an import the rule forbids, and the arrow it must then report
+FORBIDDEN = {
+    "the engine imports only itself and the error":
+        ("engine/model.py", "from app.hf.models import load\n", "app.engine.model -> app.hf.models"),
+    "the Hugging Face room imports only the engine, the error and itself":
+        ("hf/models.py", "def fit():\n    from app.training import train\n", "app.hf.models -> app.training.train"),
+    "only the bench and the command line import training":
+        ("ui/layout.py", "from app.training.stories import read\n", "app.ui.layout -> app.training.stories"),
+    "live measurement imports only the engine, the sources, the error and itself":
+        ("measure/sweeps.py", "from app.view.why import line\n", "app.measure.sweeps -> app.view.why"),
+    "no room below live measurement imports it":
+        ("analysis/changes.py", "from app.measure import sweeps\n", "app.analysis.changes -> app.measure.sweeps"),
+    "analysis imports only the trace, the error and itself":
+        ("analysis/changes.py", "from app.cli import stats\n", "app.analysis.changes -> app.cli.stats"),
+}
+
+
+def write_app(root: Path, files: dict[str, str]) -> Path:
+    """Writes `files` (paths under app/ -> source) into `root`/app with a package file in every folder; returns app/."""
+    app = root / "app"
+    for name, text in files.items():
+        path = app / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        for folder in (path.parent, *path.parent.parents):
+            if folder == root:
+                break
+            (folder / "__init__.py").touch()
+    return app
+
+
+def test_every_room_rule_has_a_case_that_breaks_it() -> None:
+    assert set(FORBIDDEN) == set(ROOM_RULES)
+
+
+@pytest.mark.parametrize("rule", ROOM_RULES)
+def test_a_room_rule_catches_the_import_it_forbids(tmp_path: Path, rule: str) -> None:
+    app = write_app(tmp_path, ALLOWED_APP)
+    assert {name: ROOM_RULES[name](import_graph(app)) for name in ROOM_RULES} == {name: [] for name in ROOM_RULES}
+    module, text, arrow = FORBIDDEN[rule]
+    (app / module).write_text(text)
+    assert ROOM_RULES[rule](import_graph(app)) == [arrow]
