@@ -1,4 +1,5 @@
-"""Command line: `python -m app` launches the page; `record`, `generate`, `export`, `stats` and `bench` run headless."""
+"""Command line: `python -m app` launches the page; `record`, `pairs`, `generate`, `export`, `stats`, `site` and
+`bench` run headless (COMMANDS lists each with its one line of help)."""
 
 from __future__ import annotations
 
