@@ -284,3 +284,36 @@ def test_uniform_noise_draws_only_ordinary_tokens_and_keeps_the_prefix_clean() -
     assert 0.3 < (noisy[:, 1:] != 0).float().mean() < 0.9
     uniform_loss(model, x, 3, gen, t=torch.full((64,), 1.0))
     assert (seen[-1][:, 1:] >= 3).all()  # at t = 1 every position after the first is noise
+
+
+def test_a_checkpoint_loads_into_a_fresh_state_that_steps_on_as_if_never_stopped(tmp_path) -> None:
+    import dataclasses
+
+    import torch
+
+    from app.training.train import Run, TrainConfig, load_state, new_state, save_state, step
+
+    cfg = TrainConfig(twin="diffusion", corpus=(), n_layer=1, n_head=2, n_embd=16, seq=12, no_bf16=True, seed=3)
+    run = Run(cfg=cfg, device=torch.device("cpu"), tokens=np.zeros(1), starts=np.zeros(1), orders=None,
+              val=torch.zeros(0), data={}, config={"vocab_size": 40, "mask_id": 1}, per_step=48, first_step=0,
+              total_steps=2, fork=1, lr=1e-3)
+    x = torch.randint(3, 40, (4, 12), generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(cfg.seed)
+    whole = new_state(run)
+    unbroken = [step(whole, run, (x, None), 1e-3)[0].item() for _ in range(2)]  # dropout and masks draw each step
+
+    torch.manual_seed(cfg.seed)
+    first = new_state(run)
+    step(first, run, (x, None), 1e-3)
+    first.curve.append({"step": 1})
+    first.done_steps = 1
+    save_state(first, tmp_path / "ckpt.pt")
+    assert set(torch.load(tmp_path / "ckpt.pt", weights_only=False)) == {f.name for f in dataclasses.fields(first)}
+
+    torch.manual_seed(99)  # other weights and another dropout generator: the checkpoint must put back every part
+    resumed = new_state(run)
+    load_state(resumed, tmp_path / "ckpt.pt")
+    assert resumed.done_steps == 1 and resumed.curve == [{"step": 1}]
+    assert step(resumed, run, (x, None), 1e-3)[0].item() == unbroken[1]
+    for a, b in zip(resumed.model.parameters(), whole.model.parameters()):
+        assert torch.equal(a, b)

@@ -7,8 +7,8 @@ bidirectional
 attention and Dream's shifted logits (output i predicts token i+1), so both have seen the same tokens.
 """
 
-# long: the model, its torch loss functions, the data stream and the training script with its resumable checkpoints
-# are one torch module, so that nothing else in app/ imports torch; over 500 lines for that reason.
+# long: the model, its torch loss functions, the data stream and the training script (its declared config, its state
+# with one save and one load, its step) are one torch module, so that nothing else in app/ imports torch.
 from __future__ import annotations
 
 import argparse
@@ -18,13 +18,17 @@ import os
 import platform
 import subprocess
 import time
+import typing
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from app.engine.options import declared, option
 from app.training.stories import (
     NEVER,
     PROMPT,
@@ -36,6 +40,9 @@ from app.training.stories import (
     read_stories,
     split_stories,
 )
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 SPECIALS = ["<|endoftext|>", "<|mask|>", "<|pad|>"]
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "models"
@@ -400,17 +407,6 @@ def save_twin(model: TorchTransformer, out: Path, twin: str, config: dict, stats
     (out / f"{twin}.json").write_text(json.dumps({"config": config, "training": stats}, indent=1) + "\n")
 
 
-def uniform_objective(args: argparse.Namespace) -> str:
-    """The uniform twin's objective in words, for its training log."""
-    return (f"uniform-state diffusion (UDLM/DUO's forward process: each position replaced with probability t by a "
-            f"uniformly drawn ordinary token), stratified t per sequence, bidirectional, Dream shift; not their ELBO "
-            f"but clean-token cross-entropy at noised positions weighted min(1/t, 10) plus {args.clean_weight} x it "
-            f"at the noised region's positions left clean; {args.prefix_frac:.0%} of sequences keep a clean prefix "
-            f"of random length" + (f"; {args.block_frac:.0%} laid out as the uniform block sampler sees them (clean "
-            "prefix, a block of 16 or 32 noised at rate t, everything after it noise; loss on the block)"
-            if args.block_frac else ""))
-
-
 def lr_at(step: int, steps: int, lr: float, warmup: int, time_done: float = 0.0) -> float:
     """Linear warm-up then cosine decay to a tenth, by steps or, when a run has a time limit, by the share of
     its time spent (`time_done`), whichever is further along, so a run stopped by the clock has decayed."""
@@ -422,263 +418,438 @@ def lr_at(step: int, steps: int, lr: float, warmup: int, time_done: float = 0.0)
 
 # long: one training run's state (model, optimiser, generator, loss curves, best weights, checkpoint) is set up,
 # restored on --resume, stepped and summarised here in that order, and a checkpoint must hold every piece of it
-def main(argv: list[str] | None = None) -> dict:
+
+
+# ---------------------------------------------------------------- config
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every flag of `python -m app.training.train`, declared once (name, type, default, help); the parser is derived
+    from the declaration (`parse_config`), so a flag and its field cannot disagree."""
+
+    twin: str = option(MISSING, "Twin", choices=("ar", "diffusion", "uniform"), help="which twin to train")
+    corpus: tuple[str, ...] = option(MISSING, "Corpus", help="plain-text files of stories")
+    out: str = option(str(DEFAULT_OUT), "Output folder", help="folder for weights, config and tokenizer")
+    tokens: int = option(2_000_000, "Token budget", help="total token budget N (AR trains N; diffusion trains from "
+                         "the fork to N)")
+    fork_at: int | None = option(None, "Fork", help="tokens into the run where the AR twin saves the checkpoint the "
+                                 "diffusion twin starts from, and where the diffusion run starts (default N/2)")
+    init_from: str | None = option(None, "Initial weights", help="weights (safetensors) to start from: for "
+                                   "diffusion, the AR checkpoint at the fork (ar_fork.safetensors), or a checkpoint "
+                                   "to continue")
+    first_token: int | None = option(None, "First token", help="where in the data order this run starts (default 0 "
+                                     "for AR, the fork for diffusion)")
+    batch: int = option(16, "Batch", help="windows per step")
+    seq: int = option(321, "Window", help="positions per window, including the leading end-of-text token")
+    n_layer: int = option(4, "Layers")
+    n_head: int = option(4, "Heads")
+    n_embd: int = option(256, "Width")
+    vocab: int = option(4096, "Vocabulary", help="size of the BPE vocabulary trained when --out has no tokenizer")
+    lr: float | None = option(None, "Learning rate", help="peak learning rate (default 2e-3 AR, 1e-3 diffusion)")
+    seed: int = option(SPLIT_SEED, "Seed", help="the held-out split, the data order, the initialisation and masks")
+    threads: int = option(2, "Threads")
+    log_every: int = option(10, "Log every", help="steps between points of the loss curve")
+    eval_every: int = option(250, "Evaluate every", help="steps between held-out evaluations")
+    dropout: float = option(0.1, "Dropout")
+    prefix_frac: float = option(0.5, "Clean prefixes", help="diffusion: share of sequences with a clean prefix of "
+                                "random length")
+    block_frac: float = option(0.0, "Block layouts", help="diffusion: share of sequences laid out as the block "
+                               "sampler sees them (clean prefix, one block masked at rate t, everything after masked)")
+    clean_weight: float = option(0.1, "Clean weight", help="uniform: weight of the cross-entropy at the positions of "
+                                 "the noised region that the draw left clean (noised positions weigh min(1/t, 10))")
+    certainty: float = option(0.0, "Certainty forcing", help="diffusion: weight of dParallel's certainty forcing "
+                              "(entropy of the sharpened prediction at masked positions the model gets right)")
+    order_frac: float = option(0.0, "Trajectory layouts", help="diffusion, with --kd-data from self_distill: share of "
+                               "its stories laid out as a state of the decode that wrote them (the trajectory it kept)")
+    pad_frac: float = option(0.0, "Padded windows", help="share of windows holding one story then end-of-text padding "
+                             "(teaches the twins to end)")
+    no_bf16: bool = option(False, "No bfloat16", help="train in float32 instead of bfloat16 autocast")
+    val_windows: int = option(64, "Held-out windows", help="held-out windows each evaluation reads")
+    kd_data: tuple[str, ...] | None = option(None, "Distilled data", help="train on these token streams (.npz from "
+                                             "app.training.distill or self_distill: a teacher's stories, joined in "
+                                             "order) instead of the corpus, which still gives the tokenizer and the "
+                                             "held-out stories")
+    checkpoint_every: int = option(200, "Checkpoint every", help="steps between resumable checkpoints (<twin>.ckpt.pt "
+                                   "in --out)")
+    pause_after: int | None = option(None, "Pause after", help="save a checkpoint after this many steps of the run "
+                                     "and stop without writing the twin (continue later with --resume)")
+    resume: bool = option(False, "Resume", help="continue from <twin>.ckpt.pt in --out, as if never stopped")
+    finish: bool = option(False, "Finish", help="with --resume: write the twin from the checkpoint as it is (a run "
+                          "stopped early: its steps, tokens and seconds are the checkpoint's)")
+    augment: int = option(0, "Augmented copies", help="add this many copies of the training stories with their "
+                          "names, animals, colours, objects and places swapped consistently (app/training/augment.py)")
+    keep_best: bool = option(False, "Keep the best", help="write the weights of the best held-out evaluation, not the "
+                             "last (early stopping for a model that starts to memorise)")
+    max_minutes: float | None = option(None, "Time limit", help="stop training after this many minutes and write the "
+                                       "twin as it is then (its log says how many tokens it saw)")
+    device: str = option("cpu", "Device", help="cpu or cuda[:N]: on a GPU, tensors and the generator live there")
+
+
+def parse_config(argv: list[str] | None = None) -> TrainConfig:
+    """The flags read into a TrainConfig: `--fork-at` for `fork_at`, a bool a switch, a tuple one or more values."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--twin", choices=["ar", "diffusion", "uniform"], required=True)
-    ap.add_argument("--corpus", nargs="+", required=True, help="plain-text files of stories")
-    ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for weights, config and tokenizer")
-    ap.add_argument("--tokens", type=int, default=2_000_000,
-                    help="total token budget N (AR trains N; diffusion trains from the fork to N)")
-    ap.add_argument("--fork-at", type=int, default=None,
-                    help="tokens into the run where the AR twin saves the checkpoint the diffusion twin starts from, "
-                         "and where the diffusion run starts (default N/2)")
-    ap.add_argument("--init-from", default=None,
-                    help="weights (safetensors) to start from: for diffusion, the AR checkpoint at the fork "
-                         "(ar_fork.safetensors), or a checkpoint to continue")
-    ap.add_argument("--first-token", type=int, default=None,
-                    help="where in the data order this run starts (default 0 for AR, the fork for diffusion)")
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--seq", type=int, default=321,
-                    help="positions per window, including the leading end-of-text token")
-    ap.add_argument("--n-layer", type=int, default=4)
-    ap.add_argument("--n-head", type=int, default=4)
-    ap.add_argument("--n-embd", type=int, default=256)
-    ap.add_argument("--vocab", type=int, default=4096)
-    ap.add_argument("--lr", type=float, default=None, help="peak learning rate (default 2e-3 AR, 1e-3 diffusion)")
-    ap.add_argument("--seed", type=int, default=SPLIT_SEED)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--log-every", type=int, default=10)
-    ap.add_argument("--eval-every", type=int, default=250, help="steps between held-out evaluations")
-    ap.add_argument("--dropout", type=float, default=0.1)
-    ap.add_argument("--prefix-frac", type=float, default=0.5,
-                    help="diffusion: share of sequences with a clean prefix of random length")
-    ap.add_argument("--block-frac", type=float, default=0.0, help="diffusion: share of sequences laid out as the block "
-                    "sampler sees them (clean prefix, one block masked at rate t, everything after masked)")
-    ap.add_argument("--clean-weight", type=float, default=0.1, help="uniform: weight of the cross-entropy at the "
-                    "positions of the noised region that the draw left clean (noised positions weigh min(1/t, 10))")
-    ap.add_argument("--certainty", type=float, default=0.0, help="diffusion: weight of dParallel's certainty forcing "
-                    "(entropy of the sharpened prediction at masked positions the model gets right)")
-    ap.add_argument("--order-frac", type=float, default=0.0, help="diffusion, with --kd-data from self_distill: "
-                    "share of its stories laid out as a state of the decode that wrote them (the trajectory it kept)")
-    ap.add_argument("--pad-frac", type=float, default=0.0,
-                    help="share of windows holding one story then end-of-text padding (teaches the twins to end)")
-    ap.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bfloat16 autocast")
-    ap.add_argument("--val-windows", type=int, default=64)
-    ap.add_argument("--kd-data", nargs="+", default=None,
-                    help="train on these token streams (.npz from app.training.distill or self_distill: a teacher's "
-                    "stories, joined in order) instead of the corpus, which still gives the tokenizer and the "
-                    "held-out stories")
-    ap.add_argument("--checkpoint-every", type=int, default=200,
-                    help="steps between resumable checkpoints (<twin>.ckpt.pt in --out)")
-    ap.add_argument("--pause-after", type=int, default=None, help="save a checkpoint after this many steps of the run "
-                    "and stop without writing the twin (continue later with --resume)")
-    ap.add_argument("--resume", action="store_true", help="continue from <twin>.ckpt.pt in --out, as if never stopped")
-    ap.add_argument("--finish", action="store_true", help="with --resume: write the twin from the checkpoint as it is "
-                    "(a run stopped early: its steps, tokens and seconds are the checkpoint's)")
-    ap.add_argument("--augment", type=int, default=0, help="add this many copies of the training stories with their "
-                    "names, animals, colours, objects and places swapped consistently (app/training/augment.py)")
-    ap.add_argument("--keep-best", action="store_true", help="write the weights of the best held-out evaluation, "
-                    "not the last (early stopping for a model that starts to memorise)")
-    ap.add_argument("--max-minutes", type=float, default=None, help="stop training after this many minutes and "
-                    "write the twin as it is then (its log says how many tokens it saw)")
-    ap.add_argument("--device", default="cpu", help="cpu or cuda[:N]: on a GPU, tensors and the generator live there")
-    args = ap.parse_args(argv)
-    command = command_line("app.training.train", argv)
+    defaults = {f.name: f.default for f in fields(TrainConfig)}
+    for name, (kind, o) in declared(TrainConfig).items():
+        flag, kind, text = "--" + name.replace("_", "-"), typing.get_origin(kind) or kind, o.help or o.label
+        if kind is bool:
+            ap.add_argument(flag, action="store_true", help=text)
+        elif kind is tuple:
+            ap.add_argument(flag, nargs="+", required=defaults[name] is MISSING, default=defaults[name], help=text)
+        else:
+            ap.add_argument(flag, type=kind, choices=o.choices, required=defaults[name] is MISSING,
+                            default=defaults[name], help=text)
+    given = vars(ap.parse_args(argv))
+    return TrainConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()})
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    device = torch.device(args.device)
-    if device.type != "cpu":  # the model, the masks and the generator's draws all live on the accelerator
-        torch.set_default_device(device)
-    out = Path(args.out)
-    t0 = time.time()
 
-    stories = read_stories(args.corpus)
-    train_s, val_s = split_stories(stories, args.seed)
-    tok_path = out / "tokenizer.json"
-    if not tok_path.exists():
-        train_tokenizer(train_s, tok_path, args.vocab)
+# ---------------------------------------------------------------- a run's data and plan
+
+@dataclass(frozen=True)
+class Run:
+    """What a run works from, fixed before its first step: its config, data, the twin's model config (written with
+    its weights), where its steps start and end in the data order, and its peak learning rate."""
+
+    cfg: TrainConfig
+    device: torch.device
+    tokens: np.ndarray  # the training stream and its story starts
+    starts: np.ndarray
+    orders: np.ndarray | None  # each token's decode step, with --order-frac
+    val: torch.Tensor  # the held-out windows
+    data: dict  # the training log's account of the data
+    config: dict
+    per_step: int
+    first_step: int
+    total_steps: int
+    fork: int
+    lr: float
+
+
+def read_data(cfg: TrainConfig) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, Tokenizer]:
+    """The stories split into training and held-out, the tokenizer (trained on the first run into --out), the
+    training stream (the corpus, augmented, or --kd-data's streams) and the held-out one; returns (the log's account
+    of the data, tokens, starts, orders, held-out windows, tokenizer)."""
     from tokenizers import Tokenizer
 
+    train_s, val_s = split_stories(read_stories(list(cfg.corpus)), cfg.seed)
+    tok_path = Path(cfg.out) / "tokenizer.json"
+    if not tok_path.exists():
+        train_tokenizer(train_s, tok_path, cfg.vocab)
     tok = Tokenizer.from_file(str(tok_path))
-    eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
-    if args.augment:
+    eos_id = tok.token_to_id(SPECIALS[0])
+    if cfg.augment:
         from app.training.augment import augmented
 
-        train_s = train_s + augmented(train_s, args.augment, args.seed)
+        train_s = train_s + augmented(train_s, cfg.augment, cfg.seed)
     tokens, starts = encode_stream(tok, train_s, eos_id)
     distilled = orders = None
-    if args.kd_data:
-        tokens, starts, distilled = load_streams(args.kd_data)
-        orders = load_orders(args.kd_data) if args.order_frac else None
+    if cfg.kd_data:
+        tokens, starts, distilled = load_streams(list(cfg.kd_data))
+        orders = load_orders(list(cfg.kd_data)) if cfg.order_frac else None
     val_tokens, val_starts = encode_stream(tok, val_s, eos_id)
-    val = held_out_windows(val_tokens, val_starts, args.seq, args.seed, args.val_windows).to(device)
+    val = held_out_windows(val_tokens, val_starts, cfg.seq, cfg.seed, cfg.val_windows)
+    data = {"files": [Path(p).name for p in cfg.corpus], "stories_train": len(train_s),
+            "distilled": joined_stats(distilled) if distilled else None,
+            "stories_held_out": len(val_s), "train_tokens": int(len(tokens)), "held_out_tokens": int(len(val_tokens))}
+    return data, tokens, starts, orders, val, tok
 
-    config = dict(
-        vocab_size=tok.get_vocab_size(), n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
-        max_len=args.seq, causal=args.twin == "ar", shift=True, mask_id=mask_id, eos_id=eos_id, pad_id=pad_id,
-    )
-    if args.twin == "uniform":  # its noise is drawn from the ids after the specials, which must come first
+
+def plan(cfg: TrainConfig) -> Run:
+    """The run `cfg` asks for: its data, model config, steps (the AR twin's from 0, the diffusion twin's from the fork,
+    --first-token's from there) and peak learning rate."""
+    device = torch.device(cfg.device)
+    data, tokens, starts, orders, val, tok = read_data(cfg)
+    eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
+    config = dict(vocab_size=tok.get_vocab_size(), n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd,
+                  max_len=cfg.seq, causal=cfg.twin == "ar", shift=True, mask_id=mask_id, eos_id=eos_id, pad_id=pad_id)
+    if cfg.twin == "uniform":  # its noise is drawn from the ids after the specials, which must come first
         assert sorted((eos_id, mask_id, pad_id)) == list(range(len(SPECIALS)))
         config["noise"] = "uniform"
-    model = TorchTransformer(config["vocab_size"], args.n_layer, args.n_head, args.n_embd, args.seq, args.dropout)
-    per_step = args.batch * args.seq
-    total_steps = max(2, args.tokens // per_step)
-    fork = min(total_steps - 1, max(1, (args.fork_at // per_step) if args.fork_at else total_steps // 2))
-    first_step = 0
-    init_note = "random initialisation"
-    previous = None
-    if args.twin == "diffusion":
-        first_step = fork
-    if args.first_token is not None:
-        first_step = min(args.first_token // per_step, total_steps - 1)
-    if args.init_from:
+    per_step = cfg.batch * cfg.seq
+    total_steps = max(2, cfg.tokens // per_step)
+    fork = min(total_steps - 1, max(1, (cfg.fork_at // per_step) if cfg.fork_at else total_steps // 2))
+    first_step = fork if cfg.twin == "diffusion" else 0
+    if cfg.first_token is not None:
+        first_step = min(cfg.first_token // per_step, total_steps - 1)
+    return Run(cfg, device, tokens, starts, orders, val.to(device), data, config, per_step, first_step, total_steps,
+               fork, cfg.lr or (2e-3 if cfg.twin == "ar" else 1e-3))
+
+
+def steps_of(run: Run) -> int:
+    """How many steps the run plans: from its first step to the end of the token budget."""
+    return run.total_steps - run.first_step
+
+
+def batch_of(run: Run, step: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Step `step`'s windows in the data order, with each position's decode step when the run has trajectories."""
+    cfg = run.cfg
+    x = batch_at(step, run.tokens, run.starts, cfg.batch, cfg.seq, cfg.seed, cfg.pad_frac, run.config["eos_id"])
+    order = None if run.orders is None else orders_at(step, run.orders, run.starts, cfg.batch, cfg.seq, cfg.seed)
+    return x.to(run.device), None if order is None else order.to(run.device)
+
+
+def init_note(run: Run) -> tuple[str, dict | None]:
+    """Where the weights started, in words for the log, and the training log of the run that made them (or None)."""
+    if not run.cfg.init_from:
+        return "random initialisation", None
+    init_json = Path(run.cfg.init_from).with_suffix(".json")
+    saved = json.loads(init_json.read_text()) if init_json.is_file() else {}
+    previous = saved.get("training")
+    kind = "the AR twin's" if saved.get("config", {}).get("causal", True) else "the diffusion twin's"
+    name = Path(run.cfg.init_from).name
+    note = (f"initialised from {kind} weights ({name})" if run.cfg.kd_data or not run.first_step else
+            f"initialised from {kind} checkpoint after {run.first_step * run.per_step} tokens ({name})")
+    return note + (f", which was {previous['init']}" if previous and previous.get("init") else ""), previous
+
+
+# ---------------------------------------------------------------- the state a checkpoint holds
+
+@dataclass
+class TrainState:
+    """Everything training changes, and nothing else: a checkpoint is exactly these fields (`save_state` and
+    `load_state` walk them), so what is saved and what is restored cannot disagree. `torch_rng` is torch's own
+    generator (dropout's masks); `seconds` the training time so far; `best`, with --keep-best, the held-out figure,
+    step and weights of the best evaluation so far."""
+
+    model: TorchTransformer
+    opt: torch.optim.Optimizer
+    gen: torch.Generator
+    torch_rng: torch.Generator
+    curve: list[dict] = field(default_factory=list)
+    val_curve: list[dict] = field(default_factory=list)
+    checkpoint_stats: dict | None = None  # the AR run's account of its fork, once passed
+    done_steps: int = 0
+    seconds: float = 0.0
+    best: dict = field(default_factory=dict)
+
+
+def new_state(run: Run) -> TrainState:
+    """A fresh state: the model initialised by torch's seeded generator (or from --init-from's weights), AdamW with
+    weight decay on matrices only, the masks' generator seeded."""
+    cfg = run.cfg
+    model = TorchTransformer(run.config["vocab_size"], cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.seq, cfg.dropout)
+    if cfg.init_from:
         from safetensors.numpy import load_file
 
-        state = {k: torch.from_numpy(v.astype(np.float32)) for k, v in load_file(args.init_from).items()}
-        model.load_state_dict(state)
-        init_json = Path(args.init_from).with_suffix(".json")
-        previous = json.loads(init_json.read_text()).get("training") if init_json.is_file() else None
-        was = json.loads(init_json.read_text())["config"].get("causal", True) if init_json.is_file() else True
-        kind = "the AR twin's" if was else "the diffusion twin's"
-        init_note = (f"initialised from {kind} weights ({Path(args.init_from).name})"
-                     if args.kd_data or not first_step else
-                     f"initialised from {kind} checkpoint after {first_step * per_step} tokens "
-                     f"({Path(args.init_from).name})")
-        if previous and previous.get("init"):
-            init_note += f", which was {previous['init']}"
-    steps = total_steps - first_step
-    lr = args.lr or (2e-3 if args.twin == "ar" else 1e-3)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+        model.load_state_dict({k: torch.from_numpy(v.astype(np.float32)) for k, v in load_file(cfg.init_from).items()})
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=lr, betas=(0.9, 0.95))
-    gen = torch.Generator(device=device).manual_seed(args.seed)
-    best: dict = {}  # with --keep-best: the held-out figure, step and weights of the best evaluation so far
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"{args.twin}: {n_params} params, {len(tokens)} train tokens, {len(val_tokens)} held-out tokens, "
-          f"steps {first_step}..{total_steps} of {per_step} tokens", flush=True)
+                            lr=run.lr, betas=(0.9, 0.95))
+    return TrainState(model, opt, torch.Generator(device=run.device).manual_seed(cfg.seed), torch.default_generator)
 
-    curve: list[dict] = []
-    val_curve: list[dict] = []
-    checkpoint_stats = None
-    ckpt_path = out / f"{args.twin}.ckpt.pt"
-    done_steps, earlier_seconds = 0, 0.0
-    if args.resume and ckpt_path.is_file():
-        ckpt = torch.load(ckpt_path, weights_only=False)
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["opt"])
-        gen.set_state(ckpt["gen"])
-        torch.set_rng_state(ckpt["torch_rng"])  # dropout's masks
-        curve, val_curve, checkpoint_stats = ckpt["curve"], ckpt["val_curve"], ckpt["checkpoint_stats"]
-        done_steps, earlier_seconds = ckpt["done_steps"], ckpt["seconds"]
-        print(f"resumed at step {first_step + done_steps} after {earlier_seconds:.0f} s", flush=True)
-        if args.finish:  # the run ends here: the twin says what was actually trained
-            steps, total_steps = done_steps, first_step + done_steps
-    train_start = time.time() - earlier_seconds
-    stopped_early = None
-    for i in range(done_steps, steps):
-        step = first_step + i
-        if args.max_minutes is not None and time.time() - train_start > 60 * args.max_minutes:
-            stopped_early, steps, total_steps = i, i, first_step + i  # the twin says what was actually trained
-            print(f"stopped after {args.max_minutes} minutes at step {step}", flush=True)
+
+def save_state(state: TrainState, path: Path) -> None:
+    """Writes every field of `state` to `path`: a module's or optimiser's state dict, a generator's state, a value."""
+    def part(value: Any) -> Any:
+        return value.get_state() if isinstance(value, torch.Generator) else (
+            value.state_dict() if hasattr(value, "state_dict") else value)
+
+    torch.save({f.name: part(getattr(state, f.name)) for f in fields(state)}, path)
+
+
+def load_state(state: TrainState, path: Path) -> None:
+    """Puts back into `state` every field `save_state` wrote to `path` (one a checkpoint lacks keeps its value)."""
+    saved = torch.load(path, weights_only=False)
+    for f in fields(state):
+        value = getattr(state, f.name)
+        if f.name not in saved:
+            continue
+        if isinstance(value, torch.Generator):
+            value.set_state(saved[f.name])
+        elif hasattr(value, "load_state_dict"):
+            value.load_state_dict(saved[f.name])
+        else:
+            setattr(state, f.name, saved[f.name])
+
+
+# ---------------------------------------------------------------- the step and the loop
+
+def objective(run: Run, model: TorchTransformer, x: torch.Tensor, order: torch.Tensor | None,
+              gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The twin's training loss on one batch: (what the step descends, the unweighted cross-entropy it logs)."""
+    cfg = run.cfg
+    if cfg.twin == "ar":
+        loss = ar_loss(model, x)
+        return loss, loss
+    if cfg.twin == "uniform":
+        return uniform_loss(model, x, len(SPECIALS), gen, clean_weight=cfg.clean_weight, prefix_frac=cfg.prefix_frac,
+                            block_frac=cfg.block_frac)
+    return diffusion_loss(model, x, run.config["mask_id"], gen, prefix_frac=cfg.prefix_frac, block_frac=cfg.block_frac,
+                          certainty=cfg.certainty, order=order, order_frac=cfg.order_frac)
+
+
+def step(state: TrainState, run: Run, batch: tuple[torch.Tensor, torch.Tensor | None],
+         lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimiser step on `batch` at learning rate `lr` (bfloat16 autocast unless --no-bf16, gradients clipped to
+    norm 1); returns the objective's (loss, cross-entropy)."""
+    for group in state.opt.param_groups:
+        group["lr"] = lr
+    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=not run.cfg.no_bf16):
+        loss, ce = objective(run, state.model, *batch, state.gen)
+    state.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(state.model.parameters(), 1.0)
+    state.opt.step()
+    return loss, ce
+
+
+def held_out(run: Run, state: TrainState) -> dict:
+    """The twin's held-out figures now (`held_out_loss` on the run's held-out windows)."""
+    return held_out_loss(state.model, run.val, run.cfg.twin, run.config["mask_id"], run.cfg.seed)
+
+
+def record(run: Run, state: TrainState, i: int, loss: torch.Tensor, ce: torch.Tensor) -> None:
+    """What follows step `i` of the run: a point of the loss curve, a held-out evaluation (and the best weights, with
+    --keep-best), and at the fork the AR twin's checkpoint the diffusion twin starts from."""
+    cfg, at, steps = run.cfg, run.first_step + i + 1, steps_of(run)
+    if i % cfg.log_every == 0 or i == steps - 1:
+        state.curve.append({"step": at, "tokens": at * run.per_step, "loss": round(loss.item(), 4),
+                            "masked_ce": round(ce.item(), 4), "seconds": round(state.seconds, 1)})
+        print(json.dumps(state.curve[-1]), flush=True)
+    if (i + 1) % cfg.eval_every == 0 and i + 1 < steps:
+        state.val_curve.append({"step": at, "tokens": at * run.per_step, **held_out(run, state)})
+        print("held_out", json.dumps(state.val_curve[-1]), flush=True)
+        figure = state.val_curve[-1].get("ce", state.val_curve[-1].get("nelbo_estimate"))
+        if cfg.keep_best and figure < state.best.get("figure", math.inf):
+            state.best = {"figure": figure, "step": at, "i": i + 1,
+                          "state": {k: v.detach().clone() for k, v in state.model.state_dict().items()}}
+    if cfg.twin == "ar" and at == run.fork:
+        state.checkpoint_stats = {"tokens": run.fork * run.per_step, "seconds": round(state.seconds, 1),
+                                  "held_out": held_out(run, state)}
+        save_twin(state.model, Path(cfg.out), "ar_fork", run.config, state.checkpoint_stats)
+        print("checkpoint", json.dumps(state.checkpoint_stats), flush=True)
+
+
+def train(run: Run, state: TrainState, ckpt: Path) -> dict:
+    """Steps `state` to the end of the run, saving it to `ckpt` every --checkpoint-every steps (a killed run loses at
+    most that many); returns how it ended early: {"paused_at_step": n} (--pause-after), {"stopped_early": i}
+    (--max-minutes), or {}."""
+    cfg, steps, ended = run.cfg, steps_of(run), {}
+    start = time.time() - state.seconds
+    for i in range(state.done_steps, steps):
+        state.seconds = time.time() - start
+        if cfg.max_minutes is not None and state.seconds > 60 * cfg.max_minutes:
+            print(f"stopped after {cfg.max_minutes} minutes at step {run.first_step + i}", flush=True)
+            ended = {"stopped_early": i}
             break
-        for group in opt.param_groups:
-            group["lr"] = lr_at(i, steps, lr, warmup=max(1, min(30, steps // 10)), time_done=(
-                (time.time() - train_start) / (60 * args.max_minutes) if args.max_minutes else 0.0))
-        x = batch_at(step, tokens, starts, args.batch, args.seq, args.seed, args.pad_frac, eos_id).to(device)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=not args.no_bf16):
-            if args.twin == "ar":
-                loss = ce = ar_loss(model, x)
-            elif args.twin == "uniform":
-                loss, ce = uniform_loss(model, x, len(SPECIALS), gen, clean_weight=args.clean_weight,
-                                        prefix_frac=args.prefix_frac, block_frac=args.block_frac)
-            else:
-                order = (None if orders is None else
-                         orders_at(step, orders, starts, args.batch, args.seq, args.seed).to(device))
-                loss, ce = diffusion_loss(model, x, mask_id, gen, prefix_frac=args.prefix_frac,
-                                          block_frac=args.block_frac, certainty=args.certainty,
-                                          order=order, order_frac=args.order_frac)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        if i % args.log_every == 0 or i == steps - 1:
-            point = {"step": step + 1, "tokens": (step + 1) * per_step, "loss": round(loss.item(), 4),
-                     "masked_ce": round(ce.item(), 4), "seconds": round(time.time() - train_start, 1)}
-            curve.append(point)
-            print(json.dumps(point), flush=True)
-        if (i + 1) % args.eval_every == 0 and i + 1 < steps:
-            val_curve.append({"step": step + 1, "tokens": (step + 1) * per_step,
-                              **held_out_loss(model, val, args.twin, mask_id, args.seed)})
-            print("held_out", json.dumps(val_curve[-1]), flush=True)
-            figure = val_curve[-1].get("ce", val_curve[-1].get("nelbo_estimate"))
-            if args.keep_best and figure < best.get("figure", math.inf):
-                best = {"figure": figure, "step": step + 1, "i": i + 1,
-                        "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}
-        if args.twin == "ar" and step + 1 == fork:
-            ckpt_stats = {"tokens": fork * per_step, "seconds": round(time.time() - train_start, 1),
-                          "held_out": held_out_loss(model, val, "ar", mask_id, args.seed)}
-            save_twin(model, out, "ar_fork", config, ckpt_stats)
-            checkpoint_stats = ckpt_stats
-            print("checkpoint", json.dumps(ckpt_stats), flush=True)
-        pause = args.pause_after is not None and i + 1 == args.pause_after and i + 1 < steps
-        if pause or ((i + 1) % args.checkpoint_every == 0 and i + 1 < steps):  # a killed run loses at most this many
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
-                        "torch_rng": torch.get_rng_state(), "curve": curve,
-                        "val_curve": val_curve, "checkpoint_stats": checkpoint_stats, "done_steps": i + 1,
-                        "seconds": time.time() - train_start}, ckpt_path)
+        time_done = state.seconds / (60 * cfg.max_minutes) if cfg.max_minutes else 0.0
+        lr = lr_at(i, steps, run.lr, warmup=max(1, min(30, steps // 10)), time_done=time_done)
+        loss, ce = step(state, run, batch_of(run, run.first_step + i), lr)
+        state.done_steps, state.seconds = i + 1, time.time() - start
+        record(run, state, i, loss, ce)
+        pause = cfg.pause_after is not None and i + 1 == cfg.pause_after and i + 1 < steps
+        if pause or ((i + 1) % cfg.checkpoint_every == 0 and i + 1 < steps):
+            state.seconds = time.time() - start
+            save_state(state, ckpt)
         if pause:
-            print(f"paused after step {step + 1}; continue with --resume", flush=True)
-            return {"paused_at_step": i + 1, "loss_curve": curve}
-    seconds = time.time() - train_start
-    if args.keep_best and best:
-        last = held_out_loss(model, val, args.twin, mask_id, args.seed)
-        last_figure = last.get("ce", last.get("nelbo_estimate"))
-        if best["figure"] < last_figure:  # the weights written are those of the best evaluation
-            model.load_state_dict(best["state"])
-            print(f"kept the best held-out weights, step {best['step']} ({best['figure']:.4f} < {last_figure:.4f})",
-                  flush=True)
-            steps, total_steps = best["i"], first_step + best["i"]
-    stats = {
-        "twin": args.twin,
-        "objective": "next-token cross-entropy" if args.twin == "ar" else uniform_objective(args)
-        if args.twin == "uniform" else
-        f"masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift; "
-        f"{args.prefix_frac:.0%} of sequences keep a clean prefix of random length"
-        + (f"; {args.block_frac:.0%} laid out as the block sampler sees them (clean prefix, a block of 16 or 32 "
-           "masked at rate t, the rest masked; loss on the block)" if args.block_frac else "")
-        + (f"; certainty forcing (dParallel) weight {args.certainty}: entropy of softmax(logits / 0.5) at masked "
-           "positions predicted right" if args.certainty else "")
-        + (f"; {args.order_frac:.0%} of the stories with a trajectory laid out as a state of the decode that wrote "
-           "them (loss on the masked positions of the block it wrote next)" if args.order_frac else ""),
-        "pad_frac": args.pad_frac,
-        "init": init_note,
-        "params": n_params,
-        "tokens_this_run": steps * per_step,
-        "tokens_seen_total": total_steps * per_step,
-        "steps": steps, "batch": args.batch, "seq": args.seq, "lr": lr, "seed": args.seed,
-        "seconds": round(seconds, 1),
-        "seconds_including_data": round(time.time() - t0, 1),
-        "hardware": hardware(device),
-        "augment_copies": args.augment,
-        "stopped_early": {"after_minutes": args.max_minutes, "at_step": stopped_early} if stopped_early else None,
-        "kept_best": {"step": best["step"], "held_out": best["figure"]} if best and args.keep_best else None,
-        "data": {"files": [Path(p).name for p in args.corpus], "stories_train": len(train_s),
-                 "distilled": joined_stats(distilled) if distilled else None,
-                 "stories_held_out": len(val_s), "train_tokens": int(len(tokens)),
-                 "held_out_tokens": int(len(val_tokens))},
-        "held_out": held_out_loss(model, val, args.twin, mask_id, args.seed),
-        "fork_checkpoint": checkpoint_stats,
+            print(f"paused after step {i + 1 + run.first_step}; continue with --resume", flush=True)
+            return {"paused_at_step": i + 1}
+    state.seconds = time.time() - start
+    return ended
+
+
+def keep_best(run: Run, state: TrainState) -> int:
+    """With --keep-best, puts back the best evaluation's weights when they beat the last; returns how many steps
+    the weights to be written trained for."""
+    best = state.best
+    if not (run.cfg.keep_best and best):
+        return state.done_steps
+    last = held_out(run, state)
+    last_figure = last.get("ce", last.get("nelbo_estimate"))
+    if best["figure"] >= last_figure:
+        return state.done_steps
+    state.model.load_state_dict(best["state"])
+    print(f"kept the best held-out weights, step {best['step']} ({best['figure']:.4f} < {last_figure:.4f})", flush=True)
+    return best["i"]
+
+
+# ---------------------------------------------------------------- the log
+
+def objective_words(cfg: TrainConfig) -> str:
+    """The twin's objective in words, for its training log."""
+    if cfg.twin == "ar":
+        return "next-token cross-entropy"
+    if cfg.twin == "uniform":
+        return (f"uniform-state diffusion (UDLM/DUO's forward process: each position replaced with probability t by a "
+                f"uniformly drawn ordinary token), stratified t per sequence, bidirectional, Dream shift; not their "
+                f"ELBO but clean-token cross-entropy at noised positions weighted min(1/t, 10) plus {cfg.clean_weight}"
+                f" x it at the noised region's positions left clean; {cfg.prefix_frac:.0%} of sequences keep a clean "
+                f"prefix of random length" + (f"; {cfg.block_frac:.0%} laid out as the uniform block sampler sees "
+                "them (clean prefix, a block of 16 or 32 noised at rate t, everything after it noise; loss on the "
+                "block)" if cfg.block_frac else ""))
+    return (f"masked diffusion, stratified t per sequence, CE on masked positions weighted min(1/t, 10), Dream shift; "
+            f"{cfg.prefix_frac:.0%} of sequences keep a clean prefix of random length"
+            + (f"; {cfg.block_frac:.0%} laid out as the block sampler sees them (clean prefix, a block of 16 or 32 "
+               "masked at rate t, the rest masked; loss on the block)" if cfg.block_frac else "")
+            + (f"; certainty forcing (dParallel) weight {cfg.certainty}: entropy of softmax(logits / 0.5) at masked "
+               "positions predicted right" if cfg.certainty else "")
+            + (f"; {cfg.order_frac:.0%} of the stories with a trajectory laid out as a state of the decode that wrote "
+               "them (loss on the masked positions of the block it wrote next)" if cfg.order_frac else ""))
+
+
+def summary(run: Run, state: TrainState, steps: int, ended: dict, since: float, command: str) -> dict:
+    """The twin's training log (`<twin>.json`'s "training", which the page reads): what was trained, on what, how
+    long, and its curves; `steps` is how many steps the written weights trained for."""
+    cfg, best = run.cfg, state.best
+    init, previous = init_note(run)
+    return {
+        "twin": cfg.twin,
+        "objective": objective_words(cfg),
+        "pad_frac": cfg.pad_frac,
+        "init": init,
+        "params": sum(p.numel() for p in state.model.parameters()),
+        "tokens_this_run": steps * run.per_step,
+        "tokens_seen_total": (run.first_step + steps) * run.per_step,
+        "steps": steps, "batch": cfg.batch, "seq": cfg.seq, "lr": run.lr, "seed": cfg.seed,
+        "seconds": round(state.seconds, 1),
+        "seconds_including_data": round(time.time() - since, 1),
+        "hardware": hardware(run.device),
+        "augment_copies": cfg.augment,
+        "stopped_early": ({"after_minutes": cfg.max_minutes, "at_step": ended["stopped_early"]}
+                          if ended.get("stopped_early") else None),
+        "kept_best": {"step": best["step"], "held_out": best["figure"]} if best and cfg.keep_best else None,
+        "data": run.data,
+        "held_out": held_out(run, state),
+        "fork_checkpoint": state.checkpoint_stats,
         "previous_run": previous,
-        "loss_curve": curve,
-        "held_out_curve": val_curve,
-        "precision": "float32 weights, bfloat16 autocast" if not args.no_bf16 else "float32",
-        "dropout": args.dropout,
+        "loss_curve": state.curve,
+        "held_out_curve": state.val_curve,
+        "precision": "float32 weights, bfloat16 autocast" if not cfg.no_bf16 else "float32",
+        "dropout": cfg.dropout,
         "command": command,
     }
-    save_twin(model, out, args.twin, config, stats)
-    ckpt_path.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv: list[str] | None = None) -> dict:
+    """Trains one twin as the flags say (`TrainConfig`), resuming from its checkpoint with --resume, and writes its
+    weights and training log to --out; returns the log (or, paused, where it paused)."""
+    cfg = parse_config(argv)
+    command = command_line("app.training.train", argv)
+    since = time.time()
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    if torch.device(cfg.device).type != "cpu":  # the model, the masks and the generator's draws live on the accelerator
+        torch.set_default_device(torch.device(cfg.device))
+    run = plan(cfg)
+    state = new_state(run)
+    print(f"{cfg.twin}: {sum(p.numel() for p in state.model.parameters())} params, {run.data['train_tokens']} train "
+          f"tokens, {run.data['held_out_tokens']} held-out tokens, steps {run.first_step}..{run.total_steps} of "
+          f"{run.per_step} tokens", flush=True)
+    ckpt = Path(cfg.out) / f"{cfg.twin}.ckpt.pt"
+    ended: dict = {}
+    if cfg.resume and ckpt.is_file():
+        load_state(state, ckpt)
+        print(f"resumed at step {run.first_step + state.done_steps} after {state.seconds:.0f} s", flush=True)
+    if not (cfg.resume and cfg.finish and ckpt.is_file()):  # --finish: the twin is the checkpoint as it stands
+        ended = train(run, state, ckpt)
+    if "paused_at_step" in ended:
+        return {**ended, "loss_curve": state.curve}
+    steps = keep_best(run, state)
+    stats = summary(run, state, steps, ended, since, command)
+    save_twin(state.model, Path(cfg.out), cfg.twin, run.config, stats)
+    ckpt.unlink(missing_ok=True)
     print("done", json.dumps({k: stats[k] for k in ("seconds", "held_out")}), flush=True)
     return stats
 
