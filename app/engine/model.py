@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from app.engine.base import MaskedLMBase
 from app.engine.tokenizer import BPETokenizer
 from app.errors import UserError
 
@@ -210,18 +211,19 @@ def _with_bos(ids: np.ndarray, bos: int) -> np.ndarray:
     return np.concatenate([np.array([bos], dtype=np.int64), ids])
 
 
-class MaskedDiffusionLM:
-    """The diffusion twin as a `MaskedLM`: bidirectional, shift undone, prefix cache, and the learned commit
-    filter fitted to it when its folder has one (app/engine/commit_filter.py)."""
+class MaskedDiffusionLM(MaskedLMBase):
+    """The diffusion twin as a `MaskedLM`: bidirectional, shift undone, every cache the sampler can use, and the
+    learned commit filter fitted to it when its folder has one (app/engine/commit_filter.py)."""
 
     caches = True
     exact_prefix = True
     dual_cache = True
+    fused_refresh = True
 
     def __init__(self, net: NumpyTransformer):
         self.net = net
-        self.commit_filter: Any = None  # load_twin sets it when the folder has one
-        self.repeatable: np.ndarray | None = None  # load_twin sets it from the tokenizer (stutter.wordless)
+        self.commit_filter = None  # load_twin sets it when the folder has one
+        self.repeatable = None  # load_twin sets it from the tokenizer (stutter.wordless)
         c = net.config
         self.vocab_size, self.mask_id, self.eos_id = c.vocab_size, c.mask_id, c.eos_id
         self.pad_id = c.pad_id  # never drawn as noise by the uniform sampler (app/engine/uniform.py)

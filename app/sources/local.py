@@ -20,7 +20,7 @@ from app.engine.options import coerce, lines
 from app.engine.pins import AR_PINS, parse_pin, resolve_pins
 from app.engine.uniform import UniformSettings
 from app.errors import UserError
-from app.sources.base import SourceKind, register
+from app.sources.base import SourceBase, SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
@@ -169,7 +169,7 @@ def uniform_frames(model: Any, tok: Any, prompt_ids: list[int], s: UniformSettin
 FRAMES = {DiffusionSettings: diffusion_frames, UniformSettings: uniform_frames, ARSettings: ar_frames}
 
 
-class SamplerSource:
+class SamplerSource(SourceBase):
     """A model + tokenizer (loaded once per process) driven by the diffusion or the AR sampler."""
 
     cpu_bound = True  # a race gives this side one of the shared CPU slots (app/race/compute.py)
