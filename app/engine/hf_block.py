@@ -37,6 +37,7 @@ class HFBlockLM(MaskedLMBase):
     `prefix_cache` is its block cache and `logits` needs it. `placement` is the device and dtype it runs with."""
 
     caches = True  # its block cache: one pass over the settled prefix a block, counted as one
+    pad_id: int  # the tokenizer's padding, which fills the prefix out to whole blocks
 
     def __init__(self, base: Any, block: int, pad_id: int) -> None:
         if base.shifted:

@@ -349,9 +349,10 @@ def random_model(config: ModelConfig | None = None, seed: int = 0) -> MaskedDiff
 _LOADED: dict[tuple, tuple] = {}
 
 
-def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[MaskedDiffusionLM | ARLM, BPETokenizer]:
+def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[Any, BPETokenizer]:
     """Loads a shipped twin ("diffusion", "ar", "uniform": the uniform-state diffusion twin, or "referee": the AR
-    model that only judges the twins' text) and the tokenizer; UserError when files are missing or corrupt."""
+    model that only judges the twins' text) and the tokenizer; UserError when files are missing or corrupt. The model
+    is a MaskedDiffusionLM for the diffusion kinds, an ARLM for the others."""
     if kind not in ("diffusion", "ar", "uniform", "referee"):
         raise UserError(f"Unknown local model {kind!r}; choose 'diffusion', 'uniform' or 'ar'.")
     d = Path(models_dir)

@@ -19,6 +19,7 @@ import platform
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -70,6 +71,12 @@ def encode_stream(tok, stories: list[str], eos_id: int) -> tuple[np.ndarray, np.
         ids.extend(enc.ids)
         ids.append(eos_id)
     return np.array(ids, dtype=np.int64), np.array(starts, dtype=np.int64)
+
+
+def special_ids(tok: Any) -> tuple[int, int, int]:
+    """The end-of-text, mask and padding ids of a tokenizer `train_tokenizer` made (it holds each of SPECIALS)."""
+    eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
+    return eos_id, mask_id, pad_id
 
 
 def _picks(step: int, starts: np.ndarray, batch: int, seed: int) -> tuple[np.random.Generator, np.ndarray]:
@@ -501,7 +508,7 @@ def main(argv: list[str] | None = None) -> dict:
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(tok_path))
-    eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
+    eos_id, mask_id, pad_id = special_ids(tok)
     if args.augment:
         from app.engine.augment import augmented
 

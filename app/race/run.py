@@ -22,7 +22,7 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterator
+from typing import Any, Callable, Generator
 
 from app.errors import UserError
 from app.race.compute import COMPUTE
@@ -258,7 +258,7 @@ class Race:
             except queue.Empty:
                 return
 
-    def ticks(self, interval: float = 0.05) -> Iterator[bool]:
+    def ticks(self, interval: float = 0.05) -> Generator[bool, None, None]:
         """Yields False whenever something arrived (at most every `interval` seconds, and at least every HEARTBEAT so
         a departed client is noticed), then True once both sides have ended; stops and closes the race when done or
         abandoned."""

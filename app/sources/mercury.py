@@ -64,7 +64,8 @@ class MercurySource(SourceBase):
         self.base_url = check_base_url(s.base_url or os.environ.get("INCEPTION_BASE_URL") or DEFAULT_BASE_URL)
         self.temperature, self.reasoning_effort, self.max_tokens = s.temperature, s.reasoning_effort, s.max_tokens
         self.diffusing, self.timeout = s.diffusing, s.timeout
-        asked = float(settings.get("temperature") if settings.get("temperature") is not None else s.temperature)
+        given = settings.get("temperature")
+        asked = float(given if given is not None else s.temperature)
         o = declared(MercurySettings)["temperature"][1]
         self.notice = (f"Mercury accepts a temperature from {o.min:.1f} to {o.max:.1f}, so {asked:g} was sent as "
                        f"{self.temperature:g}." if asked != self.temperature else None)

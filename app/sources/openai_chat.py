@@ -97,7 +97,7 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
     client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
     text, frames, finish, usage = "", 0, None, None
     done = threading.Event()
-    context = {"host": host, "key": api_key, "key_hint": key_hint, "model": model, "timeout": timeout}
+    context: dict[str, Any] = {"host": host, "key": api_key, "key_hint": key_hint, "model": model, "timeout": timeout}
     try:
         clock = Clock()
         stream = _request(client, model, prompt, params, extra_body, context)
