@@ -84,7 +84,7 @@ def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dic
     The ablations turn the parallel rules (threshold, factor, learned filter) off, so each changes one thing
     against one token per step."""
     d = TWIN_DIFFUSION
-    alone = {"threshold": None, "factor": None, "filter": None}
+    alone: dict[str, Any] = {"threshold": None, "factor": None, "filter": None}
     settings = {
         "diffusion_default": ("diffusion", d),
         "diffusion_llada_defaults": ("diffusion", DiffusionSettings()),  # greedy confidence, blocks of 32
