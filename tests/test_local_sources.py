@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from app.engine.autoregressive import ARSettings
+from app.engine.base import MaskedLMBase
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
 from app.engine.options import coerce, declared
@@ -69,7 +70,7 @@ def test_diffusion_frames_show_the_answer_region_step_by_step(tok) -> None:
     assert src.settings()["gen_length"] == 32
 
 
-class LikesToEnd:
+class LikesToEnd(MaskedLMBase):
     """A random diffusion model whose end-of-text logit is raised from answer position `at` on, so it floods."""
 
     def __init__(self, model, prompt_len: int, at: int = 12) -> None:
@@ -290,18 +291,16 @@ def test_each_source_declares_whether_it_takes_a_key_as_its_factory_does() -> No
 
 
 def test_models_declare_the_caches_their_methods_offer() -> None:
-    import inspect
-
     from app.bench.engine import TorchMaskedLM
     from app.engine.model import MaskedDiffusionLM
     from app.hf.block import HFBlockLM
     from app.hf.models import HFMaskedLM
 
     for cls in (MaskedDiffusionLM, HFMaskedLM, HFBlockLM, TorchMaskedLM):  # the sampler trusts these flags
-        assert cls.caches == hasattr(cls, "prefix_cache"), cls  # a model that keeps no cache has no way to fill one
-        prefix = getattr(cls, "prefix_cache", None)
-        assert cls.exact_prefix == (prefix is not None and "upto" in inspect.signature(prefix).parameters), cls
-        assert cls.dual_cache == ("stop" in inspect.signature(cls.logits).parameters), cls
+        assert issubclass(cls, MaskedLMBase), cls  # every optional part has its default
+        assert cls.caches == (cls.prefix_cache is not MaskedLMBase.prefix_cache), cls  # the base's refuses
+        assert cls.fused_refresh == (cls.refresh is not MaskedLMBase.refresh), cls
+        assert cls.caches or not (cls.exact_prefix or cls.dual_cache or cls.fused_refresh), cls  # only with a cache
 
 
 def test_one_on_off_reader_refuses_what_is_neither() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from app.engine import autoregressive, diffusion, stutter
 from app.engine.autoregressive import ARSettings
+from app.engine.base import MaskedLMBase
 from app.engine.diffusion import DiffusionSettings
 from app.engine.model import ModelConfig, random_model
 from app.errors import UserError
@@ -164,9 +165,9 @@ def test_forward_passes_count_every_call_of_the_network(mlm, cache) -> None:
     assert steps[-1].refreshes == (0 if cache.get("prefix_cache") is False else 4)
 
 
-class Uncached:
-    """A real twin seen as a model that keeps no cache and says so (as a Hugging Face masked LM): no `caches`, no
-    `prefix_cache`, and `logits` refuses one."""
+class Uncached(MaskedLMBase):
+    """A real twin seen as a model that keeps no cache and says so (as a Hugging Face masked LM): the base's `caches`
+    (False) and `prefix_cache` (refused), and `logits` refuses one; its dual cache alone is no cache."""
 
     def __init__(self, model) -> None:
         self.model, self.dual_cache = model, True
@@ -302,7 +303,7 @@ def test_ar_stops_at_end_of_text_without_showing_it() -> None:
     assert steps[-1].nfe == len(steps[-1].ids) + 1
 
 
-class Seen:
+class Seen(MaskedLMBase):
     """A real model that also remembers how many ids each forward pass was given."""
 
     def __init__(self, model) -> None:

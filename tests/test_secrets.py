@@ -16,7 +16,7 @@ import pytest
 
 from app.export.html import export_html
 from app.race.run import Race
-from app.sources.base import REGISTRY, SourceKind, make_source, register
+from app.sources.base import REGISTRY, SourceBase, SourceKind, make_source, register
 from app.trace.frames import Frame, read_recording
 from app.view.live import live_updates
 from tests import sentinels
@@ -75,7 +75,7 @@ def test_a_key_an_http_header_cannot_carry_is_refused_without_quoting_it(api_env
 
 def test_a_crashing_source_logs_its_traceback_with_the_keys_taken_out(tmp_path: Path,
                                                                       caplog: pytest.LogCaptureFixture) -> None:
-    class Leaky:
+    class Leaky(SourceBase):
         name = "leaky"
 
         def settings(self) -> dict[str, Any]:

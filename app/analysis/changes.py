@@ -83,7 +83,7 @@ def _hidden(frame: Frame) -> list[bool] | None:
     return _masks(frame)
 
 
-def prefix_len(a: list[str], b: list[str]) -> int:
+def prefix_len(a: list[Any], b: list[Any]) -> int:
     """Length of the common prefix, by binary search over slice comparisons (C speed, O(n))."""
     lo, hi = 0, min(len(a), len(b))
     if a[:hi] == b[:hi]:
@@ -455,7 +455,7 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
     usage = next((f.usage for f in reversed(frames) if f.usage), None)
     usage_tokens = usage.get("completion_tokens") if usage else None
     counted = isinstance(usage_tokens, (int, float)) and usage_tokens >= 0
-    answer = usage_tokens if counted else tokens
+    answer = usage_tokens if counted and isinstance(usage_tokens, (int, float)) else tokens
     unit = TOKEN_UNITS["displayed" if not counted else "text" if _is_text(final) else "model"]
     refreshes = [f.refreshes for f in frames if f.refreshes is not None]
     out.update(t_final=t_final, tokens=tokens, tokens_per_s=_ratio(answer, t_final),

@@ -11,8 +11,10 @@ def side_labels(sources: dict[str, Any], defaults: dict[str, dict[str, Any]] | N
     it moved from the source's default (`defaults`: source prefix -> setting -> default; None is written "off"), or
     "defaults" when it moved none of them."""
     def entry(side: str) -> tuple[str, dict[str, Any]]:
-        value = sources.get(side) if isinstance(sources.get(side), dict) else {}
-        settings = value.get("settings") if isinstance(value.get("settings"), dict) else {}
+        given = sources.get(side)
+        value = given if isinstance(given, dict) else {}
+        settings = value.get("settings")
+        settings = settings if isinstance(settings, dict) else {}
         return str(value.get("name", side)), settings
 
     names = {side: entry(side) for side in sources}

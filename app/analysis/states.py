@@ -117,7 +117,8 @@ def columns(rows: list[dict[str, Any]]) -> tuple[list[list[int]], int]:
             mine.append(line)
         lines = mine
         per_row.append(mine)
-    order, at = {}, head
+    order: dict[int, int] = {}
+    at = head
     while at >= 0:
         order[at] = len(order)
         at = following.get(at, -1)

@@ -46,14 +46,14 @@ def missing_twins(folder: str) -> str | None:
             load_twin(kind, folder)
     except UserError as e:
         return str(e)
-    if getattr(dm, "commit_filter", None) is None:
+    if dm.commit_filter is None:
         return (f"{folder} has no diffusion.filter.safetensors (fit the filter first: python -m "
                 "app.training.fit_filter --models DIR --corpus ../shared/corpus/tinystories-*.txt).")
     return None
 
 
-def _section(name: str) -> Callable[[], dict[str, Any]]:
-    """The `bench` function of the named section's module."""
+def _section(name: str) -> Callable[..., dict[str, Any]]:
+    """The `bench` function of the named section's module (twins' and uniform's take a models folder)."""
     return importlib.import_module(SECTIONS[name]).bench
 
 

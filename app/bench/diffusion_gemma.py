@@ -17,7 +17,8 @@ import time
 from typing import Any
 
 RUNS = 9
-SETTINGS = {"max_new_tokens": 64, "max_denoising_steps": 16, "confidence_threshold": 1e-6}  # never stops early
+# never stops early
+SETTINGS: dict[str, Any] = {"max_new_tokens": 64, "max_denoising_steps": 16, "confidence_threshold": 1e-6}
 CANVAS = 32
 PROMPT = [126, 10, 11, 12, 13]
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.autoregressive import ARSettings
+from app.engine.base import MaskedLMBase
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.errors import UserError
 from app.measure import sweeps
@@ -83,7 +84,7 @@ def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dic
     The ablations turn the parallel rules (threshold, factor, learned filter) off, so each changes one thing
     against one token per step."""
     d = TWIN_DIFFUSION
-    alone = {"threshold": None, "factor": None, "filter": None}
+    alone: dict[str, Any] = {"threshold": None, "factor": None, "filter": None}
     settings = {
         "diffusion_default": ("diffusion", d),
         "diffusion_llada_defaults": ("diffusion", DiffusionSettings()),  # greedy confidence, blocks of 32
@@ -99,10 +100,8 @@ def quality_section(dm: Any, am: Any, tok: Any, prompts: list[list[int]]) -> dic
             for name, (kind, s) in settings.items()}
 
 
-class TorchMaskedLM:
+class TorchMaskedLM(MaskedLMBase):
     """The diffusion twin's weights in a plain torch eager forward (train.py's TorchTransformer), no cache."""
-
-    caches = exact_prefix = dual_cache = False
 
     def __init__(self, dm: Any) -> None:
         import torch
@@ -127,7 +126,7 @@ class TorchMaskedLM:
                                   for k, v in state.items()})
         self.net.eval()
 
-    def logits(self, ids: np.ndarray, cache: Any = None, start: int = 0) -> np.ndarray:
+    def logits(self, ids: np.ndarray, cache: Any = None, start: int = 0, stop: int | None = None) -> np.ndarray:
         seq = self.torch.from_numpy(np.concatenate([[self.eos_id], np.asarray(ids, dtype=np.int64)]))[None]
         with self.torch.inference_mode():
             out = self.net(seq, causal=False)[0]

@@ -112,7 +112,7 @@ def _quality(frames: list[Frame], sources: list[list[int]], middle: str) -> floa
     return agree / total
 
 
-def _time_ms(fn: Callable[[], Any]) -> float:
+def _time_ms(fn: Callable[..., Any]) -> float:
     t0 = time.perf_counter()
     fn()
     return (time.perf_counter() - t0) * 1000

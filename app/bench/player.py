@@ -143,7 +143,7 @@ def bench(seconds: float = 6.0, n_tokens: int = 1000) -> dict[str, Any]:
                         out[name].update({f"main_thread_{k}_ms_per_frame": round(v * 1000 / n, 2)
                                           for k, v in busy.items()})
                         out[name]["reached_end"] = result["step"] == int(
-                            page.get_attribute("#converge .cv-range", "max"))
+                            str(page.get_attribute("#converge .cv-range", "max")))
                 finally:
                     browser.close()
         except PlaywrightError as e:

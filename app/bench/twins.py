@@ -72,7 +72,7 @@ GUARD_ROW = "diffusion_without_stutter_guard" if TWIN_DIFFUSION.no_repeat else "
 # bolder and bolder, with the defaults' commit spacing and with SPACING; fewer steps without the filter; then the
 # joint-error repairs the sampler has (ReMDM's remasking at about 3 tokens a pass, and the stutter guard turned the
 # other way from the defaults', with a bold filter and with SPACING too)
-CURVE = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)),
+CURVE: tuple[dict[str, Any], ...] = (*({"filter": level} for level in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2)),
          *({"filter": level, "min_gap": SPACING} for level in (0.8, 0.6, 0.4, 0.3, 0.2)),
          *({"filter": None, "steps": n} for n in (64, 43, 32)),
          *({"filter": None, "steps": 43, "remask": r} for r in (0.3, 0.6)),

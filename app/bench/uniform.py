@@ -77,8 +77,8 @@ def bench(models_dir: str | None = None) -> dict[str, Any]:
         for seed in SEEDS:
             by_seed[seed] = []
             for p in prompts:
-                last = uniform.decode(um, p, replace(s, seed=seed))
-                by_seed[seed].append((p, [int(i) for i in uniform.answer(last, um.eos_id)], last.nfe))
+                canvas = uniform.decode(um, p, replace(s, seed=seed))
+                by_seed[seed].append((p, [int(i) for i in uniform.answer(canvas, um.eos_id)], canvas.nfe))
         row(name, by_seed, time.time() - t)
     report["settings"] = {name: s.to_json() for name, s in UNIFORM_SETTINGS.items()}
     return report

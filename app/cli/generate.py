@@ -114,10 +114,11 @@ def parser() -> argparse.ArgumentParser:
     for who, cls in SETTINGS.items():
         for name in declared(cls):
             owners.setdefault(name, []).append(who)
-    for name, who in owners.items():  # a setting of one source only says whose it is
-        kind, o = declared(SETTINGS[who[0]])[name]
-        text = f"{flag_help(name, who)} {default_of(name)} {taken_by(name)}"
-        extra = {"action": "append", "metavar": "POSITION:TEXT"} if kind is tuple else {}  # pins: one flag each
+    for name, whose in owners.items():  # a setting of one source only says whose it is
+        kind, o = declared(SETTINGS[whose[0]])[name]
+        text = f"{flag_help(name, whose)} {default_of(name)} {taken_by(name)}"
+        pins = {"action": "append", "metavar": "POSITION:TEXT"}  # pins: one flag each
+        extra: dict[str, Any] = pins if kind is tuple else {}
         p.add_argument("--" + (o.cli or name).replace("_", "-"), dest=name, default=None, help=text, **extra)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
     p.add_argument("--trace", action="store_true", help="with --json, include every frame")

@@ -13,7 +13,7 @@ class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDesc
         text = action.help or ""
         if "default" in text or action.default in (None, []) or action.required or action.nargs == 0:
             return text
-        return super()._get_help_string(action)
+        return super()._get_help_string(action) or ""
 
 
 def command_parser(command: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:

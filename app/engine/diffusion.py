@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine import stutter
-from app.engine.base import MaskedLM
+from app.engine.base import Judge, MaskedLM
 from app.engine.commit_filter import features
 from app.engine.options import check, option
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
@@ -221,15 +221,15 @@ def dllm_counts(masked: int, steps: int) -> list[int]:
 def honoured(model: MaskedLM, settings: DiffusionSettings) -> DiffusionSettings:
     """The settings as `model` runs them: the prefix cache only where it keeps one (`caches`), the dual cache only with
     it and where offered. Why: a cache the model cannot keep (Hugging Face masked LMs) is not run, counted or shown."""
-    prefix = settings.prefix_cache and bool(getattr(model, "caches", False))
-    dual = prefix and settings.dual_cache and bool(getattr(model, "dual_cache", False))
+    prefix = settings.prefix_cache and model.caches
+    dual = prefix and settings.dual_cache and model.dual_cache
     return replace(settings, prefix_cache=prefix, dual_cache=dual)
 
 
 def block_cache(model: MaskedLM, x: np.ndarray, start: int) -> Any:
     """Keys/values of x[:start] for this block (Fast-dLLM PrefixCache), in one pass. Where the model can, they are
     computed with the whole sequence in view, so the block's first step equals the uncached one."""
-    if getattr(model, "exact_prefix", False):
+    if model.exact_prefix:
         return model.prefix_cache(x, upto=start)
     return model.prefix_cache(x[:start])
 
@@ -250,7 +250,7 @@ class Run:
     pinned: np.ndarray
     guess: np.ndarray  # the commit filter's view: each position's top token at the last pass
     held: np.ndarray  # ... and for how many passes in a row it has not changed
-    judge: Any
+    judge: Judge | None
     rng: np.random.Generator
     block: int = 0
     passes: int = 0
@@ -294,11 +294,11 @@ class Pass:
 
 
 def begin(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
-          pins: dict[int, int] | None = None, commit_filter: Any = None) -> Run:
+          pins: dict[int, int] | None = None, commit_filter: Judge | None = None) -> Run:
     """A run before its first pass: the answer all masked but for the pins; settings (`honoured`) and prompt checked."""
     s = honoured(model, settings.validate())
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
-    judge = commit_filter or (getattr(model, "commit_filter", None) if s.filter is not None else None)
+    judge = commit_filter or (model.commit_filter if s.filter is not None else None)
     if s.filter is not None and judge is None:
         raise UserError("This model has no learned commit filter (only the built-in diffusion twin ships one): "
                         "turn the filter off, or use a threshold.")
@@ -339,9 +339,9 @@ def _network(model: MaskedLM, run: Run, start: int, end: int) -> Any:
     """The network's logits from `start` on, over what the model sees up to `end`, through the block's cache when
     the settings keep one (made at the block's first pass)."""
     s, P, hi, view = run.s, run.prompt_len, run.bounds[1], run.x[:end]
-    refresh = getattr(model, "refresh", None) if s.prefix_cache else None  # the settings are `honoured` ones
-    if run.passes == 0 and refresh is not None:  # one pass: the cache for this block and its first step
-        run.cache, logits = refresh(view, start)
+    fused = s.prefix_cache and model.fused_refresh  # the settings are `honoured` ones
+    if run.passes == 0 and fused:  # one pass: the cache for this block and its first step
+        run.cache, logits = model.refresh(view, start)
         run.refreshes += 1
     elif not s.prefix_cache:  # the whole sequence, and only the rows from `start` on come back
         logits = model.logits(view, None, start)
@@ -350,7 +350,10 @@ def _network(model: MaskedLM, run: Run, start: int, end: int) -> Any:
             run.cache = block_cache(model, view, start)
             run.nfe += 1
             run.refreshes += 1
-        logits = model.logits(view, run.cache, start, **({"stop": P + hi} if s.dual_cache else {}))
+        if s.dual_cache:  # only the block is recomputed; the suffix comes from the cache
+            logits = model.logits(view, run.cache, start, stop=P + hi)
+        else:
+            logits = model.logits(view, run.cache, start)
     run.nfe += 1
     run.step += 1
     run.passes += 1
@@ -369,7 +372,7 @@ def _guesses(model: MaskedLM, run: Run, logits: np.ndarray, end: int) -> tuple[n
     ends_after = max(last_pin, s.min_length)  # the answer cannot end before its pins or its shortest length
     z[: max(0, min(hi, ends_after) - lo), model.eos_id] = -np.inf
     if s.no_repeat:
-        stutter.no_repeat(z, run.x, masked, P, lo, model.eos_id, getattr(model, "repeatable", None))
+        stutter.no_repeat(z, run.x, masked, P, lo, model.eos_id, model.repeatable)
     if s.no_repeat_ngram:
         stutter.no_repeat_ngram(z, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
     if 0 < s.top_k < z.shape[1]:  # as Dream's top_k_logits: below each row's k-th largest logit is out
@@ -384,7 +387,7 @@ def _guesses(model: MaskedLM, run: Run, logits: np.ndarray, end: int) -> tuple[n
         chosen = np.argmax(z, axis=-1)
     p_chosen = probs[np.arange(len(chosen)), chosen]
     conf[lo:hi][masked[lo:hi]] = p_chosen[masked[lo:hi]]  # masked cells show their top candidate
-    right = np.flatnonzero(masked[hi:end - P]) if len(logits) > hi - lo else []
+    right = np.flatnonzero(masked[hi:end - P]) if len(logits) > hi - lo else np.zeros(0, dtype=np.int64)
     if len(right):  # to the right of the block, for display only: the top candidate's probability
         r = logits[hi - lo + right]
         r = np.exp(r - r.max(axis=-1, keepdims=True))
@@ -427,7 +430,7 @@ def _rule(model: MaskedLM, run: Run, probs: np.ndarray, chosen: np.ndarray, p_ch
             extra = np.union1d(extra, cand[safe >= s.filter])
     pick = spaced(scheduled, extra, p_chosen, s.min_gap)
     if s.no_repeat:
-        pick = stutter.apart(pick, chosen, model.eos_id, getattr(model, "repeatable", None))
+        pick = stutter.apart(pick, chosen, model.eos_id, model.repeatable)
     if s.no_repeat_ngram:
         pick = stutter.fresh_runs(pick, chosen, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
     return pick
@@ -466,7 +469,7 @@ def commit(model: MaskedLM, run: Run, now: Pass, rows: np.ndarray, tokens: np.nd
 
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
              cancel: threading.Event | None = None, pins: dict[int, int] | None = None,
-             commit_filter: Any = None) -> Iterator[Step]:
+             commit_filter: Judge | None = None) -> Iterator[Step]:
     """Yields the all-masked start, then one Step per forward pass; the last has done=True.
 
     `pins` ({answer position: token id}, app/engine/pins.py) are given from the start: never masked,
@@ -476,10 +479,10 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     `observe(feature rows, positions, guesses) -> scores` of app/engine/commit_filter.py) adds the positions it
     scores at least that sure.
 
-    nfe counts every call of the network. With the prefix cache and a model that offers `refresh`, each block starts
+    nfe counts every call of the network. With the prefix cache and a model with a `fused_refresh`, each block starts
     with one pass over the whole sequence that both refreshes the cache and gives the block's first step its logits
     (as in Fast-dLLM), so every step is exactly one pass; `refreshes` counts those block-start passes. A model without
-    `refresh` (BD3LM's block cache) fills its cache at each block start in a pass of its own, counted in nfe and
+    one (BD3LM's block cache) fills its cache at each block start in a pass of its own, counted in nfe and
     refreshes too; without the cache (off, or a model that keeps none: `honoured`) each step is one whole pass."""
     run = begin(model, prompt_ids, settings, pins, commit_filter)
     yield run.snapshot()

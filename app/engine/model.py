@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from app.engine.base import MaskedLMBase
 from app.engine.tokenizer import BPETokenizer
 from app.errors import UserError
 
@@ -210,18 +211,19 @@ def _with_bos(ids: np.ndarray, bos: int) -> np.ndarray:
     return np.concatenate([np.array([bos], dtype=np.int64), ids])
 
 
-class MaskedDiffusionLM:
-    """The diffusion twin as a `MaskedLM`: bidirectional, shift undone, prefix cache, and the learned commit
-    filter fitted to it when its folder has one (app/engine/commit_filter.py)."""
+class MaskedDiffusionLM(MaskedLMBase):
+    """The diffusion twin as a `MaskedLM`: bidirectional, shift undone, every cache the sampler can use, and the
+    learned commit filter fitted to it when its folder has one (app/engine/commit_filter.py)."""
 
     caches = True
     exact_prefix = True
     dual_cache = True
+    fused_refresh = True
 
     def __init__(self, net: NumpyTransformer):
         self.net = net
-        self.commit_filter: Any = None  # load_twin sets it when the folder has one
-        self.repeatable: np.ndarray | None = None  # load_twin sets it from the tokenizer (stutter.wordless)
+        self.commit_filter = None  # load_twin sets it when the folder has one
+        self.repeatable = None  # load_twin sets it from the tokenizer (stutter.wordless)
         c = net.config
         self.vocab_size, self.mask_id, self.eos_id = c.vocab_size, c.mask_id, c.eos_id
         self.pad_id = c.pad_id  # never drawn as noise by the uniform sampler (app/engine/uniform.py)
@@ -347,9 +349,10 @@ def random_model(config: ModelConfig | None = None, seed: int = 0) -> MaskedDiff
 _LOADED: dict[tuple, tuple] = {}
 
 
-def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[MaskedDiffusionLM | ARLM, BPETokenizer]:
+def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[Any, BPETokenizer]:
     """Loads a shipped twin ("diffusion", "ar", "uniform": the uniform-state diffusion twin, or "referee": the AR
-    model that only judges the twins' text) and the tokenizer; UserError when files are missing or corrupt."""
+    model that only judges the twins' text) and the tokenizer; UserError when files are missing or corrupt. The model
+    is a MaskedDiffusionLM for the diffusion kinds, an ARLM for the others."""
     if kind not in ("diffusion", "ar", "uniform", "referee"):
         raise UserError(f"Unknown local model {kind!r}; choose 'diffusion', 'uniform' or 'ar'.")
     d = Path(models_dir)

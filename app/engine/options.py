@@ -9,7 +9,6 @@ sources and replay in app/sources/.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import types
 import typing
@@ -64,11 +63,15 @@ def _value_type(hint: Any) -> type:
     return typing.get_origin(hint) or hint
 
 
-@functools.cache
+_DECLARED: dict[type, dict[str, tuple[type, Option]]] = {}  # declared's, read once per class
+
+
 def declared(cls: type) -> dict[str, tuple[type, Option]]:
     """Every setting of a settings dataclass: name -> (its value type, its declaration); each field must have one."""
-    hints = typing.get_type_hints(cls)
-    return {f.name: (_value_type(hints[f.name]), f.metadata["option"]) for f in fields(cls)}
+    if cls not in _DECLARED:
+        hints = typing.get_type_hints(cls)
+        _DECLARED[cls] = {f.name: (_value_type(hints[f.name]), f.metadata["option"]) for f in fields(cls)}
+    return _DECLARED[cls]
 
 
 def number(x: float) -> str:
@@ -79,13 +82,15 @@ def number(x: float) -> str:
 def bounds(cls: type, o: Option, top: float | None = None) -> str:
     """What a number may be, as a sentence says it: "between 0 and 2", "above 0 and at most 1 (or off)"; a maximum
     named after another setting reads "the answer length", with its value `top` when given."""
+    hi: str | None
     if isinstance(o.max, str):
         hi = f"the {declared(cls)[o.max][1].name.lower()}" + ("" if top is None else f" ({number(top)})")
     else:
         hi = None if o.max is None else number(o.max)
+    low = number(o.min or 0)  # a number is declared with its minimum
     if o.off:
-        return f"above {number(o.min)} and at most {hi} (or off)"
-    return f"at least {number(o.min)}" if hi is None else f"between {number(o.min)} and {hi}"
+        return f"above {low} and at most {hi} (or off)"
+    return f"at least {low}" if hi is None else f"between {low} and {hi}"
 
 
 def check(settings: Any) -> None:
@@ -203,7 +208,7 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None,
             hi = getattr(s, o.max) if isinstance(o.max, str) else o.max
             setattr(s, key, kind(max(o.min, v) if hi is None else min(max(o.min, v), hi)))
     for key in follow:
-        setattr(s, key, getattr(s, settings[key][1].follows))
+        setattr(s, key, getattr(s, str(settings[key][1].follows)))
     for key, (_, o) in settings.items():
         if o.replaces and out.get(key) is not None and out.get(o.replaces, getattr(defaults, o.replaces)) == \
                 getattr(defaults, o.replaces):
@@ -238,9 +243,9 @@ def settings_spec(s: Any) -> dict[str, dict[str, Any]]:
         if kind is bool:
             entry["choices"] = [True, False]
         elif o.choices or o.presets:
-            entry["choices"] = list(o.choices or o.presets)
+            entry["choices"] = list(o.choices or o.presets or ())
         elif kind in (int, float):  # a slider; a maximum named after another setting is its largest offered value
-            top = max(settings[o.max][1].presets) if isinstance(o.max, str) else o.max
+            top = max(settings[o.max][1].presets or ()) if isinstance(o.max, str) else o.max
             entry.update(min=0 if o.follows else o.min, max=top, step=o.step)
         if o.help:
             entry["info"] = o.help

@@ -80,7 +80,7 @@ def start(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diffusi
     return _after(model, run, run.snapshot(), None)
 
 
-def _checked(state: State, picks: dict[int, int | None], vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+def _checked(state: State, now: Pass, picks: dict[int, int | None], vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
     """The picks as block-relative rows and tokens; a UserError naming the fix for any the pass cannot take."""
     if not picks:
         raise UserError("Pick at least one masked position to commit, or let the model choose.")
@@ -92,8 +92,8 @@ def _checked(state: State, picks: dict[int, int | None], vocab_size: int) -> tup
             raise UserError(f"Position {pos} is not a masked position of the current block ({lo} to {hi - 1}): "
                             "pick one of those.")
         row = pos - lo
-        token = int(state.now.chosen[row]) if token is None else int(token)
-        if not 0 <= token < vocab_size or state.now.probs[row, token] <= 0:
+        token = int(now.chosen[row]) if token is None else int(token)
+        if not 0 <= token < vocab_size or now.probs[row, token] <= 0:
             raise UserError(f"The model rules out token {token} at position {pos}: pick one of its candidates.")
         rows.append(row)
         tokens.append(token)
@@ -104,12 +104,12 @@ def advance(model: MaskedLM, state: State, picks: dict[int, int | None] | None =
     """Commits, then runs the next pass. `picks` ({answer position: token id, or None for the model's guess}) are
     the learner's: exactly those are committed, nothing is reopened. Without picks the model chooses by the
     configured rule (scoring, threshold, filter and remasking), as `generate` would."""
-    if state.now is None:
+    now = state.now  # read only: commit takes its rows and probabilities
+    if now is None:
         raise UserError("The answer is complete: start a new run.")
     chosen = picks is not None
-    if chosen:
-        rows, tokens = _checked(state, picks, model.vocab_size)
+    if picks is not None:
+        rows, tokens = _checked(state, now, picks, model.vocab_size)
     run = copy.deepcopy(state.run, memo={id(state.run.judge): state.run.judge, id(state.run.s): state.run.s})
-    now = state.now  # read only: commit takes its rows and probabilities
     step = commit(model, run, now, rows, tokens, remask=False) if chosen else commit(model, run, now, now.rule)
     return _after(model, run, step, USER if chosen else MODEL)

@@ -79,7 +79,7 @@ class UniformStep:
 
 def noise_ids(model: MaskedLM) -> np.ndarray:
     """The ordinary tokens the noise is drawn from: every id but mask, end-of-text and pad (where the model has one)."""
-    special = {model.mask_id, model.eos_id, getattr(model, "pad_id", None)}
+    special = {model.mask_id, model.eos_id, model.pad_id}
     return np.array([i for i in range(model.vocab_size) if i not in special], dtype=np.int64)
 
 

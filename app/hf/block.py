@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from app.engine.base import MaskedLMBase
 from app.errors import UserError
 
 
@@ -31,13 +32,12 @@ def block_layout(x: Any, block: int, pad_id: int) -> tuple[Any, Any]:
     return mask[None, None], pos[None]
 
 
-class HFBlockLM:
+class HFBlockLM(MaskedLMBase):
     """MaskedLM over an HFMaskedLM (app/hf/models.py) run as a block diffusion model with blocks of `block` tokens;
     `prefix_cache` is its block cache and `logits` needs it. `placement` is the device and dtype it runs with."""
 
     caches = True  # its block cache: one pass over the settled prefix a block, counted as one
-    exact_prefix = False
-    dual_cache = False
+    pad_id: int  # the tokenizer's padding, which fills the prefix out to whole blocks
 
     def __init__(self, base: Any, block: int, pad_id: int) -> None:
         if base.shifted:
@@ -51,8 +51,9 @@ class HFBlockLM:
         self.vocab_size, self.max_len, self.placement = base.vocab_size, base.max_len, base.placement
         self.shifted = False
 
-    def prefix_cache(self, ids: np.ndarray) -> dict[str, Any]:
-        """The settled prefix, left-padded to whole blocks, run once with block-causal attention: its keys/values."""
+    def prefix_cache(self, ids: np.ndarray, upto: int | None = None) -> dict[str, Any]:
+        """The settled prefix, left-padded to whole blocks, run once with block-causal attention: its keys/values
+        (never given `upto`: the prefix is run on its own)."""
         import torch
 
         ids = np.asarray(ids, dtype=np.int64)
@@ -63,8 +64,10 @@ class HFBlockLM:
             out = self.model(input_ids=x[None], attention_mask=mask, position_ids=pos, use_cache=True)
         return {"past": out.past_key_values, "ids": x}
 
-    def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0) -> np.ndarray:
-        """Logits of the block ids[start:start + block] only, against the cached prefix ids[:start]."""
+    def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0,
+               stop: int | None = None) -> np.ndarray:
+        """Logits of the block ids[start:start + block] only, against the cached prefix ids[:start] (never given
+        `stop`: the block is all it recomputes)."""
         import torch
 
         if cache is None:

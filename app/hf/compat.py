@@ -70,7 +70,7 @@ def restore_use_cache(config: Any, name: str | None = None) -> None:
     config.use_cache = bool(value) if value is not None else False
 
 
-def compatible(cls: type) -> type:
+def compatible(cls: Any) -> type:
     """`cls` (a PreTrainedModel subclass from a model's own code), or a subclass of it mended for transformers 5;
     the subclass keeps the name, config class and computation of `cls` (why: old remote code fails to load)."""
     if getattr(cls, COMPAT_FLAG, False):
@@ -200,7 +200,8 @@ def mend_generation_configs(module_name: str) -> int:
             return _old(self, *args, **{k: v for k, v in kwargs.items() if k in _names})
 
         setattr(validate, COMPAT_FLAG, True)
-        value.validate = validate
+        mending: Any = value  # a class of the model's own code, given a method
+        mending.validate = validate
         mended += 1
     return mended
 

@@ -63,8 +63,9 @@ def _report(done: float) -> None:
         after = int(100 * done / total) if total else -1
         line = _line(_now["name"], done, total) if after != before else None
         listeners = list(_listeners)
-    for listener in listeners if line else []:
-        listener(line)
+    if line is not None:
+        for listener in listeners:
+            listener(line)
 
 
 def _bar_class() -> type:

@@ -26,7 +26,7 @@ def first_line(e: BaseException) -> str:
     return (text[0] if text else type(e).__name__).rstrip(".")[:200]
 
 
-def _chain(e: BaseException) -> list[BaseException]:
+def _chain(e: BaseException | None) -> list[BaseException]:
     """The exception and those it was raised from or during, outermost first."""
     seen: list[BaseException] = []
     while e is not None and e not in seen:

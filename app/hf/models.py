@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from app.engine.base import MaskedLMBase
 from app.engine.stutter import wordless
 from app.errors import UserError
 from app.hf.llada2 import MASK_ID as LLADA2_MASK_ID
@@ -148,17 +149,13 @@ def _ids(ids: np.ndarray, device: str) -> Any:
     return torch.as_tensor(np.asarray(ids, dtype=np.int64))[None].to(device)
 
 
-class HFMaskedLM:
+class HFMaskedLM(MaskedLMBase):
     """MaskedLM over a transformers model, each step one full forward: no cache, because these models' code (LLaDA,
     Dream, dllm's A2D, the BERT family) cannot reuse keys/values across passes of bidirectional attention, so the
     sampler runs without one and counts one pass a step (app/engine/diffusion.py `honoured`).
 
     Special tokens other than end-of-text (padding, [CLS], [UNK]...) are never proposed. `placement` is the
     device and dtype it runs with."""
-
-    caches = False
-    exact_prefix = False
-    dual_cache = False
 
     def __init__(self, model: Any, mask_id: int, eos_id: int, shifted: bool, max_len: int,
                  banned: list[int] | None = None, *, runs_on: dict[str, str],
@@ -173,7 +170,9 @@ class HFMaskedLM:
         self.vocab_size = int(model.config.vocab_size)
         self.placement = runs_on
 
-    def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0) -> np.ndarray:
+    def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0,
+               stop: int | None = None) -> np.ndarray:
+        """The whole sequence's pass, rows start.. only (no cache is kept, so neither `cache` nor `stop` is given)."""
         import torch
 
         with torch.inference_mode():

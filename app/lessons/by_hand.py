@@ -19,6 +19,7 @@ from app.engine.diffusion import DiffusionSettings
 from app.engine.pins import resolve_pins
 from app.errors import UserError
 from app.serving.input_limits import refusal
+from app.sources.base import Source
 from app.sources.local import EOS_MARK, SamplerSource, diffusion_frame, named_candidates
 from app.trace.frames import Frame, Recording, clean_text, make_header, write_recording
 
@@ -53,12 +54,12 @@ def steppable(spec: str) -> str:
     raise UserError(UNSTEPPABLE.format(repr(spec)[:80]))
 
 
-def begin(source: SamplerSource, prompt: str) -> HandRun:
-    """The all-masked start and the model's first pass; a UserError naming the fix for a prompt or settings it
-    cannot step (a block longer than MAX_OPEN positions)."""
-    s = source.opts
-    if not isinstance(s, DiffusionSettings):
+def begin(source: Source, prompt: str) -> HandRun:
+    """The all-masked start and the model's first pass; a UserError naming the fix for a source, prompt or settings
+    it cannot step (a block longer than MAX_OPEN positions)."""
+    if not isinstance(source, SamplerSource) or not isinstance(source.opts, DiffusionSettings):
         raise UserError(UNSTEPPABLE.format(source.name))
+    s = source.opts
     if s.block_length > MAX_OPEN:
         raise UserError(f"A block of {s.block_length} positions is too many to choose from by hand: "
                         f"use a block length of at most {MAX_OPEN}.")
@@ -94,7 +95,7 @@ def advance(run: HandRun, picks: dict[int, int | None] | None = None) -> HandRun
     frame.chosen_by = state.chosen_by
     by = list(run.by)
     for pos in state.step.committed:
-        by[pos] = WHO[state.chosen_by]
+        by[pos] = WHO[state.chosen_by or stepper.MODEL]
     for pos in state.step.remasked:
         by[pos] = ""
     scoring = run.source.opts.scoring

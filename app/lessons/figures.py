@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from app.analysis.changes import metrics
 from app.trace.frames import SIDES, Frame
@@ -76,7 +76,7 @@ class Finished:
     """A finished race as the figures read it: its prompt and each side's frames."""
 
     prompt: str
-    frames: dict[str, Frames]
+    frames: Mapping[str, Frames]
 
     def sides(self) -> list[str]:
         """The sides that made frames, left first."""

@@ -26,7 +26,7 @@ PROMPTS = (
 )
 
 
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+def timed(fn: Callable[..., Any]) -> tuple[Any, float]:
     """fn's result and the wall seconds it took."""
     start = time.perf_counter()
     out = fn()

@@ -150,7 +150,7 @@ def measure(point: Point, prompt_ids: Sequence[list[int]], models: Models, repea
     row = {"series": point.series, point.axis: point.x, **samples(kind, model, am, tok, prompt_ids, point.settings)}
     times = [row["seconds"]]
     for _ in range(max(1, repeats) - 1):
-        run = run_ar if kind == "ar" else run_diffusion
+        run: Callable[..., tuple[list[int], int, float]] = run_ar if kind == "ar" else run_diffusion
         times.append(sum(run(model, p, point.settings)[2] for p in prompt_ids) / len(prompt_ids))
     row.update(seconds=statistics.median(times), seconds_min=min(times), seconds_max=max(times), runs=len(times))
     return row

@@ -22,7 +22,7 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator
 
 from app.errors import UserError
 from app.race.compute import COMPUTE
@@ -109,7 +109,7 @@ class Race:
     def start(self) -> "Race":
         """Starts both sides; sides running a local model first wait, in arrival order, for free CPU slots."""
         local = [side for side, s in self.sides.items()
-                 if s.source is not None and getattr(s.source, "cpu_bound", False)]
+                 if s.source is not None and s.source.cpu_bound]
         for s in self.sides.values():
             if s.source is not None:
                 s.status = "running"
@@ -177,7 +177,7 @@ class Race:
         for side, s in self.sides.items():
             if s.source is not None:
                 held = side in local[:granted]
-                self._queue.put((side, "status", ("running", getattr(s.source, "notice", None))))
+                self._queue.put((side, "status", ("running", s.source.notice)))
                 thread = threading.Thread(target=self._run_side, args=(side, s.source, held), daemon=True,
                                           name=f"race-{side}")
                 threads.append(thread)
@@ -193,9 +193,9 @@ class Race:
                 COMPUTE.release(1)
 
     def _stream_side(self, side: str, source: Source) -> None:
-        status, message = "done", getattr(source, "notice", None)  # a setting the source changed, said once more
-        if getattr(source, "defers", False):
-            frames = source.stream(self.prompt, self.cancel, defer=True)  # type: ignore[call-arg]
+        status, message = "done", source.notice  # a setting the source changed, said once more
+        if source.defers:
+            frames = source.stream(self.prompt, self.cancel, defer=True)
         else:
             frames = source.stream(self.prompt, self.cancel)
         try:
@@ -212,9 +212,8 @@ class Race:
             status, message = "error", (f"{source.name} failed unexpectedly ({type(e).__name__}); the frames so far "
                                         "are kept.")
         finally:
-            close = getattr(frames, "close", None)
-            if close is not None:
-                close()
+            if isinstance(frames, Generator):  # its own cleanup (an open connection) runs now, not when collected
+                frames.close()
         self._handoff.put((side, "end", (status, message)))
 
     def stop(self) -> None:
@@ -259,7 +258,7 @@ class Race:
             except queue.Empty:
                 return
 
-    def ticks(self, interval: float = 0.05) -> Iterator[bool]:
+    def ticks(self, interval: float = 0.05) -> Generator[bool, None, None]:
         """Yields False whenever something arrived (at most every `interval` seconds, and at least every HEARTBEAT so
         a departed client is noticed), then True once both sides have ended; stops and closes the race when done or
         abandoned."""

@@ -161,7 +161,7 @@ def build(net: NumpyTransformer, name: str) -> Any:
     b.op("Gemm", h, wte, out="logits", transB=1)
     b.op("Concat", *keys, out="present_k", axis=0)
     b.op("Concat", *values, out="present_v", axis=0)
-    cache = [cfg.n_layer, H, "S", D]
+    cache: list[str | int] = [cfg.n_layer, H, "S", D]
     graph = helper.make_graph(
         b.nodes, name,
         [helper.make_tensor_value_info("ids", TensorProto.INT64, ["T"]),

@@ -16,17 +16,31 @@ from app.trace.frames import Frame
 
 
 class Source(Protocol):
-    """Anything that yields frames for a prompt and can be cancelled."""
+    """Anything that yields frames for a prompt and can be cancelled. What it offers beyond that is declared, so the
+    race need not probe (`SourceBase` offers none of it, and a source that inherits it declares only what it does)."""
 
     name: str
+    cpu_bound: bool  # it runs a local model: a race gives it one of the shared CPU slots (app/race/compute.py)
+    defers: bool  # stream(defer=True) leaves decoding its frames' strings to Frame.ready(), off its clock
+    notice: str | None  # a sentence for the user about a setting it changed, shown when it starts and ends
 
     def settings(self) -> dict[str, Any]:
         """The settings to record in the header (never a key)."""
         ...
 
-    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
-        """Yields frames, the last with final=True; raises UserError with a user-facing message."""
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """Yields frames, the last with final=True; raises UserError with a user-facing message. `defer` is given
+        only to a source that `defers`."""
         ...
+
+
+class SourceBase:
+    """The defaults of a Source's optional parts: not CPU-bound, decodes its own frames, changed no setting.
+    Why: a source inherits this and sets only what it does, so the race reads every part without probing."""
+
+    cpu_bound = False
+    defers = False
+    notice: str | None = None
 
 
 @dataclass

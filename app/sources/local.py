@@ -20,7 +20,7 @@ from app.engine.options import coerce, lines
 from app.engine.pins import AR_PINS, parse_pin, resolve_pins
 from app.engine.uniform import UniformSettings
 from app.errors import UserError
-from app.sources.base import SourceKind, register
+from app.sources.base import SourceBase, SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
@@ -72,7 +72,8 @@ def _diffusion_fields(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int
                       pinned: list[int] | None) -> dict[str, Any]:
     """A diffusion Step's display fields: strings, masks, confidences, candidates (the last cut at end-of-text),
     and `pinned`, the positions given before the run (the caller passes them for the first step only)."""
-    cands = [[pos, named_candidates(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())] or None
+    cands: list[list[Any]] | None = [[pos, named_candidates(tok, c, eos_id)]
+                                     for pos, c in sorted(st.candidates.items())] or None
     if not st.done:
         return {"tokens": _strings(tok, st.ids, ~st.masked, eos_id), "masked": st.masked.tolist(),
                 "confidence": np.round(st.confidence, 4).tolist(), "committed": st.committed or None,
@@ -100,7 +101,7 @@ def _uniform_fields(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: 
     """A uniform-state step's display fields: every position's token, the random ones too, with its state ("a"
     accepted, "n" noise: a random token not yet accepted), each predicted position's entropy and the candidates of
     those accepted; the last step cut at end-of-text, with the text."""
-    cands = [[pos, named_candidates(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())]
+    cands: list[list[Any]] = [[pos, named_candidates(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())]
     if not st.done:
         tokens = _strings(tok, st.ids, st.accepted, eos_id)  # runs of accepted tokens decode together, as they read
         noise = np.flatnonzero(~st.accepted)  # each random token on its own, so it never alters an accepted one
@@ -124,10 +125,12 @@ def _entropies(entropy: np.ndarray) -> list[float | None] | None:
     return [round(float(e), 4) if np.isfinite(e) else None for e in entropy]
 
 
-def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool) -> Frame:
+def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool,
+            refreshes: int | None = None) -> Frame:
     """The frame of one sampler step stamped at `t`; its display fields are built now, or by whoever calls
-    `Frame.ready()` when `defer` (the race's recorder thread), so decoding stays off the model's clock."""
-    frame = Frame(t=t, step=st.step, final=st.done, nfe=st.nfe, refreshes=getattr(st, "refreshes", None))
+    `Frame.ready()` when `defer` (the race's recorder thread), so decoding stays off the model's clock. `refreshes`:
+    a diffusion step's block-start passes (the other samplers count none)."""
+    frame = Frame(t=t, step=st.step, final=st.done, nfe=st.nfe, refreshes=refreshes)
     frame.pending = build
     return frame if defer else frame.ready()
 
@@ -136,7 +139,8 @@ def diffusion_frame(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int, 
                     pinned: list[int] | None = None) -> Frame:
     """One diffusion Step as the ready Frame `diffusion_frames` would make of it, stamped at `t` (for a run stepped
     by hand, app/lessons/by_hand.py); `pinned`: the pinned positions, passed for the first step only."""
-    return _framed(t, st, functools.partial(_diffusion_fields, tok, st, eos_id, prompt_len, pinned), False)
+    return _framed(t, st, functools.partial(_diffusion_fields, tok, st, eos_id, prompt_len, pinned), False,
+                   st.refreshes)
 
 
 def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSettings,
@@ -147,7 +151,7 @@ def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSe
     for st in diffusion.generate(model, prompt_ids, s, cancel, pins):
         given = sorted(pins) if st.step == 0 else None
         build = functools.partial(_diffusion_fields, tok, st, model.eos_id, len(prompt_ids), given)
-        yield _framed(clock(), st, build, defer)
+        yield _framed(clock(), st, build, defer, st.refreshes)
 
 
 def ar_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings,
@@ -166,10 +170,11 @@ def uniform_frames(model: Any, tok: Any, prompt_ids: list[int], s: UniformSettin
         yield _framed(clock(), st, build, defer)
 
 
-FRAMES = {DiffusionSettings: diffusion_frames, UniformSettings: uniform_frames, ARSettings: ar_frames}
+FRAMES: dict[type, Callable[..., Iterator[Frame]]] = {
+    DiffusionSettings: diffusion_frames, UniformSettings: uniform_frames, ARSettings: ar_frames}
 
 
-class SamplerSource:
+class SamplerSource(SourceBase):
     """A model + tokenizer (loaded once per process) driven by the diffusion or the AR sampler."""
 
     cpu_bound = True  # a race gives this side one of the shared CPU slots (app/race/compute.py)

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from app.engine.options import coerce, declared, option
 from app.errors import UserError
-from app.sources.base import SourceKind, register
+from app.sources.base import SourceBase, SourceKind, register
 from app.sources.openai_chat import DEFAULT_TIMEOUT, ENTERED_KEY, check_base_url, public_url, stream_chat
 from app.trace.frames import Frame
 
@@ -48,7 +48,7 @@ class MercurySettings:
                             clamp=True, shown=False)
 
 
-class MercurySource:
+class MercurySource(SourceBase):
     """Mercury with Inception's `diffusing` and `reasoning_effort` extras: the official openai SDK sends the request,
     and Converge's own parser (app.sources.openai_chat.stream_chat) reads the stream.
 
@@ -64,7 +64,8 @@ class MercurySource:
         self.base_url = check_base_url(s.base_url or os.environ.get("INCEPTION_BASE_URL") or DEFAULT_BASE_URL)
         self.temperature, self.reasoning_effort, self.max_tokens = s.temperature, s.reasoning_effort, s.max_tokens
         self.diffusing, self.timeout = s.diffusing, s.timeout
-        asked = float(settings.get("temperature") if settings.get("temperature") is not None else s.temperature)
+        given = settings.get("temperature")
+        asked = float(given if given is not None else s.temperature)
         o = declared(MercurySettings)["temperature"][1]
         self.notice = (f"Mercury accepts a temperature from {o.min:.1f} to {o.max:.1f}, so {asked:g} was sent as "
                        f"{self.temperature:g}." if asked != self.temperature else None)
@@ -77,7 +78,9 @@ class MercurySource:
                 "reasoning_effort": self.reasoning_effort, "max_tokens": self.max_tokens,
                 "diffusing": self.diffusing, "timeout": self.timeout}
 
-    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """Mercury's answer as it streams, a frame per chunk (stream_chat).
+        `defer` is never given (`defers` is False)."""
         key = self._api_key or os.environ.get("INCEPTION_API_KEY")
         if not key:
             raise UserError("Set INCEPTION_API_KEY to your Inception API key (or enter one) to use Mercury.")

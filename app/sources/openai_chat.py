@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app.engine.options import coerce, option
 from app.errors import UserError
-from app.sources.base import SourceKind, register
+from app.sources.base import SourceBase, SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text, clean_usage
 from app.trace.scrub import scrub_text
 
@@ -97,7 +97,7 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
     client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
     text, frames, finish, usage = "", 0, None, None
     done = threading.Event()
-    context = {"host": host, "key": api_key, "key_hint": key_hint, "model": model, "timeout": timeout}
+    context: dict[str, Any] = {"host": host, "key": api_key, "key_hint": key_hint, "model": model, "timeout": timeout}
     try:
         clock = Clock()
         stream = _request(client, model, prompt, params, extra_body, context)
@@ -349,7 +349,7 @@ class ChatSettings:
                             clamp=True, shown=False)
 
 
-class OpenAIChatSource:
+class OpenAIChatSource(SourceBase):
     """An OpenAI-compatible chat model typing its answer: streamed deltas appended."""
 
     def __init__(self, model: str, *, api_key: str | None = None, **settings: Any) -> None:
@@ -370,7 +370,9 @@ class OpenAIChatSource:
         return {"model": self.model, "base_url": public_url(self.base_url), "temperature": self.temperature,
                 "max_tokens": self.max_tokens, "timeout": self.timeout}
 
-    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """The chat model's answer as it streams, a frame per chunk (stream_chat).
+        `defer` is never given (`defers` is False)."""
         key = self._api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             raise UserError("Set OPENAI_API_KEY (any value for a local server that needs none) "

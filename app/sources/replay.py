@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from app.engine.options import coerce, option
 from app.errors import UserError
-from app.sources.base import SourceKind, register
+from app.sources.base import SourceBase, SourceKind, register
 from app.trace.frames import SIDES, Frame, RecordingError, read_recording
 from app.trace.store import is_id, locate
 
@@ -28,7 +28,7 @@ class ReplaySettings:
     speed: float = option(1.0, "Speed", min=0.1, max=4.0, step=0.1)
 
 
-class ReplaySource:
+class ReplaySource(SourceBase):
     """Yields a recorded side's frames at their recorded times, scaled by `speed`: each frame is stamped with the time
     it is replayed at, so a replay at half speed reports twice the seconds."""
 
@@ -61,7 +61,9 @@ class ReplaySource:
     def settings(self) -> dict[str, Any]:
         return {"speed": self.speed, "original": self.original}
 
-    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """The recorded side's frames at their recorded times over `speed`, whatever the prompt.
+        `defer` is never given (`defers` is False)."""
         start = time.monotonic()
         for frame in self.recording.frames[self.side]:
             delay = frame.t / self.speed - (time.monotonic() - start)

@@ -70,7 +70,7 @@ def list_recordings(owner: str | None = None) -> list[dict[str, Any]]:
         base = folder(kind, owner)
         if not base.is_dir():
             continue
-        entries = []
+        entries: list[dict[str, Any]] = []
         for path in base.iterdir():
             try:
                 if path.name.startswith(".") or not path.name.endswith(SUFFIX) or not path.is_file():

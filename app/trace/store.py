@@ -182,8 +182,8 @@ def make_room(owner: str | None, address: str | None = None) -> None:
                     or same_address + own > ADDRESS_MAX_BYTES or everyone + own > VISITORS_MAX_BYTES)
 
         while kept and over():
-            f, _ = kept.pop(0)
-            f.unlink(missing_ok=True)
+            oldest, _ = kept.pop(0)
+            oldest.unlink(missing_ok=True)
         if over():
             if same_address + RUN_MAX_BYTES > ADDRESS_MAX_BYTES:
                 raise DiskFull("Not saved: runs made from your network address already fill its share of this "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ def spans(starts: np.ndarray, total: int) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), [*starts[1:].tolist(), total]))
 
 
-def story_scores(ar: object, tok: object, tokens: np.ndarray, starts: np.ndarray,
+def story_scores(ar: Any, tok: Any, tokens: np.ndarray, starts: np.ndarray,
                  orders: np.ndarray) -> list[float | None]:
     """Each story's AR-twin NLL per answer token (its end-of-text included), or None for a story that stutters or has
     no answer. A story is opening (orders PROMPT), answer, end-of-text."""
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
                "stories": len(kept), "tokens": len(stream), "of": len(scores), "keep": args.keep,
                "stuttered": sum(s is None for s in scores),
                "nll_per_token": {"all": _mean([s for s in scores if s is not None]),
-                                 "kept": _mean([scores[i] for i in kept])},
+                                 "kept": _mean([s for i in kept if (s := scores[i]) is not None])},
                "command": command_line("app.training.pick_stories", argv)}
     save_stream(args.out, stream, new_starts, summary, new_orders)
     print(json.dumps({k: v for k, v in summary.items() if k != "from"}), flush=True)

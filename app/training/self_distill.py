@@ -23,6 +23,7 @@ import json
 import random
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ from app.training.stories import (
 OPENING_MAX = 28  # tokens of a first-sentence opening
 
 
-def training_openings(tok: object, corpus: list[str], n: int, seed: int) -> list[list[int]]:
+def training_openings(tok: Any, corpus: list[str], n: int, seed: int) -> list[list[int]]:
     """`n` openings from the training side of the split and three name-swapped copies of it, shuffled by `seed`: a
     story's first sentence (seven in ten, at most OPENING_MAX tokens), else its first 3-12 tokens."""
     from app.training.augment import augmented

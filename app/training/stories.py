@@ -81,7 +81,7 @@ def save_stream(path: str | Path, stream: list[int], starts: list[int], stats: d
                 orders: list[int] | None = None) -> None:
     """Writes a teacher's stories as the .npz `train.py --kd-data` reads: the token stream, where each story starts,
     how they were made and, where the writer kept it, each token's decode step (`orders`)."""
-    extra = {} if orders is None else {"orders": np.array(orders, dtype=np.int64)}
+    extra: dict[str, Any] = {} if orders is None else {"orders": np.array(orders, dtype=np.int64)}
     with open(path, "wb") as f:  # the name as given (np.savez would add .npz to a name without it)
         np.savez(f, tokens=np.array(stream, dtype=np.int64), starts=np.array(starts, dtype=np.int64),
                  stats=json.dumps(stats), **extra)

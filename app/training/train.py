@@ -121,6 +121,12 @@ def orders_at(step: int, orders: np.ndarray, starts: np.ndarray, batch: int, seq
     return torch.from_numpy(rows)
 
 
+def special_ids(tok: Any) -> tuple[int, int, int]:
+    """The end-of-text, mask and padding ids of a tokenizer `train_tokenizer` made (it holds each of SPECIALS)."""
+    eos_id, mask_id, pad_id = (int(tok.token_to_id(s)) for s in SPECIALS)
+    return eos_id, mask_id, pad_id
+
+
 def held_out_windows(tokens: np.ndarray, starts: np.ndarray, seq: int, seed: int, n: int) -> torch.Tensor:
     """The `n` held-out windows every evaluation reads (one story each, drawn with seed + 1), so that training and a
     twin made otherwise (app/training/average.py) are judged on the same text."""
@@ -498,8 +504,8 @@ def parse_config(argv: list[str] | None = None) -> TrainConfig:
         else:
             ap.add_argument(flag, type=kind, choices=o.choices, required=defaults[name] is MISSING,
                             default=defaults[name], help=text)
-    given = vars(ap.parse_args(argv))
-    return TrainConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()})
+    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(ap.parse_args(argv)).items()}
+    return TrainConfig(**given)
 
 
 # ---------------------------------------------------------------- a run's data and plan
@@ -524,7 +530,7 @@ class Run:
     lr: float
 
 
-def read_data(cfg: TrainConfig) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, Tokenizer]:
+def read_data(cfg: TrainConfig) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray | None, torch.Tensor, Tokenizer]:
     """The stories split into training and held-out, the tokenizer (trained on the first run into --out), the
     training stream (the corpus, augmented, or --kd-data's streams) and the held-out one; returns (the log's account
     of the data, tokens, starts, orders, held-out windows, tokenizer)."""
@@ -535,7 +541,7 @@ def read_data(cfg: TrainConfig) -> tuple[dict, np.ndarray, np.ndarray, np.ndarra
     if not tok_path.exists():
         train_tokenizer(train_s, tok_path, cfg.vocab)
     tok = Tokenizer.from_file(str(tok_path))
-    eos_id = tok.token_to_id(SPECIALS[0])
+    eos_id = special_ids(tok)[0]
     if cfg.augment:
         from app.training.augment import augmented
 
@@ -558,9 +564,10 @@ def plan(cfg: TrainConfig) -> Run:
     --first-token's from there) and peak learning rate."""
     device = torch.device(cfg.device)
     data, tokens, starts, orders, val, tok = read_data(cfg)
-    eos_id, mask_id, pad_id = (tok.token_to_id(s) for s in SPECIALS)
-    config = dict(vocab_size=tok.get_vocab_size(), n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd,
-                  max_len=cfg.seq, causal=cfg.twin == "ar", shift=True, mask_id=mask_id, eos_id=eos_id, pad_id=pad_id)
+    eos_id, mask_id, pad_id = special_ids(tok)
+    config: dict[str, Any] = dict(
+        vocab_size=tok.get_vocab_size(), n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd, max_len=cfg.seq,
+        causal=cfg.twin == "ar", shift=True, mask_id=mask_id, eos_id=eos_id, pad_id=pad_id)
     if cfg.twin == "uniform":  # its noise is drawn from the ids after the specials, which must come first
         assert sorted((eos_id, mask_id, pad_id)) == list(range(len(SPECIALS)))
         config["noise"] = "uniform"

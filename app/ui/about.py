@@ -16,7 +16,7 @@ from app.engine.model import DEFAULT_MODELS_DIR
 CARD = "assets/models/MODEL_CARD.md"
 
 
-def chain(training: dict[str, Any]) -> list[dict[str, Any]]:
+def chain(training: dict[str, Any] | None) -> list[dict[str, Any]]:
     """A twin's training runs, latest first: each run's log keeps the one it continued under `previous_run`."""
     runs = []
     while training:

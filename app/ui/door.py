@@ -236,7 +236,7 @@ class Door:
                 return await _refuse(send, receive, 404, NOT_HERE, drain)
         if route == "/upload":
             return await self._upload(policy, headers, declared, drain, scope, receive, send)
-        if served and is_multipart(headers):
+        if policy is not None and served and is_multipart(headers):
             return await _refuse(send, receive, 403, UPLOAD_OFF if not policy.can("upload") else UPLOAD_ONE, drain)
         if declared is not None and declared > BODY_BYTES:
             return await _refuse(send, receive, 413, TOO_BIG, drain)
@@ -299,7 +299,7 @@ class Door:
         """Gradio's upload route, capped at UPLOAD_BYTES; on a served page off unless the policy allows it, then one
         .jsonl within the address's budget. A refused body is drained (see _refuse) when `drain` says how long."""
         served = policy is not None and policy.served
-        if served and not policy.can("upload"):
+        if policy is not None and served and not policy.can("upload"):
             return await _refuse(send, receive, 403, UPLOAD_OFF, drain)
         if served and declared is None:
             return await _respond(send, 411, UPLOAD_SIZE)

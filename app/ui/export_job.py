@@ -14,7 +14,7 @@ import asyncio
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, Callable
 
 from app.errors import UserError
 
@@ -72,7 +72,7 @@ def wait_idle(timeout: float | None = None) -> bool:
 
 
 async def run_export(source: Path, out: Path, fmt: str, clock: str = "time",
-                     video: dict[str, Any] | None = None) -> AsyncIterator[tuple[int, int]]:
+                     video: dict[str, Any] | None = None) -> AsyncGenerator[tuple[int, int], None]:
     """Makes `out` (html, csv, gif or mp4, on the player's `clock`; a video with `video`'s options for export_video:
     pace, hold, loop) from the recording `source`, yielding
     (frames done, frames in all; 0, 0 before a video knows) at once and then about once a second while it works;

@@ -56,7 +56,7 @@ class _Shared:
 
     def __init__(self, page: gr.Blocks) -> None:
         self.default_config = BlocksConfig(page)
-        self.default_config.blocks = ChainMap({}, page.default_config.blocks)  # type: ignore[assignment]
+        self.default_config.blocks = ChainMap({}, page.default_config.blocks)
         self.default_config.fns, self.default_config.fn_id = page.default_config.fns, page.default_config.fn_id
         self.blocks: dict[int, Any] = {}
 
@@ -70,7 +70,7 @@ class LeanSessionState(SessionState):
     so a snapshot shows the session's blocks with the page's values."""
 
     def __init__(self, page: gr.Blocks) -> None:
-        super().__init__(_Shared(page))  # type: ignore[arg-type]
+        super().__init__(_Shared(page))
         self.page_blocks = page.blocks
 
     def __setitem__(self, key: int, value: Any) -> None:

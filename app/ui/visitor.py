@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 from app.engine.options import on_off
 from app.errors import UserError
 from app.serving.policy import HF_PREFIXES, LOCAL, Policy
-from app.sources.base import REGISTRY, Source, load_plugins, make_source
+from app.sources.base import REGISTRY, Source, SourceBase, load_plugins, make_source
 from app.sources.listing import LISTED, TYPE_A_NAME, list_models
 from app.sources.openai_chat import ENTERED_KEY, host_of
 from app.trace.frames import Frame
@@ -81,7 +81,7 @@ def check_side(policy: Policy, spec: str, settings: dict[str, Any]) -> None:
         raise UserError("Enter your own API key: this server does not lend its keys to visitors.")
 
 
-class QuietSource:
+class QuietSource(SourceBase):
     """A visitor's endpoint on a served page: its frames pass through, and any failure becomes one generic sentence
     that says nothing about what answered (no status, no error body, no connect-or-refuse difference)."""
 
@@ -93,7 +93,8 @@ class QuietSource:
     def settings(self) -> dict[str, Any]:
         return self.source.settings()
 
-    def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """The endpoint's frames; a failure as one generic sentence. `defer` is never given (`defers` is False)."""
         frames = 0
         try:
             for frame in self.source.stream(prompt, cancel):

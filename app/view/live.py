@@ -4,7 +4,7 @@ frames as analysed rows, its status and message, and, once the side has ended, i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Generator
 
 from app.analysis.changes import SideAnalyzer
 from app.analysis.labels import side_labels
@@ -43,7 +43,7 @@ class LiveView:
         return {**out, "why": why} if why else out
 
 
-def live_updates(race: Race, interval: float = 0.05) -> Iterator[dict[str, Any]]:
+def live_updates(race: Race, interval: float = 0.05) -> Generator[dict[str, Any], None, None]:
     """The race's updates for the player, at most one per `interval` while frames arrive, then the final one."""
     view, ticks = LiveView(race), race.ticks(interval)
     try:
