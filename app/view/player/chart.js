@@ -1,6 +1,7 @@
 /* Converge player: the convergence chart, both sides on one axis of time or forward passes. */
+import { LINE, SIDES, displayName, gridStyle, hasPasses, isDark, lastRow, setAttr, setText } from "./common.js";
 
-function chartPart(p) {
+export function chartPart(p) {
   var state = p.state, chart = p.ui.chart, chartNote = p.ui.chartNote, chartMarker = p.ui.chartMarker;
   var chartSize = null, chartDrawn = "", chartScale = null;
 
@@ -8,7 +9,7 @@ function chartPart(p) {
 
   function resize() { chartSize = null; }
 
-  function paintChart(K, done) {
+  function paintChart(K) {
     /* The lines are redrawn only when the data, the size or the theme change; the time marker is a
        positioned element, so playing moves one element instead of redrawing the chart. */
     var dpr = global.devicePixelRatio || 1;

@@ -1,6 +1,9 @@
 /* Converge player: the DOM, built once per player from fixed strings and textContent; what changes later is
    set by the other parts through setText / setAttr. Returns the nodes the other parts draw into. */
-function buildDom(root) {
+import { HEAT, KEYS, MASK, METRICS, ONLY_IF_SEEN, SIDES, SPEEDS, STYLES, button, el, legendItem, paceText, sideWord,
+  speedText
+} from "./common.js";
+export function buildDom(root) {
   root.textContent = "";
   root.classList.add("cv-player");
   var top = el("div", "cv-top");

@@ -1,6 +1,10 @@
 /* Converge player: each side's panel (title, badge, figures, text) and heatmap, and the metrics table. */
+import { BLOCK, DELETED_CLASS, DRAFT, HEAT32, HEAT_RANK, MASK, METRICS, MIN_ROW, NOISE, PINNED, SEL, SIDES,
+  STATUS_TEXT, TOKEN_CLASS, cellColour, displayName, el, lastRow, lineColumns, setAttr, setText, sideWord, str,
+  visibleCount
+} from "./common.js";
 
-function panelsPart(p) {
+export function panelsPart(p) {
   var state = p.state, views = p.ui.views, colHeads = p.ui.colHeads, cells = p.ui.cells;
   var onPasses = p.timeline.onPasses;
 

@@ -1,8 +1,9 @@
 /* Converge player: one client-side renderer for live races, loaded recordings and exported files.
  *
- * Plain browser JavaScript with no dependencies and nothing Gradio-specific, in parts joined in a fixed order into
- * one script (app/view/payload.py asset): common.js (constants, helpers), dom.js (building the DOM), timeline.js (state
- * and timeline), panels.js (panels and heatmaps), chart.js, inspector.js, then this file (the player itself):
+ * Plain browser JavaScript with no dependencies and nothing Gradio-specific, in ES modules that import what they use,
+ * bundled into one script by app/view/bundle.py (app/view/payload.py asset): common.js (constants, helpers), dom.js
+ * (building the DOM), timeline.js (state and timeline), panels.js (panels and heatmaps), chart.js, inspector.js and
+ * this file, the entry (the player itself):
  *   var player = ConvergePlayer.create(rootElement, options);
  *   player.update(payload);                     // merge an update (live) or a whole run (replay)
  *   ConvergePlayer.mount(root, data, options);  // the same, in one call, for an exported HTML file
@@ -52,6 +53,14 @@
  * timeline, the chart and the presenter's figures; a side that reports no passes (an API) keeps its seconds.
  * Every string from a model, a prompt or a file is written with textContent, never as HTML.
  */
+import { DIGIT_SPEEDS, DRIVE, ONLY_IF_SEEN, SIDES, SPEEDS, TERMINAL, displayName, el, lastRow, newSide, paceText,
+  setAttr, setText, str
+} from "./common.js";
+import { buildDom } from "./dom.js";
+import { mergeSide, timelinePart } from "./timeline.js";
+import { panelsPart } from "./panels.js";
+import { chartPart } from "./chart.js";
+import { inspectorPart } from "./inspector.js";
 function create(root, options) {
   options = options || {};
   var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "",
@@ -335,7 +344,7 @@ function create(root, options) {
     setText(whyBox, state.why || "");
     whyBox.hidden = !state.why;
     timeline.paintScrub(done, tl);
-    charts.paint(K, done);
+    charts.paint(K);
     if (!state.presenter) panels.paintMetrics();
     SIDES.forEach(function (s) { panels.follow(views[s]); });
     inspector.paint();
