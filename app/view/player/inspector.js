@@ -3,6 +3,8 @@ import { BLOCK, CODE_HEAT, HEAT, HOVER_MS, LINE, MAX_EVENTS, SIDES, SPARK, SPARK
   displayName, el, gridStyle, isDark, lineColumns, quoted, setAttr, setText, sideWord, themeColour
 } from "./common.js";
 
+// long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
+// function within it is held to the limit
 export function inspectorPart(p) {
   var state = p.state, views = p.ui.views, schedule = p.schedule, ui = p.ui;
   var insp = ui.insp, inspTitle = ui.inspTitle, inspSide = ui.inspSide, inspPos = ui.inspPos, inspClose = ui.inspClose;

@@ -120,6 +120,8 @@ function noteSeen(seen, row) {
   if ((row.dl && row.st) || seen.inserted) seen.aligned = 1;
 }
 
+// long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
+// function within it is held to the limit
 export function timelinePart(p) {
   var state = p.state, options = p.options, ui = p.ui, schedule = p.schedule, paint = p.paint;
   var playBtn = ui.playBtn, speedSel = ui.speedSel, viewBox = ui.viewBox, clockBtn = ui.clockBtn;
