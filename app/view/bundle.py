@@ -25,7 +25,8 @@ TOP_LEVEL = re.compile(r"^(?:export )?(?:(?:var|let|const|function\s*\*?)\s+|for
 
 
 class BundleError(ValueError):
-    """The parts do not bundle: a missing part, a name a part imports but its source does not export, or a cycle."""
+    """The parts do not bundle: a missing part, a name a part imports but its source does not export, a cycle, a
+    top-level name two parts declare, or module syntax the bundler does not read."""
 
 
 def imports(text: str) -> list[tuple[str, list[str]]]:

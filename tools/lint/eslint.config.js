@@ -1,7 +1,9 @@
-/* The JavaScript linter's rules (eslint's recommended set), run by .ci/run as `npx eslint` from tools/lint/.
+/* The JavaScript linter's rules (eslint's recommended set), run by .ci/run from the repository's root:
+ *   tools/lint/node_modules/.bin/eslint -c tools/lint/eslint.config.js app
  * The player's parts (app/view/player/) are ES modules: no-undef there proves each name a part uses is declared or
- * imported, so nothing hangs on the order app/view/bundle.py joins them in. The bundle's wrapper hands every part
- * two names (THEME, the theme's values, and global, the window), declared here as the only globals the parts share.
+ * imported, so nothing hangs on the order app/view/bundle.py joins them in. Besides the browser's own globals, the
+ * bundle's wrapper hands every part two names (THEME, the theme's values, and global, the window): the only names
+ * the parts share without an import.
  * The page's scripts (app/ui/, app/site/) are classic scripts and see the browser's globals and each other's. */
 import js from "@eslint/js";
 import globals from "globals";
