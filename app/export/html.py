@@ -1,6 +1,6 @@
 """HTML export: one self-contained page that replays a recorded race offline, with the page's own player.
 
-player.css, the player's script (app/view/player/, joined) and the race data are inlined; nothing is fetched and the
+player.css, the player's script (app/view/player/, bundled) and the race data are inlined; nothing is fetched and the
 file names no external
 URL (a Content-Security-Policy forbids any request). The data is JSON inside
 <script type="application/json">, with < > & / U+2028 U+2029 (and ':' inside strings) written as escapes,

@@ -33,6 +33,7 @@
     return words.every(function (w) { return text.indexOf(w) >= 0; });
   }
 
+  // long: the picker's closure: its dialog's nodes and the handlers that share them
   function picker(root) {
     var dialog = el("div", "cv-picker", null, { role: "dialog", "aria-modal": "true", "aria-label": "Run a race or load a recording",
                                                 "data-own-keys": "true" });

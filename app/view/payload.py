@@ -16,6 +16,7 @@ from typing import Any
 
 from app.analysis.changes import prefix_len
 from app.trace.frames import Recording, RecordingError, read_recording
+from app.view.bundle import bundle
 from app.view.side import caption, recorded_sides
 from app.view.theme import css_rules, theme_json
 from app.view.why import why_line
@@ -126,14 +127,14 @@ def load_payload(path: str | Path, name: str | None = None, run: str | None = No
     return recording_payload(rec, name if name is not None else Path(path).name, run, cursor)
 
 
-PLAYER_PARTS = ("common", "dom", "timeline", "panels", "chart", "inspector", "player")  # app/view/player/*.js, in order
+PLAYER_ENTRY = "player.js"  # the part that imports the rest (app/view/player/*.js are ES modules)
 
 
 def player_script() -> str:
-    """The player's JavaScript: its parts (app/view/player/) joined in order inside one function, after the theme."""
-    parts = [(PLAYER_DIR / f"{name}.js").read_text(encoding="utf-8") for name in PLAYER_PARTS]
+    """The player's JavaScript: its ES modules (app/view/player/) bundled from PLAYER_ENTRY (app/view/bundle.py)
+    inside one function, which hands every part THEME (app/view/theme.json) and global (the window)."""
     return ("(function (global) {\n\"use strict\";\n/* app/view/theme.json */\nvar THEME = " + theme_json() + ";\n\n"
-            + "\n".join(parts) + "})(typeof window !== \"undefined\" ? window : this);\n")
+            + bundle(PLAYER_DIR, PLAYER_ENTRY) + "})(typeof window !== \"undefined\" ? window : this);\n")
 
 
 def asset(name: str) -> str:

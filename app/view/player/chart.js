@@ -1,6 +1,9 @@
 /* Converge player: the convergence chart, both sides on one axis of time or forward passes. */
+import { LINE, SIDES, displayName, gridStyle, hasPasses, isDark, lastRow, setAttr, setText } from "./common.js";
 
-function chartPart(p) {
+// long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
+// function within it is held to the limit
+export function chartPart(p) {
   var state = p.state, chart = p.ui.chart, chartNote = p.ui.chartNote, chartMarker = p.ui.chartMarker;
   var chartSize = null, chartDrawn = "", chartScale = null;
 
@@ -8,7 +11,7 @@ function chartPart(p) {
 
   function resize() { chartSize = null; }
 
-  function paintChart(K, done) {
+  function paintChart(K) {
     /* The lines are redrawn only when the data, the size or the theme change; the time marker is a
        positioned element, so playing moves one element instead of redrawing the chart. */
     var dpr = global.devicePixelRatio || 1;
@@ -41,19 +44,8 @@ function chartPart(p) {
     var isDark = dark();
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, cssW, cssH);
-    var denom = Math.max(1, state.sides.left.maxLen, state.sides.right.maxLen);
-    var series = {}, kinds = {}, tMax = 0, passes = state.view === "passes", off = [];
-    SIDES.forEach(function (s) {
-      var side = state.sides[s];
-      if (side.settled) { series[s] = side.settled; kinds[s] = "settled"; }
-      else { series[s] = liveSeries(side, denom); kinds[s] = "live"; }
-      if (passes) {
-        if (hasPasses(side) && series[s].length === side.rows.length) series[s] = onPassAxis(side, series[s]);
-        else { if (lastRow(side) >= 0) off.push(displayName(side, s)); series[s] = []; kinds[s] = "none"; }
-      }
-      series[s].forEach(function (p) { if (p[0] > tMax) tMax = p[0]; });
-    });
-    tMax = tMax > 0 ? tMax : 1;
+    var passes = state.view === "passes", lines = chartSeries(passes), series = lines.series, kinds = lines.kinds;
+    var tMax = lines.tMax;
     var padL = 42, padR = 10, padT = 8, padB = 26;
     var pw = cssW - padL - padR, ph = cssH - padT - padB;
     var x = function (t) { return padL + t / tMax * pw; };
@@ -88,6 +80,31 @@ function chartPart(p) {
     chartScale = { x: x, top: padT, height: ph };
     setAttr(chart, "data-kind-left", kinds.left);
     setAttr(chart, "data-kind-right", kinds.right);
+    setText(chartNote, chartWords(kinds, passes, lines.off));
+    setAttr(chart, "aria-label", passes ? "Convergence over forward passes for both sides"
+      : "Convergence over time for both sides");
+  }
+
+  /* each side's line ([x, share] points) and its kind (settled, live or none: no passes on the pass axis), the
+     largest x (at least 1) and the sides left off the pass axis */
+  function chartSeries(passes) {
+    var denom = Math.max(1, state.sides.left.maxLen, state.sides.right.maxLen);
+    var series = {}, kinds = {}, tMax = 0, off = [];
+    SIDES.forEach(function (s) {
+      var side = state.sides[s];
+      if (side.settled) { series[s] = side.settled; kinds[s] = "settled"; }
+      else { series[s] = liveSeries(side, denom); kinds[s] = "live"; }
+      if (passes) {
+        if (hasPasses(side) && series[s].length === side.rows.length) series[s] = onPassAxis(side, series[s]);
+        else { if (lastRow(side) >= 0) off.push(displayName(side, s)); series[s] = []; kinds[s] = "none"; }
+      }
+      series[s].forEach(function (p) { if (p[0] > tMax) tMax = p[0]; });
+    });
+    return { series: series, kinds: kinds, tMax: tMax > 0 ? tMax : 1, off: off };
+  }
+
+  /* the note under the chart: what each line is, and the x axis */
+  function chartWords(kinds, passes, off) {
     var words = SIDES.filter(function (s) { return kinds[s] !== "none"; }).map(function (s) {
       var name = displayName(state.sides[s], s);
       return (s === "left" ? "solid blue: " : "dashed orange: ") + name + " \u2014 " +
@@ -97,9 +114,7 @@ function chartPart(p) {
     var axis = passes ? "x axis: forward passes (network calls) since each request was sent, not seconds." +
       (off.length ? " Not on this axis (no forward passes reported): " + off.join(", ") + "." : "")
       : "x axis: real time since each request was sent.";
-    setText(chartNote, words.concat([axis]).join(" \u00B7 "));
-    setAttr(chart, "aria-label", passes ? "Convergence over forward passes for both sides"
-      : "Convergence over time for both sides");
+    return words.concat([axis]).join(" \u00B7 ");
   }
 
   function liveSeries(side, denom) {

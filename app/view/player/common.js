@@ -1,27 +1,28 @@
-/* Converge player: the constants and small helpers every part uses (parts joined by app/view/payload.py asset). */
-var SIDES = ["left", "right"];
+/* Converge player: the constants and small helpers every part uses (ES modules bundled by app/view/bundle.py). */
+export var SIDES = ["left", "right"];
 /* colours, legend, status words, sentences, the mask glyph and token styles: app/view/theme.json, as THEME */
-var MASK = THEME.mask;
-var TERMINAL = {};
+export var MASK = THEME.mask;
+export var TERMINAL = {};
 THEME.terminal.forEach(function (s) { TERMINAL[s] = 1; });
 var EOS = { "<|endoftext|>": 1, "<|eos|>": 1, "<|eot_id|>": 1, "<|im_end|>": 1, "<|end|>": 1, "</s>": 1,
             "<eos>": 1, "[EOS]": 1 };
-var STATUS_TEXT = THEME.status;
-var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
+export var STATUS_TEXT = THEME.status;
+export var SPEEDS = [0.1, 0.25, 0.5, 1, 1.5, 2, 3, 4];
 /* a digit key sets the speed it names (1 is 1x), as a speaker expects; the slower speeds are a - away */
-var DIGIT_SPEEDS = { "1": 1, "2": 2, "3": 3, "4": 4 };
-var PACE_KEY = "converge-pace"; /* localStorage: the watch pace this browser chose */
-var PASS_RATE = THEME.pass_rate; /* forward passes per second of playback at 1x, on the forward-pass clock */
-var BLOCK = 16; /* token positions per block of a text panel (see paintTokens) */
-var DRIVE = { " ": 1, ArrowLeft: 1, ArrowRight: 1, Home: 1, End: 1 }; /* presenter keys no control may take */
-var HOVER_MS = 600; /* how long the pointer rests on a token before the inspector shows it */
-var MAX_EVENTS = 24; /* events the inspector lists for one position (a long Mercury draft can have more) */
-var SPARK = [360, 64], SPARK_PAD = [30, 6]; /* the inspector's sparkline, CSS pixels: size, left/right padding */
-var HEAT = {}; /* heatmap cells as [r, g, b] */
+export var DIGIT_SPEEDS = { "1": 1, "2": 2, "3": 3, "4": 4 };
+export var PACE_KEY = "converge-pace"; /* localStorage: the watch pace this browser chose */
+export var PASS_RATE = THEME.pass_rate; /* forward passes per second of playback at 1x, on the forward-pass clock */
+export var BLOCK = 16; /* token positions per block of a text panel (see paintTokens) */
+export var DRIVE = { " ": 1, ArrowLeft: 1, ArrowRight: 1, Home: 1, End: 1 }; /* presenter keys no control may take */
+export var HOVER_MS = 600; /* how long the pointer rests on a token before the inspector shows it */
+export var MAX_EVENTS = 24; /* events the inspector lists for one position (a long Mercury draft can have more) */
+export var SPARK = [360, 64]; /* the inspector's sparkline, CSS pixels: its size */
+export var SPARK_PAD = [30, 6]; /* and its left and right padding */
+export var HEAT = {}; /* heatmap cells as [r, g, b] */
 for (var name in THEME.heat) HEAT[name] = hexRgb(THEME.heat[name]);
-var LINE = { left: { color: themeColour("left", false), dark: themeColour("left", true), dash: [] },
+export var LINE = { left: { color: themeColour("left", false), dark: themeColour("left", true), dash: [] },
              right: { color: themeColour("right", false), dark: themeColour("right", true), dash: [7, 4] } };
-var METRICS = [
+export var METRICS = [
   ["ttft", "Time to first visible token", seconds],
   ["t_final", "Time to final", seconds],
   ["frames", "Frames", count],
@@ -32,7 +33,7 @@ var METRICS = [
   ["tokens_per_s", "Tokens / s", fixed1],
   ["tokens_per_nfe", "Tokens per forward pass", fixed2]
 ];
-var KEYS = [
+export var KEYS = [
   ["Space", "play / pause"],
   ["\u2190  \u2192", "one frame back / forward"],
   ["Home  End", "jump to the start / the end"],
@@ -52,7 +53,7 @@ function hexRgb(hex) {
 }
 
 /* a theme colour for canvas drawing, which cannot read the CSS custom properties' light-dark() pairs */
-function themeColour(name, dark) {
+export function themeColour(name, dark) {
   var v = THEME.colors[name];
   return typeof v === "string" ? v : v[dark ? 1 : 0];
 }
@@ -62,11 +63,11 @@ function millis(v) { return v == null ? "\u2014" : (v * 1000).toFixed(v < 0.01 ?
 function count(v) { return v == null ? "\u2014" : String(v); }
 function fixed1(v) { return v == null ? "\u2014" : v.toFixed(1); }
 function fixed2(v) { return v == null ? "\u2014" : v.toFixed(2); }
-function speedText(v) { return String(v) + "\u00D7"; }
-function rateText(v) { return (v >= 0.1 ? v.toFixed(2) : v.toPrecision(2)).replace(/\.?0+$/, "") + "\u00D7"; }
-function paceText(v) { return v > 0 ? v + " s" : "real time"; }
+export function speedText(v) { return String(v) + "\u00D7"; }
+export function rateText(v) { return (v >= 0.1 ? v.toFixed(2) : v.toPrecision(2)).replace(/\.?0+$/, "") + "\u00D7"; }
+export function paceText(v) { return v > 0 ? v + " s" : "real time"; }
 
-function el(tag, cls, text, attrs) {
+export function el(tag, cls, text, attrs) {
   var node = document.createElement(tag);
   if (cls) node.className = cls;
   if (text != null) node.textContent = text;
@@ -74,7 +75,7 @@ function el(tag, cls, text, attrs) {
   return node;
 }
 
-function gridStyle(ctx, px, dark) {
+export function gridStyle(ctx, px, dark) {
   /* the chart's and the sparkline's axis lines and labels; the caller adds the lines, then strokes */
   ctx.font = px + "px system-ui, sans-serif";
   ctx.fillStyle = themeColour("axis-text", dark);
@@ -84,42 +85,46 @@ function gridStyle(ctx, px, dark) {
   ctx.beginPath();
 }
 
-function str(v) { return v == null ? "" : String(v); }
+export function str(v) { return v == null ? "" : String(v); }
 
 /* a side's title: the payload's label (compare mode names the differing settings), else its source */
-function displayName(side, s) { return side.label || side.spec || sideWord(s); }
+export function displayName(side, s) { return side.label || side.spec || sideWord(s); }
 
-function sideWord(s) { return s === "left" ? "Left" : "Right"; }
+export function sideWord(s) { return s === "left" ? "Left" : "Right"; }
 
 /* a token as the inspector quotes it: spaces, newlines and tabs made visible */
-function quoted(tok) {
+export function quoted(tok) {
   return "\u201C" + tok.replace(/ /g, "\u2423").replace(/\n/g, "\u23CE").replace(/\t/g, "\u21E5") + "\u201D";
 }
 
-function setText(node, text) {
+export function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
 }
 
-function setAttr(node, name, value) {
+export function setAttr(node, name, value) {
   if (node.getAttribute(name) !== value) node.setAttribute(name, value);
 }
 
 function rgba(c) { return (255 << 24 | c[2] << 16 | c[1] << 8 | c[0]) >>> 0; }
-var HEAT32 = {};
+export var HEAT32 = {};
 for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
 /* merging frames into one heatmap row: a change within the band wins over the band's last state */
-var HEAT_RANK = {};
+export var HEAT_RANK = {};
 HEAT_RANK[HEAT32.fresh] = 1; HEAT_RANK[HEAT32.remasked] = 2; HEAT_RANK[HEAT32.changed] = 3;
 HEAT_RANK[HEAT32.inserted] = 1; HEAT_RANK[HEAT32.renoised] = 2; HEAT_RANK[HEAT32.edited] = 3;
 HEAT_RANK[HEAT32.deleted] = 3;
-var MIN_ROW = 3; /* CSS pixels: the least height a heatmap row is drawn at (more frames are merged) */
+export var MIN_ROW = 3; /* CSS pixels: the least height a heatmap row is drawn at (more frames are merged) */
 
 /* a token's class by style = masked | change code << 1 | draft << 4 | inspected << 5 | pinned << 6 | noise << 7
    (pinned, text given before the run, wins over the rest but the inspection outline; codes 4-6 are schema 2's
    edited, re-noised and inserted: app/analysis/states.py) */
-var STYLES = THEME.styles, CODE_STYLE = [null, "new", "changed", "remasked", "edited", "renoised", "inserted"];
-var DRAFT = 16, SEL = 32, PINNED = 64, NOISE = 128;
-var TOKEN_CLASS = [];
+export var STYLES = THEME.styles;
+export var CODE_STYLE = [null, "new", "changed", "remasked", "edited", "renoised", "inserted"];
+export var DRAFT = 16;
+export var SEL = 32;
+export var PINNED = 64;
+export var NOISE = 128;
+export var TOKEN_CLASS = [];
 for (var style = 0; style < 256; style++) {
   var c = style >> 1 & 7, cls = "cv-tok";
   if (style & PINNED) cls += " " + STYLES.pinned["class"];
@@ -132,20 +137,20 @@ for (var style = 0; style < 256; style++) {
   if (style & SEL) cls += " " + STYLES.inspected["class"];
   TOKEN_CLASS.push(cls);
 }
-var DELETED_CLASS = "cv-tok " + STYLES.deleted["class"]; /* a token this frame dropped, drawn where it was */
-var ONLY_IF_SEEN = {}; /* legend entries shown only once what they name occurs (pins, the schema 2 states) */
+export var DELETED_CLASS = "cv-tok " + STYLES.deleted["class"]; /* a token this frame dropped, drawn where it was */
+export var ONLY_IF_SEEN = {}; /* legend entries shown only once what they name occurs (pins, the schema 2 states) */
 THEME.only_if_seen.forEach(function (name) { ONLY_IF_SEEN[name] = 1; });
-var STATE_WORDS = { n: STYLES.noise.label, d: STYLES.draft.label, a: "accepted" }; /* the inspector's */
-var CODE_HEAT = [null, "fresh", "changed", "remasked", "edited", "renoised", "inserted"];
+export var STATE_WORDS = { n: STYLES.noise.label, d: STYLES.draft.label, a: "accepted" }; /* the inspector's */
+export var CODE_HEAT = [null, "fresh", "changed", "remasked", "edited", "renoised", "inserted"];
 
 /* a side's pinned positions as flags by position, from the positions its first row lists */
-function pinFlags(positions) {
+export function pinFlags(positions) {
   var flags = [];
   for (var k = 0; k < positions.length; k++) flags[positions[k] | 0] = 1;
   return flags;
 }
 
-function cellColour(code, masked, pinned, state) {
+export function cellColour(code, masked, pinned, state) {
   if (pinned) return HEAT32.given;
   if (CODE_HEAT[code]) return HEAT32[CODE_HEAT[code]];
   if (masked) return HEAT32.masked;
@@ -170,7 +175,7 @@ function backOf(row, before) {
 
 /* each row's heatmap column per position and the columns its deletions leave, so a position keeps its column
    across insertions and deletions (app/analysis/states.py columns: the same rule) */
-function lineColumns(rows) {
+export function lineColumns(rows) {
   var next = [], head = -1, lines = [], count = 0, perRow = [], gone = [];
   for (var r = 0; r < rows.length; r++) {
     var row = rows[r];
@@ -195,19 +200,19 @@ function lineColumns(rows) {
   return { cols: perRow.map(place), gone: gone.map(place), width: count };
 }
 
-function newSide() {
+export function newSide() {
   return { spec: "", label: "", status: "idle", message: "", rows: [], gaps: 0, metrics: null, settled: null,
            maxLen: 0, seen: {}, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0, pinned: null };
 }
 
-function legendItem(cls, sample, label) {
+export function legendItem(cls, sample, label) {
   var item = el("span", "cv-legend-item");
   item.appendChild(el("span", "cv-tok " + cls, sample, { "aria-hidden": "true" }));
   item.appendChild(el("span", "cv-legend-label", label));
   return item;
 }
 
-function visibleCount(row) {
+export function visibleCount(row) {
   if (row.vis != null) return row.vis;
   var n = 0;
   for (var k = 0; k < row.tok.length; k++) {
@@ -218,26 +223,26 @@ function visibleCount(row) {
   return n;
 }
 
-function button(cls, text, label, extra) {
+export function button(cls, text, label, extra) {
   var attrs = { type: "button", "aria-label": label, title: label };
   if (extra) for (var k in extra) attrs[k] = extra[k];
   return el("button", cls, text, attrs);
 }
 
 /* the last row a side holds (-1: none); rows may have gaps while live updates arrive out of order */
-function lastRow(side) {
+export function lastRow(side) {
   for (var i = side.rows.length - 1; i >= 0; i--) if (side.rows[i]) return i;
   return -1;
 }
 
 /* whether the side reports forward passes (local and Hugging Face models do; API sources do not) */
-function hasPasses(side) {
+export function hasPasses(side) {
   var last = lastRow(side);
   return last >= 0 && side.rows[last].nfe != null;
 }
 
 /* dark colours: inside Gradio's .dark, with data-theme="dark", or (cv-auto-theme) when the system prefers dark */
-function isDark(root) {
+export function isDark(root) {
   return !!(root.closest && root.closest(".dark")) || root.getAttribute("data-theme") === "dark" ||
     (root.classList.contains("cv-auto-theme") && global.matchMedia &&
      global.matchMedia("(prefers-color-scheme: dark)").matches);

@@ -1,6 +1,11 @@
 /* Converge player: the token inspector, one position's history (events, confidence sparkline, candidates). */
+import { BLOCK, CODE_HEAT, HEAT, HOVER_MS, LINE, MAX_EVENTS, SIDES, SPARK, SPARK_PAD, STATE_WORDS, STYLES,
+  displayName, el, gridStyle, isDark, lineColumns, quoted, setAttr, setText, sideWord, themeColour
+} from "./common.js";
 
-function inspectorPart(p) {
+// long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
+// function within it is held to the limit
+export function inspectorPart(p) {
   var state = p.state, views = p.ui.views, schedule = p.schedule, ui = p.ui;
   var insp = ui.insp, inspTitle = ui.inspTitle, inspSide = ui.inspSide, inspPos = ui.inspPos, inspClose = ui.inspClose;
   var inspHint = ui.inspHint, inspBody = ui.inspBody, inspNow = ui.inspNow, sparkWrap = ui.sparkWrap, spark = ui.spark;
@@ -137,7 +142,7 @@ function inspectorPart(p) {
     var sig = [state.run, ins.side, p, side.rows.length, side.status, dark(), global.devicePixelRatio || 1].join("|");
     if (sig !== inspSig) {
       inspHistory = history(side, p, views[ins.side].idx);
-      listEvents(inspHistory, side, p);
+      listEvents(inspHistory, side);
       drawSpark(inspHistory, ins.side, p);
       inspSig = sig;
     }
@@ -188,7 +193,7 @@ function inspectorPart(p) {
     return out;
   }
 
-  function listEvents(h, side, p) {
+  function listEvents(h, side) {
     var items = [], commits = 0;
     for (var k = 0; k < h.events.length && items.length < MAX_EVENTS; k++) {
       var e = h.events[k], row = side.rows[e.r];

@@ -1,6 +1,12 @@
 /* Converge player: each side's panel (title, badge, figures, text) and heatmap, and the metrics table. */
+import { BLOCK, DELETED_CLASS, DRAFT, HEAT32, HEAT_RANK, MASK, METRICS, MIN_ROW, NOISE, PINNED, SEL, SIDES,
+  STATUS_TEXT, TOKEN_CLASS, cellColour, displayName, el, lastRow, lineColumns, setAttr, setText, sideWord, str,
+  visibleCount
+} from "./common.js";
 
-function panelsPart(p) {
+// long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
+// function within it is held to the limit
+export function panelsPart(p) {
   var state = p.state, views = p.ui.views, colHeads = p.ui.colHeads, cells = p.ui.cells;
   var onPasses = p.timeline.onPasses;
 
@@ -220,25 +226,50 @@ function panelsPart(p) {
        device pixels, and only when rows arrive or its size changes. */
     var rows = side.rows, n = rows.length, lay = aligned(side), w = Math.max(1, lay ? lay.width : side.maxLen);
     var canvas = v.heat;
-    if (!n) {
-      if (canvas.width !== 1 || canvas.height !== 1) { canvas.width = 1; canvas.height = 1; }
-      canvas.getContext("2d").clearRect(0, 0, 1, 1);
-      setAttr(canvas, "data-rows", "0");
-      setAttr(canvas, "data-bands", "0");
-      v.marker.hidden = true;
-      v.heatOut = "";
-      side.heatDrawn = 0;
-      setText(v.yTop, ""); setText(v.yBottom, ""); setText(v.xLast, ""); setText(v.yName, "");
-      return;
-    }
-    if (!side.heat || side.heatW !== w || side.heat.length < w * n) {
-      var capacity = Math.max(n, side.heat && side.heatW === w ? (side.heat.length / w) * 2 : 64);
-      var buf = new Uint32Array(w * capacity);
-      if (side.heat && side.heatW === w) buf.set(side.heat.subarray(0, w * side.heatRows));
-      else side.heatRows = 0;
-      side.heat = buf;
-      side.heatW = w;
-    }
+    if (!n) { clearHeat(v, side); return; }
+    growHeat(side, w, n);
+    fillHeat(side, lay, w, n);
+    if (side.heatRows !== n) side.heatGen = (side.heatGen || 0) + 1;
+    side.heatRows = n;
+    var cssH = v.heatSize[1];
+    var per = Math.max(1, Math.ceil(n / Math.max(1, Math.floor(cssH / MIN_ROW)))); /* whole frames a row */
+    var bands = Math.ceil(n / per);
+    drawBands(v, side, w, n, per, bands);
+    setAttr(canvas, "data-rows", String(n));
+    setAttr(canvas, "data-bands", String(bands));
+    setAttr(canvas, "data-cols", String(w));
+    scaleHeat(v, w, bands);
+    heatAxes(v, side, w, per);
+    heatMarker(v, side, idx, per, bands);
+  }
+
+  /* a side with no rows yet: a blank heatmap, no marker, no axis labels */
+  function clearHeat(v, side) {
+    var canvas = v.heat;
+    if (canvas.width !== 1 || canvas.height !== 1) { canvas.width = 1; canvas.height = 1; }
+    canvas.getContext("2d").clearRect(0, 0, 1, 1);
+    setAttr(canvas, "data-rows", "0");
+    setAttr(canvas, "data-bands", "0");
+    v.marker.hidden = true;
+    v.heatOut = "";
+    side.heatDrawn = 0;
+    setText(v.yTop, ""); setText(v.yBottom, ""); setText(v.xLast, ""); setText(v.yName, "");
+  }
+
+  /* the side's buffer of cells, one 32-bit pixel each, made room for n rows of w (doubling, as rows stream in) */
+  function growHeat(side, w, n) {
+    if (side.heat && side.heatW === w && side.heat.length >= w * n) return;
+    var capacity = Math.max(n, side.heat && side.heatW === w ? (side.heat.length / w) * 2 : 64);
+    var buf = new Uint32Array(w * capacity);
+    if (side.heat && side.heatW === w) buf.set(side.heat.subarray(0, w * side.heatRows));
+    else side.heatRows = 0;
+    side.heat = buf;
+    side.heatW = w;
+  }
+
+  /* the rows not yet in the buffer, from side.heatRows to n */
+  function fillHeat(side, lay, w, n) {
+    var rows = side.rows;
     var buf32 = side.heat, pinned = side.pinned;
     for (var r = side.heatRows; r < n; r++) {
       var row = rows[r], base = r * w, cols = lay && lay.cols[r], st = row && row.st;
@@ -253,11 +284,11 @@ function panelsPart(p) {
         for (var d = row.tok.length; d < Math.min(w, row.tok.length + row.dl.length); d++) buf32[base + d] = HEAT32.deleted;
       }
     }
-    if (side.heatRows !== n) side.heatGen = (side.heatGen || 0) + 1;
-    side.heatRows = n;
-    var cssH = v.heatSize[1];
-    var per = Math.max(1, Math.ceil(n / Math.max(1, Math.floor(cssH / MIN_ROW)))); /* whole frames a row */
-    var bands = Math.ceil(n / per);
+  }
+
+  /* the bands (a frame each, or consecutive frames merged) on the offscreen canvas v.heatSrc */
+  function drawBands(v, side, w, n, per, bands) {
+    var buf32 = side.heat;
     var cells = v.heatSrc;
     var drawn = side.heatGen + ":" + bands;
     if (cells.width !== w || cells.height !== bands) {
@@ -291,9 +322,11 @@ function panelsPart(p) {
       v.heatGen++;
       v.heatDrawnKey = drawn;
     }
-    setAttr(canvas, "data-rows", String(n));
-    setAttr(canvas, "data-bands", String(bands));
-    setAttr(canvas, "data-cols", String(w));
+  }
+
+  /* the offscreen bands scaled once onto the visible canvas, at its device pixels */
+  function scaleHeat(v, w, bands) {
+    var canvas = v.heat, cells = v.heatSrc, cssH = v.heatSize[1];
     var dpr = global.devicePixelRatio || 1;
     var W = Math.round(v.heatSize[0] * dpr), H = Math.round(cssH * dpr);
     var out = W + "x" + H + ":" + v.heatGen;
@@ -308,7 +341,11 @@ function panelsPart(p) {
       ctx.drawImage(cells, 0, 0, w, bands, 0, 0, W, H);
       v.heatOut = out;
     }
-    /* the axes: frames down by time or passes (the first and last frame's), positions across */
+  }
+
+  /* the axes: frames down by time or passes (the first and last frame's), positions across */
+  function heatAxes(v, side, w, per) {
+    var rows = side.rows, canvas = v.heat;
     var passes = onPasses(side), first = rows[0], lastR = rows[lastRow(side)];
     setText(v.yName, (passes ? "passes" : "time") + " \u2193");
     setText(v.xName, "position in the answer \u2192" + (per > 1 ? " \u00B7 " + per + " frames a row" : ""));
@@ -317,16 +354,19 @@ function panelsPart(p) {
     setText(v.xLast, String(w - 1));
     setAttr(canvas, "aria-label", v.heatLabel + (per > 1 ? "; each row merges " + per +
       " frames and shows any change in them" : "; one row a frame"));
+  }
+
+  /* the frame marker at frame idx (hidden at -1): it spans the heatmap's height and is moved by a transform, so
+     scrubbing repaints no heatmap */
+  function heatMarker(v, side, idx, per, bands) {
     if (v.marker.hidden !== idx < 0) v.marker.hidden = idx < 0;
-    /* the marker spans the heatmap's height and is moved by a transform: no repaint of the heatmap */
-    if (idx >= 0) {
-      var band = Math.floor(idx / per);
-      var move = "translateY(" + ((band + 0.5) / bands * 100).toFixed(3) + "%)";
-      if (v.marker.style.transform !== move) v.marker.style.transform = move;
-      var shown = rows[idx];
-      setText(v.markerLabel, "frame " + (idx + 1) + (shown ? " \u00B7 " + whenText(shown, passes) : ""));
-      setAttr(v.marker, "data-label-below", band < bands / 2 ? "true" : "false");
-    }
+    if (idx < 0) return;
+    var band = Math.floor(idx / per);
+    var move = "translateY(" + ((band + 0.5) / bands * 100).toFixed(3) + "%)";
+    if (v.marker.style.transform !== move) v.marker.style.transform = move;
+    var shown = side.rows[idx];
+    setText(v.markerLabel, "frame " + (idx + 1) + (shown ? " \u00B7 " + whenText(shown, onPasses(side)) : ""));
+    setAttr(v.marker, "data-label-below", band < bands / 2 ? "true" : "false");
   }
 
   function aligned(side) {

@@ -1,8 +1,9 @@
 /* Converge player: one client-side renderer for live races, loaded recordings and exported files.
  *
- * Plain browser JavaScript with no dependencies and nothing Gradio-specific, in parts joined in a fixed order into
- * one script (app/view/payload.py asset): common.js (constants, helpers), dom.js (building the DOM), timeline.js (state
- * and timeline), panels.js (panels and heatmaps), chart.js, inspector.js, then this file (the player itself):
+ * Plain browser JavaScript with no dependencies and nothing Gradio-specific, in ES modules that import what they use,
+ * bundled into one script by app/view/bundle.py (app/view/payload.py asset): common.js (constants, helpers), dom.js
+ * (building the DOM), timeline.js (state and timeline), panels.js (panels and heatmaps), chart.js, inspector.js and
+ * this file, the entry (the player itself):
  *   var player = ConvergePlayer.create(rootElement, options);
  *   player.update(payload);                     // merge an update (live) or a whole run (replay)
  *   ConvergePlayer.mount(root, data, options);  // the same, in one call, for an exported HTML file
@@ -52,6 +53,17 @@
  * timeline, the chart and the presenter's figures; a side that reports no passes (an API) keeps its seconds.
  * Every string from a model, a prompt or a file is written with textContent, never as HTML.
  */
+import { DIGIT_SPEEDS, DRIVE, ONLY_IF_SEEN, SIDES, SPEEDS, TERMINAL, displayName, el, lastRow, newSide, paceText,
+  setAttr, setText, str
+} from "./common.js";
+import { buildDom } from "./dom.js";
+import { mergeSide, timelinePart } from "./timeline.js";
+import { panelsPart } from "./panels.js";
+import { chartPart } from "./chart.js";
+import { inspectorPart } from "./inspector.js";
+
+// long: the player's closure: the state, nodes and parts its functions share; each function within it is held
+// to the limit
 function create(root, options) {
   options = options || {};
   var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "",
@@ -264,28 +276,12 @@ function create(root, options) {
     var tl = getTimeline();
     var scrubbing = done && state.cursor != null && tl.length > 0;
     var K = scrubbing ? tl[cursorIndex()] : null;
-    var total = 0;
-    var anyRunning = false, anyStopped = false, anyError = false, anyDone = false, failed = [];
-    SIDES.forEach(function (s) {
-      /* read before any write, while layout is still clean from the last frame */
-      var v = views[s], t = v.text;
-      v.atEnd = t.scrollTop + t.clientHeight >= t.scrollHeight - 4;
-      if (!v.heatSize) v.heatSize = [v.heat.clientWidth, v.heat.clientHeight];
-    });
-    SIDES.forEach(function (s) {
-      var side = state.sides[s];
-      var idx = K == null ? lastRow(side) : rowAt(side, K);
-      panels.paintSide(s, side, idx, done, scrubbing, K);
-      total += side.rows.length;
-      if (side.status === "running" || side.status === "waiting") anyRunning = true;
-      if (side.status === "stopped") anyStopped = true;
-      if (side.status === "error") { anyError = true; failed.push(displayName(side, s)); }
-      if (side.status === "done") anyDone = true;
-    });
-    var overall = state.run == null || state.mode === "message" ? "idle" : !done ? "running" : anyStopped ? "stopped"
-      : anyError && !anyDone ? "error" : "done";
+    measureSides();
+    var sum = paintSides(K, done, scrubbing);
+    var overall = state.run == null || state.mode === "message" ? "idle" : !done ? "running"
+      : sum.anyStopped ? "stopped" : sum.anyError && !sum.anyDone ? "error" : "done";
     setAttr(root, "data-status", overall);
-    setAttr(root, "data-frames", String(total));
+    setAttr(root, "data-frames", String(sum.total));
     setAttr(root, "data-step", String(tl.length ? cursorIndex() : -1));
     setAttr(root, "data-run", str(state.run));
     setAttr(root, "data-mode", state.mode);
@@ -302,17 +298,56 @@ function create(root, options) {
     paintLegend();
     progressBanner.hidden = state.view !== "progress";
     timeline.paintClock();
+    setAttr(root, "data-failed", sum.failed.length ? "true" : "false");
+    setText(statusLine, statusText(overall, sum, tl));
+    paintNotes();
+    timeline.paintScrub(done, tl);
+    charts.paint(K);
+    if (!state.presenter) panels.paintMetrics();
+    SIDES.forEach(function (s) { panels.follow(views[s]); });
+    inspector.paint();
+    var hook = options.onPaint || (api && api.onPaint);
+    if (hook) hook(performance.now() - started);
+  }
+
+  /* read before any write, while layout is still clean from the last frame */
+  function measureSides() {
+    SIDES.forEach(function (s) {
+      var v = views[s], t = v.text;
+      v.atEnd = t.scrollTop + t.clientHeight >= t.scrollHeight - 4;
+      if (!v.heatSize) v.heatSize = [v.heat.clientWidth, v.heat.clientHeight];
+    });
+  }
+
+  /* each side's panel at time K (null: its last frame); what the status line needs to know of the sides */
+  function paintSides(K, done, scrubbing) {
+    var sum = { total: 0, anyRunning: false, anyStopped: false, anyError: false, anyDone: false, failed: [] };
+    SIDES.forEach(function (s) {
+      var side = state.sides[s];
+      var idx = K == null ? lastRow(side) : rowAt(side, K);
+      panels.paintSide(s, side, idx, done, scrubbing, K);
+      sum.total += side.rows.length;
+      if (side.status === "running" || side.status === "waiting") sum.anyRunning = true;
+      if (side.status === "stopped") sum.anyStopped = true;
+      if (side.status === "error") { sum.anyError = true; sum.failed.push(displayName(side, s)); }
+      if (side.status === "done") sum.anyDone = true;
+    });
+    return sum;
+  }
+
+  /* the status line: the run's message, else theme.json's sentence for its state, with a notice before it */
+  function statusText(overall, sum, tl) {
     var status = state.message;
     if (!status) {
       /* the words are theme.json's sentences; the video export's line is app/view/side.py status_sentence */
       var say = THEME.sentences;
       if (overall === "idle") status = say.idle;
-      else if (overall === "running") status = anyRunning ? say.racing : say.finishing;
+      else if (overall === "running") status = sum.anyRunning ? say.racing : say.finishing;
       else if (overall === "stopped") status = say.stopped;
       else if (overall === "error") status = say.failed;
-      else if (anyError) status = say.partly_failed.replace("{side}", failed.join(" and "));
+      else if (sum.anyError) status = say.partly_failed.replace("{side}", sum.failed.join(" and "));
       else status = state.mode === "replay" ? say.loaded : say.finished;
-      if (state.recording && overall !== "idle" && !(overall === "error" && !total)) {
+      if (state.recording && overall !== "idle" && !(overall === "error" && !sum.total)) {
         status += (overall === "running" ? " Recording to " : state.mode === "replay" ? " \u2014 " : " Saved as ") +
           state.recording + ".";
       }
@@ -323,9 +358,11 @@ function create(root, options) {
         status += " Replaying at the watch pace (" + paceText(state.pace) + "); the clock shows real time.";
       }
     }
-    if (state.notice) status = state.notice + " " + status;
-    setAttr(root, "data-failed", failed.length ? "true" : "false");
-    setText(statusLine, status);
+    return state.notice ? state.notice + " " + status : status;
+  }
+
+  /* the warnings, a lesson's figures and the why line, each hidden when empty */
+  function paintNotes() {
     var warnings = state.warnings.join(" ");
     setText(warningBox, warnings ? "Warning: " + warnings : "");
     warningBox.hidden = !warnings;
@@ -334,13 +371,6 @@ function create(root, options) {
     figuresBox.hidden = !figures;
     setText(whyBox, state.why || "");
     whyBox.hidden = !state.why;
-    timeline.paintScrub(done, tl);
-    charts.paint(K, done);
-    if (!state.presenter) panels.paintMetrics();
-    SIDES.forEach(function (s) { panels.follow(views[s]); });
-    inspector.paint();
-    var hook = options.onPaint || (api && api.onPaint);
-    if (hook) hook(performance.now() - started);
   }
 
   var api = null;

@@ -1,5 +1,8 @@
 /* Converge player: the state a payload merges into, and the timeline (time, progress or forward passes)
    with its playback and scrubber. */
+import { CODE_STYLE, PACE_KEY, PASS_RATE, SIDES, TERMINAL, displayName, hasPasses, lastRow, pinFlags, rateText,
+  setAttr, setText, str
+} from "./common.js";
 
 function expand(w, prev) {
   /* A row of our own from a compact row (app/view/payload.py wire_rows) or a plain analyzer row.
@@ -66,7 +69,7 @@ function candidates(list, scale) {
   return out;
 }
 
-function mergeSide(side, entry) {
+export function mergeSide(side, entry) {
   if (entry.spec != null) side.spec = str(entry.spec);
   if (entry.label != null) side.label = str(entry.label);
   if (entry.status) {
@@ -117,7 +120,9 @@ function noteSeen(seen, row) {
   if ((row.dl && row.st) || seen.inserted) seen.aligned = 1;
 }
 
-function timelinePart(p) {
+// long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
+// function within it is held to the limit
+export function timelinePart(p) {
   var state = p.state, options = p.options, ui = p.ui, schedule = p.schedule, paint = p.paint;
   var playBtn = ui.playBtn, speedSel = ui.speedSel, viewBox = ui.viewBox, clockBtn = ui.clockBtn;
   var passesBanner = ui.passesBanner, scrub = ui.scrub, range = ui.range, rangeLabel = ui.rangeLabel;
