@@ -7,7 +7,9 @@ npm (onnxruntime-web) or onnx is missing."""
 from __future__ import annotations
 
 import http.client
+import os
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -107,3 +109,18 @@ def test_nothing_outside_the_sites_files_is_served(served: tuple[str, Path], sit
         assert status == 404 and b"root:" not in body and b"import" not in body, path
     assert raw_get(url, SITE_ROUTE + "race.js", "POST")[0] in (404, 405)  # no POST route is added
     assert raw_get(url, SITE_ROUTE + "race.js", "PUT")[0] in (404, 405)  # the door or the site's files refuse it
+
+
+def test_the_served_bench_measures_both_ways(site: Path) -> None:
+    """`python -m app bench --only served` on 2 visitors, once: server CPU seconds and the slowest wait both ways."""
+    from app.bench.served import bench, cpu_seconds
+
+    assert cpu_seconds(os.getpid()) > 0
+    with ThreadPoolExecutor(1) as pool:  # its own thread: the browser fixture may hold playwright in this one
+        out = pool.submit(bench, visitors=2, runs=1).result()
+    assert "skipped" not in out, out
+    run = out["runs"][0]
+    for way in ("server", "browser"):
+        assert run[way]["server_cpu_s"] >= 0 and run[way]["slowest_wait_s"] > 0
+        assert out[f"worst_{way}"]["slowest_wait_s"] == run[way]["slowest_wait_s"]
+    assert run["browser"]["mb_per_visitor"] > 20 and run["browser"]["chromium"]["race_s"] > 0
