@@ -37,7 +37,7 @@ def default_place(policy: Policy) -> str:
 def place_box(policy: Policy, twins: bool) -> tuple[Any, Any]:
     """The "Run on" choice and the browser's Run button, where they are called (beside the server's Run)."""
     place = gr.Radio([ON_SERVER, ON_BROWSER], value=default_place(policy), label="Run on", elem_id="run-on",
-                     visible=twins, info="The built-in twins can race on this server or in your browser.")
+                     visible=twins)
     mine = twins and default_place(policy) == ON_BROWSER
     browser_run = gr.Button("Run", variant="primary", elem_id="run-browser", visible=mine)
     return place, browser_run
