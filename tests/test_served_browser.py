@@ -124,3 +124,18 @@ def test_the_served_bench_measures_both_ways(site: Path) -> None:
         assert run[way]["server_cpu_s"] >= 0 and run[way]["slowest_wait_s"] > 0
         assert out[f"worst_{way}"]["slowest_wait_s"] == run[way]["slowest_wait_s"]
     assert run["browser"]["mb_per_visitor"] > 20 and run["browser"]["chromium"]["race_s"] > 0
+
+
+def test_the_presenters_picker_runs_the_race_in_the_browser(served: tuple[str, Path], browser: Any) -> None:
+    url, recordings = served
+    before = recordings_in(recordings)
+    root = "#player .cv-player"
+    with browser_tab(browser, url + "?presenter=1", timeout_ms=180_000) as tab:
+        tab.wait_for_selector(f"{root}[data-mode=replay][data-presenter=true]")
+        tab.click(f"{root} .cv-pick-btn")
+        tab.locator(f"{root} .cv-picker-prompt").fill("Tom had a big red ball. One day,")
+        tab.click(f"{root} .cv-picker-run")
+        tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
+        assert tab.text_content(f"{root} .cv-prompt-text") == "Tom had a big red ball. One day,"
+        assert tab.get_attribute(root, "data-presenter") == "true"
+    assert recordings_in(recordings) == before
