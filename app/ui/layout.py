@@ -9,7 +9,9 @@ their settings are rendered from the registry (sources_ui.py), so a new source n
 screen is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
 first bundled example loaded and ready to play; the rest comes below it (the lessons move above it once a lesson's
 race runs). `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and `openai`
-pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules).
+pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules). Launched with the
+static site's folder (the command line builds it), the race box offers to race the twins in the visitor's browser
+(app/ui/browser_race.py) and the site's files are served read-only (app/ui/site_files.py).
 """
 
 from __future__ import annotations
