@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from app.cli.parsers import command_parser
 
@@ -41,7 +42,32 @@ def launch_parser() -> argparse.ArgumentParser:
     parser.add_argument("--race-limit", type=float, default=None, metavar="SECONDS",
                         help="stop every race after this many seconds (default: CONVERGE_RACE_LIMIT, else 900 on "
                              "this machine and 180 when served)")
+    parser.add_argument("--no-browser-race", action="store_true",
+                        help="do not build and serve the static site, so the twins race only on this server (by "
+                             "default the page offers to race them in the visitor's browser; docs/site.md)")
     return parser
+
+
+def browser_site() -> Path | None:
+    """The static site (`python -m app site`) built into a fresh temporary folder, removed at exit, for the page's
+    browser race; None, with one line on stderr, where it cannot be built (no npm, no onnx)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="converge-site-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    try:
+        from app.site.build import build_site
+
+        return build_site(folder / "site")
+    except ImportError as e:
+        why = f"the onnx package ({e.name}) is missing"
+    except Exception as e:  # UserError (npm), or anything else: the page still serves its own races
+        why = str(e).rstrip(".")
+    print(f"The twins race only on this server: the browser race's site could not be built ({why}).",
+          file=sys.stderr)
+    return None
 
 
 def launch(argv: list[str]) -> int:
@@ -59,7 +85,8 @@ def launch(argv: list[str]) -> int:
           file=sys.stderr)
     from app.ui.layout import launch as launch_ui
 
-    launch_ui(host=args.host, port=args.port, share=args.share, policy=policy)
+    site = None if args.no_browser_race else browser_site()
+    launch_ui(host=args.host, port=args.port, share=args.share, policy=policy, site=site)
     return 0
 
 

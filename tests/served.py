@@ -19,19 +19,22 @@ from tests.pages import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 # as pages.serve_page
-SERVE = ("import sys; from app.serving.policy import from_launch; from app.ui.layout import launch; "
+# with CONVERGE_TEST_SITE set, the static site's folder built there is served for the browser race, as the CLI does
+SERVE = ("import os, sys; from app.serving.policy import from_launch; from app.ui.layout import launch; "
          "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', allow=sys.argv[2:], env={}), quiet=True, "
-         "_frontend=False)")
+         "_frontend=False, site=os.environ.get('CONVERGE_TEST_SITE') or None)")
 
 
 @contextlib.contextmanager
-def served_process(log: Path, recordings: Path, allow: tuple[str, ...] = (),
-                   temp: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def served_process(log: Path, recordings: Path, allow: tuple[str, ...] = (), temp: Path | None = None,
+                   site: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """The whole app under the served policy (with the capabilities in `allow` turned back on) in a fresh process on
     127.0.0.1, with every temporary file it makes (Gradio's and the system's) under `temp` when given; yields (url,
-    process) once it answers. Its stdout and stderr (Gradio's tracebacks included) go to `log`."""
+    process) once it answers. Its stdout and stderr (Gradio's tracebacks included) go to `log`. With `site` (a built
+    static site's folder) the page offers the browser race and serves that folder's files."""
     port = free_port()
-    env = {**os.environ, "CONVERGE_RECORDINGS": str(recordings), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "CONVERGE_RECORDINGS": str(recordings), "PYTHONPATH": str(ROOT),
+           "CONVERGE_TEST_SITE": str(site or "")}
     if temp is not None:
         (temp / "system").mkdir(parents=True, exist_ok=True)
         env.update(GRADIO_TEMP_DIR=str(temp / "gradio"), TMPDIR=str(temp / "system"))

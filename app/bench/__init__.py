@@ -28,6 +28,7 @@ SECTIONS = {
     "export": "app.bench.video",
     "player": "app.bench.player",
     "browser": "app.bench.browser",
+    "served": "app.bench.served",
     "caps": "app.bench.caps",
     "diffusion-gemma": "app.bench.diffusion_gemma",
 }

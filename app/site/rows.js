@@ -170,5 +170,41 @@ function summary(frames, analysis) {
                        : {metrics: null, settled: []};
 }
 
-global.ConvergeRows = {analyzer: analyzer, wire: wire, summary: summary};
+/* One race through window.converge.race (app/site/race.js) drawn live in `player` (app/view/player/) as a race on
+ * the page is: `mode: live`, one row per frame as it comes, each side's summary at the end (the player then replays
+ * at the watch pace). The static site's page and the served page's browser race (app/ui/browser_race.js) both call
+ * this; `extra.start` adds to the first payload and `extra.end` to the last (a caption). Returns the promise of the
+ * race's {left, right}. */
+var SPECS = {left: "local-diffusion", right: "local-ar"}, races = 0;
+
+function side(key, status, start, rows, more) {
+  return Object.assign({spec: SPECS[key], status: status, message: null, start: start, rows: rows}, more || {});
+}
+
+function race(player, text, options, extra) {
+  var id = "browser-" + (++races) + "-" + Date.now(), seq = 0, made = {left: [], right: []};
+  var rows = {left: analyzer(), right: analyzer()};
+  player.update(Object.assign({run: id, seq: seq, mode: "live", prompt: text, recording: "", done: false,
+                               message: null, caption: "", warnings: [],
+                               sides: {left: side("left", "running", 0, []), right: side("right", "running", 0, [])}},
+                              (extra || {}).start));
+  var onFrame = function (key, frame) {
+    var row = rows[key].add(frame), sides = {};
+    made[key].push(frame);
+    sides[key] = side(key, "running", row.i, wire([row]));
+    player.update({run: id, seq: ++seq, sides: sides});
+  };
+  return global.converge.analysis.then(function (analysis) {
+    return global.converge.race(text, Object.assign({}, options, {onFrame: onFrame})).then(function (r) {
+      var sides = {};
+      ["left", "right"].forEach(function (key) {
+        sides[key] = side(key, "done", made[key].length, [], summary(made[key], analysis));
+      });
+      player.update(Object.assign({run: id, seq: ++seq, done: true, sides: sides}, (extra || {}).end));
+      return r;
+    });
+  });
+}
+
+global.ConvergeRows = {analyzer: analyzer, wire: wire, summary: summary, race: race};
 })(typeof window !== "undefined" ? window : this);

@@ -9,12 +9,15 @@ their settings are rendered from the registry (sources_ui.py), so a new source n
 screen is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
 first bundled example loaded and ready to play; the rest comes below it (the lessons move above it once a lesson's
 race runs). `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and `openai`
-pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules).
+pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules). Launched with the
+static site's folder (the command line builds it), the race box offers to race the twins in the visitor's browser
+(app/ui/browser_race.py) and the site's files are served read-only (app/ui/site_files.py).
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -25,6 +28,7 @@ from app.sources.base import load_plugins
 from app.trace.frames import MAX_RECORDING_BYTES
 from app.ui import door
 from app.ui.about import twins_note
+from app.ui.browser_race import wire_place
 from app.ui.events import QUIET
 from app.ui.export_ui import export_box, wire_exports
 from app.ui.guard import GuardedBlocks, declared
@@ -36,6 +40,7 @@ from app.ui.player_ui import player_box, show_recording
 from app.ui.race_ui import race_box, race_starter, wire_pins, wire_stop
 from app.ui.sampler_ui import sampler_box
 from app.ui.sessions import OWNER_KEY, OWNER_SECRET, as_visitor, end_session
+from app.ui.site_files import SiteFiles
 from app.ui.sources_ui import wire_sources
 from app.ui.sweeps_tab import sweeps_tab
 
@@ -43,16 +48,18 @@ QUEUE_SIZE = 64  # sessions waiting for a race slot before new ones are told the
 CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads, exports) go after an hour
 
 
-def launch_options() -> dict[str, Any]:
-    """Safe launch defaults: no monitoring endpoint, no run history in the browser, a file size cap."""
-    return {"enable_monitoring": False, "max_file_size": MAX_RECORDING_BYTES, "run_history": False,
-            "ssr_mode": False, "css": PAGE_CSS, "show_error": False,
-            "app_kwargs": {"middleware": [Middleware(door.Door)]}}  # fair queueing and uploads (app/ui/door.py)
+def launch_options(site: Path | None = None) -> dict[str, Any]:
+    """Safe launch defaults: no monitoring endpoint, no run history in the browser, a file size cap; the door in
+    front of every route, and behind it the static site's files (`site`, app/ui/site_files.py) when given."""
+    middleware = [Middleware(door.Door), Middleware(SiteFiles, folder=site)]  # fair queueing and uploads, then the
+    return {"enable_monitoring": False, "max_file_size": MAX_RECORDING_BYTES, "run_history": False,  # site's files
+            "ssr_mode": False, "css": PAGE_CSS, "show_error": False, "app_kwargs": {"middleware": middleware}}
 
 
-def build(policy: Policy = LOCAL) -> gr.Blocks:
+def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
     """The whole page as a gr.Blocks under `policy` (launch it with `launch()` or `demo.launch(**launch_options())`):
-    the boxes top to bottom, then their handlers, in the order Gradio numbers them."""
+    the boxes top to bottom, then their handlers, in the order Gradio numbers them. With `browser` (launched with
+    the site's folder), the twins may race in the visitor's browser (app/ui/browser_race.py)."""
     load_plugins()
     with GuardedBlocks(title="Converge", analytics_enabled=False, delete_cache=CACHE_LIFETIME) as demo:
         gr.Markdown("# Converge\nWatch a diffusion language model converge on its answer while an "
@@ -63,7 +70,7 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         owner = gr.State(None)  # the session's owner id, set only by the page-load handler
         current = gr.State(None)  # the recording file shown in the player (what exports are made from)
         ids = gr.State([])  # the library table's row ids
-        race = race_box(policy)
+        race = race_box(policy, browser)
         player = player_box()
         shown = [player, current]
         wire_lessons = lessons_box(race.prompt, race.pins, race.controls)
@@ -81,6 +88,8 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
         for controls in race.controls.values():
             wire_sources(controls, policy)
         wire_pins(race, policy)
+        if race.place is not None:
+            wire_place(race)
         view = [library.table, library.pick, ids]
         refresh = refresher(policy, owner, view)
         start_race = race_starter(race, policy, owner, shown, refresh)
@@ -100,11 +109,12 @@ def build(policy: Policy = LOCAL) -> gr.Blocks:
 
 
 def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, policy: Policy | None = None,
-           **kwargs: Any) -> gr.Blocks:
+           site: Path | None = None, **kwargs: Any) -> gr.Blocks:
     """Builds and serves the page on host:port (this machine only by default) with a bounded queue; `share` opts in to a
     public link, with a warning. `policy` defaults to the one the launch implies (app/serving/policy.py); a served
-    page says on stderr what it turns off. Returns the running page (pass prevent_thread_lock=True to get it back at
-    once)."""
+    page says on stderr what it turns off. `site` is the static site's built folder (the command line builds it), served
+    read-only so the twins can race in visitors' browsers. Returns the running page (pass prevent_thread_lock=True to
+    get it back at once)."""
     policy = policy or from_launch(host, share)
     if share:
         print("Warning: --share makes this page public through Gradio's share servers; anyone with the link can "
@@ -115,6 +125,6 @@ def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, polic
               file=sys.stderr)
     if policy.served:
         print(policy.summary(), file=sys.stderr)
-    demo = build(policy)
-    demo.launch(server_name=host, server_port=port, share=share, **{**launch_options(), **kwargs})
+    demo = build(policy, browser=site is not None)
+    demo.launch(server_name=host, server_port=port, share=share, **{**launch_options(site), **kwargs})
     return demo

@@ -35,6 +35,7 @@ CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && window.confirm('Delete ' + i
 
 
 def player_head() -> str:
-    """What the page's <head> gets for the player: its CSS and script (from the view room), the presenter's picker."""
+    """What the page's <head> gets for the player: its CSS and script (from the view room), the presenter's picker,
+    the browser race's glue (browser_race.js)."""
     return (f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
-            f"<script>{page_file('presenter_picker.js')}</script>")
+            f"<script>{page_file('presenter_picker.js')}</script><script>{page_file('browser_race.js')}</script>")

@@ -91,7 +91,8 @@
     }
 
     run.addEventListener("click", function () {
-      var page = field("#prompt textarea"), button = field("#run");
+      /* Gradio renders only the Run shown: the browser's (app/ui/browser_race.py) or the server's */
+      var page = field("#prompt textarea"), button = field("#run-browser") || field("#run");
       if (page) setValue(page, prompt.value);
       hide();
       if (button) setTimeout(function () { button.click(); }, 0); /* after the page has taken the prompt */

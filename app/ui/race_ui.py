@@ -18,6 +18,7 @@ from app.sources.listing import DEFAULT_MODELS
 from app.trace.frames import SIDES
 from app.trace.scrub import known_keys, scrub_text
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
+from app.ui.browser_race import ON_SERVER, TWINS, default_place, place_box
 from app.ui.events import QUIET, READS
 from app.ui.loading import while_loading
 from app.ui.page_assets import STOP_JS
@@ -46,10 +47,13 @@ class RaceBox:
     run_btn: Any
     stop_btn: Any
     pins_box: Any = None
+    place: Any = None  # "Run on: this server / your browser" (app/ui/browser_race.py), when the page offers it
+    browser_run: Any = None  # the browser's Run, which races the twins on the visitor's device
 
 
-def race_box(policy: Policy = LOCAL) -> RaceBox:
-    """Builds the controls row where it is called, inside the open Blocks: prompt, pins, both sides, Run and Stop."""
+def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
+    """Builds the controls row where it is called, inside the open Blocks: prompt, pins, both sides, Run and Stop;
+    with `browser` (the site's files are served), the choice to race the twins in the visitor's browser."""
     defaults = [p if p in REGISTRY else next(iter(REGISTRY)) for p in DEFAULT_PAIR]
     with gr.Row(elem_id="controls", equal_height=False):
         with gr.Column(scale=5, min_width=320):
@@ -69,9 +73,11 @@ def race_box(policy: Policy = LOCAL) -> RaceBox:
             with gr.Column(scale=3, min_width=220):
                 controls[side] = side_controls(side, default, policy)
         with gr.Column(scale=1, min_width=110, elem_id="run-stop"):
-            run_btn = gr.Button("Run", variant="primary", elem_id="run")
+            place, browser_run = place_box(policy, tuple(defaults) == TWINS) if browser else (None, None)
+            server = place is None or tuple(defaults) != TWINS or default_place(policy) == ON_SERVER
+            run_btn = gr.Button("Run", variant="primary", elem_id="run", visible=server)
             stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box)
+    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box, place, browser_run)
 
 
 def takes_pins(policy: Policy, picked: list[tuple[Any, Any]]) -> bool:

@@ -1,0 +1,240 @@
+"""The `served` section of `python -m app bench`: a served page with 30 visitors racing the twins, on the server and in
+their browsers (issue 42 item 6).
+
+It builds the static site, starts the whole app in a process of its own under the served policy (as `python -m app
+--host 0.0.0.0` runs it, bound to 127.0.0.1) with the site's folder, and simulates the visitors, each from its own
+loopback address (127.0.0.2, 127.0.0.3, ...: one visitor an address, as a class on their own devices):
+
+- on the server: all 30 join the queue at once for the page's race of the twins at the page's defaults (Gradio's queue
+  API, as tests/test_load.py), and each waits for its answer;
+- in the browser: all 30 fetch at once what a visitor's browser fetches to race there (the page, its config, and the
+  site's runtime, samplers and graphs under /converge-site/), then one real headless Chromium opens the page and races
+  with "Run on: your browser" (its click to the race's end: a visitor's own race time, on its own device).
+
+For each way and each run: the server's CPU seconds (user and system, from /proc/PID/stat) and the slowest visitor's
+wait (server: join to answer; browser: the slowest fetch of everything plus the Chromium race). What is simulated: the
+30 visitors are threads on this machine speaking HTTP, not 30 browsers; the browser race is timed in one Chromium on
+the same machine as the server, after the fetches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Iterator
+
+from app.bench.player import CHROMIUM
+
+VISITORS = 30
+ROOT = Path(__file__).resolve().parents[2]
+SERVE = ("import sys; from app.serving.policy import from_launch; from app.ui.layout import launch; "
+         "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', env={}), site=sys.argv[2], quiet=True, "
+         "_frontend=False)")
+SITE = "/converge-site/"
+SITE_FILES = ("ort/ort.wasm.min.js", "race.js", "rows.js", "twins.json", "ort/ort-wasm-simd-threaded.mjs",
+              "ort/ort-wasm-simd-threaded.wasm", "diffusion.onnx", "ar.onnx")
+TIMEOUT = 600.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's user plus system CPU seconds so far (/proc/PID/stat fields 14 and 15), all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def served_app(site: Path, folder: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """The whole app under the served policy with `site`, in its own process on 127.0.0.1 with its recordings in
+    `folder`; yields (port, process) once its config answers."""
+    port = _free_port()
+    env = {**os.environ, "CONVERGE_RECORDINGS": str(folder / "recordings"), "PYTHONPATH": str(ROOT)}
+    with open(folder / "server.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port), str(site)], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 180
+    try:
+        while True:
+            try:
+                get(port, "127.0.0.1", "/config")
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the served page did not start: "
+                                       + (folder / "server.log").read_text(errors="replace")[-500:]) from None
+                time.sleep(0.2)  # polling interval while the server starts
+        yield port, proc
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _connection(port: int, source: str) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT, source_address=(source, 0))
+
+
+def get(port: int, source: str, path: str) -> int:
+    """GETs `path` from 127.0.0.1:port as client address `source`; the bytes read (OSError on a failed status)."""
+    conn = _connection(port, source)
+    try:
+        conn.request("GET", path)
+        reply = conn.getresponse()
+        size = len(reply.read())
+        if reply.status != 200:
+            raise OSError(f"GET {path} answered {reply.status}")
+        return size
+    finally:
+        conn.close()
+
+
+def race_call(port: int) -> tuple[int, list[Any]]:
+    """The page's race handler (fn_index) and its inputs at the page's defaults, from the served config."""
+    conn = _connection(port, "127.0.0.1")
+    conn.request("GET", "/config")
+    cfg = json.loads(conn.getresponse().read())
+    conn.close()
+    dep = next(d for d in cfg["dependencies"] if d.get("api_name") == "race")
+    by_id = {c["id"]: c for c in cfg["components"]}
+    data = [None if by_id[i]["type"] == "state" else by_id[i].get("props", {}).get("value") for i in dep["inputs"]]
+    return dep["id"], data
+
+
+def server_visitor(port: int, source: str, index: int, data: list[Any]) -> float:
+    """One visitor's race on the server through Gradio's queue: join, then read its event stream to the end; the
+    seconds from the join to the answer (RuntimeError when it failed)."""
+    session = uuid.uuid4().hex
+    body = json.dumps({"data": data, "fn_index": index, "session_hash": session, "event_data": None,
+                       "trigger_id": None})
+    started = time.perf_counter()
+    conn = _connection(port, source)
+    conn.request("POST", "/gradio_api/queue/join", body=body, headers={"Content-Type": "application/json"})
+    reply = conn.getresponse()
+    answer = reply.read()
+    conn.close()
+    if reply.status != 200:
+        raise RuntimeError(f"the queue refused a visitor: {answer[:200]!r}")
+    event = json.loads(answer)["event_id"]
+    conn = _connection(port, source)
+    conn.request("GET", f"/gradio_api/queue/data?session_hash={session}")
+    stream = conn.getresponse()
+    try:
+        for raw in stream:
+            line = raw.decode("utf-8").strip()
+            message = json.loads(line[5:]) if line.startswith("data:") else {}
+            if message.get("msg") == "process_completed" and message.get("event_id") == event:
+                if not message.get("success"):
+                    raise RuntimeError(f"a visitor's race failed: {str(message)[:200]}")
+                return time.perf_counter() - started
+    finally:
+        conn.close()
+    raise RuntimeError("a visitor's event stream ended without its answer")
+
+
+def browser_visitor(port: int, source: str) -> tuple[float, int]:
+    """One visitor's fetches for a race in the browser (the page, its config, the site's files): seconds and bytes."""
+    started = time.perf_counter()
+    size = sum(get(port, source, path) for path in ("/", "/config", *(SITE + f for f in SITE_FILES)))
+    return time.perf_counter() - started, size
+
+
+def crowd(work: Any, visitors: int) -> list[Any]:
+    """`work(source)` for each visitor at once, each from its own loopback address (127.0.0.2 on)."""
+    with ThreadPoolExecutor(visitors) as pool:
+        return list(pool.map(work, [f"127.0.0.{2 + k}" for k in range(visitors)]))
+
+
+def chromium_race(port: int, chromium: str) -> dict[str, float]:
+    """One real visitor in headless Chromium: page open to Run shown, Run (on your browser) to the race's end (its
+    first, which loads the runtime and graphs), and a second race."""
+    from playwright.sync_api import sync_playwright
+
+    state = "document.querySelector('#player .cv-player').convergePlayer.state"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            tab = browser.new_context().new_page()
+            tab.set_default_timeout(TIMEOUT * 1000)
+            started = time.perf_counter()
+            tab.goto(f"http://127.0.0.1:{port}/")
+            tab.wait_for_selector("#run-browser", state="visible")
+            tab.wait_for_function(f"() => {state}.run !== null")
+            opened = time.perf_counter() - started
+            started = time.perf_counter()
+            tab.click("#run-browser")
+            tab.wait_for_function(f"() => {state}.caption.startsWith('Ran in your browser')")
+            raced = time.perf_counter() - started
+            first = tab.evaluate(f"() => {state}.run")
+            started = time.perf_counter()
+            tab.click("#run-browser")  # again: the runtime and graphs are loaded now
+            done = f"(first) => {state}.run !== first && {state}.caption.startsWith('Ran in')"
+            tab.wait_for_function(done, arg=first)
+            again = time.perf_counter() - started
+        finally:
+            browser.close()
+    return {"page_open_s": round(opened, 2), "race_s": round(raced, 2), "race_again_s": round(again, 2)}
+
+
+def one_run(port: int, pid: int, chromium: str, visitors: int) -> dict[str, Any]:
+    """Both ways once: server CPU seconds and the slowest visitor's wait for each."""
+    index, data = race_call(port)
+    cpu = cpu_seconds(pid)
+    waits = crowd(lambda source: server_visitor(port, source, index, data), visitors)
+    server = {"server_cpu_s": round(cpu_seconds(pid) - cpu, 2), "slowest_wait_s": round(max(waits), 2),
+              "median_wait_s": round(sorted(waits)[len(waits) // 2], 2)}
+    cpu = cpu_seconds(pid)
+    fetched = crowd(lambda source: browser_visitor(port, source), visitors)
+    fetch_cpu = cpu_seconds(pid) - cpu
+    visit = chromium_race(port, chromium)
+    slowest = max(s for s, _ in fetched)
+    browser = {"server_cpu_s": round(cpu_seconds(pid) - cpu, 2), "fetch_cpu_s": round(fetch_cpu, 2),
+               "slowest_fetch_s": round(slowest, 2), "mb_per_visitor": round(fetched[0][1] / 1e6, 1),
+               "chromium": visit, "slowest_wait_s": round(slowest + visit["race_s"], 2)}
+    return {"server": server, "browser": browser}
+
+
+def bench(visitors: int = VISITORS, runs: int = 2) -> dict[str, Any]:
+    """`runs` runs of 30 visitors both ways on one served page; {"skipped": reason} where it cannot run."""
+    try:
+        import onnx  # noqa: F401 - the site's graphs need it
+        from playwright.sync_api import Error as PlaywrightError
+    except ImportError as e:
+        return {"skipped": f"{e.name} is not installed (pip install -r requirements.txt; pip install playwright)"}
+    chromium = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+    if not chromium:
+        return {"skipped": f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"}
+    from app.errors import UserError
+    from app.site.build import build_site
+
+    out: dict[str, Any] = {"visitors": visitors, "runs": [], "cpus": os.cpu_count(),
+                           "simulated": f"{visitors} visitors as threads from {visitors} loopback addresses speaking "
+                                        "HTTP; one real Chromium times a browser race after the fetches"}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            site = build_site(Path(tmp) / "site")
+        except UserError as e:
+            return {**out, "skipped": str(e)}
+        try:
+            with served_app(site, Path(tmp)) as (port, proc):
+                for _ in range(runs):
+                    out["runs"].append(one_run(port, proc.pid, chromium, visitors))
+        except PlaywrightError as e:
+            return {**out, "skipped": f"Chromium could not race on the page: {str(e).splitlines()[0]}"}
+    for way in ("server", "browser"):
+        out[f"worst_{way}"] = {k: max(r[way][k] for r in out["runs"]) for k in ("server_cpu_s", "slowest_wait_s")}
+    return out

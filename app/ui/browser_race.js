@@ -1,0 +1,76 @@
+/* The page's browser race (app/ui/browser_race.py): the built-in twins race on the visitor's device, nothing is sent.
+ *
+ * Run (on "your browser") calls window.ConvergeBrowserRace.run(spec, values) with no handler on the server: it loads
+ * the static site's runtime, samplers and rows (onnxruntime-web, app/site/race.js, app/site/rows.js) from this page's
+ * own origin under spec.base, once, then hands the race to app/site/rows.js `race`, which draws it in the page's
+ * player as the static site's page does. Settings the browser's samplers do not implement are named in the player's
+ * notice, never raced differently. Every string reaches the page as text (the player's textContent).
+ */
+(function () {
+  "use strict";
+  var loading = null, busy = false;
+  var OFFERED = {gen_length: "length", threshold: "threshold", filter: "filter", min_length: "min_length"};
+
+  function script(src) {
+    return new Promise(function (ok, fail) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = ok;
+      s.onerror = function () { fail(new Error("This server did not send the browser race's files.")); };
+      document.head.appendChild(s);
+    });
+  }
+
+  function load(base) {  // once per page: the runtime, then the samplers (which start loading the graphs), the rows
+    if (!loading) {
+      window.CONVERGE_BASE = base;
+      loading = script(base + "ort/ort.wasm.min.js").then(function () { return script(base + "race.js"); })
+        .then(function () { return script(base + "rows.js"); }).then(function () { return window.converge.ready; });
+    }
+    return loading;
+  }
+
+  function same(value, spec) {  // a setting at its default (an empty own-value box is the default)
+    if (value === null || value === undefined || value === "") return spec.own;
+    return typeof spec.default === "number" ? Number(value) === spec.default : value === spec.default;
+  }
+
+  /* the options for window.converge.race from the sides' settings, or a sentence saying why they cannot race here */
+  function options(spec, values) {
+    var pins = values[1], kinds = [values[2], values[3]], out = {}, differ = [], lengths = {};
+    if (kinds[0] !== "local-diffusion" || kinds[1] !== "local-ar") {
+      return "The browser race runs the built-in twins only (local-diffusion against local-ar); pick Run on: " +
+             "this server for these sources.";
+    }
+    if (String(pins || "").trim()) return "Pinned text runs on the server: pick Run on: this server.";
+    spec.inputs.forEach(function (s, i) {
+      var v = values[4 + i];
+      if (s.name === "gen_length") { lengths[s.side] = Number(v); return; }
+      if (s.side === "left" && OFFERED[s.name]) { out[OFFERED[s.name]] = v === null || v === "" ? s.default : Number(v); return; }
+      if (!same(v, s)) differ.push(s.label);
+    });
+    if (lengths.left !== lengths.right) differ.push("the two sides' answer lengths (the browser races one length)");
+    if (differ.length) {
+      return "The browser race runs the twins at their defaults but for the answer length, parallel threshold, " +
+             "learned commit filter and shortest answer; these differ: " + differ.join(", ") +
+             ". Pick Run on: this server to race them.";
+    }
+    out.length = lengths.left;
+    return out;
+  }
+
+  function run(spec, values) {
+    var root = document.querySelector("#player .cv-player"), player = root && root.convergePlayer;
+    if (!player || busy) return;
+    var chosen = options(spec, values), prompt = String(values[0] || "");
+    if (typeof chosen === "string") { player.update({notice: chosen}); return; }
+    busy = true;
+    player.update({notice: "Loading the twins into your browser\u2026"});
+    load(spec.base).then(function () {
+      return window.ConvergeRows.race(player, prompt, chosen, {start: {caption: spec.racing}, end: {caption: spec.ran}});
+    }).catch(function (e) { player.update({notice: String(e && e.message || e)}); })
+      .then(function () { busy = false; });
+  }
+
+  window.ConvergeBrowserRace = {run: run, options: options};
+})();

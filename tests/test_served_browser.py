@@ -1,0 +1,141 @@
+"""A served page hands the twins' race to the visitor's browser (issue 42 item 6): the page served in its own process
+under the served policy with the static site's folder, as `python -m app --host` starts it; Chromium races the twins
+on it with "Run on: your browser", the answer equals the Python twins', the server runs no race (no queue join, no
+recording), and nothing but the site's own files is served under its route. Skipped with the reason where Chromium,
+npm (onnxruntime-web) or onnx is missing."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from app.bench.twins import EVAL_PROMPTS
+from app.ui.site_files import SITE_ROUTE
+from tests.fixtures import needs_twins
+from tests.pages import browser_tab
+from tests.served import served_process
+from tests.test_site import python_answers
+from tests.test_site import site as site  # noqa: F401  (the site built once for the module)
+
+pytestmark = needs_twins
+PLAYER = "document.querySelector('#player .cv-player').convergePlayer.state"
+
+
+@pytest.fixture(scope="module")
+def served(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """(url, recordings folder) of the whole app served under the served policy with the site's folder."""
+    root = tmp_path_factory.mktemp("served-browser")
+    with served_process(root / "log.txt", root / "recordings", site=site) as (url, _):
+        yield url, root / "recordings"
+
+
+def raw_get(url: str, path: str, method: str = "GET") -> tuple[int, bytes]:
+    """The status and body of one request for `path` sent as written (no client normalises its dots)."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        conn.putheader("Content-Length", "0")
+        conn.endheaders()
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
+def recordings_in(folder: Path) -> list[Path]:
+    """Every recording the server has written under `folder`."""
+    return sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []
+
+
+def test_the_served_page_races_the_twins_in_the_browser_and_the_server_runs_none(served: tuple[str, Path],
+                                                                                 browser: Any) -> None:
+    url, recordings = served
+    prompt = EVAL_PROMPTS[0]
+    before = recordings_in(recordings)
+    with browser_tab(browser, url, timeout_ms=180_000) as tab:
+        tab.wait_for_selector("#run-browser", state="visible")
+        assert tab.is_checked("#run-on input[value='your browser']")
+        assert not tab.is_visible("#run")  # the server's Run is the other choice
+        tab.wait_for_function(f"() => {PLAYER}.run !== null")  # the page has opened (its example loaded)
+        sent: list[tuple[str, str]] = []
+        tab.on("request", lambda r: sent.append((r.method, r.url)))
+        tab.fill("#prompt textarea", prompt)
+        tab.click("#run-browser")
+        tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
+        shown = tab.evaluate(f"""() => {{ const s = {PLAYER};
+            return [s.prompt, s.sides.left.metrics.nfe, s.sides.right.metrics.nfe, s.sides.left.status]; }}""")
+        again = tab.evaluate("(p) => window.converge.race(p, {length: 128}).then((r) => ["
+                             "[r.left.ids, r.left.nfe], [r.right.ids, r.right.nfe]])", prompt)
+    want = python_answers(prompt)
+    assert shown == [prompt, want["left"][1], want["right"][1], "done"]
+    assert [tuple(again[0]), tuple(again[1])] == [want["left"], want["right"]]
+    assert [u for _, u in sent if "/queue/" in u] == []  # no race joined the server's queue
+    assert {u.split(SITE_ROUTE)[1] for m, u in sent if SITE_ROUTE in u and m == "GET"} >= {
+        "race.js", "rows.js", "twins.json", "diffusion.onnx", "ar.onnx", "ort/ort-wasm-simd-threaded.wasm"}
+    assert recordings_in(recordings) == before  # the server ran no race
+
+
+def test_a_settings_change_the_browser_cannot_race_is_named_and_the_server_choice_returns_run(
+        served: tuple[str, Path], browser: Any) -> None:
+    url, _ = served
+    with browser_tab(browser, url, timeout_ms=120_000) as tab:
+        tab.wait_for_selector("#run-browser", state="visible")
+        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        said = tab.evaluate("""() => window.ConvergeBrowserRace.options({base: '', inputs: [
+            {side: 'left', name: 'gen_length', label: 'Answer length', default: 128, own: false},
+            {side: 'left', name: 'steps', label: 'Steps', default: 0, own: false},
+            {side: 'right', name: 'gen_length', label: 'Max answer length', default: 128, own: false}]},
+            ['A fox', '', 'local-diffusion', 'local-ar', 64, 32, 64])""")
+        assert "these differ: Steps" in said
+        tab.click("#run-on label:has-text('this server')")
+        tab.wait_for_selector("#run", state="visible")
+        assert not tab.is_visible("#run-browser")
+
+
+def test_nothing_outside_the_sites_files_is_served(served: tuple[str, Path], site: Path) -> None:
+    url, _ = served
+    status, body = raw_get(url, SITE_ROUTE + "race.js")
+    assert status == 200 and body == (site / "race.js").read_bytes()
+    for path in ("../app/__main__.py", "..%2f..%2fapp%2f__main__.py", "%2e%2e/%2e%2e/etc/passwd", "/etc/passwd",
+                 "ort/../../../../etc/passwd", "ort/", "nope.js", "twins.json/x", "ort//ort.wasm.min.js"):
+        status, body = raw_get(url, SITE_ROUTE + path)
+        assert status == 404 and b"root:" not in body and b"import" not in body, path
+    assert raw_get(url, SITE_ROUTE + "race.js", "POST")[0] in (404, 405)  # no POST route is added
+    assert raw_get(url, SITE_ROUTE + "race.js", "PUT")[0] in (404, 405)  # the door or the site's files refuse it
+
+
+def test_the_served_bench_measures_both_ways(site: Path) -> None:
+    """`python -m app bench --only served` on 2 visitors, once: server CPU seconds and the slowest wait both ways."""
+    from app.bench.served import bench, cpu_seconds
+
+    assert cpu_seconds(os.getpid()) > 0
+    with ThreadPoolExecutor(1) as pool:  # its own thread: the browser fixture may hold playwright in this one
+        out = pool.submit(bench, visitors=2, runs=1).result()
+    assert "skipped" not in out, out
+    run = out["runs"][0]
+    for way in ("server", "browser"):
+        assert run[way]["server_cpu_s"] >= 0 and run[way]["slowest_wait_s"] > 0
+        assert out[f"worst_{way}"]["slowest_wait_s"] == run[way]["slowest_wait_s"]
+    assert run["browser"]["mb_per_visitor"] > 20 and run["browser"]["chromium"]["race_s"] > 0
+
+
+def test_the_presenters_picker_runs_the_race_in_the_browser(served: tuple[str, Path], browser: Any) -> None:
+    url, recordings = served
+    before = recordings_in(recordings)
+    root = "#player .cv-player"
+    with browser_tab(browser, url + "?presenter=1", timeout_ms=180_000) as tab:
+        tab.wait_for_selector(f"{root}[data-mode=replay][data-presenter=true]")
+        tab.click(f"{root} .cv-pick-btn")
+        tab.locator(f"{root} .cv-picker-prompt").fill("Tom had a big red ball. One day,")
+        tab.click(f"{root} .cv-picker-run")
+        tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
+        assert tab.text_content(f"{root} .cv-prompt-text") == "Tom had a big red ball. One day,"
+        assert tab.get_attribute(root, "data-presenter") == "true"
+    assert recordings_in(recordings) == before
