@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from typing import Any
+from typing import Any, MutableMapping
 
 UNKNOWN = "unknown"
 
@@ -41,6 +41,13 @@ def client_address(peer: str | None, forwarded_for: str | None = None, on_space:
             return str(ip.ipv4_mapped)
         return str(ipaddress.ip_network(f"{ip}/64", strict=False))
     return str(ip)
+
+
+def scope_address(scope: MutableMapping[str, Any]) -> str:
+    """The address an ASGI request counts against (client_address of its peer and X-Forwarded-For)."""
+    forwarded = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == b"x-forwarded-for"),
+                     None)
+    return client_address((scope.get("client") or (None,))[0], forwarded)
 
 
 def address_of(request: Any) -> str | None:

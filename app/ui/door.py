@@ -34,7 +34,7 @@ from typing import Any, Awaitable, Callable
 
 from app.serving.policy import Policy
 from app.trace.frames import MAX_RECORDING_BYTES
-from app.ui.address import address_of, client_address
+from app.ui.address import address_of, scope_address
 
 HEAVY = ("race", "sweep")  # the concurrency ids of the work a visitor may hold only one of at a time
 ADDRESS_EVENTS = 8  # requests one address may have queued or running at once, of any kind
@@ -244,9 +244,9 @@ class Door:
         if body is None:
             return await _respond(send, 413, TOO_BIG)
         if served and route.startswith(JOIN_ROUTES):
-            return await self._join(blocks, _address(scope, headers), route, body, scope, receive, send)
+            return await self._join(blocks, scope_address(scope), route, body, scope, receive, send)
         if served and route.startswith(OFF_QUEUE):
-            return await self._off_queue(_address(scope, headers), body, scope, receive, send)
+            return await self._off_queue(scope_address(scope), body, scope, receive, send)
         return await self.app(scope, _replayed(body, receive), send)
 
     async def _off_queue(self, address: str, body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
@@ -307,7 +307,7 @@ class Door:
             return await _refuse(send, receive, 413, UPLOAD_TOO_BIG, drain)
         if not served:
             return await self.app(scope, _capped(receive, UPLOAD_BYTES), send)
-        if not self._spend(_address(scope, headers), declared or 0):
+        if not self._spend(scope_address(scope), declared or 0):
             return await _respond(send, 429, UPLOAD_SPENT)
         start: dict[str, Any] = {}
         chunks: list[bytes] = []
@@ -383,11 +383,6 @@ class Door:
         """Whether a file route names a stored upload."""
         target = route.split("=", 1)[1] if route.startswith("/file=") else route[len("/file/"):]
         return bool(target) and os.path.realpath(target) in self._stored
-
-
-def _address(scope: Scope, headers: list[tuple[str, str]]) -> str:
-    forwarded = next((v for k, v in headers if k == "x-forwarded-for"), None)
-    return client_address((scope.get("client") or (None,))[0], forwarded)
 
 
 def _sweep_partial(scope: Scope) -> None:

@@ -6,15 +6,22 @@ browser race (app/ui/browser_race.js) fetches them from SITE_ROUTE on the page's
 in front of Gradio's routes and behind the door (app/ui/door.py), answers GET and HEAD for exactly the files that
 folder held when the page started (a fixed list, read once: no path a visitor writes is ever joined to a folder),
 each with its type and `nosniff`; any other path under SITE_ROUTE answers 404 and any other method 405. Nothing
-under SITE_ROUTE reads a body or reaches Gradio.
+under SITE_ROUTE reads a body or reaches Gradio. The files are large (the runtime and graphs, about 33 MB a visitor),
+so an address sends at most SENDING_AT_ONCE at once and the rest wait their turn (a class behind one address), up to
+SENDING_HELD in all; beyond that one is refused, so no address can keep the server's CPU busy sending files.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import defaultdict
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from starlette.responses import FileResponse, PlainTextResponse
+from starlette.types import Receive, Scope, Send
+
+from app.ui.address import scope_address
 
 SITE_ROUTE = "/converge-site/"
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -22,9 +29,9 @@ TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=u
          ".json": "application/json", ".onnx": "application/octet-stream"}
 HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=3600",
            "Cross-Origin-Resource-Policy": "same-origin"}
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+SENDING_AT_ONCE = 6  # files one address is sent at once (a browser opens six connections to a host)
+SENDING_HELD = 64  # more wait their turn, up to this many in all
+BUSY = f"You already have {SENDING_HELD} downloads from this server running or waiting; try again when they finish."
 
 
 def site_files(folder: Path) -> dict[str, Path]:
@@ -42,6 +49,8 @@ class SiteFiles:
     def __init__(self, app: Any, folder: Path | None = None) -> None:
         self.app = app
         self.files = site_files(Path(folder)) if folder is not None else {}
+        self._sending: dict[str, int] = defaultdict(int)  # address -> its files being sent or waiting
+        self._turns: dict[str, asyncio.Semaphore] = {}  # address -> its turns to be sent a file
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -55,5 +64,20 @@ class SiteFiles:
         elif found is None:
             response = PlainTextResponse("Not found.", status_code=404)
         else:
-            response = FileResponse(found, media_type=TYPES[found.suffix], headers=HEADERS)
+            return await self._send_file(found, scope, receive, send)
         await response(scope, receive, send)
+
+    async def _send_file(self, found: Path, scope: Scope, receive: Receive, send: Send) -> None:
+        """Sends one file in the address's turn: SENDING_AT_ONCE at once, SENDING_HELD in all, else 429."""
+        address = scope_address(scope)
+        if self._sending[address] >= SENDING_HELD:
+            return await PlainTextResponse(BUSY, status_code=429)(scope, receive, send)
+        self._sending[address] += 1
+        turn = self._turns.setdefault(address, asyncio.Semaphore(SENDING_AT_ONCE))
+        try:
+            async with turn:
+                await FileResponse(found, media_type=TYPES[found.suffix], headers=HEADERS)(scope, receive, send)
+        finally:
+            self._sending[address] -= 1
+            if not self._sending[address]:
+                del self._sending[address], self._turns[address]
