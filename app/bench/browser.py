@@ -110,16 +110,26 @@ def measure(url: str, chromium: str, prompts: tuple[str, ...], loads: int) -> di
     return out
 
 
-def bench(prompts: tuple[str, ...] = EVAL_PROMPTS[:6], loads: int = 3) -> dict[str, Any]:
-    """The site in headless Chromium beside the Python twins; {"skipped": reason} where it cannot run."""
+def site_browser() -> tuple[str, type[Exception]] | str:
+    """Chromium's path and Playwright's error class, for a bench that races the site in a browser; or why it cannot
+    run here (onnx, Playwright or Chromium missing)."""
     try:
         import onnx  # noqa: F401 - the site's graphs need it
         from playwright.sync_api import Error as PlaywrightError
     except ImportError as e:
-        return {"skipped": f"{e.name} is not installed (pip install -r requirements.txt; pip install playwright)"}
+        return f"{e.name} is not installed (pip install -r requirements.txt; pip install playwright)"
     chromium = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
     if not chromium:
-        return {"skipped": f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"}
+        return f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"
+    return chromium, PlaywrightError
+
+
+def bench(prompts: tuple[str, ...] = EVAL_PROMPTS[:6], loads: int = 3) -> dict[str, Any]:
+    """The site in headless Chromium beside the Python twins; {"skipped": reason} where it cannot run."""
+    found = site_browser()
+    if isinstance(found, str):
+        return {"skipped": found}
+    chromium, PlaywrightError = found
     from app.errors import UserError
     from app.site.build import build_site
 

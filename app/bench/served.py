@@ -23,7 +23,6 @@ import contextlib
 import http.client
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
-from app.bench.player import CHROMIUM
+from app.bench.browser import site_browser
 
 VISITORS = 30
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,14 +209,10 @@ def one_run(port: int, pid: int, chromium: str, visitors: int) -> dict[str, Any]
 
 def bench(visitors: int = VISITORS, runs: int = 2) -> dict[str, Any]:
     """`runs` runs of 30 visitors both ways on one served page; {"skipped": reason} where it cannot run."""
-    try:
-        import onnx  # noqa: F401 - the site's graphs need it
-        from playwright.sync_api import Error as PlaywrightError
-    except ImportError as e:
-        return {"skipped": f"{e.name} is not installed (pip install -r requirements.txt; pip install playwright)"}
-    chromium = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
-    if not chromium:
-        return {"skipped": f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"}
+    found = site_browser()
+    if isinstance(found, str):
+        return {"skipped": found}
+    chromium, PlaywrightError = found
     from app.errors import UserError
     from app.site.build import build_site
 
