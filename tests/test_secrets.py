@@ -81,7 +81,7 @@ def test_a_crashing_source_logs_its_traceback_with_the_keys_taken_out(tmp_path: 
         def settings(self) -> dict[str, Any]:
             return {}
 
-        def stream(self, prompt: str, cancel: threading.Event) -> Iterator[Frame]:
+        def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
             yield Frame(t=0.0, step=0, text="one")
             raise RuntimeError(f"upstream said: bad key {os.environ['OPENAI_API_KEY']} / {sentinels.TYPED}")
 

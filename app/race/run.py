@@ -194,10 +194,7 @@ class Race:
 
     def _stream_side(self, side: str, source: Source) -> None:
         status, message = "done", source.notice  # a setting the source changed, said once more
-        if source.defers:
-            frames = source.stream(self.prompt, self.cancel, defer=True)
-        else:
-            frames = source.stream(self.prompt, self.cancel)
+        frames = source.stream(self.prompt, self.cancel, defer=source.defers)
         try:
             for frame in frames:
                 self._handoff.put((side, "frame", frame))

@@ -29,8 +29,8 @@ class Source(Protocol):
         ...
 
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
-        """Yields frames, the last with final=True; raises UserError with a user-facing message. `defer` is given
-        only to a source that `defers`."""
+        """Yields frames, the last with final=True; raises UserError with a user-facing message. The race passes
+        `defer=self.defers`, so only a source that `defers` is ever asked to."""
         ...
 
 

@@ -9,7 +9,7 @@
 (function () {
   "use strict";
   var loading = null, busy = false;
-  var OFFERED = {gen_length: "length", threshold: "threshold", filter: "filter", min_length: "min_length"};
+  var OFFERED = {threshold: "threshold", filter: "filter", min_length: "min_length"};  // beyond the length
 
   function script(src) {
     return new Promise(function (ok, fail) {
