@@ -48,18 +48,24 @@ def launch_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def browser_site() -> Path | None:
+def browser_site(install: bool) -> Path | None:
     """The static site (`python -m app site`) built into a fresh temporary folder, removed at exit, for the page's
-    browser race; None, with one line on stderr, where it cannot be built (no npm, no onnx)."""
+    browser race; None, with one line on stderr, where it cannot be built (no npm, no onnx). With `install` (a served
+    page, whose class races in the browser by default) onnxruntime-web is installed with npm when missing; a local
+    page, which races on this machine by default, never waits on npm at start-up."""
     import atexit
     import shutil
     import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="converge-site-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     try:
-        from app.site.build import build_site
+        from app.site.build import build_site, runtime_installed
 
+        if not (install or runtime_installed()):
+            print("The twins race only on this server: onnxruntime-web is not installed for the browser race "
+                  "(`python -m app site site/` installs it with npm once).", file=sys.stderr)
+            return None
+        folder = Path(tempfile.mkdtemp(prefix="converge-site-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
         return build_site(folder / "site")
     except ImportError as e:
         why = f"the onnx package ({e.name}) is missing"
@@ -85,7 +91,7 @@ def launch(argv: list[str]) -> int:
           file=sys.stderr)
     from app.ui.layout import launch as launch_ui
 
-    site = None if args.no_browser_race else browser_site()
+    site = None if args.no_browser_race else browser_site(install=policy.served)
     launch_ui(host=args.host, port=args.port, share=args.share, policy=policy, site=site)
     return 0
 

@@ -1,7 +1,8 @@
 """A served page hands the twins' race to the visitor's browser (issue 42 item 6): the page served in its own process
 under the served policy with the static site's folder, as `python -m app --host` starts it; Chromium races the twins
-on it with "Run on: your browser", the answer equals the Python twins', the server runs no race (no queue join, no
-recording), and nothing but the site's own files is served under its route. Skipped with the reason where Chromium,
+on it with "Run on: your browser", the answer equals the Python twins', the server runs no race (the race joins no
+queue; its frames come to the server once it has ended, to be saved in the visitor's library), Stop ends it keeping
+its frames, and nothing but the site's own files is served under its route. Skipped with the reason where Chromium,
 npm (onnxruntime-web) or onnx is missing."""
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any, Iterator
 import pytest
 
 from app.bench.twins import EVAL_PROMPTS
+from app.trace.frames import read_recording
+from app.ui.browser_race import RAN_IN
 from app.ui.site_files import SITE_ROUTE
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab
@@ -25,6 +28,13 @@ from tests.test_site import site as site  # noqa: F401  (the site built once for
 
 pytestmark = needs_twins
 PLAYER = "document.querySelector('#player .cv-player').convergePlayer.state"
+# the page's Stop, clicked as the race's third AR frame is drawn (the race yields to the page after each frame)
+STOP_AT_THIRD = """() => { const player = document.querySelector('#player .cv-player').convergePlayer;
+    const update = player.update.bind(player); let frames = 0;
+    player.update = (p) => { update(p); const right = p.sides && p.sides.right;
+        if (right && right.status === 'running' && right.rows.length && ++frames === 3) {
+            document.getElementById('stop').click(); } }; }"""
+SAVED = "() => (document.querySelector('#library-status textarea')?.value || '').startsWith('Saved the race run')"
 
 
 @pytest.fixture(scope="module")
@@ -69,17 +79,42 @@ def test_the_served_page_races_the_twins_in_the_browser_and_the_server_runs_none
         tab.fill("#prompt textarea", prompt)
         tab.click("#run-browser")
         tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
+        joined = [u for _, u in sent if "/queue/" in u]  # the race itself joined no queue
         shown = tab.evaluate(f"""() => {{ const s = {PLAYER};
             return [s.prompt, s.sides.left.metrics.nfe, s.sides.right.metrics.nfe, s.sides.left.status]; }}""")
+        tab.wait_for_function(SAVED)
         again = tab.evaluate("(p) => window.converge.race(p, {length: 128}).then((r) => ["
                              "[r.left.ids, r.left.nfe], [r.right.ids, r.right.nfe]])", prompt)
     want = python_answers(prompt)
     assert shown == [prompt, want["left"][1], want["right"][1], "done"]
     assert [tuple(again[0]), tuple(again[1])] == [want["left"], want["right"]]
-    assert [u for _, u in sent if "/queue/" in u] == []  # no race joined the server's queue
+    assert joined == []  # the race ran in the browser: nothing joined the server's queue while it raced
     assert {u.split(SITE_ROUTE)[1] for m, u in sent if SITE_ROUTE in u and m == "GET"} >= {
         "race.js", "rows.js", "twins.json", "diffusion.onnx", "ar.onnx", "ort/ort-wasm-simd-threaded.wasm"}
-    assert recordings_in(recordings) == before  # the server ran no race
+    saved = [p for p in recordings_in(recordings) if p not in before]  # then its frames were saved, as they ran
+    assert len(saved) == 1
+    rec = read_recording(saved[0])
+    assert rec.header["ran_in"] == RAN_IN and rec.header["prompt"] == prompt
+    assert [rec.frames[k][-1].nfe for k in ("left", "right")] == [want["left"][1], want["right"][1]]
+    assert [rec.ends[k]["status"] for k in ("left", "right")] == ["done", "done"]
+
+
+def test_stop_ends_the_browser_race_keeping_its_frames_and_saves_them(served: tuple[str, Path], browser: Any) -> None:
+    url, recordings = served
+    before = recordings_in(recordings)
+    with browser_tab(browser, url, timeout_ms=180_000) as tab:
+        tab.wait_for_selector("#run-browser", state="visible")
+        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.fill("#prompt textarea", EVAL_PROMPTS[1])
+        tab.evaluate(STOP_AT_THIRD)
+        tab.click("#run-browser")
+        tab.wait_for_function(f"() => {PLAYER}.sides.right.status === 'stopped'")
+        shown = tab.evaluate(f"() => ['left', 'right'].map((k) => {PLAYER}.sides[k].rows.length)")
+        tab.wait_for_function(SAVED)
+    saved = [p for p in recordings_in(recordings) if p not in before]
+    rec = read_recording(saved[0])
+    assert [len(rec.frames[k]) for k in ("left", "right")] == shown and shown[1] >= 3  # every frame drawn is kept
+    assert rec.ends["right"]["status"] == "stopped" and rec.frames["right"][-1].nfe < 128
 
 
 def test_a_settings_change_the_browser_cannot_race_is_named_and_the_server_choice_returns_run(
@@ -138,4 +173,6 @@ def test_the_presenters_picker_runs_the_race_in_the_browser(served: tuple[str, P
         tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
         assert tab.text_content(f"{root} .cv-prompt-text") == "Tom had a big red ball. One day,"
         assert tab.get_attribute(root, "data-presenter") == "true"
-    assert recordings_in(recordings) == before
+        tab.wait_for_function(SAVED)
+    saved = [p for p in recordings_in(recordings) if p not in before]
+    assert [read_recording(p).header.get("ran_in") for p in saved] == [RAN_IN]  # the browser's run, not the server's

@@ -45,10 +45,15 @@ INLINED = {"cv-wasm": "ort/ort-wasm-simd-threaded.wasm", "cv-glue": "ort/ort-was
            "cv-twins": "twins.json", "cv-diffusion": "diffusion.onnx", "cv-ar": "ar.onnx"}
 
 
+def runtime_installed() -> bool:
+    """Whether onnxruntime-web's files are here already (`runtime_dir` then needs no npm)."""
+    return all((ORT_DIST / name).is_file() for name in ORT_FILES)
+
+
 def runtime_dir() -> Path:
     """onnxruntime-web's dist folder, installed from package-lock.json with `npm ci` the first time (a fresh
     machine, CI); UserError naming the fix when npm is missing or the install fails."""
-    if all((ORT_DIST / name).is_file() for name in ORT_FILES):
+    if runtime_installed():
         return ORT_DIST
     npm = shutil.which("npm")
     if npm is None:
@@ -56,7 +61,7 @@ def runtime_dir() -> Path:
                         "20 (with npm), then run the command again.")
     done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=SITE_DIR,
                           capture_output=True, text=True, timeout=600)
-    if done.returncode or not all((ORT_DIST / name).is_file() for name in ORT_FILES):
+    if done.returncode or not runtime_installed():
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
         raise UserError(f"`npm ci` in {SITE_DIR} could not install onnxruntime-web ({tail[0]}).")
     return ORT_DIST

@@ -5,7 +5,8 @@
  * for token and pass for pass. Only what the page's defaults use is here: greedy AR decoding, and the diffusion twin at
  * TWIN_DIFFUSION (even schedule, entropy order, threshold, learned commit filter, both stutter guards, shortest
  * answer one, blocks with Fast-dLLM's refresh and DualCache). Any other setting is refused by name.
- * `window.converge.race(prompt, options)` returns a promise of {left, right}: frames, text, ids and nfe each.
+ * `window.converge.race(prompt, options)` returns a promise of {left, right}: frames, text, ids and nfe each, the
+ * settings that side ran with, and `stopped` when options.signal (an AbortSignal) ended it before its answer did.
  * long: the one copy of both samplers, kept in one file that loads as one plain script (no modules from a file).
  */
 (function (global) {
@@ -113,10 +114,10 @@ function tell(onFrame, f) {
 
 /* ---- the AR twin: prefill, then one cached decode a token, greedy (app/engine/autoregressive.py) ---- */
 
-async function arRace(twin, prompt, s, onFrame) {
+async function arRace(twin, prompt, s, onFrame, signal) {
   var net = twin.net, eos = twin.eos, V = twin.vocab, ids = [], conf = [], cache = null, t0 = now(), frames = [];
   var emit = function (f) { f.t = now() - t0; frames.push(f); return tell(onFrame, f); };
-  for (var i = 0; i < s.gen_length; i++) {
+  for (var i = 0; i < s.gen_length && !stopped(signal); i++) {
     var out = cache ? await net.run([ids[ids.length - 1]], cache.k.dims[2], cache)
                     : await net.run([eos].concat(prompt), 0, null);
     cache = out;
@@ -129,8 +130,13 @@ async function arRace(twin, prompt, s, onFrame) {
           usage: last ? {prompt_tokens: prompt.length, completion_tokens: ids.length} : null});
     if (last) break;
   }
-  return {frames: frames, text: twin.tok.decode(ids), ids: ids, nfe: frames.length ? frames[frames.length - 1].nfe : 0};
+  return {frames: frames, text: twin.tok.decode(ids), ids: ids, nfe: frames.length ? frames[frames.length - 1].nfe : 0,
+          stopped: !(frames.length && frames[frames.length - 1].final), settings: s};
 }
+
+/* whether the caller has asked the race to stop (options.signal, an AbortSignal): checked before each pass, so a
+   stopped side keeps every frame it made */
+function stopped(signal) { return !!(signal && signal.aborted); }
 
 function round4(x) { return Math.round(x * 1e4) / 1e4; }
 
@@ -408,16 +414,17 @@ function diffusionFrame(twin, run, committed) {
           usage: run.done ? {prompt_tokens: run.P, completion_tokens: n} : null};
 }
 
-async function diffusionRace(twin, prompt, s, onFrame) {
+async function diffusionRace(twin, prompt, s, onFrame, signal) {
   var run = new DiffRun(prompt, s, twin.mask), frames = [], t0 = now(), last = null;
   var emit = function (f) { f.t = now() - t0; frames.push(f); last = f; return tell(onFrame, f); };
   await emit(diffusionFrame(twin, run, []));
-  while (run.nextBlock()) {
+  while (!stopped(signal) && run.nextBlock()) {
     var g = guesses(twin, run, await network(twin, run));
     await emit(commit(twin, run, g, rule(twin, run, g)));
     if (run.done) break;
   }
-  return {frames: frames, text: last.text || "", ids: last.ids || [], nfe: run.nfe, refreshes: run.refreshes};
+  return {frames: frames, text: last.text || "", ids: last.ids || [], nfe: run.nfe, refreshes: run.refreshes,
+          stopped: !run.done, settings: s};
 }
 
 /* ---- loading and the API: window.converge.race(prompt, options) ---- */
@@ -437,7 +444,7 @@ function offered(k, v) {
 function settingsFor(base, options) {
   var s = Object.assign({}, base);
   Object.keys(options || {}).forEach(function (k) {
-    if (k === "onFrame" || k === "only") return;
+    if (k === "onFrame" || k === "only" || k === "signal") return;
     if (k in OFFERED) { if (k in s) s[k] = offered(k, options[k]); return; }  // the AR twin has none of them
     if (k !== "length") throw new Error("The browser race offers the answer length, threshold, filter and " +
                                         "min_length; " + k + " is not offered.");
@@ -495,8 +502,9 @@ function api(loaded) {
     var tell = function (side) { return onFrame ? function (f) { onFrame(side, f); } : null; };
     var only = options.only;  // one side races alone (the bench's per-pass times); the other is null
     if (only != null && only !== "left" && only !== "right") throw new Error("only must be left or right.");
-    return Promise.all([only === "right" ? null : diffusionRace(d, pd, ds, tell("left")),
-                        only === "left" ? null : arRace(a, pd.slice(), as, tell("right"))])
+    var signal = options.signal;  // an AbortSignal: each side stops before its next pass, keeping its frames
+    return Promise.all([only === "right" ? null : diffusionRace(d, pd, ds, tell("left"), signal),
+                        only === "left" ? null : arRace(a, pd.slice(), as, tell("right"), signal)])
       .then(function (both) { return {left: both[0], right: both[1], prompt_ids: pd}; });
   };
 }

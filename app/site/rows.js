@@ -173,8 +173,8 @@ function summary(frames, analysis) {
 /* One race through window.converge.race (app/site/race.js) drawn live in `player` (app/view/player/) as a race on
  * the page is: `mode: live`, one row per frame as it comes, each side's summary at the end (the player then replays
  * at the watch pace). The static site's page and the served page's browser race (app/ui/browser_race.js) both call
- * this; `extra.start` adds to the first payload and `extra.end` to the last (a caption). Returns the promise of the
- * race's {left, right}. */
+ * this; `extra.start` adds to the first payload and `extra.end` to the last (a caption). `options.signal` (an
+ * AbortSignal) stops both sides before their next pass. Returns the promise of the race's {left, right}. */
 var SPECS = {left: "local-diffusion", right: "local-ar"}, races = 0;
 
 function side(key, status, start, rows, more) {
@@ -197,8 +197,8 @@ function race(player, text, options, extra) {
   return global.converge.analysis.then(function (analysis) {
     return global.converge.race(text, Object.assign({}, options, {onFrame: onFrame})).then(function (r) {
       var sides = {};
-      ["left", "right"].forEach(function (key) {
-        sides[key] = side(key, "done", made[key].length, [], summary(made[key], analysis));
+      ["left", "right"].forEach(function (key) {  // a side stopped (options.signal) keeps the frames it made
+        sides[key] = side(key, r[key].stopped ? "stopped" : "done", made[key].length, [], summary(made[key], analysis));
       });
       player.update(Object.assign({run: id, seq: ++seq, done: true, sides: sides}, (extra || {}).end));
       return r;

@@ -5,10 +5,13 @@
  * own origin under spec.base, once, then hands the race to app/site/rows.js `race`, which draws it in the page's
  * player as the static site's page does. Settings the browser's samplers do not implement are named in the player's
  * notice, never raced differently. Every string reaches the page as text (the player's textContent).
+ * The page's Stop calls stop(): both sides end before their next pass and keep their frames. However it ends, the race
+ * (prompt, each side's settings, frames and end) goes to the server, gzip-compressed, through the hidden #browser-kept
+ * box, whose handler saves it in the visitor's library (app/ui/browser_race.py `keep`).
  */
 (function () {
   "use strict";
-  var loading = null, busy = false;
+  var loading = null, busy = false, stopper = null;
   var OFFERED = {threshold: "threshold", filter: "filter", min_length: "min_length"};  // beyond the length
 
   function script(src) {
@@ -59,18 +62,46 @@
     return out;
   }
 
+  function base64(bytes) {
+    var out = "";
+    for (var i = 0; i < bytes.length; i += 0x8000) out += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(out);
+  }
+
+  /* the race as `keep` reads it, gzip-compressed (CompressionStream) and base64, written into the hidden box `kept`
+     (#browser-kept) as typing would (the native setter, then the input event Gradio listens to) */
+  function hand(kept, prompt, r) {
+    var sides = {};
+    ["left", "right"].forEach(function (key) {
+      sides[key] = {settings: r[key].settings, frames: r[key].frames, status: r[key].stopped ? "stopped" : "done"};
+    });
+    var json = new Blob([JSON.stringify({prompt: prompt, sides: sides})]);
+    return new Response(json.stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer().then(function (buf) {
+      var box = document.querySelector("#" + kept + " textarea, #" + kept + " input");
+      if (!box) return;
+      var proto = box.tagName === "TEXTAREA" ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
+      Object.getOwnPropertyDescriptor(proto, "value").set.call(box, base64(new Uint8Array(buf)));
+      box.dispatchEvent(new Event("input", {bubbles: true}));
+    });
+  }
+
   function run(spec, values) {
     var root = document.querySelector("#player .cv-player"), player = root && root.convergePlayer;
     if (!player || busy) return;
     var chosen = options(spec, values), prompt = String(values[0] || "");
     if (typeof chosen === "string") { player.update({notice: chosen}); return; }
     busy = true;
+    stopper = new AbortController();
+    chosen.signal = stopper.signal;
     player.update({notice: "Loading the twins into your browser\u2026"});
     load(spec.base).then(function () {
       return window.ConvergeRows.race(player, prompt, chosen, {start: {caption: spec.racing}, end: {caption: spec.ran}});
-    }).catch(function (e) { player.update({notice: String(e && e.message || e)}); })
-      .then(function () { busy = false; });
+    }).then(function (r) { return hand(spec.kept, prompt, r); })
+      .catch(function (e) { player.update({notice: String(e && e.message || e)}); })
+      .then(function () { busy = false; stopper = null; });
   }
 
-  window.ConvergeBrowserRace = {run: run, options: options};
+  function stop() { if (stopper) stopper.abort(); }
+
+  window.ConvergeBrowserRace = {run: run, options: options, stop: stop};
 })();

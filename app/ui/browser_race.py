@@ -7,17 +7,37 @@ handler on the server (`fn=None`): app/ui/browser_race.js reads the prompt and t
 loads the site's runtime and samplers from the page's origin, and draws the race in the page's player through
 app/site/rows.js `race` (the static site's one implementation). Choosing which Run button shows is done in the
 browser too. Other sources, and settings the browser does not implement, keep the server's race.
+
+Every run is saved: when a browser race ends (or Stop ends it, keeping the frames so far), browser_race.js hands its
+frames, gzip-compressed, to the hidden box `#browser-kept`, and `keep` saves them in the visitor's own library like a
+race run here: within the input's size limit, checked before any work, decompressed only up to a bound, each side's
+settings validated by its own source, each frame read as a recording line is, under the same disk bounds
+(`make_room`) and the same caps on what a recording may cost to read. The recording's header says where it ran. It
+becomes the run the exports make files from. A page whose library is shared by every visitor saves none unless the
+host allows uploads, since the frames are the visitor's word, not the server's run.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import zlib
 from typing import Any
 
 import gradio as gr
 
+from app.errors import UserError
+from app.race.run import recording_name
 from app.serving.policy import Policy
+from app.sources.local import make_local_ar, make_local_diffusion
+from app.trace.frames import SIDES, Frame, Recording, RecordingError, make_header, read_recording, write_recording
+from app.trace.store import RUN_MAX_BYTES, make_room, user_dir
+from app.ui.events import QUIET, READS
+from app.ui.library_ui import library_view
+from app.ui.sessions import as_visitor, remember, session_of, stop_session_race
 from app.ui.site_files import SITE_ROUTE
+from app.ui.visitor import Visitor
 
 ON_SERVER, ON_BROWSER = "this server", "your browser"
 TWINS = ("local-diffusion", "local-ar")
@@ -27,6 +47,14 @@ RAN = "Ran in your browser: the twins ran on this device (onnxruntime-web); noth
 SHOW_JS = (f"(left, right, on) => {{ const twins = left === {json.dumps(TWINS[0])} && right === {json.dumps(TWINS[1])};"
            f" const mine = twins && on === {json.dumps(ON_BROWSER)}; return [{{__type__: 'update', visible: twins}},"
            " {__type__: 'update', visible: !mine}, {__type__: 'update', visible: mine}]; }")
+
+
+KEPT_ID = "browser-kept"  # the hidden box browser_race.js writes a finished race into (app/ui/guard.py limits it)
+RAN_IN = "the visitor's browser (onnxruntime-web, WebAssembly)"  # the header's `ran_in` for a race saved by `keep`
+UNPACKED_BYTES = 24 * 2**20  # the most a race's frames may take once decompressed: many times a 256-token race's
+ENDS = ("done", "stopped")  # how a browser race's side may end
+MAKERS = {TWINS[0]: make_local_diffusion, TWINS[1]: make_local_ar}
+NOT_SAVED = "The race ran in your browser but was not saved: "
 
 
 def default_place(policy: Policy) -> str:
@@ -44,13 +72,14 @@ def place_box(policy: Policy, twins: bool) -> tuple[Any, Any]:
 
 
 def spec_of(controls: dict[str, Any]) -> dict[str, Any]:
-    """What browser_race.js reads: the site's address, the captions, and for each twin's setting (in the order the
-    Run button passes them) its side, name, label, default and whether an empty box means the default."""
+    """What browser_race.js reads: the site's address, the captions, the hidden box it hands a finished race to, and
+    for each twin's setting (in the order the Run button passes them) its side, name, label, default and whether an
+    empty box means the default."""
     inputs = [{"side": side, "name": name, "label": str(spec.get("label", name)), "default": spec.get("default"),
                "own": bool(spec.get("own"))}
               for side, kind in zip(("left", "right"), TWINS)
               for prefix, name, spec, _ in controls[side].settings if prefix == kind]
-    return {"base": SITE_ROUTE.lstrip("/"), "racing": RACING, "ran": RAN, "inputs": inputs}
+    return {"base": SITE_ROUTE.lstrip("/"), "racing": RACING, "ran": RAN, "inputs": inputs, "kept": KEPT_ID}
 
 
 def wire_place(box: Any) -> None:
@@ -67,3 +96,85 @@ def wire_place(box: Any) -> None:
     race_js = f"(...values) => {{ window.ConvergeBrowserRace.run({json.dumps(spec_of(box.controls))}, values); }}"
     box.browser_run.click(fn=None, inputs=[box.prompt, box.pins, left.kind, right.kind, *settings], js=race_js,
                           show_progress="hidden", api_name=False, queue=False)
+
+
+def kept_box() -> Any:
+    """The hidden box through which browser_race.js hands a finished browser race to `keep`, where it is called."""
+    return gr.Textbox(visible="hidden", elem_id=KEPT_ID, label="A race run in your browser")
+
+
+def unpack(packed: str) -> dict[str, Any]:
+    """The race browser_race.js packed (base64 of gzip-compressed JSON), decompressed only up to UNPACKED_BYTES;
+    UserError when it is not one."""
+    try:
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip's header
+        data = inflate.decompress(base64.b64decode(packed, validate=True), UNPACKED_BYTES)
+        if inflate.unconsumed_tail or not inflate.eof:
+            raise UserError(NOT_SAVED + "it is larger than the server keeps.")
+        race = json.loads(data.decode("utf-8"))
+    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise UserError(NOT_SAVED + "what the page sent could not be read.") from None
+    if not isinstance(race, dict) or not isinstance(race.get("prompt"), str) or not isinstance(race.get("sides"), dict):
+        raise UserError(NOT_SAVED + "what the page sent is not a race.")
+    return race
+
+
+def recording_of(race: dict[str, Any]) -> Recording:
+    """The Recording of an unpacked browser race: each side's settings as its own source validates and records them
+    (pins run on the server only), its frames read as recording lines, its end; UserError naming what is wrong."""
+    sources: dict[str, Any] = {}
+    frames: dict[str, list[Frame]] = {}
+    ends: dict[str, dict[str, Any]] = {}
+    for side, spec in zip(SIDES, TWINS):
+        given = race["sides"].get(side)
+        if not isinstance(given, dict) or not isinstance(given.get("settings"), dict) \
+                or not isinstance(given.get("frames"), list) or given.get("status") not in ENDS:
+            raise UserError(NOT_SAVED + f"its {side} side is missing.")
+        if given["settings"].get("pins"):
+            raise UserError(NOT_SAVED + "pinned text runs on the server only.")
+        sources[side] = {"name": spec, "settings": MAKERS[spec](**given["settings"]).settings()}
+        try:
+            frames[side] = [Frame.from_json(f if isinstance(f, dict) else {}) for f in given["frames"]]
+        except (ValueError, TypeError) as e:
+            raise UserError(NOT_SAVED + f"a {side} frame is not one ({e}).") from None
+        ends[side] = {"status": given["status"], "t": frames[side][-1].t if frames[side] else None}
+    header = {**make_header(race["prompt"], sources), "ran_in": RAN_IN}
+    return Recording(header, frames, ends, [])
+
+
+def keep(visitor: Visitor, packed: str | None) -> tuple[Any, ...]:
+    """Saves a race run in the visitor's browser in their own library (the library's table, picker and ids, the
+    run the exports use, the status line); nothing when the page shares one library and refuses uploads."""
+    if not packed:
+        return (gr.skip(),) * 5
+    policy = visitor.policy
+    if not (policy.owner_scoped or policy.can("upload")):
+        return (gr.skip(),) * 4 + (NOT_SAVED + "this page keeps one library for every visitor, and takes no "
+                                   "visitor's files into it.",)
+    try:
+        rec = recording_of(unpack(packed))
+        make_room(visitor.owner, visitor.address)
+        path = write_recording(rec, user_dir(visitor.owner) / recording_name(*TWINS))
+    except (UserError, OSError) as e:
+        return (gr.skip(),) * 4 + (str(e) if isinstance(e, UserError) else NOT_SAVED + f"{e.strerror or e}.",)
+    try:
+        read_recording(path, RUN_MAX_BYTES)  # the caps any recording is read under, so it can be shown again
+    except RecordingError as e:
+        path.unlink(missing_ok=True)
+        return (gr.skip(),) * 4 + (NOT_SAVED + str(e),)
+    return (*library_view(visitor, f"user/{path.name}"), str(path), f"Saved the race run in your browser as "
+            f"{path.name}.")
+
+
+def wire_keep(box: Any, kept: Any, policy: Policy, owner: Any, view: list[Any], current: Any, status: Any) -> None:
+    """The browser's Run tells the server a browser race began (the session's race on the server, if any, stops,
+    and the exports no longer offer the run before); its end comes back through `kept` and is saved (`keep`)."""
+    box.browser_run.click(began, inputs=None, outputs=[current], queue=False, **QUIET)
+    kept.change(as_visitor(policy, keep), inputs=[owner, kept], outputs=[*view, current, status], **READS, **QUIET)
+
+
+def began(request: gr.Request) -> None:
+    """A browser race began in this session: the server's race stops, and Stop leaves the player to the browser."""
+    stop_session_race(session_of(request))
+    remember(session_of(request), {"race": None, "path": "", "run": "", "shown": True})
+    return None

@@ -42,7 +42,8 @@ UPLOAD_FILES = 8
 UPLOAD_BUDGET = 128 * 2**20
 UPLOAD_WINDOW = 3600.0
 UPLOAD_SUFFIX = ".jsonl"
-BODY_BYTES = 2 * 2**20  # any body but an upload's: every input of a handler within its declared limit fits many times
+BODY_BYTES = 2 * 2**20  # any body but an upload's: every input of a handler within its declared limit fits (the
+# largest, a race run in the browser to save, at 1.5 MB; the others many times)
 UPLOAD_BYTES = MAX_RECORDING_BYTES + 2**20  # one recording at its cap, and the multipart framing around it
 DRAIN_BYTES = 64 * 2**20  # past its cap, a body declared this long or less is read and dropped so its client gets
 # the sentence rather than a reset connection; a longer one is refused without reading it

@@ -28,6 +28,7 @@ TEXT_FIELDS: dict[str, str] = {
     "left-key": "key", "right-key": "key", "left-arg": "model", "right-arg": "model",
     "sampler-model-name": "model", "sweep-pass-cost-hf": "model", "library-name": "name", "player-clock": "choice",
     "presenter-load": "choice",  # the presenter picker's recording id (app/ui/presenter_picker.js)
+    "browser-kept": "browser-race",  # a race run in the visitor's browser, to save (app/ui/browser_race.py)
 }
 TYPE_FIELDS: dict[str, str] = {
     "Dropdown": "choice", "Radio": "choice", "Slider": "number", "Number": "number", "Checkbox": "flag",

@@ -28,7 +28,8 @@ EXPORT_JS = ("(current, clock, pace, hold, loop) => { const p = document.querySe
              "return [current, p?.getAttribute('data-view') === 'passes' ? 'passes' : 'time', "
              "pace === 'player' ? (p?.getAttribute('data-pace') ?? pace) : pace, hold, loop]; }")
 # Stop also stops the player's playback: a replay (the watch-pace replay after a race, or Play on a loaded run) pauses
-STOP_JS = "() => { document.querySelector('#player .cv-player')?.convergePlayer?.pause(); }"
+STOP_JS = ("() => { document.querySelector('#player .cv-player')?.convergePlayer?.pause();"
+           " window.ConvergeBrowserRace?.stop(); }")  # a race in the browser (browser_race.js) stops too
 # Delete asks the browser to confirm; a cancelled one reaches the handler as None
 CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && window.confirm('Delete ' + id.split('/').pop() + "
                      "'? This cannot be undone.')) ? id : null]")

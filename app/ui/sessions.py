@@ -54,6 +54,14 @@ def remember(session: str, entry: dict[str, Any]) -> None:
             del _sessions[stale]
 
 
+def stop_session_race(session: str) -> None:
+    """Stops the session's race on this server, if one is running: a visitor watches one race at a time."""
+    with _sessions_lock:
+        entry = _sessions.get(session)
+    if entry and entry["race"] is not None:
+        entry["race"].stop()
+
+
 def after_stop(request: gr.Request) -> Any:
     """After Stop: ends the session's race, waits for both sides to record how they ended, shows the saved run; after
     a race that had ended on its own, nothing."""

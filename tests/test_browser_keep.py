@@ -1,0 +1,93 @@
+"""A race run in the visitor's browser is saved in their own library (app/ui/browser_race.py `keep`): the frames the
+browser sends, packed as browser_race.js packs them, become a recording that says where it ran, each side's settings
+validated by its own source; what is not such a race, or is larger than the server keeps, is refused with a sentence
+and nothing is saved. The frames here are the Python twins' own, as the browser's equal them (tests/test_site.py)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from app.serving.input_limits import refusal
+from app.serving.policy import LOCAL, from_launch
+from app.sources.local import make_local_ar, make_local_diffusion
+from app.trace.frames import read_recording
+from app.trace.store import user_dir
+from app.ui.browser_race import NOT_SAVED, RAN_IN, keep
+from app.ui.visitor import Visitor
+from tests.fixtures import needs_twins
+
+pytestmark = needs_twins
+OWNER = "visitor-k-" + "k" * 22
+PROMPT = "Mia found a small blue stone by the river. She"
+
+
+def side(make: Any, stop_after: int | None = None) -> dict[str, Any]:
+    """One side as browser_race.js sends it: the settings it ran with, its frames (JSON), how it ended."""
+    source = make(gen_length=32)
+    frames = [f.ready().to_json() for f in source.stream(PROMPT, threading.Event())]
+    if stop_after is not None:
+        frames = frames[:stop_after]
+    return {"settings": source.settings(), "frames": frames, "status": "done" if stop_after is None else "stopped"}
+
+
+def packed(race: dict[str, Any] | bytes) -> str:
+    """base64 of the gzip-compressed JSON, as browser_race.js `hand` packs it."""
+    raw = race if isinstance(race, bytes) else json.dumps(race).encode()
+    return base64.b64encode(gzip.compress(raw)).decode()
+
+
+@pytest.fixture(scope="module")
+def race() -> dict[str, Any]:
+    return {"prompt": PROMPT, "sides": {"left": side(make_local_diffusion), "right": side(make_local_ar, 5)}}
+
+
+def test_a_race_run_in_the_browser_is_saved_in_the_visitors_library(race: dict[str, Any]) -> None:
+    visitor = Visitor(from_launch("0.0.0.0", False, env={}), OWNER, "10.0.0.1")
+    *_, current, said = keep(visitor, packed(race))
+    assert said.startswith("Saved the race run in your browser as ")
+    rec = read_recording(current)
+    assert rec.header["ran_in"] == RAN_IN and rec.header["prompt"] == PROMPT
+    assert rec.header["sources"]["left"]["name"] == "local-diffusion"
+    assert rec.header["sources"]["left"]["settings"]["gen_length"] == 32
+    for key in ("left", "right"):
+        assert [f.to_json() for f in rec.frames[key]] == race["sides"][key]["frames"]
+    assert rec.ends["left"]["status"] == "done" and rec.ends["right"]["status"] == "stopped"
+    assert current.startswith(str(user_dir(OWNER)))  # the visitor's own library
+
+
+def test_what_is_not_a_browser_race_is_refused_and_nothing_saved(race: dict[str, Any]) -> None:
+    visitor = Visitor(LOCAL, OWNER)
+    left, right = race["sides"]["left"], race["sides"]["right"]
+    pinned = {**left, "settings": {**left["settings"], "pins": ["3:the end"]}}
+    bad_frame = {**left, "frames": left["frames"] + [{"t": -1, "step": 0}]}
+    unknown = {**left, "settings": {**left["settings"], "bogus": 1}}
+    cases = [("not base64 at all!", "could not be read"),
+             (packed(b"[1, 2]"), "is not a race"),
+             (packed(b"\0" * (30 * 2**20)), "larger than the server keeps"),  # a gzip bomb, cut off at the bound
+             (packed({"prompt": PROMPT, "sides": {"left": left}}), "its right side is missing"),
+             (packed({"prompt": PROMPT, "sides": {"left": pinned, "right": right}}), "pinned text runs on the server"),
+             (packed({"prompt": PROMPT, "sides": {"left": bad_frame, "right": right}}), "a left frame is not one"),
+             (packed({"prompt": PROMPT, "sides": {"left": unknown, "right": right}}), "has no setting 'bogus'")]
+    for value, words in cases:
+        said = keep(visitor, value)[-1]
+        assert words in said, said
+    assert not list(user_dir(OWNER).glob("*.jsonl"))
+
+
+def test_a_page_sharing_one_library_saves_no_browser_race_unless_it_takes_uploads(race: dict[str, Any]) -> None:
+    shared = from_launch("0.0.0.0", False, env={}, allow=("shared-library",))
+    said = keep(Visitor(shared, None), packed(race))[-1]
+    assert said.startswith(NOT_SAVED) and "one library for every visitor" in said
+    taking = from_launch("0.0.0.0", False, env={}, allow=("shared-library", "upload"))
+    assert keep(Visitor(taking, None), packed(race))[-1].startswith("Saved the race run in your browser")
+
+
+def test_a_browser_race_over_its_size_limit_is_refused_before_any_work() -> None:
+    assert "The race run in your browser is over 1,500,000 characters" in refusal("browser-race", "A" * 1_500_001)
+    assert refusal("browser-race", "A" * 1_500_000) is None
