@@ -89,10 +89,11 @@ def _connection(port: int, source: str) -> http.client.HTTPConnection:
 
 
 def get(port: int, source: str, path: str) -> int:
-    """GETs `path` from 127.0.0.1:port as client address `source`; the bytes read (OSError on a failed status)."""
+    """GETs `path` from 127.0.0.1:port as client address `source`, accepting gzip as a browser does; the bytes read
+    off the wire (OSError on a failed status)."""
     conn = _connection(port, source)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers={"Accept-Encoding": "gzip, deflate, br"})
         reply = conn.getresponse()
         size = len(reply.read())
         if reply.status != 200:
