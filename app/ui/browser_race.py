@@ -6,7 +6,8 @@ browser" by default on a served page, so that a class does not queue on the serv
 handler on the server (`fn=None`): app/ui/browser_race.js reads the prompt and the twins' settings in the browser,
 loads the site's runtime and samplers from the page's origin, and draws the race in the page's player through
 app/site/rows.js `race` (the static site's one implementation). Choosing which Run button shows is done in the
-browser too. Other sources, and settings the browser does not implement, keep the server's race.
+browser too. Which twin settings the browser honours comes from app/sources/local.py `BROWSER_SETTINGS`, the list
+the static site's race.js checks against (`spec_of` marks each input); other sources, and pins, keep the server's race.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import gradio as gr
 
 from app.serving.policy import Policy
+from app.sources.local import BROWSER_SETTINGS
 from app.ui.site_files import SITE_ROUTE
 
 ON_SERVER, ON_BROWSER = "this server", "your browser"
@@ -45,9 +47,11 @@ def place_box(policy: Policy, twins: bool) -> tuple[Any, Any]:
 
 def spec_of(controls: dict[str, Any]) -> dict[str, Any]:
     """What browser_race.js reads: the site's address, the captions, and for each twin's setting (in the order the
-    Run button passes them) its side, name, label, default and whether an empty box means the default."""
+    Run button passes them) its side, name, label, default, whether an empty box means the default and whether the
+    browser's samplers honour it (app/sources/local.py `BROWSER_SETTINGS`, the list the static site's race.js checks
+    against)."""
     inputs = [{"side": side, "name": name, "label": str(spec.get("label", name)), "default": spec.get("default"),
-               "own": bool(spec.get("own"))}
+               "own": bool(spec.get("own")), "offered": name in BROWSER_SETTINGS[kind]}
               for side, kind in zip(("left", "right"), TWINS)
               for prefix, name, spec, _ in controls[side].settings if prefix == kind]
     return {"base": SITE_ROUTE.lstrip("/"), "racing": RACING, "ran": RAN, "inputs": inputs}
