@@ -1,10 +1,11 @@
-/* Converge in the browser: the built-in twins' samplers at the page's defaults, over their ONNX graphs.
+/* Converge in the browser: the built-in twins' samplers over their ONNX graphs, with the twins' settings.
  *
  * The one JavaScript copy of the sampler logic (app/engine/diffusion.py, stutter.py, commit_filter.py's features and
- * network, autoregressive.py, the tokenizer's encode and decode); tests/test_site.py keeps it equal to Python, token
- * for token and pass for pass. Only what the page's defaults use is here: greedy AR decoding, and the diffusion twin at
- * TWIN_DIFFUSION (even schedule, entropy order, threshold, learned commit filter, both stutter guards, shortest
- * answer one, blocks with Fast-dLLM's refresh and DualCache). Any other setting is refused by name.
+ * network, autoregressive.py, sampling.py's top candidates, the tokenizer's encode and decode, and the frames of
+ * app/sources/local.py); tests/test_site.py keeps it equal to Python, token for token and pass for pass, under a table
+ * of varied settings. Every setting of both twins but pins is honoured as Python computes it, the random draws from
+ * numpy's generator (app/site/rng.js, loaded first) in Python's order; the settings are checked against the Python
+ * declarations twins.json carries, and anything else is refused by name.
  * `window.converge.race(prompt, options)` returns a promise of {left, right}: frames, text, ids and nfe each.
  * long: the one copy of both samplers, kept in one file that loads as one plain script (no modules from a file).
  */
