@@ -329,8 +329,8 @@ def test_the_browsers_generator_draws_as_numpys_default_rng() -> None:
 
 def same_candidates(seen: list[Any] | None, made: list[Any] | None) -> bool:
     """One frame's candidates alike: the same positions and tokens in the same order, each probability the same to 4
-    places or one step of them apart (the browser's exp is not numpy's, so a probability can differ in its last bit
-    and round the other way at a boundary)."""
+    places or one step of them apart (the graph's logits are within 1e-4 of numpy's, not its bits, so a probability
+    can differ in its fifth decimal and round the other way; docs/site.md)."""
     if seen is None or made is None:
         return seen == made
     return [(pos, [t for t, _ in c]) for pos, c in seen] == [(pos, [t for t, _ in c]) for pos, c in made] and all(
