@@ -129,9 +129,59 @@ def test_a_settings_change_the_browser_cannot_race_is_named_and_the_server_choic
             {side: 'right', name: 'gen_length', label: 'Max answer length', default: 128, own: false}]},
             ['A fox', '', 'local-diffusion', 'local-ar', 64, 32, 64])""")
         assert "these differ: Steps" in said
+        chosen = tab.evaluate("""() => window.ConvergeBrowserRace.options({base: '', inputs: [
+            {side: 'left', name: 'gen_length', label: 'Answer length', default: 128, own: false, offered: true},
+            {side: 'left', name: 'steps', label: 'Steps', default: 0, own: false, offered: true},
+            {side: 'left', name: 'scoring', label: 'Scoring', default: 'entropy', own: false, offered: true},
+            {side: 'left', name: 'no_repeat', label: 'Stutter guard', default: true, own: false, offered: true},
+            {side: 'right', name: 'gen_length', label: 'Max answer length', default: 128, own: false, offered: true},
+            {side: 'right', name: 'stop_at_eos', label: 'Stop', default: true, own: false, offered: true}]},
+            ['A fox', '', 'local-diffusion', 'local-ar', 64, 32, 'margin', false, 64, false])""")
+        assert chosen == {"length": 64, "steps": 32, "scoring": "margin", "no_repeat": False,
+                          "ar": {"stop_at_eos": False}}
         tab.click("#run-on label:has-text('this server')")
         tab.wait_for_selector("#run", state="visible")
         assert not tab.is_visible("#run-browser")
+
+
+# keeps each side's ids and passes of the last browser race where a test can read them (window.lastRace), by wrapping
+# window.converge.race as race.js sets it
+KEEP_LAST_RACE = """(() => { let kept;
+  Object.defineProperty(window, "converge", {configurable: true, get: () => kept, set: (v) => {
+    const race = v.race;
+    v.race = (p, o) => race(p, o).then((r) => {
+      window.lastRace = {left: [r.left.ids, r.left.nfe], right: [r.right.ids, r.right.nfe]};
+      return r;
+    });
+    kept = v;
+  }});
+})()"""
+
+
+def test_the_served_pages_browser_race_honours_both_twins_settings(served: tuple[str, Path], browser: Any) -> None:
+    """A setting changed on each side (neither twin stopping at end-of-text) races in the browser as the Python twins
+    race it, with no server race."""
+    url, recordings = served
+    prompt = EVAL_PROMPTS[3]  # both twins end it early at their defaults
+    before = recordings_in(recordings)
+    with browser_tab(browser, url, timeout_ms=180_000) as tab:
+        tab.add_init_script(KEEP_LAST_RACE)
+        tab.reload()
+        tab.wait_for_selector("#run-browser", state="visible")
+        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        for side, name in (("left", "local-diffusion-stop_at_eos"), ("right", "local-ar-stop_at_eos")):
+            tab.click(f"#{side}-settings > button")
+            box = tab.locator(f"#{side}-{name} input[type=checkbox]")
+            box.uncheck()
+            assert not box.is_checked()
+        tab.fill("#prompt textarea", prompt)
+        tab.click("#run-browser")
+        tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
+        raced = tab.evaluate("() => window.lastRace")
+    want = python_answers(prompt, ar={"stop_at_eos": False}, stop_at_eos=False)
+    assert [tuple(raced["left"]), tuple(raced["right"])] == [want["left"], want["right"]]
+    assert want["right"][1] == 128 and want != python_answers(prompt)  # the settings changed the race
+    assert recordings_in(recordings) == before
 
 
 def test_nothing_outside_the_sites_files_is_served(served: tuple[str, Path], site: Path) -> None:

@@ -35,10 +35,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_site(tmp_path_factory.mktemp("site") / "site")
 
 
-def python_answers(prompt: str, **settings: Any) -> dict[str, tuple[list[int], int]]:
+def python_answers(prompt: str, ar: dict[str, Any] | None = None, **settings: Any) -> dict[str, tuple[list[int], int]]:
     """Each side's answer ids and passes as `python -m app generate --source local-diffusion` / `local-ar` makes
-    them: the sources' own settings (`settings`: the diffusion side's, as the page gives them), prompt encoding and
-    sampler."""
+    them: the sources' own settings (`settings`: the diffusion side's, as the page gives them; `ar`: the AR side's,
+    its length the diffusion side's), prompt encoding and sampler."""
     import threading as th
 
     from app.engine import autoregressive, diffusion
@@ -46,7 +46,7 @@ def python_answers(prompt: str, **settings: Any) -> dict[str, tuple[list[int], i
 
     out = {}
     for side, make in (("left", make_local_diffusion), ("right", make_local_ar)):
-        src = make(**settings) if side == "left" else make(gen_length=settings.get("gen_length", 128))
+        src = make(**settings) if side == "left" else make(gen_length=settings.get("gen_length", 128), **(ar or {}))
         ids = src.encode(prompt)
         if side == "left":
             last = list(diffusion.generate(src.model, ids, src.opts, th.Event()))[-1]
@@ -56,6 +56,19 @@ def python_answers(prompt: str, **settings: Any) -> dict[str, tuple[list[int], i
             last = list(autoregressive.generate(src.model, ids, src.opts, th.Event()))[-1]
             out[side] = (list(last.ids), last.nfe)
     return out
+
+
+def python_candidates(prompt: str, ar: dict[str, Any] | None = None, **settings: Any) -> dict[str, list[Any]]:
+    """Each side's frames' candidates as the sources' frames carry them (app/sources/local.py), as JSON has them."""
+    import json
+    import threading as th
+
+    from app.sources.local import make_local_ar, make_local_diffusion
+
+    left = make_local_diffusion(**settings)
+    right = make_local_ar(gen_length=settings.get("gen_length", 128), **(ar or {}))
+    return {side: json.loads(json.dumps([f.candidates for f in src.stream(prompt, th.Event())]))
+            for side, src in (("left", left), ("right", right))}
 
 
 def test_the_site_command_writes_a_folder_that_names_no_other_host(site: Path, tmp_path: Path,
@@ -237,22 +250,140 @@ def test_the_browser_bench_says_why_it_skips_without_chromium(monkeypatch: pytes
 
 SETTINGS = """async ([prompt, options]) => {
   const r = await window.converge.race(prompt, options);
-  return {left: [r.left.ids, r.left.nfe], right: [r.right.ids, r.right.nfe]};
+  return {left: [r.left.ids, r.left.nfe], right: [r.right.ids, r.right.nfe],
+          candidates: {left: r.left.frames.map((f) => f.candidates), right: r.right.frames.map((f) => f.candidates)}};
 }"""
-OFFERED = ({"threshold": 0}, {"threshold": 0.5, "filter": 0}, {"filter": 0.3, "min_length": 24},
-           {"threshold": 0.7, "filter": 0.9, "min_length": 0})
+# each diffusion setting the browser honours moved from the twin's default at least once (and back at another), as
+# the page gives them (0: off, or steps following the length); `ar`: the AR twin's
+VARIED = ({"threshold": 0}, {"threshold": 0.5, "filter": 0}, {"filter": 0.3, "min_length": 24},
+          {"threshold": 0.7, "filter": 0.9, "min_length": 0},
+          {"block_length": 8, "steps": 32, "scoring": "confidence"},
+          {"block_length": 64, "schedule": "dream", "scoring": "margin", "steps": 24},
+          {"block_length": 32, "schedule": "dllm", "steps": 40, "no_repeat_ngram": 3},
+          {"factor": 1.0, "eos_discount": 0.5, "no_repeat": False, "no_repeat_ngram": 0},
+          {"min_gap": 3, "stop_at_eos": False, "filter": 0, "ar": {"stop_at_eos": False}},
+          {"prefix_cache": False, "top_k": 5, "threshold": 0.5},
+          {"dual_cache": False, "lookahead": 16, "schedule": "dream"},
+          {"lookahead": 16, "block_length": 32, "threshold": 0, "filter": 0, "steps": 16, "eos_discount": 0.8},
+          {"top_k": 5, "scoring": "margin", "schedule": "dllm", "min_gap": 2, "prefix_cache": False},
+          {"steps": 0, "block_length": 16, "factor": 2.0, "threshold": 0.9, "dual_cache": False},
+          {"temperature": 0.8, "seed": 3, "ar": {"temperature": 0.8, "seed": 7}},
+          {"temperature": 1.2, "seed": 11, "top_k": 50, "block_length": 32, "ar": {"temperature": 1.0, "top_k": 20}},
+          {"scoring": "random", "seed": 5, "remask": 0.3, "ar": {"temperature": 0.7, "top_p": 0.9, "seed": 4}},
+          {"remask": 0.3, "temperature": 0.5, "seed": 9999, "threshold": 0,
+           "ar": {"temperature": 1.5, "top_k": 5, "top_p": 0.5, "seed": 9999}},
+          {"scoring": "random", "seed": 1, "schedule": "dream",
+           "ar": {"temperature": 0.9, "seed": 1, "stop_at_eos": False}})
 
 
-def test_the_diffusion_settings_the_site_offers_race_as_the_python_twin(site: Path, browser: Any) -> None:
-    """threshold, filter (0: off) and min_length, as the page gives them, race in the browser as in Python; any
-    other setting, or one out of range, is refused by name."""
+@pytest.mark.parametrize("start", range(0, len(VARIED), 5))
+def test_the_twins_settings_race_in_the_browser_as_the_python_twins_with_their_candidates(site: Path, browser: Any,
+                                                                                          start: int) -> None:
+    """Every setting the browser offers, off and on, races as in Python: the same ids and passes on each side and
+    the same candidates in every frame."""
+    with serve(site) as url, browser_tab(browser, url, timeout_ms=170_000) as tab:
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        for prompt, varied in zip(EVAL_PROMPTS[start:], VARIED[start:start + 5]):
+            diffusion = {k: v for k, v in varied.items() if k != "ar"}
+            got = tab.evaluate(SETTINGS, [prompt, {"length": 64, **varied}])
+            want = python_answers(prompt, ar=varied.get("ar"), gen_length=64, **diffusion)
+            assert (got["left"], got["right"]) == (list(want["left"]), list(want["right"])), varied
+            frames = python_candidates(prompt, ar=varied.get("ar"), gen_length=64, **diffusion)
+            for side in ("left", "right"):
+                assert len(got["candidates"][side]) == len(frames[side]), (varied, side)
+                for i, (seen, made) in enumerate(zip(got["candidates"][side], frames[side])):
+                    assert same_candidates(seen, made), (varied, side, i, seen, made)
+
+
+RANDOM = """const g = {}, fs = require("fs");
+new Function("window", fs.readFileSync(process.argv[1], "utf8"))(g);
+const out = [];
+for (const seed of JSON.parse(process.argv[2])) {
+  const r = g.ConvergeRandom.defaultRng(seed), draws = Array.from(r.random(7)), picks = [];
+  for (let i = 0; i < 20; i++) picks.push(r.choice([3, 5, 8, 13], [0.1, 0.2, 0.3, 0.4]));
+  out.push([draws, picks, Array.from(r.random(3))]);
+}
+console.log(JSON.stringify(out));"""
+
+
+def test_the_browsers_generator_draws_as_numpys_default_rng() -> None:
+    """app/site/rng.js: default_rng(seed)'s doubles and choice(a, p=...) are numpy's, bit for bit, in order."""
+    import json
+    import subprocess
+
+    import numpy as np
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed to run app/site/rng.js")
+    seeds = [0, 1, 42, 9999, 2**32 + 5]
+    rng_js = Path(__file__).resolve().parent.parent / "app" / "site" / "rng.js"
+    done = subprocess.run([node, "-e", RANDOM, str(rng_js), json.dumps(seeds)], capture_output=True, text=True,
+                          timeout=60, check=True)
+    for seed, (draws, picks, after) in zip(seeds, json.loads(done.stdout)):
+        rng = np.random.default_rng(seed)
+        assert draws == rng.random(7).tolist(), seed
+        assert picks == [int(rng.choice([3, 5, 8, 13], p=[0.1, 0.2, 0.3, 0.4])) for _ in range(20)], seed
+        assert after == rng.random(3).tolist(), seed
+
+
+def same_candidates(seen: list[Any] | None, made: list[Any] | None) -> bool:
+    """One frame's candidates alike: the same positions and tokens in the same order, each probability the same to 4
+    places or one step of them apart (the graph's logits are within 1e-4 of numpy's, not its bits, so a probability
+    can differ in its fifth decimal and round the other way; docs/site.md)."""
+    if seen is None or made is None:
+        return seen == made
+    return [(pos, [t for t, _ in c]) for pos, c in seen] == [(pos, [t for t, _ in c]) for pos, c in made] and all(
+        abs(p - q) <= 1.00001e-4 for (_, a), (_, b) in zip(seen, made) for (_, p), (_, q) in zip(a, b))
+
+
+REFUSED = """(bad) => Promise.all(bad.map((o) =>
+  window.converge.race('A fox', o).then(() => 'raced', (e) => e.message)))"""
+
+
+def test_a_setting_out_of_range_or_not_offered_is_refused_by_name(site: Path, browser: Any) -> None:
+    bad = [({"threshold": 2}, "Parallel threshold must be above 0 and at most 1 (or off), not 2: change threshold."),
+           ({"min_length": 1.5}, "Shortest answer must be a whole number"),
+           ({"steps": 200, "length": 64}, "Steps must be between 1 and the answer length (64), not 200: change steps"),
+           ({"block_length": 24, "length": 64}, "Block length 24 does not divide the generation length 64"),
+           ({"scoring": "loud"}, "Scoring must be one of"),
+           ({"threshold": 0.5, "factor": 1}, "not both"),
+           ({"pins": ["0:Once"]}, "Pinned text (pins) runs on the server only"),
+           ({"top_p": 0.5}, "does not offer top_p for the diffusion twin"),
+           ({"ar": {"min_length": 3}}, "does not offer min_length for the AR twin"),
+           ({"ar": {"top_p": 0}}, "Top-p must be between 0.05 and 1, not 0: change top_p."),
+           ({"temperature": 3}, "Temperature must be between 0 and 2"),
+           ({"ar": {"stop_at_eos": "no"}}, "Stop at end-of-text must be on or off")]
     with serve(site) as url, browser_tab(browser, url, timeout_ms=120_000) as tab:
         tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
-        for prompt, offered in zip(EVAL_PROMPTS[8:12], OFFERED):
-            got = tab.evaluate(SETTINGS, [prompt, {"length": 64, **offered}])
-            want = python_answers(prompt, gen_length=64, **offered)
-            assert (got["left"], got["right"]) == (list(want["left"]), list(want["right"])), offered
-        for bad, words in (({"top_k": 5}, "top_k is not offered"), ({"threshold": 2}, "threshold must be"),
-                           ({"min_length": 1.5}, "min_length must be")):
-            said = tab.evaluate("(o) => window.converge.race('A fox', o).then(() => 'raced', (e) => e.message)", bad)
-            assert words in said, said
+        said = tab.evaluate(REFUSED, [b for b, _ in bad])
+    for (given, words), sentence in zip(bad, said):
+        assert words in sentence, (given, sentence)
+
+
+CONTROLS = """() => [...document.querySelectorAll('#cv-settings fieldset')].map((set) => [set.id,
+  [...set.querySelectorAll('label')].map((l) => [l.querySelector('input, select').id,
+                                                 l.firstChild.textContent.trim()])])"""
+
+
+def test_the_pages_controls_are_the_settings_the_browser_honours_labelled_as_in_python(site: Path,
+                                                                                         browser: Any) -> None:
+    from app.engine.autoregressive import ARSettings
+    from app.engine.diffusion import TWIN_DIFFUSION
+    from app.engine.options import settings_spec
+    from app.sources.local import BROWSER_SETTINGS
+
+    specs = {"diffusion": settings_spec(TWIN_DIFFUSION), "ar": settings_spec(ARSettings())}
+    want = [[f"cv-{prefix}settings", [["cv-length" if name == "gen_length" else f"cv-{prefix}{name}",
+                                       specs[kind][name]["label"]]
+                                      for name in BROWSER_SETTINGS[f"local-{kind}"]
+                                      if kind == "diffusion" or name != "gen_length"]]  # one length for both
+            for kind, prefix in (("diffusion", ""), ("ar", "ar-"))]
+    with serve(site) as url, browser_tab(browser, url, timeout_ms=120_000) as tab:
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        tab.wait_for_selector("#cv-ar-settings")
+        assert tab.evaluate(CONTROLS) == want
+        tab.fill("#cv-threshold", "0.5")
+        tab.select_option("#cv-length", "32")
+        tab.click("#cv-run")
+        tab.wait_for_function("() => document.getElementById('cv-status').textContent.startsWith('Done')")

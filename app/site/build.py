@@ -1,7 +1,8 @@
 """`python -m app site OUT_DIR`: a static folder in which the built-in twins race in the visitor's browser.
 
-It holds index.html (the page), page.js, race.js (the samplers, the one JavaScript copy), player.js and player.css (the
-page's player, as the HTML export inlines it), rows.js (the player's rows from token frames), the twins' ONNX graphs
+It holds index.html (the page), page.js, race.js (the samplers, the one JavaScript copy), rng.js (numpy's seeded
+generator, which race.js draws from), player.js and player.css (the page's player, as the HTML export inlines it),
+rows.js (the player's rows from token frames), the twins' ONNX graphs
 (app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the commit filter's weights, the sampler
 defaults the browser must match, the analysis constants rows.js reads) and ort/ (onnxruntime-web's WebAssembly
 runtime, pinned in app/site/package.json and installed with `npm ci` here when it is missing). Any static server
@@ -23,24 +24,30 @@ from app.analysis.changes import EOS_TOKENS, TOKEN_UNITS
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, honoured
 from app.engine.model import load_twin
+from app.engine.options import declared, settings_spec
+from app.engine.sampling import TOP_CANDIDATES
 from app.engine.tokenizer import byte_chars
 from app.errors import UserError
 from app.site import graph
+from app.sources.local import BROWSER_SETTINGS
 from app.view.payload import asset
 
 SITE_DIR = Path(__file__).resolve().parent
 ORT_DIST = SITE_DIR / "node_modules" / "onnxruntime-web" / "dist"
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs")
-PAGE_FILES = ("index.html", "page.js", "race.js", "rows.js")
+PAGE_FILES = ("index.html", "page.js", "rng.js", "race.js", "rows.js")
 PLAYER_FILES = ("player.js", "player.css")  # the page's player (app/view/player/), as the HTML export inlines it
-SCRIPTS = ('<script src="ort/ort.wasm.min.js"></script>\n<script src="race.js"></script>\n'
-           '<script src="player.js"></script>\n<script src="rows.js"></script>\n<script src="page.js"></script>')
+SCRIPTS = ('<script src="ort/ort.wasm.min.js"></script>\n<script src="rng.js"></script>\n'
+           '<script src="race.js"></script>\n<script src="player.js"></script>\n<script src="rows.js"></script>\n'
+           '<script src="page.js"></script>')
 STYLE = '<link rel="stylesheet" href="player.css">'
 FOLDER_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " \
              "img-src 'self' data:; connect-src 'self'"
 # one file from file://: its own inline scripts, the runtime's glue as a blob: module, nothing fetched from anywhere
 SINGLE_CSP = "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval' blob:; style-src 'unsafe-inline'; " \
              "img-src data:"
+SOURCES = {"diffusion": "local-diffusion", "ar": "local-ar"}  # each twin's source (its settings the browser honours)
+TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
 INLINED = {"cv-wasm": "ort/ort-wasm-simd-threaded.wasm", "cv-glue": "ort/ort-wasm-simd-threaded.mjs",
            "cv-twins": "twins.json", "cv-diffusion": "diffusion.onnx", "cv-ar": "ar.onnx"}
 
@@ -81,16 +88,37 @@ def _tokenizer(tok: Any, repeatable: Any) -> dict[str, Any]:
             "repeatable": [bool(r) for r in repeatable]}
 
 
+def declarations(kind: str, defaults: Any) -> dict[str, dict[str, Any]]:
+    """Each setting of twin `kind` ("diffusion" or "ar") that the browser honours (app/sources/local.py
+    `BROWSER_SETTINGS`), as race.js and the page read it: its type and declaration (app/engine/options.py `Option`:
+    range, choices, presets, off, follows, replaces, clamp) and its page control as `settings_spec` makes it from
+    `defaults` (label, choices, min, max, step, help as info)."""
+    shown = settings_spec(defaults)
+    out: dict[str, dict[str, Any]] = {}
+    for name in BROWSER_SETTINGS[SOURCES[kind]]:
+        value_type, o = declared(type(defaults))[name]
+        out[name] = {"type": TYPES[value_type], "name": o.name, "min": o.min, "max": o.max, "step": o.step,
+                     "choices": list(o.choices) if o.choices else None,
+                     "presets": list(o.presets) if o.presets else None, "off": o.off, "follows": o.follows,
+                     "replaces": o.replaces, "clamp": o.clamp, "control": shown[name]}
+    return out
+
+
 def twins_data() -> dict[str, Any]:
-    """twins.json: the tokenizer, each twin's shape, the commit filter's weights and both samplers' defaults."""
+    """twins.json: the tokenizer, each twin's shape, the commit filter's weights, both samplers' defaults and the
+    declarations of the settings the browser honours (`declarations`: the page's controls and race.js's checks),
+    and how many candidates a frame keeps per position (as app/engine/sampling.py `top_candidates`)."""
     diffusion, tok = load_twin("diffusion")
     ar, _ = load_twin("ar")
     judge = diffusion.commit_filter
     weights = {k: getattr(judge, k).tolist() for k in ("mean", "scale", "w1", "b1", "w2", "b2")}
     config = {kind: vars(m.net.config) for kind, m in (("diffusion", diffusion), ("ar", ar))}
-    settings = {"diffusion": honoured(diffusion, TWIN_DIFFUSION).to_json(), "ar": ARSettings().to_json()}
+    defaults: dict[str, Any] = {"diffusion": honoured(diffusion, TWIN_DIFFUSION), "ar": ARSettings()}
+    settings = {kind: s.to_json() for kind, s in defaults.items()}
+    offered = {kind: declarations(kind, s) for kind, s in defaults.items()}
     return {"tokenizer": _tokenizer(tok, diffusion.repeatable), "config": config, "filter": weights,
-            "settings": settings, "analysis": {"eos_tokens": sorted(EOS_TOKENS), "token_units": TOKEN_UNITS}}
+            "settings": settings, "declared": offered, "top_candidates": TOP_CANDIDATES,
+            "analysis": {"eos_tokens": sorted(EOS_TOKENS), "token_units": TOKEN_UNITS}}
 
 
 def build_site(out: str | Path) -> Path:
@@ -134,8 +162,8 @@ def build_single(out: str | Path) -> Path:
                   f"{base64.b64encode(gzip.compress((site / name).read_bytes(), 6)).decode()}</script>"
                   for key, name in INLINED.items()]
         scripts = [_script(path.read_text(encoding="utf-8"))
-                   for path in (site / "ort" / "ort.wasm.min.js", SITE_DIR / "single.js", site / "race.js",
-                                site / "player.js", site / "rows.js", site / "page.js")]
+                   for path in (site / "ort" / "ort.wasm.min.js", SITE_DIR / "single.js", site / "rng.js",
+                                site / "race.js", site / "player.js", site / "rows.js", site / "page.js")]
         style = (site / "player.css").read_text(encoding="utf-8")
         page = (site / "index.html").read_text(encoding="utf-8")
     if SCRIPTS not in page or FOLDER_CSP not in page or STYLE not in page or "</style" in style.lower():

@@ -1,5 +1,8 @@
-/* The static site's page: a prompt, Run, and the page's player (app/view/player/, the same as the HTML export's)
- * drawing both sides as their frames come (app/site/rows.js `race`: rows built in the browser, text only, never HTML). */
+/* The static site's page: a prompt, Run, each twin's settings, and the page's player (app/view/player/, the same as
+ * the HTML export's) drawing both sides as their frames come (app/site/rows.js `race`: rows built in the browser,
+ * text only, never HTML). The settings' controls are built from the declarations race.js reads (twins.json, written
+ * from the Python ones for app/sources/local.py BROWSER_SETTINGS), so the page offers exactly what the browser's
+ * samplers honour. */
 (function () {
   "use strict";
   var form = document.getElementById("cv-form"), prompt = document.getElementById("cv-prompt");
@@ -8,11 +11,72 @@
   var onPresenter = function (on) { document.documentElement.classList.toggle("cv-presenting", on); };
   var player = window.ConvergePlayer.create(document.getElementById("converge"), {
     presenter: query.get("presenter") === "1", onPresenter: onPresenter, clock: query.get("clock") || "time"});
-  var OFFERED = ["threshold", "filter", "min_length"];  // the settings race.js honours beyond the length
+  var PREFIX = {diffusion: "cv-", ar: "cv-ar-"}, LEGEND = {diffusion: "Diffusion twin's settings",
+                                                           ar: "AR twin's settings"};
+  var shown = null;  // {kind: {name: its declaration}} once built
+
+  /* one control from a setting's page entry (app/engine/options.py `settings_spec`): a checkbox, a list or a number */
+  function control(id, c) {
+    var input;
+    if (c.choices && !(c.choices.length === 2 && typeof c.choices[0] === "boolean")) {
+      input = document.createElement("select");
+      c.choices.forEach(function (v) {
+        var o = document.createElement("option");
+        o.textContent = String(v); o.value = String(v);
+        input.appendChild(o);
+      });
+      input.value = String(c.default);
+    } else if (typeof c.default === "boolean") {
+      input = document.createElement("input");
+      input.type = "checkbox"; input.checked = c.default;
+    } else {
+      input = document.createElement("input");
+      input.type = "number"; input.value = String(c.default);
+      ["min", "max", "step"].forEach(function (k) { if (c[k] != null) input[k] = String(c[k]); });
+    }
+    input.id = id;
+    var label = document.createElement("label");
+    label.textContent = c.label + " ";
+    if (c.info) label.title = c.info;
+    label.appendChild(input);
+    return label;
+  }
+
+  function build(controls) {
+    var box = document.getElementById("cv-settings");
+    shown = {};
+    Object.keys(PREFIX).forEach(function (kind) {
+      var set = document.createElement("fieldset"), legend = document.createElement("legend");
+      var declared = controls[kind].declared;
+      set.id = PREFIX[kind] + "settings";
+      legend.textContent = LEGEND[kind];
+      set.appendChild(legend);
+      shown[kind] = declared;
+      Object.keys(declared).forEach(function (name) {
+        if (name === "gen_length") {  // one length for both twins: the diffusion twin's list, as `length`
+          if (kind === "diffusion") set.appendChild(control("cv-length", declared[name].control));
+          return;
+        }
+        set.appendChild(control(PREFIX[kind] + name, declared[name].control));
+      });
+      box.appendChild(set);
+    });
+  }
+
+  function value(d, input) {
+    if (input.type === "checkbox") return input.checked;
+    return d.type === "str" ? input.value : Number(input.value);
+  }
 
   function chosen() {
-    var out = {length: Number(document.getElementById("cv-length").value)};
-    OFFERED.forEach(function (k) { out[k] = Number(document.getElementById("cv-" + k).value); });
+    var out = {length: Number(document.getElementById("cv-length").value), ar: {}};
+    Object.keys(shown).forEach(function (kind) {
+      Object.keys(shown[kind]).forEach(function (name) {
+        if (name === "gen_length") return;
+        var v = value(shown[kind][name], document.getElementById(PREFIX[kind] + name));
+        if (kind === "ar") out.ar[name] = v; else out[name] = v;
+      });
+    });
     return out;
   }
 
@@ -25,10 +89,7 @@
     }, function (e) { status.textContent = String(e && e.message || e); })
       .then(function () { run.disabled = false; });
   });
-  window.converge.settings.then(function (s) {
-    document.getElementById("cv-length").value = String(s.gen_length);
-    OFFERED.forEach(function (k) { document.getElementById("cv-" + k).value = String(s[k] === null ? 0 : s[k]); });
-  }, function () { /* the status line says why loading failed */ });
+  window.converge.controls.then(build, function () { /* the status line says why loading failed */ });
   window.converge.ready.then(function () { run.disabled = false; status.textContent = "Ready."; },
                              function (e) { status.textContent = String(e && e.message || e); });
 })();

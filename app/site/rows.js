@@ -67,7 +67,8 @@ function analyzer() {
     var conf = frame.confidence == null ? null : frame.confidence.map(function (c) { return pyRound(c, 3); });
     var row = {i: count, t: pyRound(frame.t, 4), step: frame.step, tok: tok,
                m: masked ? masked.map(function (x) { return x ? 1 : 0; }) : null, ch: codes, conf: conf,
-               nfe: frame.nfe == null ? null : frame.nfe, final: !!frame.final, sp: Math.min(sp, prevTok.length)};
+               nfe: frame.nfe == null ? null : frame.nfe, final: !!frame.final, sp: Math.min(sp, prevTok.length),
+               cand: frame.candidates || null};
     count += 1; prevTok = tok; prevMasked = masked;
     return row;
   }};
@@ -88,6 +89,9 @@ function wire(rows) {
     if (cf) {
       var kept = prevCf ? prefixLen(prevCf, cf) : 0;
       w.cfk = kept; w.cf = cf.slice(kept);
+    }
+    if (row.cand && row.cand.length) {  // the inspector's candidates of the positions committed or reopened here
+      w.cd = row.cand.map(function (c) { return [c[0], c[1].map(function (n) { return [n[0], percent(n[1])]; })]; });
     }
     prevCf = cf; prev = row.tok;
     out.push(w);

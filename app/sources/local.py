@@ -245,6 +245,17 @@ def make_local_ar(**settings: Any) -> SamplerSource:
     return SamplerSource("local-ar", lambda: twin("ar"), s, _plain_prompt)
 
 
+# The twins' settings that the visitor's browser races exactly as these sources do (app/site/race.js, the static site's
+# one JavaScript copy of the samplers, with numpy's seeded generator in app/site/rng.js): the site writes their
+# declarations into twins.json for its page's controls and race.js's checks, and the served page's browser race
+# (app/ui/browser_race.py `spec_of`) marks them, so the three read one list. Pins race on the server only.
+BROWSER_SETTINGS: dict[str, tuple[str, ...]] = {
+    "local-diffusion": ("gen_length", "steps", "block_length", "scoring", "schedule", "temperature", "top_k",
+                        "threshold", "factor", "filter", "remask", "eos_discount", "no_repeat", "no_repeat_ngram",
+                        "min_gap", "min_length", "stop_at_eos", "prefix_cache", "dual_cache", "lookahead", "seed"),
+    "local-ar": ("gen_length", "temperature", "top_k", "top_p", "stop_at_eos", "seed"),
+}
+
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
                     options=(TWIN_DIFFUSION,)))
 register(SourceKind(prefix="local-uniform", make=make_local_uniform,

@@ -1,10 +1,13 @@
-/* The page's browser race (app/ui/browser_race.py): the built-in twins race on the visitor's device, nothing is sent.
+/* The page's browser race (app/ui/browser_race.py): the built-in twins race on the visitor's device; only the
+ * finished run is sent, to be saved.
  *
  * Run (on "your browser") calls window.ConvergeBrowserRace.run(spec, values) with no handler on the server: it loads
- * the static site's runtime, samplers and rows (onnxruntime-web, app/site/race.js, app/site/rows.js) from this page's
+ * the static site's runtime, samplers and rows (onnxruntime-web, app/site/rng.js, race.js, rows.js) from this page's
  * own origin under spec.base, once, then hands the race to app/site/rows.js `race`, which draws it in the page's
- * player as the static site's page does. Settings the browser's samplers do not implement are named in the player's
- * notice, never raced differently. Every string reaches the page as text (the player's textContent).
+ * player as the static site's page does. The settings the browser's samplers honour (each input's `offered`, from
+ * app/sources/local.py `BROWSER_SETTINGS`, race.js's own list) race as set, both twins'; any other set away from its
+ * default is named in the player's notice, never raced differently. Every string reaches the page as text (the
+ * player's textContent).
  * The page's Stop calls stop(): both sides end before their next pass and keep their frames. However it ends, the race
  * (prompt, each side's settings, frames and end) goes to the server, gzip-compressed, through the hidden #browser-kept
  * box, whose handler saves it in the visitor's library (app/ui/browser_race.py `keep`).
@@ -12,7 +15,6 @@
 (function () {
   "use strict";
   var loading = null, busy = false, stopper = null;
-  var OFFERED = {threshold: "threshold", filter: "filter", min_length: "min_length"};  // beyond the length
 
   function script(src) {
     return new Promise(function (ok, fail) {
@@ -27,10 +29,17 @@
   function load(base) {  // once per page: the runtime, then the samplers (which start loading the graphs), the rows
     if (!loading) {
       window.CONVERGE_BASE = base;
-      loading = script(base + "ort/ort.wasm.min.js").then(function () { return script(base + "race.js"); })
+      loading = script(base + "ort/ort.wasm.min.js").then(function () { return script(base + "rng.js"); })
+        .then(function () { return script(base + "race.js"); })
         .then(function () { return script(base + "rows.js"); }).then(function () { return window.converge.ready; });
     }
     return loading;
+  }
+
+  function given(value, spec) {  // a setting the browser honours, as its box gives it (an empty box: the default)
+    if (value === null || value === undefined || value === "") return spec.default;
+    if (typeof spec.default === "number") return Number(value);
+    return typeof spec.default === "boolean" ? value === true || value === "true" : String(value);
   }
 
   function same(value, spec) {  // a setting at its default (an empty own-value box is the default)
@@ -40,7 +49,7 @@
 
   /* the options for window.converge.race from the sides' settings, or a sentence saying why they cannot race here */
   function options(spec, values) {
-    var pins = values[1], kinds = [values[2], values[3]], out = {}, differ = [], lengths = {};
+    var pins = values[1], kinds = [values[2], values[3]], out = {ar: {}}, differ = [], lengths = {};
     if (kinds[0] !== "local-diffusion" || kinds[1] !== "local-ar") {
       return "The browser race runs the built-in twins only (local-diffusion against local-ar); pick Run on: " +
              "this server for these sources.";
@@ -49,14 +58,13 @@
     spec.inputs.forEach(function (s, i) {
       var v = values[4 + i];
       if (s.name === "gen_length") { lengths[s.side] = Number(v); return; }
-      if (s.side === "left" && OFFERED[s.name]) { out[OFFERED[s.name]] = v === null || v === "" ? s.default : Number(v); return; }
+      if (s.offered) { (s.side === "left" ? out : out.ar)[s.name] = given(v, s); return; }  // spec_of: race.js's list
       if (!same(v, s)) differ.push(s.label);
     });
     if (lengths.left !== lengths.right) differ.push("the two sides' answer lengths (the browser races one length)");
     if (differ.length) {
-      return "The browser race runs the twins at their defaults but for the answer length, parallel threshold, " +
-             "learned commit filter and shortest answer; these differ: " + differ.join(", ") +
-             ". Pick Run on: this server to race them.";
+      return "The browser race runs these settings at the twins' defaults only, and these differ: " +
+             differ.join(", ") + ". Pick Run on: this server to race them.";
     }
     out.length = lengths.left;
     return out;

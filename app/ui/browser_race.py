@@ -6,7 +6,8 @@ browser" by default on a served page, so that a class does not queue on the serv
 handler on the server (`fn=None`): app/ui/browser_race.js reads the prompt and the twins' settings in the browser,
 loads the site's runtime and samplers from the page's origin, and draws the race in the page's player through
 app/site/rows.js `race` (the static site's one implementation). Choosing which Run button shows is done in the
-browser too. Other sources, and settings the browser does not implement, keep the server's race.
+browser too. Which twin settings the browser honours comes from app/sources/local.py `BROWSER_SETTINGS`, the list
+the static site's race.js checks against (`spec_of` marks each input); other sources, and pins, keep the server's race.
 
 Every run is saved: when a browser race ends (or Stop ends it, keeping the frames so far), browser_race.js hands its
 frames, gzip-compressed, to the hidden box `#browser-kept`, and `keep` saves them in the visitor's own library like a
@@ -30,7 +31,7 @@ import gradio as gr
 from app.errors import UserError
 from app.race.run import recording_name
 from app.serving.policy import Policy
-from app.sources.local import make_local_ar, make_local_diffusion
+from app.sources.local import BROWSER_SETTINGS, make_local_ar, make_local_diffusion
 from app.trace.frames import SIDES, Frame, Recording, RecordingError, make_header, read_recording, write_recording
 from app.trace.store import RUN_MAX_BYTES, make_room, user_dir
 from app.ui.events import QUIET, READS
@@ -41,8 +42,9 @@ from app.ui.visitor import Visitor
 
 ON_SERVER, ON_BROWSER = "this server", "your browser"
 TWINS = ("local-diffusion", "local-ar")
-RACING = "Racing in your browser: the twins run on this device (onnxruntime-web); nothing is sent to the server."
-RAN = "Ran in your browser: the twins ran on this device (onnxruntime-web); nothing was sent to the server."
+RACING = "Racing in your browser: the twins run on this device (onnxruntime-web); nothing is sent while they race."
+RAN = ("Ran in your browser: the twins ran on this device (onnxruntime-web); only the finished run goes to the server, "
+       "to be saved in your library.")
 # which Run button shows: the browser's only while both sides are the twins and "your browser" is chosen
 SHOW_JS = (f"(left, right, on) => {{ const twins = left === {json.dumps(TWINS[0])} && right === {json.dumps(TWINS[1])};"
            f" const mine = twins && on === {json.dumps(ON_BROWSER)}; return [{{__type__: 'update', visible: twins}},"
@@ -73,10 +75,11 @@ def place_box(policy: Policy, twins: bool) -> tuple[Any, Any]:
 
 def spec_of(controls: dict[str, Any]) -> dict[str, Any]:
     """What browser_race.js reads: the site's address, the captions, the hidden box it hands a finished race to, and
-    for each twin's setting (in the order the Run button passes them) its side, name, label, default and whether an
-    empty box means the default."""
+    for each twin's setting (in the order the Run button passes them) its side, name, label, default, whether an empty
+    box means the default and whether the browser's samplers honour it (app/sources/local.py `BROWSER_SETTINGS`, the list the static site's race.js checks
+    against)."""
     inputs = [{"side": side, "name": name, "label": str(spec.get("label", name)), "default": spec.get("default"),
-               "own": bool(spec.get("own"))}
+               "own": bool(spec.get("own")), "offered": name in BROWSER_SETTINGS[kind]}
               for side, kind in zip(("left", "right"), TWINS)
               for prefix, name, spec, _ in controls[side].settings if prefix == kind]
     return {"base": SITE_ROUTE.lstrip("/"), "racing": RACING, "ran": RAN, "inputs": inputs, "kept": KEPT_ID}
