@@ -18,7 +18,7 @@ import pytest
 
 from app.bench.twins import EVAL_PROMPTS
 from app.trace.frames import read_recording
-from app.ui.browser_race import RAN_IN
+from app.ui.browser_race import RAN, RAN_IN
 from app.ui.site_files import SITE_ROUTE
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab
@@ -75,20 +75,23 @@ def test_the_served_page_races_the_twins_in_the_browser_and_the_server_runs_none
         assert not tab.is_visible("#run")  # the server's Run is the other choice
         tab.wait_for_function(f"() => {PLAYER}.run !== null")  # the page has opened (its example loaded)
         sent: list[tuple[str, str]] = []
-        tab.on("request", lambda r: sent.append((r.method, r.url)))
+        tab_requests: list[Any] = []
+        tab.on("request", lambda r: (sent.append((r.method, r.url)), tab_requests.append(r)))
         tab.fill("#prompt textarea", prompt)
         tab.click("#run-browser")
         tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
-        joined = [u for _, u in sent if "/queue/" in u]  # the race itself joined no queue
         shown = tab.evaluate(f"""() => {{ const s = {PLAYER};
-            return [s.prompt, s.sides.left.metrics.nfe, s.sides.right.metrics.nfe, s.sides.left.status]; }}""")
+            return [s.prompt, s.sides.left.metrics.nfe, s.sides.right.metrics.nfe, s.sides.left.status,
+                    s.caption]; }}""")
         tab.wait_for_function(SAVED)
+        joined = [r for r in tab_requests if "/queue/join" in r.url]
         again = tab.evaluate("(p) => window.converge.race(p, {length: 128}).then((r) => ["
                              "[r.left.ids, r.left.nfe], [r.right.ids, r.right.nfe]])", prompt)
     want = python_answers(prompt)
-    assert shown == [prompt, want["left"][1], want["right"][1], "done"]
+    assert shown == [prompt, want["left"][1], want["right"][1], "done", RAN]
     assert [tuple(again[0]), tuple(again[1])] == [want["left"], want["right"]]
-    assert joined == []  # the race ran in the browser: nothing joined the server's queue while it raced
+    # the race ran in the browser: the one queue join is the save, carrying the packed race
+    assert len(joined) == 1 and len(joined[0].post_data or "") > 1000
     assert {u.split(SITE_ROUTE)[1] for m, u in sent if SITE_ROUTE in u and m == "GET"} >= {
         "race.js", "rows.js", "twins.json", "diffusion.onnx", "ar.onnx", "ort/ort-wasm-simd-threaded.wasm"}
     saved = [p for p in recordings_in(recordings) if p not in before]  # then its frames were saved, as they ran
@@ -160,7 +163,7 @@ KEEP_LAST_RACE = """(() => { let kept;
 
 def test_the_served_pages_browser_race_honours_both_twins_settings(served: tuple[str, Path], browser: Any) -> None:
     """A setting changed on each side (neither twin stopping at end-of-text) races in the browser as the Python twins
-    race it, with no server race."""
+    race it, with no server race; the saved run's header records the settings it ran with."""
     url, recordings = served
     prompt = EVAL_PROMPTS[3]  # both twins end it early at their defaults
     before = recordings_in(recordings)
@@ -178,10 +181,13 @@ def test_the_served_pages_browser_race_honours_both_twins_settings(served: tuple
         tab.click("#run-browser")
         tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
         raced = tab.evaluate("() => window.lastRace")
+        tab.wait_for_function(SAVED)
     want = python_answers(prompt, ar={"stop_at_eos": False}, stop_at_eos=False)
     assert [tuple(raced["left"]), tuple(raced["right"])] == [want["left"], want["right"]]
     assert want["right"][1] == 128 and want != python_answers(prompt)  # the settings changed the race
-    assert recordings_in(recordings) == before
+    saved = [read_recording(p) for p in recordings_in(recordings) if p not in before]
+    assert [[r.header["sources"][k]["settings"]["stop_at_eos"] for k in ("left", "right")] for r in saved] == [
+        [False, False]]
 
 
 def test_nothing_outside_the_sites_files_is_served(served: tuple[str, Path], site: Path) -> None:

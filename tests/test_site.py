@@ -222,6 +222,30 @@ def test_the_site_draws_the_race_with_the_pages_player(site: Path, browser: Any)
     assert seen and [u for u in seen if not u.startswith(url)] == []
 
 
+# the page's Stop, clicked as the race's third AR frame reaches the player (the race yields to the page after each)
+STOP_AT_THIRD = """() => { const root = document.getElementById('converge');
+    const player = (root.convergePlayer ? root : root.querySelector('.cv-player')).convergePlayer;
+    const update = player.update.bind(player); let frames = 0;
+    player.update = (p) => { update(p); const right = p.sides && p.sides.right;
+        if (right && right.status === 'running' && right.rows.length && ++frames === 3) {
+            document.getElementById('cv-stop').click(); } }; }"""
+
+
+def test_stop_ends_the_sites_race_keeping_the_frames_drawn(site: Path, browser: Any) -> None:
+    with serve(site) as url, browser_tab(browser, url, timeout_ms=120_000) as tab:
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        assert tab.is_disabled("#cv-stop")
+        tab.evaluate(STOP_AT_THIRD)
+        tab.click("#cv-run")
+        tab.wait_for_function("() => document.getElementById('cv-status').textContent.startsWith('Stopped')")
+        sides = tab.evaluate("""() => ['left', 'right'].map((s) => [
+            document.querySelector(`#converge .cv-side[data-side=${s}]`).getAttribute('data-status'),
+            +document.querySelector(`#converge .cv-side[data-side=${s}]`).getAttribute('data-frames')])""")
+        assert tab.is_disabled("#cv-stop") and not tab.is_disabled("#cv-run")
+    assert [status for status, _ in sides] == ["stopped", "stopped"]
+    assert 3 <= sides[1][1] < 128  # the AR twin stopped a few tokens in, every frame it drew kept
+
+
 def test_the_browser_bench_measures_the_site_beside_the_python_twins(site: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -7,6 +7,7 @@
   "use strict";
   var form = document.getElementById("cv-form"), prompt = document.getElementById("cv-prompt");
   var run = document.getElementById("cv-run"), status = document.getElementById("cv-status");
+  var stop = document.getElementById("cv-stop"), stopper = null;  // Stop: both sides end before their next pass
   var query = new URLSearchParams(location.search);
   var onPresenter = function (on) { document.documentElement.classList.toggle("cv-presenting", on); };
   var player = window.ConvergePlayer.create(document.getElementById("converge"), {
@@ -83,12 +84,16 @@
   form.addEventListener("submit", function (event) {
     event.preventDefault();
     run.disabled = true;
+    stop.disabled = false;
     status.textContent = "Racing\u2026";
-    window.ConvergeRows.race(player, prompt.value, chosen()).then(function (r) {
-      status.textContent = "Done: diffusion " + r.left.nfe + " passes, AR " + r.right.nfe + " passes.";
+    stopper = new AbortController();
+    window.ConvergeRows.race(player, prompt.value, Object.assign(chosen(), {signal: stopper.signal})).then(function (r) {
+      status.textContent = (r.left.stopped || r.right.stopped ? "Stopped" : "Done") + ": diffusion " + r.left.nfe +
+                           " passes, AR " + r.right.nfe + " passes.";
     }, function (e) { status.textContent = String(e && e.message || e); })
-      .then(function () { run.disabled = false; });
+      .then(function () { run.disabled = false; stop.disabled = true; stopper = null; });
   });
+  stop.addEventListener("click", function () { if (stopper) stopper.abort(); });
   window.converge.controls.then(build, function () { /* the status line says why loading failed */ });
   window.converge.ready.then(function () { run.disabled = false; status.textContent = "Ready."; },
                              function (e) { status.textContent = String(e && e.message || e); });

@@ -42,7 +42,7 @@ from app.ui.visitor import Visitor
 
 ON_SERVER, ON_BROWSER = "this server", "your browser"
 TWINS = ("local-diffusion", "local-ar")
-RACING = "Racing in your browser: the twins run on this device (onnxruntime-web); nothing is sent while they race."
+RACING = "Racing in your browser: the twins run on this device (onnxruntime-web), not on the server."
 RAN = ("Ran in your browser: the twins ran on this device (onnxruntime-web); only the finished run goes to the server, "
        "to be saved in your library.")
 # which Run button shows: the browser's only while both sides are the twins and "your browser" is chosen
@@ -76,8 +76,8 @@ def place_box(policy: Policy, twins: bool) -> tuple[Any, Any]:
 def spec_of(controls: dict[str, Any]) -> dict[str, Any]:
     """What browser_race.js reads: the site's address, the captions, the hidden box it hands a finished race to, and
     for each twin's setting (in the order the Run button passes them) its side, name, label, default, whether an empty
-    box means the default and whether the browser's samplers honour it (app/sources/local.py `BROWSER_SETTINGS`, the list the static site's race.js checks
-    against)."""
+    box means the default and whether the browser's samplers honour it (app/sources/local.py `BROWSER_SETTINGS`, the
+    list the static site's race.js checks against)."""
     inputs = [{"side": side, "name": name, "label": str(spec.get("label", name)), "default": spec.get("default"),
                "own": bool(spec.get("own")), "offered": name in BROWSER_SETTINGS[kind]}
               for side, kind in zip(("left", "right"), TWINS)
