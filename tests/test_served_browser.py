@@ -215,6 +215,7 @@ def test_the_served_bench_measures_both_ways(site: Path) -> None:
         assert run[way]["server_cpu_s"] >= 0 and run[way]["slowest_wait_s"] > 0
         assert out[f"worst_{way}"]["slowest_wait_s"] == run[way]["slowest_wait_s"]
     assert run["browser"]["mb_per_visitor"] > 20 and run["browser"]["chromium"]["race_s"] > 0
+    assert run["browser"]["saved_runs"] == 2 + 2  # each visitor's race, and the Chromium visitor's two
 
 
 def test_the_presenters_picker_runs_the_race_in_the_browser(served: tuple[str, Path], browser: Any) -> None:

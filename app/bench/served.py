@@ -8,8 +8,11 @@ loopback address (127.0.0.2, 127.0.0.3, ...: one visitor an address, as a class 
 - on the server: all 30 join the queue at once for the page's race of the twins at the page's defaults (Gradio's queue
   API, as tests/test_load.py), and each waits for its answer;
 - in the browser: all 30 fetch at once what a visitor's browser fetches to race there (the page, its config, and the
-  site's runtime, samplers and graphs under /converge-site/), then one real headless Chromium opens the page and races
-  with "Run on: your browser" (its click to the race's end: a visitor's own race time, on its own device).
+  site's runtime, samplers and graphs under /converge-site/, gzip-compressed where the page compresses them), then
+  each hands the server its finished race to save, as browser_race.js does (a race of the Python twins at the page's
+  defaults, whose frames the browser's equal: packed once, sent by all 30 through the queue to the page's save
+  handler), then one real headless Chromium opens the page and races with "Run on: your browser" (its click to the
+  race's end: a visitor's own race time, on its own device; it saves its races too).
 
 For each way and each run: the server's CPU seconds (user and system, from /proc/PID/stat) and the slowest visitor's
 wait (server: join to answer; browser: the slowest fetch of everything plus the Chromium race). What is simulated: the
@@ -19,7 +22,9 @@ the same machine as the server, after the fetches.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import gzip
 import http.client
 import json
 import os
@@ -44,6 +49,8 @@ SITE = "/converge-site/"
 SITE_FILES = ("ort/ort.wasm.min.js", "race.js", "rows.js", "twins.json", "ort/ort-wasm-simd-threaded.mjs",
               "ort/ort-wasm-simd-threaded.wasm", "diffusion.onnx", "ar.onnx")
 TIMEOUT = 600.0
+KEPT = "browser-kept"  # the hidden box a browser race is saved through (app/ui/browser_race.py KEPT_ID)
+PROMPT = "Once upon a time, a little fox"  # the race each simulated browser visitor saves (the static page's prompt)
 
 
 def _free_port() -> int:
@@ -146,10 +153,38 @@ def server_visitor(port: int, source: str, index: int, data: list[Any]) -> float
     raise RuntimeError("a visitor's event stream ended without its answer")
 
 
-def browser_visitor(port: int, source: str) -> tuple[float, int]:
-    """One visitor's fetches for a race in the browser (the page, its config, the site's files): seconds and bytes."""
+def keep_call(port: int) -> int:
+    """The page's save handler for a race run in the browser (fn_index): the change of its hidden box."""
+    conn = _connection(port, "127.0.0.1")
+    conn.request("GET", "/config")
+    cfg = json.loads(conn.getresponse().read())
+    conn.close()
+    kept = next(c["id"] for c in cfg["components"] if c.get("props", {}).get("elem_id") == KEPT)
+    return next(d["id"] for d in cfg["dependencies"] if [kept, "change"] in [list(t) for t in d["targets"]])
+
+
+def packed_race(prompt: str) -> str:
+    """A race of the Python twins at the page's defaults, packed as browser_race.js packs the browser's (whose frames
+    equal these): gzip-compressed JSON of the prompt and each side's settings, frames and end, in base64."""
+    import threading
+
+    from app.sources.local import make_local_ar, make_local_diffusion
+
+    sides = {}
+    for side, make in (("left", make_local_diffusion), ("right", make_local_ar)):
+        source = make()
+        frames = [f.ready().to_json() for f in source.stream(prompt, threading.Event())]
+        sides[side] = {"settings": source.settings(), "frames": frames, "status": "done"}
+    raw = json.dumps({"prompt": prompt, "sides": sides}).encode()
+    return base64.b64encode(gzip.compress(raw)).decode()
+
+
+def browser_visitor(port: int, source: str, keep: int, packed: str) -> tuple[float, int]:
+    """One visitor's fetches for a race in the browser (the page, its config, the site's files), then the save of
+    its finished race: seconds and bytes fetched."""
     started = time.perf_counter()
     size = sum(get(port, source, path) for path in ("/", "/config", *(SITE + f for f in SITE_FILES)))
+    server_visitor(port, source, keep, [None, packed])
     return time.perf_counter() - started, size
 
 
@@ -157,6 +192,9 @@ def crowd(work: Any, visitors: int) -> list[Any]:
     """`work(source)` for each visitor at once, each from its own loopback address (127.0.0.2 on)."""
     with ThreadPoolExecutor(visitors) as pool:
         return list(pool.map(work, [f"127.0.0.{2 + k}" for k in range(visitors)]))
+
+
+SAVED = "(document.querySelector('#library-status textarea')?.value || '')"  # the page's status line
 
 
 def chromium_race(port: int, chromium: str) -> dict[str, float]:
@@ -179,32 +217,38 @@ def chromium_race(port: int, chromium: str) -> dict[str, float]:
             tab.click("#run-browser")
             tab.wait_for_function(f"() => {state}.caption.startsWith('Ran in your browser')")
             raced = time.perf_counter() - started
-            first = tab.evaluate(f"() => {state}.run")
+            tab.wait_for_function(f"() => {SAVED}.startsWith('Saved')")  # then the server has it
+            first, said = tab.evaluate(f"() => [{state}.run, {SAVED}]")
             started = time.perf_counter()
             tab.click("#run-browser")  # again: the runtime and graphs are loaded now
             done = f"(first) => {state}.run !== first && {state}.caption.startsWith('Ran in')"
             tab.wait_for_function(done, arg=first)
             again = time.perf_counter() - started
+            tab.wait_for_function(f"(said) => {SAVED} !== said && {SAVED}.startsWith('Saved')", arg=said)
         finally:
             browser.close()
     return {"page_open_s": round(opened, 2), "race_s": round(raced, 2), "race_again_s": round(again, 2)}
 
 
-def one_run(port: int, pid: int, chromium: str, visitors: int) -> dict[str, Any]:
-    """Both ways once: server CPU seconds and the slowest visitor's wait for each."""
+def one_run(port: int, pid: int, chromium: str, visitors: int, recordings: Path) -> dict[str, Any]:
+    """Both ways once: server CPU seconds and the slowest visitor's wait for each, and how many browser races the
+    server saved (in `recordings`)."""
     index, data = race_call(port)
     cpu = cpu_seconds(pid)
     waits = crowd(lambda source: server_visitor(port, source, index, data), visitors)
     server = {"server_cpu_s": round(cpu_seconds(pid) - cpu, 2), "slowest_wait_s": round(max(waits), 2),
               "median_wait_s": round(sorted(waits)[len(waits) // 2], 2)}
-    cpu = cpu_seconds(pid)
-    fetched = crowd(lambda source: browser_visitor(port, source), visitors)
-    fetch_cpu = cpu_seconds(pid) - cpu
+    keep, packed = keep_call(port), packed_race(PROMPT)  # made here, in the bench's process, not the server's
+    cpu, before = cpu_seconds(pid), set(recordings.rglob("*.jsonl"))
+    fetched = crowd(lambda source: browser_visitor(port, source, keep, packed), visitors)
+    fetch_save_cpu = cpu_seconds(pid) - cpu
     visit = chromium_race(port, chromium)
     slowest = max(s for s, _ in fetched)
-    browser = {"server_cpu_s": round(cpu_seconds(pid) - cpu, 2), "fetch_cpu_s": round(fetch_cpu, 2),
-               "slowest_fetch_s": round(slowest, 2), "mb_per_visitor": round(fetched[0][1] / 1e6, 1),
-               "chromium": visit, "slowest_wait_s": round(slowest + visit["race_s"], 2)}
+    browser = {"server_cpu_s": round(cpu_seconds(pid) - cpu, 2), "fetch_save_cpu_s": round(fetch_save_cpu, 2),
+               "slowest_fetch_save_s": round(slowest, 2), "saved_kb": round(len(packed) / 1e3, 1),
+               "mb_per_visitor": round(fetched[0][1] / 1e6, 1),
+               "chromium": visit, "slowest_wait_s": round(slowest + visit["race_s"], 2),
+               "saved_runs": len(set(recordings.rglob("*.jsonl")) - before)}
     return {"server": server, "browser": browser}
 
 
@@ -228,7 +272,7 @@ def bench(visitors: int = VISITORS, runs: int = 2) -> dict[str, Any]:
         try:
             with served_app(site, Path(tmp)) as (port, proc):
                 for _ in range(runs):
-                    out["runs"].append(one_run(port, proc.pid, chromium, visitors))
+                    out["runs"].append(one_run(port, proc.pid, chromium, visitors, Path(tmp) / "recordings"))
         except PlaywrightError as e:
             return {**out, "skipped": f"Chromium could not race on the page: {str(e).splitlines()[0]}"}
     for way in ("server", "browser"):
