@@ -238,6 +238,8 @@ def test_stop_ends_the_sites_race_keeping_the_frames_drawn(site: Path, browser: 
         tab.evaluate(STOP_AT_THIRD)
         tab.click("#cv-run")
         tab.wait_for_function("() => document.getElementById('cv-status').textContent.startsWith('Stopped')")
+        for key in ("left", "right"):  # the player paints on its own timer: wait for it to draw the end
+            tab.wait_for_selector(f"#converge .cv-side[data-side={key}][data-status=stopped]")
         sides = tab.evaluate("""() => ['left', 'right'].map((s) => [
             document.querySelector(`#converge .cv-side[data-side=${s}]`).getAttribute('data-status'),
             +document.querySelector(`#converge .cv-side[data-side=${s}]`).getAttribute('data-frames')])""")
