@@ -67,13 +67,15 @@ def test_what_is_not_a_browser_race_is_refused_and_nothing_saved(race: dict[str,
     pinned = {**left, "settings": {**left["settings"], "pins": ["3:the end"]}}
     bad_frame = {**left, "frames": left["frames"] + [{"t": -1, "step": 0}]}
     unknown = {**left, "settings": {**left["settings"], "bogus": 1}}
+    endless = {**left, "frames": left["frames"][:1] * 321}  # more passes than the twins' 320-token context allows
     cases = [("not base64 at all!", "could not be read"),
              (packed(b"[1, 2]"), "is not a race"),
              (packed(b"\0" * (30 * 2**20)), "larger than the server keeps"),  # a gzip bomb, cut off at the bound
              (packed({"prompt": PROMPT, "sides": {"left": left}}), "its right side is missing"),
              (packed({"prompt": PROMPT, "sides": {"left": pinned, "right": right}}), "pinned text runs on the server"),
              (packed({"prompt": PROMPT, "sides": {"left": bad_frame, "right": right}}), "a left frame is not one"),
-             (packed({"prompt": PROMPT, "sides": {"left": unknown, "right": right}}), "has no setting 'bogus'")]
+             (packed({"prompt": PROMPT, "sides": {"left": unknown, "right": right}}), "has no setting 'bogus'"),
+             (packed({"prompt": PROMPT, "sides": {"left": endless, "right": right}}), "more than a race of the twins")]
     for value, words in cases:
         said = keep(visitor, value)[-1]
         assert words in said, said

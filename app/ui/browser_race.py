@@ -49,11 +49,9 @@ RAN = ("Ran in your browser: the twins ran on this device (onnxruntime-web); onl
 SHOW_JS = (f"(left, right, on) => {{ const twins = left === {json.dumps(TWINS[0])} && right === {json.dumps(TWINS[1])};"
            f" const mine = twins && on === {json.dumps(ON_BROWSER)}; return [{{__type__: 'update', visible: twins}},"
            " {__type__: 'update', visible: !mine}, {__type__: 'update', visible: mine}]; }")
-
-
 KEPT_ID = "browser-kept"  # the hidden box browser_race.js writes a finished race into (app/ui/guard.py limits it)
 RAN_IN = "the visitor's browser (onnxruntime-web, WebAssembly)"  # the header's `ran_in` for a race saved by `keep`
-UNPACKED_BYTES = 24 * 2**20  # the most a race's frames may take once decompressed: many times a 256-token race's
+UNPACKED_BYTES = 8 * 2**20  # the most a race may take once decompressed: twice a race at the twins' longest answer
 ENDS = ("done", "stopped")  # how a browser race's side may end
 MAKERS = {TWINS[0]: make_local_diffusion, TWINS[1]: make_local_ar}
 NOT_SAVED = "The race ran in your browser but was not saved: "
@@ -135,7 +133,12 @@ def recording_of(race: dict[str, Any]) -> Recording:
             raise UserError(NOT_SAVED + f"its {side} side is missing.")
         if given["settings"].get("pins"):
             raise UserError(NOT_SAVED + "pinned text runs on the server only.")
-        sources[side] = {"name": spec, "settings": MAKERS[spec](**given["settings"]).settings()}
+        source = MAKERS[spec](**given["settings"])
+        sources[side] = {"name": spec, "settings": source.settings()}
+        most = source.model.max_len  # a side makes a frame a pass, each of at most a token a position
+        if len(given["frames"]) > most or any(isinstance(f, dict) and len(f.get("tokens") or ()) > most
+                                              for f in given["frames"]):
+            raise UserError(NOT_SAVED + f"its {side} side has more than a race of the twins can make.")
         try:
             frames[side] = [Frame.from_json(f if isinstance(f, dict) else {}) for f in given["frames"]]
         except (ValueError, TypeError) as e:
