@@ -9,18 +9,24 @@ import base64
 import gzip
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
+import gradio as gr
 import pytest
 
+from app.race.run import Race
 from app.serving.input_limits import refusal
 from app.serving.policy import LOCAL, from_launch
 from app.sources.local import make_local_ar, make_local_diffusion
 from app.trace.frames import read_recording
 from app.trace.store import user_dir
-from app.ui.browser_race import NOT_SAVED, RAN_IN, keep
+from app.ui.browser_race import NOT_SAVED, RAN_IN, began, keep
+from app.ui.sessions import remember
 from app.ui.visitor import Visitor
+from app.view.live import live_updates
 from tests.fixtures import needs_twins
+from tests.test_race import make_recording
 
 pytestmark = needs_twins
 OWNER = "visitor-k-" + "k" * 22
@@ -93,3 +99,18 @@ def test_a_page_sharing_one_library_saves_no_browser_race_unless_it_takes_upload
 def test_a_browser_race_over_its_size_limit_is_refused_before_any_work() -> None:
     assert "The race run in your browser is over 1,500,000 characters" in refusal("browser-race", "A" * 1_500_001)
     assert refusal("browser-race", "A" * 1_500_000) is None
+
+
+def test_a_browser_race_that_begins_stops_the_sessions_race_on_the_server(tmp_path: Path) -> None:
+    """The session's race on the server (here one whose next frame is an hour away) stops when the browser says its
+    race began, keeping the frames so far."""
+    slow = make_recording(tmp_path / "slow.jsonl", [0.0, 3600.0])
+    race = Race("p", f"replay:{slow}", f"replay:{slow}", out=tmp_path / "o.jsonl").start()
+    remember("began-session", {"race": race, "path": race.path, "run": "user/o.jsonl"})
+    updates = live_updates(race, interval=0.01)
+    assert not next(updates)["done"]
+    began(gr.Request(session_hash="began-session"))
+    assert race.cancel.is_set()  # stopped now, not at the race's time limit
+    final = [u for u in updates][-1]
+    assert {e["status"] for e in final["sides"].values()} == {"stopped"}
+    assert len(read_recording(race.path).frames["left"]) == 1  # the frame at 0 s (the recording has one side)

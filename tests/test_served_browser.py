@@ -147,6 +147,30 @@ def test_a_settings_change_the_browser_cannot_race_is_named_and_the_server_choic
         assert not tab.is_visible("#run-browser")
 
 
+def test_the_server_hears_of_a_browser_race_only_once_the_browser_races_it(served: tuple[str, Path],
+                                                                          browser: Any) -> None:
+    """Settings the browser refuses (pins) are named in the player and nothing is sent, so a race the session runs
+    on the server goes on; settings it takes send the one call that stops it (`began`), then the save."""
+    url, _ = served
+    with browser_tab(browser, url, timeout_ms=180_000) as tab:
+        tab.wait_for_selector("#run-browser", state="visible")
+        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.fill("#prompt textarea", EVAL_PROMPTS[2])
+        tab.click("#pins-box button.label-wrap")
+        tab.fill("#pins textarea", "3:fox")
+        posts: list[str] = []
+        tab.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+        tab.click("#run-browser")
+        tab.wait_for_function(f"() => {PLAYER}.notice.startsWith('Pinned text runs on the server')")
+        refused = list(posts)
+        tab.fill("#pins textarea", "")
+        tab.click("#run-browser")
+        tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
+        tab.wait_for_function(SAVED)
+    assert refused == []
+    saved = next(i for i, u in enumerate(posts) if "/queue/join" in u)  # the save (then the library's own calls)
+    assert [u.rsplit("/", 2)[-2:] for u in posts[:saved]] == [["run", "predict"]]  # `began`, before the race
+
 # keeps each side's ids and passes of the last browser race where a test can read them (window.lastRace), by wrapping
 # window.converge.race as race.js sets it
 KEEP_LAST_RACE = """(() => { let kept;

@@ -6,8 +6,9 @@
  * own origin under spec.base, once, then hands the race to app/site/rows.js `race`, which draws it in the page's
  * player as the static site's page does. The settings the browser's samplers honour (each input's `offered`, from
  * app/sources/local.py `BROWSER_SETTINGS`, race.js's own list) race as set, both twins'; any other set away from its
- * default is named in the player's notice, never raced differently. Every string reaches the page as text (the
- * player's textContent).
+ * default is named in the player's notice, never raced differently (and the server is not told: a race it runs goes
+ * on). Once the settings are taken, the hidden #browser-began is clicked, so the session's race on the server stops.
+ * Every string reaches the page as text (the player's textContent).
  * The page's Stop calls stop(): both sides end before their next pass and keep their frames. However it ends, the race
  * (prompt, each side's settings, frames and end) goes to the server, gzip-compressed, through the hidden #browser-kept
  * box, whose handler saves it in the visitor's library (app/ui/browser_race.py `keep`).
@@ -98,6 +99,8 @@
     if (!player || busy) return;
     var chosen = options(spec, values), prompt = String(values[0] || "");
     if (typeof chosen === "string") { player.update({notice: chosen}); return; }
+    var began = document.getElementById(spec.began);  // the server's race, if any, stops (browser_race.py `began`)
+    if (began) began.click();
     busy = true;
     stopper = new AbortController();
     chosen.signal = stopper.signal;

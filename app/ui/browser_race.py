@@ -5,9 +5,11 @@ site's folder (app/ui/site_files.py serves it), the race box offers "Run on: thi
 browser" by default on a served page, so that a class does not queue on the server's CPUs. The browser's Run has no
 handler on the server (`fn=None`): app/ui/browser_race.js reads the prompt and the twins' settings in the browser,
 loads the site's runtime and samplers from the page's origin, and draws the race in the page's player through
-app/site/rows.js `race` (the static site's one implementation). Choosing which Run button shows is done in the
-browser too. Which twin settings the browser honours comes from app/sources/local.py `BROWSER_SETTINGS`, the list
-the static site's race.js checks against (`spec_of` marks each input); other sources, and pins, keep the server's race.
+app/site/rows.js `race` (the static site's one implementation). Once the browser has taken the settings, it clicks
+the hidden `#browser-began`, whose one small call (`began`, outside the queue) stops the session's race on the
+server; settings it refuses leave the server's race alone. Choosing which Run button shows is done in the browser
+too. Which twin settings the browser honours comes from app/sources/local.py `BROWSER_SETTINGS`, the list the static
+site's race.js checks against (`spec_of` marks each input); other sources, and pins, keep the server's race.
 
 Every run is saved: when a browser race ends (or Stop ends it, keeping the frames so far), browser_race.js hands its
 frames, gzip-compressed, to the hidden box `#browser-kept`, and `keep` saves them in the visitor's own library like a
@@ -49,6 +51,7 @@ RAN = ("Ran in your browser: the twins ran on this device (onnxruntime-web); onl
 SHOW_JS = (f"(left, right, on) => {{ const twins = left === {json.dumps(TWINS[0])} && right === {json.dumps(TWINS[1])};"
            f" const mine = twins && on === {json.dumps(ON_BROWSER)}; return [{{__type__: 'update', visible: twins}},"
            " {__type__: 'update', visible: !mine}, {__type__: 'update', visible: mine}]; }")
+BEGAN_ID = "browser-began"  # the hidden button browser_race.js clicks once it races: `began` runs
 KEPT_ID = "browser-kept"  # the hidden box browser_race.js writes a finished race into (app/ui/guard.py limits it)
 RAN_IN = "the visitor's browser (onnxruntime-web, WebAssembly)"  # the header's `ran_in` for a race saved by `keep`
 UNPACKED_BYTES = 8 * 2**20  # the most a race may take once decompressed: twice a race at the twins' longest answer
@@ -72,15 +75,16 @@ def place_box(policy: Policy, twins: bool) -> tuple[Any, Any]:
 
 
 def spec_of(controls: dict[str, Any]) -> dict[str, Any]:
-    """What browser_race.js reads: the site's address, the captions, the hidden box it hands a finished race to, and
-    for each twin's setting (in the order the Run button passes them) its side, name, label, default, whether an empty
-    box means the default and whether the browser's samplers honour it (app/sources/local.py `BROWSER_SETTINGS`, the
-    list the static site's race.js checks against)."""
+    """What browser_race.js reads: the site's address, the captions, the hidden button it clicks as a race begins,
+    the hidden box it hands a finished race to, and for each twin's setting (in the order the Run button passes them)
+    its side, name, label, default, whether an empty box means the default and whether the browser's samplers honour
+    it (app/sources/local.py `BROWSER_SETTINGS`, the list the static site's race.js checks against)."""
     inputs = [{"side": side, "name": name, "label": str(spec.get("label", name)), "default": spec.get("default"),
                "own": bool(spec.get("own")), "offered": name in BROWSER_SETTINGS[kind]}
               for side, kind in zip(("left", "right"), TWINS)
               for prefix, name, spec, _ in controls[side].settings if prefix == kind]
-    return {"base": SITE_ROUTE.lstrip("/"), "racing": RACING, "ran": RAN, "inputs": inputs, "kept": KEPT_ID}
+    return {"base": SITE_ROUTE.lstrip("/"), "racing": RACING, "ran": RAN, "inputs": inputs, "began": BEGAN_ID,
+            "kept": KEPT_ID}
 
 
 def wire_place(box: Any) -> None:
@@ -102,6 +106,12 @@ def wire_place(box: Any) -> None:
 def kept_box() -> Any:
     """The hidden box through which browser_race.js hands a finished browser race to `keep`, where it is called."""
     return gr.Textbox(visible="hidden", elem_id=KEPT_ID, label="A race run in your browser")
+
+
+def began_button() -> Any:
+    """The hidden button browser_race.js clicks once the browser has taken the settings and races, where it is
+    called."""
+    return gr.Button("A race began in your browser", visible="hidden", elem_id=BEGAN_ID)
 
 
 def unpack(packed: str) -> dict[str, Any]:
@@ -172,10 +182,11 @@ def keep(visitor: Visitor, packed: str | None) -> tuple[Any, ...]:
             f"{path.name}.")
 
 
-def wire_keep(box: Any, kept: Any, policy: Policy, owner: Any, view: list[Any], current: Any, status: Any) -> None:
-    """The browser's Run tells the server a browser race began (the session's race on the server, if any, stops,
+def wire_keep(began_btn: Any, kept: Any, policy: Policy, owner: Any, view: list[Any], current: Any,
+              status: Any) -> None:
+    """A browser race that begins tells the server (`began_btn`: the session's race on the server, if any, stops,
     and the exports no longer offer the run before); its end comes back through `kept` and is saved (`keep`)."""
-    box.browser_run.click(began, inputs=None, outputs=[current], queue=False, **QUIET)
+    began_btn.click(began, inputs=None, outputs=[current], queue=False, **QUIET)
     kept.change(as_visitor(policy, keep), inputs=[owner, kept], outputs=[*view, current, status], **READS, **QUIET)
 
 

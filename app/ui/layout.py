@@ -28,7 +28,7 @@ from app.sources.base import load_plugins
 from app.trace.frames import MAX_RECORDING_BYTES
 from app.ui import door
 from app.ui.about import twins_note
-from app.ui.browser_race import kept_box, wire_keep, wire_place
+from app.ui.browser_race import began_button, kept_box, wire_keep, wire_place
 from app.ui.events import QUIET
 from app.ui.export_ui import export_box, wire_exports
 from app.ui.guard import GuardedBlocks, declared
@@ -101,7 +101,7 @@ def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
                   queue=False, **QUIET)  # the page opens even while the queue is full
         wire_library(library, messages, policy, owner, ids, shown)
         if race.place is not None:  # a race run in the visitor's browser is saved in their library too
-            wire_keep(race, kept_box(), policy, owner, view, current, messages.status)
+            wire_keep(began_button(), kept_box(), policy, owner, view, current, messages.status)
         wire_exports(exports, current, messages.download, messages.status)
         demo.unload(end_session)
     declared(demo)  # every input has a declared limit, or the build fails
