@@ -171,6 +171,7 @@ def test_the_server_hears_of_a_browser_race_only_once_the_browser_races_it(serve
     saved = next(i for i, u in enumerate(posts) if "/queue/join" in u)  # the save (then the library's own calls)
     assert [u.rsplit("/", 2)[-2:] for u in posts[:saved]] == [["run", "predict"]]  # `began`, before the race
 
+
 # keeps each side's ids and passes of the last browser race where a test can read them (window.lastRace), by wrapping
 # window.converge.race as race.js sets it
 KEEP_LAST_RACE = """(() => { let kept;
