@@ -14,15 +14,15 @@ import socket
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import pytest
 
 from app.errors import UserError
 from app.trace.store import check_name
 from app.ui import door
+from app.ui.budgets import UNREAD_SESSIONS
 from app.ui.visitor import owner_of
-from tests.fixtures import run_async
 from tests.loopback_client import Visitor
 from tests.reliability import tally
 from tests.served import config, peak_mb, served_process
@@ -260,66 +260,6 @@ def test_no_queued_handler_runs_through_run_predict_on_a_served_page(recordings:
     assert status == 200 and not list(recordings.rglob("*.jsonl"))
 
 
-def test_calls_off_the_queue_are_bounded_per_address() -> None:
-    """The handlers that run off the queue (the page load, a lesson's text) have no queue limit, so the door runs at
-    most OFF_QUEUE_AT_ONCE of an address's at once; more wait their turn (a class behind one address opening the
-    page), and past OFF_QUEUE_HELD in all one is refused with one sentence, while another address's call runs."""
-    import asyncio
-
-    class Page:
-        """What the door reads of a page: its policy, by the page's identity."""
-
-    class Stuck:
-        """An app whose calls wait until released, so the test holds calls in flight without timing."""
-
-        def __init__(self) -> None:
-            self.release, self.entered = asyncio.Event(), []
-
-        def get_blocks(self) -> Any:
-            return page
-
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            self.entered.append(scope["client"][0])
-            await self.release.wait()
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-            await send({"type": "http.response.body", "body": b"{}"})
-
-    page = Page()
-    door.watch(page, served())
-
-    async def run() -> tuple[list[str], list[int], list[int]]:
-        stuck = Stuck()
-        gate = door.Door(stuck)
-        statuses: list[int] = []
-
-        async def keep(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                statuses.append(message["status"])
-
-        async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": b"{}", "more_body": False}
-
-        def call(source: str) -> Any:
-            scope = {"type": "http", "method": "POST", "path": "/gradio_api/run/predict", "headers": [],
-                     "client": (source, 1), "app": stuck}
-            return asyncio.create_task(gate(scope, receive, keep))
-
-        held = [call("127.0.0.1") for _ in range(door.OFF_QUEUE_HELD)]
-        other = call(OTHER)
-        while gate._running["127.0.0.1"] < len(held) or OTHER not in stuck.entered:
-            await asyncio.sleep(0)  # a turn of the loop for each call to reach the app or wait for its turn
-        await call("127.0.0.1")  # one more than may be held: refused at once
-        refused, entered = list(statuses), list(stuck.entered)
-        stuck.release.set()
-        await asyncio.gather(*held, other)
-        return entered, refused, statuses[len(refused):]
-
-    entered, refused, later = run_async(run())
-    assert entered.count("127.0.0.1") == door.OFF_QUEUE_AT_ONCE and entered.count(OTHER) == 1
-    assert refused == [429] and later == [200] * (door.OFF_QUEUE_HELD + 1)
-    tally("route_attacks", door.OFF_QUEUE_HELD + 1)
-
-
 # --- item 5: no answers piled up unread -------------------------------------------------------------------------------
 
 def test_one_address_cannot_pile_up_unread_answers_under_fresh_sessions() -> None:
@@ -331,7 +271,7 @@ def test_one_address_cannot_pile_up_unread_answers_under_fresh_sessions() -> Non
         index = fn_index(demo, elem_id="library-load", event="click")
         pending = demo._queue.pending_messages_per_session
         answers, events = [], {}
-        for n in range(door.UNREAD_SESSIONS + 4):
+        for n in range(UNREAD_SESSIONS + 4):
             status, answer, session = attacker.join(index, inputs(demo, index), f"unread-{n}")
             answers.append((status, answer))
             if status == 200:
@@ -340,14 +280,14 @@ def test_one_address_cannot_pile_up_unread_answers_under_fresh_sessions() -> Non
                 while session not in pending or pending[session].empty():  # until its answer waits, unread
                     assert time.monotonic() < deadline, "the handler never answered"
                     time.sleep(0.01)  # polling interval, not synchronisation
-        assert [s for s, _ in answers] == [200] * door.UNREAD_SESSIONS + [429] * 4, answers
+        assert [s for s, _ in answers] == [200] * UNREAD_SESSIONS + [429] * 4, answers
         assert all(door.UNREAD in json.dumps(a) for s, a in answers if s == 429)
         assert other.join(index, inputs(demo, index), "elsewhere")[0] == 200
         first = next(iter(events))
         attacker.result(first, events[first])  # read one: its place is free again
         assert attacker.join(index, inputs(demo, index), "after-reading")[0] == 200
     tally("route_attacks", len(answers))
-    tally("route_breaches", sum(s == 200 for s, _ in answers[door.UNREAD_SESSIONS:]))
+    tally("route_breaches", sum(s == 200 for s, _ in answers[UNREAD_SESSIONS:]))
 
 
 def test_the_deep_link_route_is_off_on_a_served_page() -> None:

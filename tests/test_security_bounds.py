@@ -139,10 +139,10 @@ def test_the_race_limit_comes_from_the_flag_then_the_environment_then_the_local_
 
 def test_hostile_races_fill_every_slot_yet_another_sessions_race_completes_within_the_limit(
         app_url: str, fast_env: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    from app.ui.race_ui import RACE_CONCURRENCY
+    from app.ui.budgets import HANDLERS
 
     monkeypatch.setenv(limits.ENV, str(SLOT_LIMIT))
-    clients = [api_client(app_url) for _ in range(RACE_CONCURRENCY + 1)]
+    clients = [api_client(app_url) for _ in range(HANDLERS["race"].at_once + 1)]
     api = clients[0].view_api(return_format="dict", print_info=False)["named_endpoints"]["/race"]
     forever = {"left": ("mercury", "keepalive-after-1", {}), "right": ("openai", "keepalive-after-1", {})}
     hostile = [c.submit(*race_args(api, "ECHO: hold the slot", forever), api_name="/race") for c in clients[:-1]]
@@ -380,11 +380,10 @@ def test_cancel_export_on_the_page_stops_the_export_and_says_so(browser: Any, tm
 
 
 def test_sweeps_and_races_wait_in_separate_queues_and_every_long_handler_has_a_limit() -> None:
-    from app.ui.events import RECORDING_CONCURRENCY
+    from app.ui.budgets import HANDLERS
     from app.ui.layout import build
     from app.ui.library_ui import load_entry, upload_entry
     from app.ui.sessions import after_stop
-    from app.ui.sweeps_tab import SWEEP_CONCURRENCY
 
     demo = build()
     fns = list(demo.fns.values())
@@ -392,10 +391,10 @@ def test_sweeps_and_races_wait_in_separate_queues_and_every_long_handler_has_a_l
     for fn in fns:
         by_id.setdefault(fn.concurrency_id, set()).add(getattr(fn.fn, "__name__", ""))
     assert "run" in by_id["race"] and not by_id["race"] - {"run"}  # only races wait for race slots
-    assert by_id["sweep"] == {"run"} and SWEEP_CONCURRENCY >= 1
+    assert by_id["sweep"] == {"run"} and HANDLERS["sweep"].at_once >= 1
     assert {after_stop.__name__, load_entry.__name__, upload_entry.__name__} <= by_id["recording"]
     assert by_id["export"] == {"export"}
     long_running = [fn for fn in fns if getattr(fn.fn, "__name__", "") in ("run", "export", "after_stop", "load_entry",
                                                                           "upload_entry")]
     assert long_running and all(fn.concurrency_limit is not None for fn in long_running)
-    assert RECORDING_CONCURRENCY >= 1
+    assert HANDLERS["recording"].at_once >= 1

@@ -30,6 +30,7 @@ SECTIONS = {
     "browser": "app.bench.browser",
     "served": "app.bench.served",
     "caps": "app.bench.caps",
+    "budgets": "app.bench.budgets",
     "diffusion-gemma": "app.bench.diffusion_gemma",
 }
 

@@ -1,24 +1,26 @@
-"""The page's door: every request's size capped before Gradio reads it, and on a served page fair queueing, the upload
-policy and only the routes the page uses, applied to Gradio's own routes before Gradio sees them.
+"""The page's door: every request held to its route's budget (app/ui/budgets.py) before Gradio reads it, and on a
+served page fair queueing and the upload policy, applied to Gradio's own routes before Gradio sees them.
 
-Gradio serves more POST routes than the queue (`/run/`, `/api/`, `/cancel`, `/upload`, `/process_recording`, ...),
-and each parses its body whole before any handler's limit can apply, so these rules sit in front of all of them, as
-an ASGI middleware (`launch_options()` installs it; `watch` tells it which page runs under which policy).
+Gradio serves more routes than the queue (`/run/`, `/api/`, `/cancel`, `/upload`, `/process_recording`, ...), and
+each parses its body whole before any handler's limit can apply, so these rules sit in front of all of them, as an
+ASGI middleware (`launch_options()` installs it; `watch` tells it which page runs under which policy).
 
-On every page, local or served, a request's body is held only up to its route's cap (UPLOAD_BYTES for an upload,
-BODY_BYTES for anything else): a longer one is refused with one sentence, never echoed. On a served page also:
+On every page, local or served, a request's body is held only up to its cap (UPLOAD_BYTES for an upload,
+BODY_BYTES for anything else; a longer one is refused with one sentence, never echoed), and every reply leaves a
+chunk at a time (`Paced`). On a served page also:
 
-- POSTs reach only the routes the page itself uses (SERVED_POSTS); Gradio's others answer 404;
-- a visitor (a session, and a client address: app/ui/address.py) holds at most one race or sweep at a time, running
-  or waiting, and one address at most ADDRESS_EVENTS queued requests of any kind, so one client cannot fill the
-  queue; a refused join gets one sentence (the browser shows it); an address may leave answers unread under at most
-  UNREAD_SESSIONS sessions, and run at most OFF_QUEUE_AT_ONCE calls off the queue at once (OFF_QUEUE_HELD waiting);
+- each request runs in its address's turn at its route's budget (`Turns`): so many at once, so many more waiting,
+  the rest refused with 429; a route the table refuses, or one it does not name, answers 404; a client that takes
+  no chunk of a reply for SEND_TIMEOUT seconds has its connection closed, which frees its turn;
+- a visitor (a session, and a client address: app/ui/address.py) holds at most one heavy call (a race or sweep) at
+  a time, running or waiting, an address at most its handler group's share of the queue (HANDLERS' per_address)
+  and QUEUED_PER_ADDRESS queued requests of any kind, so one client cannot fill the queue; a refused join gets one
+  sentence (the browser shows it); an address may leave answers unread under at most UNREAD_SESSIONS sessions;
 - with the `upload` capability off, nothing is uploaded at all, whatever route or letter case a request tries; on,
   each upload is one .jsonl file (what the page's upload box takes) within a budget per address of UPLOAD_FILES files
   and UPLOAD_BUDGET bytes per UPLOAD_WINDOW seconds (the age at which Gradio's cache drops them); anything refused
   is deleted, half-received files included, and no stored upload is served back by its path;
-- a reply that would repeat a malformed body (FastAPI's 422) says one sentence instead, and Gradio's deep link (a
-  snapshot of any session named to it) answers 404.
+- a reply that would repeat a malformed body (FastAPI's 422) says one sentence instead.
 """
 
 from __future__ import annotations
@@ -33,39 +35,35 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from app.serving.policy import Policy
-from app.trace.frames import MAX_RECORDING_BYTES
 from app.ui.address import address_of, scope_address
+from app.ui.budgets import (
+    BODY_BYTES,
+    HANDLERS,
+    QUEUED_PER_ADDRESS,
+    SEND_CHUNK,
+    SEND_TIMEOUT,
+    UNREAD_SESSIONS,
+    UPLOAD_BUDGET,
+    UPLOAD_BYTES,
+    UPLOAD_FILES,
+    UPLOAD_WINDOW,
+    Route,
+    route_budget,
+)
 
-HEAVY = ("race", "sweep")  # the concurrency ids of the work a visitor may hold only one of at a time
-ADDRESS_EVENTS = 8  # requests one address may have queued or running at once, of any kind
-UPLOAD_FILES = 8
-UPLOAD_BUDGET = 128 * 2**20
-UPLOAD_WINDOW = 3600.0
-UPLOAD_SUFFIX = ".jsonl"
-BODY_BYTES = 2 * 2**20  # any body but an upload's: every input of a handler within its declared limit fits (the
-# largest, a race run in the browser to save, at 1.5 MB; the others many times)
-UPLOAD_BYTES = MAX_RECORDING_BYTES + 2**20  # one recording at its cap, and the multipart framing around it
+HEAVY = tuple(name for name, h in HANDLERS.items() if h.heavy)  # a visitor holds one call of these at a time
 DRAIN_BYTES = 64 * 2**20  # past its cap, a body declared this long or less is read and dropped so its client gets
 # the sentence rather than a reset connection; a longer one is refused without reading it
 UPLOADS_KEPT = 65_536  # stored uploads remembered (to refuse serving them back), oldest forgotten first
-UNREAD_SESSIONS = 8  # sessions of one address whose answers may wait unread at once: Gradio keeps every answer (a
-# player's payload is up to tens of MB) until its session reads its event stream, which a browser does at once
 SESSIONS_KEPT = 256  # an address's sessions the door remembers while Gradio holds messages for them
 ADDRESSES_KEPT = 65_536  # addresses remembered with their sessions, least recently seen forgotten first
-OFF_QUEUE_AT_ONCE = 4  # calls one address may have running off the queue at once (the page load, a lesson's text);
-OFF_QUEUE_HELD = 64  # more wait their turn (a class behind one address opening the page), up to this many in all
-OFF_QUEUE = ("/run/", "/api/")  # the routes that run a handler off the queue (the queued ones answer 404 there)
-REFUSED_GETS = ("/deep_link",)  # Gradio's deep link writes any named session's components to disk for anyone
 API = "/gradio_api"
-JOIN_ROUTES = ("/queue/join", "/call/")
-SERVED_POSTS = ("/queue/join", "/call/", "/run/", "/api/", "/cancel", "/reset", "/upload")  # what the page posts to
+UPLOAD_SUFFIX = ".jsonl"
 FILE_ROUTES = ("/file=", "/file/")
 
 HELD = ("You already have a race or sweep running or waiting on this server; wait for it to end, or stop it, "
         "before starting another.")
-BUSY = f"You already have {ADDRESS_EVENTS} requests waiting on this server; wait for them to finish."
-BUSY_OFF_QUEUE = (f"You already have {OFF_QUEUE_HELD} requests running or waiting on this server; wait for them "
-                  "to finish.")
+BUSY = f"You already have {QUEUED_PER_ADDRESS} requests waiting on this server; wait for them to finish."
 UNREAD = (f"Answers to {UNREAD_SESSIONS} of your sessions are waiting unread on this server; read them (or close "
           "those tabs) before asking for more.")
 UPLOAD_OFF = "Uploading files is off on this server."
@@ -91,6 +89,13 @@ def watch(blocks: Any, policy: Policy) -> None:
     _policies[blocks] = policy
 
 
+def page_of(scope: Scope) -> tuple[Any, Policy | None]:
+    """The page a request reaches (Gradio's Blocks) and the policy it is watched under (None: not watched)."""
+    get_blocks = getattr(scope.get("app"), "get_blocks", None)
+    blocks = get_blocks() if get_blocks else None
+    return blocks, _policies.get(blocks) if blocks is not None else None
+
+
 def route_of(path: str) -> str:
     """A request path as the route Gradio matches, without its API prefix or a trailing slash ('/upload')."""
     path = path.rstrip("/") or "/"
@@ -112,12 +117,12 @@ def _declared_length(headers: list[tuple[str, str]]) -> int | None:
     return max(lengths) if lengths else None
 
 
-def _held(blocks: Any) -> list[tuple[str, str, bool]]:
-    """(address, session, heavy) of every request in the page's queue, waiting or running."""
+def _held(blocks: Any) -> list[tuple[str, str, str]]:
+    """(address, session, handler group) of every request in the page's queue, waiting or running."""
     queue = blocks._queue
     events = [e for q in list(queue.event_queue_per_concurrency_id.values()) for e in list(q.queue)]
     events += [e for job in list(queue.active_jobs) if job for e in job]
-    return [(address_of(e.request) or "", e.session_hash, e.concurrency_id in HEAVY) for e in events]
+    return [(address_of(e.request) or "", e.session_hash, str(e.concurrency_id)) for e in events]
 
 
 async def _respond(send: Send, status: int, sentence: str) -> None:
@@ -199,31 +204,139 @@ def _capped(receive: Receive, limit: int) -> Receive:
     return capped
 
 
-class Door:
-    """The ASGI middleware: caps every request's body, and lets a served page's joins and uploads through only within
-    the rules above."""
+class SlowReader(Exception):
+    """A client took no chunk of a reply for SEND_TIMEOUT seconds; its connection is closed."""
 
-    def __init__(self, app: Any) -> None:
+
+class Paced:
+    """A `send` that hands a reply's body to the connection SEND_CHUNK bytes at a time, each awaited, so the server's
+    flow control holds the rest until the client reads (a reply handed over whole sits in the transport's buffer:
+    about 4.5 MB a never-reading connection for the runtime's WebAssembly); with `timeout`, a chunk the client has
+    not taken by then raises SlowReader, as does every later send (`stuck`)."""
+
+    def __init__(self, send: Send, timeout: float | None) -> None:
+        self.send, self.timeout, self.stuck = send, timeout, False
+
+    async def _one(self, message: dict[str, Any]) -> None:
+        if self.stuck:
+            raise SlowReader
+        if self.timeout is None:
+            return await self.send(message)
+        try:
+            await asyncio.wait_for(self.send(message), self.timeout)
+        except asyncio.TimeoutError:
+            self.stuck = True
+            raise SlowReader from None
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        body = message.get("body", b"")
+        if message["type"] != "http.response.body" or len(body) <= SEND_CHUNK:
+            return await self._one(message)
+        view, more = memoryview(body), message.get("more_body", False)
+        for start in range(0, len(body), SEND_CHUNK):
+            last = start + SEND_CHUNK >= len(body)
+            await self._one({"type": "http.response.body", "body": bytes(view[start:start + SEND_CHUNK]),
+                             "more_body": more or not last})
+
+
+class Turns:
+    """Each address's turns at each route budget: `connections` requests run at once, `waiting` more wait."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, str], int] = defaultdict(int)  # (address, budget) -> running or waiting
+        self._turns: dict[tuple[str, str], asyncio.Semaphore] = {}
+
+    async def run(self, address: str, name: str, budget: Route, work: Callable[[], Awaitable[None]],
+                  refuse: Callable[[], Awaitable[None]]) -> None:
+        """Runs `work` in the address's turn, or `refuse` when the address holds all it may of this budget."""
+        key = (address, name)
+        if self._held[key] >= budget.connections + budget.waiting:
+            return await refuse()
+        self._held[key] += 1
+        turn = self._turns.setdefault(key, asyncio.Semaphore(budget.connections))
+        try:
+            async with turn:
+                await work()
+        finally:
+            self._held[key] -= 1
+            if not self._held[key]:
+                del self._held[key], self._turns[key]
+
+    def held(self) -> int:
+        """Requests running or waiting, all addresses together (for tests: nothing is left held)."""
+        return sum(self._held.values())
+
+
+def held_too_many(group: str) -> str:
+    """The sentence that refuses a join past the address's share of a handler group."""
+    handler = HANDLERS[group]
+    return (f"You already have {handler.per_address} {handler.what} running or waiting on this server; wait for "
+            "them to finish.")
+
+
+def busy(budget: Route) -> str:
+    """The sentence that refuses a request past its address's share of `budget`."""
+    return (f"You already have {budget.connections + budget.waiting} {budget.what} running or waiting on this server; "
+            "try again when they finish.")
+
+
+class Door:
+    """The ASGI middleware: holds every request to its route's budget (app/ui/budgets.py), and lets a served page's
+    joins and uploads through only within the rules above. `policy` is for a door tested alone; a page's door finds
+    the policy of the page it is in front of (`watch`)."""
+
+    def __init__(self, app: Any, policy: Policy | None = None) -> None:
         self.app = app
-        self._joining: list[tuple[str, str, bool]] = []  # joins that passed the door and are not yet in the queue
+        self.policy = policy
+        self._joining: list[tuple[str, str, str]] = []  # joins that passed the door and are not yet in the queue
         self._uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # address -> (when, bytes)
         self._stored: OrderedDict[str, float] = OrderedDict()  # real path of each stored upload -> when
         self._sessions: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()  # address -> its latest sessions
         self._uploading = 0  # uploads being received now
-        self._running: dict[str, int] = defaultdict(int)  # address -> its calls running or waiting off the queue
-        self._turns: dict[str, asyncio.Semaphore] = {}  # address -> its turns to run off the queue
+        self.turns = Turns()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        get_blocks = getattr(scope.get("app"), "get_blocks", None)
-        blocks = get_blocks() if get_blocks else None
-        policy = _policies.get(blocks) if blocks is not None else None
+        blocks, policy = page_of(scope)
+        policy = self.policy or policy
+        served = policy is not None and policy.served
+        name, budget = route_budget(scope.get("method", ""), scope.get("path", ""))
+        out = Paced(send, SEND_TIMEOUT if served else None)
+
+        async def work() -> None:
+            await self._handle(blocks, policy, name, budget, scope, receive, out)
+
+        try:
+            if not served:
+                return await work()
+            if not budget.connections:
+                return await self._refuse_route(scope, receive, out)
+            await self.turns.run(scope_address(scope), name, budget, work,
+                                 lambda: _respond(out, 429, busy(budget)))
+        except BaseException:
+            if out.stuck:
+                return  # the client stopped reading: the server closes its connection
+            raise
+
+    async def _refuse_route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A route a served page does not use: 404, the body (if any) drained as _refuse does."""
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+        try:
+            declared = _declared_length(headers)
+        except ValueError:
+            declared = None
+        drain = None if any(k == "expect" for k, _ in headers) else declared
+        await _refuse(_quiet(send), receive, 404, NOT_HERE, drain)
+
+    async def _handle(self, blocks: Any, policy: Policy | None, name: str, budget: Route, scope: Scope,
+                      receive: Receive, send: Send) -> None:
+        """One request within its turn: its body held to its cap, then a join, an upload or any other request."""
         served = policy is not None and policy.served
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
         route, method = route_of(scope.get("path", "")), scope.get("method", "")
         if method in ("GET", "HEAD"):
-            if served and (route in REFUSED_GETS or route.startswith(FILE_ROUTES) and self._is_stored(route)):
+            if served and route.startswith(FILE_ROUTES) and self._is_stored(route):
                 return await _respond(send, 404, NOT_HERE)
             return await self.app(scope, receive, send)
         try:
@@ -233,41 +346,24 @@ class Door:
         drain = None if any(k == "expect" for k, _ in headers) else declared  # a client that waits to be told
         if served:                                                             # to send is refused before it does
             send = _quiet(send)
-            if method != "POST" or not route.startswith(SERVED_POSTS):
-                return await _refuse(send, receive, 404, NOT_HERE, drain)
         if route == "/upload":
             return await self._upload(policy, headers, declared, drain, scope, receive, send)
         if policy is not None and served and is_multipart(headers):
             return await _refuse(send, receive, 403, UPLOAD_OFF if not policy.can("upload") else UPLOAD_ONE, drain)
-        if declared is not None and declared > BODY_BYTES:
+        cap = budget.body if served else BODY_BYTES
+        if declared is not None and declared > cap:
             return await _refuse(send, receive, 413, TOO_BIG, drain)
-        body = await _read_body(receive, BODY_BYTES)
+        body = await _read_body(receive, cap)
         if body is None:
             return await _respond(send, 413, TOO_BIG)
-        if served and route.startswith(JOIN_ROUTES):
+        if served and name == "joins":
             return await self._join(blocks, scope_address(scope), route, body, scope, receive, send)
-        if served and route.startswith(OFF_QUEUE):
-            return await self._off_queue(scope_address(scope), body, scope, receive, send)
         return await self.app(scope, _replayed(body, receive), send)
-
-    async def _off_queue(self, address: str, body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
-        """A call of a handler that runs off the queue, which no queue limit reaches: at most OFF_QUEUE_AT_ONCE of an
-        address's run at once and the rest wait their turn, up to OFF_QUEUE_HELD in all; beyond that one is refused."""
-        if self._running[address] >= OFF_QUEUE_HELD:
-            return await _respond(send, 429, BUSY_OFF_QUEUE)
-        self._running[address] += 1
-        turn = self._turns.setdefault(address, asyncio.Semaphore(OFF_QUEUE_AT_ONCE))
-        try:
-            async with turn:
-                await self.app(scope, _replayed(body, receive), send)
-        finally:
-            self._running[address] -= 1
-            if not self._running[address]:
-                del self._running[address], self._turns[address]
 
     async def _join(self, blocks: Any, address: str, route: str, body: bytes, scope: Scope, receive: Receive,
                     send: Send) -> None:
-        """A queue join: refused when the visitor holds a race or sweep already, or the address its queue share."""
+        """A queue join: refused when the visitor holds a heavy call already, the address its share of the handler's
+        group (app/ui/budgets.py HANDLERS) or of the queue, or answers unread under too many sessions."""
         try:
             data = json.loads(body or b"{}")
         except ValueError:
@@ -280,15 +376,18 @@ class Door:
         elif isinstance(data.get("fn_index"), int):
             fn = blocks.fns.get(data["fn_index"])
         session = str(data.get("session_hash") or "")
-        heavy = fn is not None and fn.concurrency_id in HEAVY
+        group = str(fn.concurrency_id) if fn is not None else ""
         held = _held(blocks) + self._joining
-        if heavy and any(h and (a == address or (session and s == session)) for a, s, h in held):
+        mine = [g for a, s, g in held if a == address or (session and s == session)]
+        if group in HEAVY and any(g in HEAVY for g in mine):
             return await _respond(send, 429, HELD)
-        if sum(a == address for a, _, _ in held) >= ADDRESS_EVENTS:
+        if group in HANDLERS and sum(g == group for a, _, g in held if a == address) >= HANDLERS[group].per_address:
+            return await _respond(send, 429, held_too_many(group))
+        if sum(a == address for a, _, _ in held) >= QUEUED_PER_ADDRESS:
             return await _respond(send, 429, BUSY)
         if self._unread(blocks, address, session) >= UNREAD_SESSIONS:
             return await _respond(send, 429, UNREAD)
-        mark = (address, session, heavy)
+        mark = (address, session, group)
         self._joining.append(mark)
         try:
             await self.app(scope, _replayed(body, receive), send)

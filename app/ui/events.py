@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-RECORDING_CONCURRENCY = 2  # handlers that read a whole recording (after Stop, Load, Upload, Download) at once
+from app.ui.budgets import queued
+
 QUIET: dict[str, Any] = {"show_progress": "hidden", "api_name": False}  # no spinner, not in the API page
-READS: dict[str, Any] = {"concurrency_limit": RECORDING_CONCURRENCY, "concurrency_id": "recording"}
+LIBRARY: dict[str, Any] = queued("library")  # handlers that list, rename or delete in a visitor's library
+READS: dict[str, Any] = queued("recording")  # the handlers that read a whole recording (after Stop, Load, Upload,
+# Download, a browser race's save), under their budget (app/ui/budgets.py)

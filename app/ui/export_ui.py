@@ -15,6 +15,7 @@ import gradio as gr
 from app.errors import UserError
 from app.trace.frames import RecordingError
 from app.ui import scratch
+from app.ui.budgets import queued
 from app.ui.events import QUIET
 from app.ui.export_job import run_export
 from app.ui.library_ui import error_text
@@ -70,10 +71,11 @@ def wire_exports(box: ExportBox, current: Any, download: Any, status: Any) -> No
     """Each export button makes its file from the recording file `current` into `download`, one export at a time;
     Cancel export stops any in progress."""
     exports = [btn.click(export_current(fmt), inputs=[current, box.clock, box.pace, box.hold, box.loop],
-                         outputs=[download, status], concurrency_limit=1, concurrency_id="export", api_name=False,
+                         outputs=[download, status], **queued("export"), api_name=False,
                          show_progress="hidden", js=EXPORT_JS) for fmt, btn in box.buttons.items()]
     box.cancel_btn.click(fn=None, cancels=exports).then(
-        lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **QUIET)
+        lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **QUIET,
+        **queued("library"))
 
 
 def export_current(fmt: str) -> Any:

@@ -29,12 +29,14 @@ from app.trace.frames import MAX_RECORDING_BYTES
 from app.ui import door
 from app.ui.about import twins_note
 from app.ui.browser_race import began_button, kept_box, wire_keep, wire_place
+from app.ui.budgets import budgeted
 from app.ui.events import QUIET
 from app.ui.export_ui import export_box, wire_exports
 from app.ui.guard import GuardedBlocks, declared
 from app.ui.lessons_ui import lessons_box
 from app.ui.library_ui import library_box, messages_row, open_page, refresher, wire_library
 from app.ui.page_assets import PAGE_CSS
+from app.ui.page_cache import PageCache
 from app.ui.pairs_ui import pairs_box
 from app.ui.player_ui import player_box, show_recording
 from app.ui.race_ui import race_box, race_starter, wire_pins, wire_stop
@@ -50,9 +52,10 @@ CACHE_LIFETIME = (3600, 3600)  # Gradio's copies of handed-out files (downloads,
 
 def launch_options(site: Path | None = None) -> dict[str, Any]:
     """Safe launch defaults: no monitoring endpoint, no run history in the browser, a file size cap; the door in
-    front of every route, and behind it the static site's files (`site`, app/ui/site_files.py) when given."""
-    middleware = [Middleware(door.Door), Middleware(SiteFiles, folder=site)]  # fair queueing and uploads, then the
-    return {"enable_monitoring": False, "max_file_size": MAX_RECORDING_BYTES, "run_history": False,  # site's files
+    front of every route, behind it the served page's kept replies (app/ui/page_cache.py) and the static site's files
+    (`site`, app/ui/site_files.py) when given."""
+    middleware = [Middleware(door.Door), Middleware(PageCache), Middleware(SiteFiles, folder=site)]
+    return {"enable_monitoring": False, "max_file_size": MAX_RECORDING_BYTES, "run_history": False,
             "ssr_mode": False, "css": PAGE_CSS, "show_error": False, "app_kwargs": {"middleware": middleware}}
 
 
@@ -105,6 +108,7 @@ def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
         wire_exports(exports, current, messages.download, messages.status)
         demo.unload(end_session)
     declared(demo)  # every input has a declared limit, or the build fails
+    budgeted(demo)  # and every handler a budget (app/ui/budgets.py)
     demo.queue(max_size=QUEUE_SIZE, api_open=not policy.served)  # served: queued handlers run only through the
     door.watch(demo, policy)                                      # queue and its door, never by /run/ or /api/
     return demo

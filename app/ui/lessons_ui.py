@@ -22,6 +22,7 @@ from app.lessons.guided import LESSONS, Lesson
 from app.sources.base import REGISTRY
 from app.trace.frames import RecordingError, read_recording, write_recording
 from app.ui import scratch
+from app.ui.events import READS
 from app.ui.player_ui import to_player
 
 SPOTLIGHT_JS = """
@@ -196,7 +197,7 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
                               .then(fn=None, js=spotlight, inputs=[pick], **quiet)
                               .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet))
             race.then(figures_update, inputs=[pick, shown[-1]], outputs=[shown[0]], show_progress="hidden",
-                      api_name=False).then(fn=None, js=in_view, inputs=[pick], **quiet)
+                      api_name=False, **READS).then(fn=None, js=in_view, inputs=[pick], **quiet)
             races.append(race)
         return races
 

@@ -22,7 +22,7 @@ from app.serving.policy import Policy
 from app.trace import library
 from app.trace.store import locate, make_room
 from app.ui import scratch
-from app.ui.events import QUIET, READS
+from app.ui.events import LIBRARY, QUIET, READS
 from app.ui.page_assets import CONFIRM_DELETE_JS
 from app.ui.player_ui import show_recording, to_player
 from app.ui.sessions import as_visitor, visitor_of
@@ -274,14 +274,14 @@ def messages_row() -> Messages:
 def refresher(policy: Policy, owner: Any, view: list[Any]) -> Callable[[Any], Any]:
     """`refresh(event)`: refreshes the library's `view` (table, picker, row ids) after `event`."""
     refresh = as_visitor(policy, library_view)
-    return lambda event: event.then(refresh, inputs=[owner], outputs=view, **QUIET)
+    return lambda event: event.then(refresh, inputs=[owner], outputs=view, **LIBRARY, **QUIET)
 
 
 def wire_library(box: LibraryBox, messages: Messages, policy: Policy, owner: Any, ids: Any, shown: list[Any]) -> None:
     """The library's handlers; `shown` is the player and the recording file it holds."""
     view = [box.table, box.pick, ids]
     status = messages.status
-    box.table.select(pick_row, inputs=[ids], outputs=[box.pick, box.new_name], **QUIET)
+    box.table.select(pick_row, inputs=[ids], outputs=[box.pick, box.new_name], **LIBRARY, **QUIET)
     box.table.change(as_visitor(policy, picker_entries), inputs=[owner, ids], outputs=[messages.picker_list],
                      queue=False, **QUIET)
     messages.picker_load.change(as_visitor(policy, load_picked), inputs=[owner, messages.picker_load],
@@ -292,10 +292,10 @@ def wire_library(box: LibraryBox, messages: Messages, policy: Policy, owner: Any
                            outputs=[messages.download, status], **READS, **QUIET)
     rename, current = as_visitor(policy, rename_entry), shown[1]
     box.rename_btn.click(rename, inputs=[owner, box.pick, box.new_name, current], outputs=[*view, current, status],
-                         **QUIET)
+                         **LIBRARY, **QUIET)
     box.new_name.submit(rename, inputs=[owner, box.pick, box.new_name, current], outputs=[*view, current, status],
-                        **QUIET)
+                        **LIBRARY, **QUIET)
     box.delete_btn.click(as_visitor(policy, delete_entry), inputs=[owner, box.pick], outputs=[*view, status], **QUIET,
-                         js=CONFIRM_DELETE_JS)
+                         **LIBRARY, js=CONFIRM_DELETE_JS)
     box.upload.upload(as_visitor(policy, upload_entry), inputs=[owner, box.upload],
                       outputs=[*view, *shown, status, box.upload], **READS, **QUIET)

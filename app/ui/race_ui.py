@@ -19,6 +19,7 @@ from app.trace.frames import SIDES
 from app.trace.scrub import known_keys, scrub_text
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
 from app.ui.browser_race import ON_SERVER, TWINS, default_place, place_box
+from app.ui.budgets import queued
 from app.ui.events import QUIET, READS
 from app.ui.loading import while_loading
 from app.ui.page_assets import STOP_JS
@@ -31,7 +32,6 @@ from app.view.payload import UPDATE_INTERVAL, live_payload, message_payload, new
 from app.view.side import SENTENCES
 
 DEFAULT_PAIR = ("local-diffusion", "local-ar")
-RACE_CONCURRENCY = 8  # races at once across all users; their local-model sides share CPU slots (app/race/compute.py)
 CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
             "the rest are shown here but not saved.")
 Updates = Iterator[tuple[Any, Any]]  # (the player's update, the recording file shown) as the race goes
@@ -94,8 +94,8 @@ def wire_pins(box: RaceBox, policy: Policy) -> None:
         return gr.update(visible=takes_pins(policy, [(lkind, larg), (rkind, rarg)]))
 
     for component in picked:
-        component.change(show, inputs=picked, outputs=[box.pins_box], concurrency_limit=8, concurrency_id="models",
-                         show_progress="hidden", api_name=False)
+        component.change(show, inputs=picked, outputs=[box.pins_box], **queued("models"), show_progress="hidden",
+                         api_name=False)
 
 
 def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
@@ -108,7 +108,7 @@ def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
     def start_race(event: Any, api_name: str | bool = False) -> Any:
         """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends."""
         race = event.then(run_race(left, right, policy), inputs=inputs, outputs=shown,
-                          concurrency_limit=RACE_CONCURRENCY, concurrency_id="race", show_progress="hidden",
+                          **queued("race"), show_progress="hidden",
                           api_name=api_name)
         refresh(race)
         return race

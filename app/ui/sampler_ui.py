@@ -23,6 +23,7 @@ from app.lessons import by_hand
 from app.lessons.prompts import STORY
 from app.race.compute import COMPUTE
 from app.trace.store import make_room, user_dir
+from app.ui.budgets import queued
 from app.ui.hand_runs import ENDED, HandRuns
 from app.ui.sources_ui import shown_backend
 from app.ui.visitor import Visitor, visitor_source
@@ -228,7 +229,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
                                 elem_id=f"sampler-pos-{i}") for i in range(by_hand.MAX_OPEN)]
 
     shown = [run, canvas, note, *pickers]
-    quiet = {"show_progress": "hidden", "api_name": False, "concurrency_limit": 4, "concurrency_id": "sampler"}
+    quiet = {"show_progress": "hidden", "api_name": False, **queued("sampler")}
     box = HandBox(show)
     start_btn.click(handler(box.on_start), inputs=[owner, prompt, length, block, scoring, pins, model], outputs=shown,
                     **quiet)

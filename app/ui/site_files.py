@@ -9,24 +9,20 @@ each with its type and `nosniff`; any other path under SITE_ROUTE answers 404 an
 under SITE_ROUTE reads a body or reaches Gradio. The files are large (the runtime and graphs, about 33 MB a visitor):
 those that compress (the runtime's WebAssembly, the scripts, twins.json; not the graphs' weights) are compressed
 once, at start, and sent gzip-compressed to a browser that accepts it (22 MB a visitor, the page included, in
-`python -m app bench --only served`). An address is sent at most SENDING_AT_ONCE at once and the rest wait their turn
-(a class behind one address), up to SENDING_HELD in all; beyond that one is refused, so no address can keep the
-server's CPU busy sending files.
+`python -m app bench --only served`). On a served page the door (app/ui/door.py) holds these downloads to their
+budget (app/ui/budgets.py SITE: so many at once an address, so many more waiting, a chunk at a time, a client that
+stops reading closed), so no address can keep the server busy or its memory full sending files.
 """
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import re
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
-
-from app.ui.address import scope_address
 
 SITE_ROUTE = "/converge-site/"
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -36,9 +32,6 @@ HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-ag
            "Cross-Origin-Resource-Policy": "same-origin"}
 COMPRESSED = (".html", ".js", ".mjs", ".css", ".wasm", ".json")  # the graphs' float weights shrink by 8% only
 NOT_ACCEPTED = re.compile(r"\s*q\s*=\s*0(\.0*)?\s*")  # "gzip;q=0": the client refuses it
-SENDING_AT_ONCE = 6  # files one address is sent at once (a browser opens six connections to a host)
-SENDING_HELD = 64  # more wait their turn, up to this many in all
-BUSY = f"You already have {SENDING_HELD} downloads from this server running or waiting; try again when they finish."
 
 
 def site_files(folder: Path) -> dict[str, Path]:
@@ -70,8 +63,6 @@ class SiteFiles:
         self.files = site_files(Path(folder)) if folder is not None else {}
         self.gzipped = {name: gzip.compress(path.read_bytes(), 6) for name, path in self.files.items()
                         if path.suffix in COMPRESSED}
-        self._sending: dict[str, int] = defaultdict(int)  # address -> its files being sent or waiting
-        self._turns: dict[str, asyncio.Semaphore] = {}  # address -> its turns to be sent a file
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -85,7 +76,7 @@ class SiteFiles:
         elif found is None:
             response = PlainTextResponse("Not found.", status_code=404)
         else:
-            return await self._send_file(path[len(SITE_ROUTE):] or "index.html", scope, receive, send)
+            response = self._response(path[len(SITE_ROUTE):] or "index.html", scope)
         await response(scope, receive, send)
 
     def _response(self, name: str, scope: Scope) -> Response:
@@ -100,18 +91,3 @@ class SiteFiles:
         body = packed if scope.get("method") == "GET" else b""
         return Response(body, media_type=TYPES[found.suffix],
                         headers={**headers, "Content-Encoding": "gzip", "Content-Length": str(len(packed))})
-
-    async def _send_file(self, name: str, scope: Scope, receive: Receive, send: Send) -> None:
-        """Sends one file in the address's turn: SENDING_AT_ONCE at once, SENDING_HELD in all, else 429."""
-        address = scope_address(scope)
-        if self._sending[address] >= SENDING_HELD:
-            return await PlainTextResponse(BUSY, status_code=429)(scope, receive, send)
-        self._sending[address] += 1
-        turn = self._turns.setdefault(address, asyncio.Semaphore(SENDING_AT_ONCE))
-        try:
-            async with turn:
-                await self._response(name, scope)(scope, receive, send)
-        finally:
-            self._sending[address] -= 1
-            if not self._sending[address]:
-                del self._sending[address], self._turns[address]

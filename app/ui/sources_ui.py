@@ -17,6 +17,7 @@ from app.errors import UserError
 from app.serving.policy import HF_PREFIXES, LOCAL, Policy
 from app.sources.base import REGISTRY, Backend
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME
+from app.ui.budgets import queued
 from app.ui.visitor import visitor_models
 
 ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appears when picked), "
@@ -176,10 +177,10 @@ def wire_sources(controls: SideControls, policy: Policy) -> None:
     (as does pressing Enter in the key field); picking a kind or a model shows the settings its backend honours; a
     visitor's pick of a kind replaces the model name with that kind's default."""
     list_models, list_inputs = _models(policy, controls)
-    listing = {"fn": list_models, "inputs": list_inputs, "outputs": [controls.arg], "concurrency_limit": 8,
-               "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
+    listing = {"fn": list_models, "inputs": list_inputs, "outputs": [controls.arg], **queued("models"),
+               "show_progress": "hidden", "api_name": False}
     backend = {"fn": controls.show, "inputs": [controls.kind, controls.arg], "outputs": controls.switched(),
-               "concurrency_limit": 8, "concurrency_id": "models", "show_progress": "hidden", "api_name": False}
+               **queued("models"), "show_progress": "hidden", "api_name": False}
     picked = controls.kind.change(_pick(controls), inputs=[controls.kind], outputs=[controls.arg, controls.key,
                                                                                     *controls.groups.values()],
                                   queue=False, show_progress="hidden", api_name=False)

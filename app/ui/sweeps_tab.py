@@ -1,11 +1,12 @@
 """The Sweeps area: one button, one chart and one what-to-notice sentence per sweep, measured live on the twins.
 
 Each handler walks the sweep's plan and yields the chart after every point, so it fills in as points finish,
-with the point being measured named under it. Sweeps have their own queue ("sweep", SWEEP_CONCURRENCY at once), so
-races cannot starve sweeps nor sweeps races; like a race side on a built-in model, a sweep holds one CPU slot
-(app/race/compute.py, first come first served) while it measures. The points are app.measure.sweeps.defaults(), the
-same as `python -m app bench --only sweeps`. The pass-cost chart (app/measure/pass_cost.py) times one forward pass
-of the twin, and of a Hugging Face model the user names, on this machine.
+with the point being measured named under it. Sweeps have their own queue ("sweep", its budget in
+app/ui/budgets.py), so races cannot starve sweeps nor sweeps races; like a race side on a built-in model, a sweep
+holds one CPU slot (app/race/compute.py, first come first served) while it measures. The points are
+app.measure.sweeps.defaults(), the same as `python -m app bench --only sweeps`. The pass-cost chart
+(app/measure/pass_cost.py) times one forward pass of the twin, and of a Hugging Face model the user names, on this
+machine.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from app.hf.models import DEVICES
 from app.measure import pass_cost, sweeps
 from app.race.compute import COMPUTE
 from app.serving.policy import LOCAL, Policy
+from app.ui.budgets import queued
 from app.ui.visitor import Visitor, allowed_source, visitor_source
 
-SWEEP_CONCURRENCY = 1  # sweeps at once across all users: each holds a CPU slot for minutes
 TITLES = {"steps": "Steps vs quality and time", "length": "Generation length vs time",
           "threshold": "Threshold vs tokens per forward pass and quality"}
 INTRO = ("Each chart is measured live on this machine with the built-in twins: every point runs on every prompt "
@@ -153,8 +154,7 @@ def sweeps_tab(settings: dict[str, Any] | None = None, policy: Policy = LOCAL) -
             plot = gr.Plot(label=TITLES[axis], show_label=False, elem_id=f"sweep-{axis}-plot")
             caption = gr.Markdown(f"Not measured yet: press **Run {axis} sweep**.", elem_id=f"sweep-{axis}-note")
         button.click(run_handler(axis, cfg[axis], cfg["prompts"], policy), outputs=[plot, caption],
-                     concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep", show_progress="hidden",
-                     api_name=False)
+                     **queued("sweep"), show_progress="hidden", api_name=False)
     with gr.Column(elem_id="sweep-pass-cost-area"):
         gr.Markdown(PASS_COST_INTRO)
         with gr.Row():
@@ -167,5 +167,5 @@ def sweeps_tab(settings: dict[str, Any] | None = None, policy: Policy = LOCAL) -
         plot = gr.Plot(label="The cost of one forward pass", show_label=False, elem_id="sweep-pass-cost-plot")
         caption = gr.Markdown("Not measured yet: press **Run pass-cost sweep**.", elem_id="sweep-pass-cost-note")
     button.click(pass_cost_handler(list(cfg["pass_cost"]["points"]), policy), inputs=[hf, device],
-                 outputs=[plot, caption], concurrency_limit=SWEEP_CONCURRENCY, concurrency_id="sweep",
-                 show_progress="hidden", api_name=False)
+                 outputs=[plot, caption], **queued("sweep"), show_progress="hidden",
+                 api_name=False)
