@@ -4,6 +4,7 @@ varies the reply (its host name) is asked of Gradio again, and a local page pass
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 from app.serving.policy import LOCAL, Policy, from_launch
@@ -33,20 +34,24 @@ class _Gradio:
         await send({"type": "http.response.body", "body": b"!"})
 
 
-def ask(cache: PageCache, gradio: _Gradio, path: str, host: bytes = b"example.org") -> bytes:
+def ask(cache: PageCache, gradio: _Gradio, path: str, host: bytes = b"example.org", gzipped: bool = False) -> bytes:
     said: list[bytes] = []
+    encoding: list[bytes] = []
 
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.body":
             said.append(message.get("body", b""))
+        else:
+            encoding.extend(v for k, v in message["headers"] if k == b"content-encoding")
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    scope = {"type": "http", "method": "GET", "path": path, "headers": [(b"host", host)], "app": gradio,
-             "query_string": b""}
+    headers = [(b"host", host)] + ([(b"accept-encoding", b"gzip, deflate")] if gzipped else [])
+    scope = {"type": "http", "method": "GET", "path": path, "headers": headers, "app": gradio, "query_string": b""}
     run_async(cache(scope, receive, send))
-    return b"".join(said)
+    body = b"".join(said)
+    return gzip.decompress(body) if encoding == [b"gzip"] else body
 
 
 def watched(policy: Policy, status: int = 200) -> tuple[PageCache, _Gradio]:
@@ -66,6 +71,15 @@ def test_a_served_pages_config_is_made_once_per_host_and_sent_again() -> None:
     for n in range(KEPT + 2):  # host names that vary per request only ever miss, and keep at most KEPT replies
         ask(cache, gradio, "/config", b"h%d" % n)
     assert len(cache._kept) == KEPT
+
+
+def test_a_kept_reply_is_sent_gzip_compressed_to_a_client_that_takes_it() -> None:
+    cache, gradio = watched(from_launch("0.0.0.0", False, env={}))
+    first = ask(cache, gradio, "/config", gzipped=True)
+    assert ask(cache, gradio, "/config", gzipped=True) == first == b"example.org 1!"  # decompressed by `ask`
+    start, body = next(iter(cache._kept.values()))
+    assert (b"content-encoding", b"gzip") in start["headers"] and gzip.decompress(body) == first
+    assert ask(cache, gradio, "/config") == b"example.org 2!"  # one that does not take gzip is answered apart
 
 
 def test_a_failed_reply_and_a_local_page_are_never_kept() -> None:

@@ -223,8 +223,9 @@ class Paced:
         if self.timeout is None:
             return await self.send(message)
         try:
-            await asyncio.wait_for(self.send(message), self.timeout)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.timeout):
+                await self.send(message)
+        except TimeoutError:
             self.stuck = True
             raise SlowReader from None
 

@@ -5,16 +5,19 @@ each time, so 16 connections from one address asking for the config over and ove
 load wait seconds. Both replies are the same for every visitor asking through the same host name (the config's root
 URL is all that varies, by the Host and X-Forwarded-* headers), so this ASGI middleware, behind the door
 (app/ui/door.py, which still holds each address to its turns), keeps the last KEPT of them by the request's method,
-path, query and those headers, and sends a kept one as it is. Only a whole 200 reply of at most MAX_BYTES is kept;
-a local page passes everything on.
+path, query and those headers, and sends a kept one again, gzip-compressed (once, when kept) to a client that takes
+it (the config shrinks from about 475 kB to about 40 kB). Only a whole 200 reply of at most MAX_BYTES is kept; a
+local page passes everything on.
 """
 
 from __future__ import annotations
 
+import gzip
 from collections import OrderedDict
 from typing import Any
 
 from app.ui.door import Receive, Scope, Send, page_of
+from app.ui.site_files import accepts_gzip
 
 CACHED = ("/", "/config")
 KEPT = 16  # replies kept (a host name that varies per request only ever misses, within the door's turns)
@@ -57,8 +60,20 @@ class PageCache:
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body") and \
                     start.get("status") == 200 and size <= MAX_BYTES:
-                self._kept[key] = (start, b"".join(chunks))
+                self._kept[key] = packed(start, b"".join(chunks), scope)
                 while len(self._kept) > KEPT:
                     self._kept.popitem(last=False)
 
         await self.app(scope, receive, keep)
+
+
+def packed(start: dict[str, Any], body: bytes, scope: Scope) -> tuple[dict[str, Any], bytes]:
+    """The reply to keep: gzip-compressed, with its headers saying so, when the client takes gzip and the reply is
+    not compressed already; as it came otherwise."""
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    if not accepts_gzip(scope) or any(k.lower() == b"content-encoding" for k, _ in headers):
+        return start, body
+    body = gzip.compress(body, 6)
+    headers += [(b"content-encoding", b"gzip"), (b"vary", b"Accept-Encoding"),
+                (b"content-length", str(len(body)).encode())]
+    return {**start, "headers": headers}, body
