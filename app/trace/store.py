@@ -52,6 +52,7 @@ SWEEP_SECONDS = 300.0  # the sweeper (expiry, empty owner folders, totals checke
 IDLE_OWNER_SECONDS = 600.0  # an owner folder with no runs goes once nothing was written there for this long
 FROM = ".from"  # in an owner's folder: digests of the client addresses its runs were written from
 _room_lock = threading.Lock()  # one make_room at a time, so two writers never count the same free space
+clock = time.time  # the store's clock (runs' ages, the hourly budget): a test may set another
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 
 
@@ -244,10 +245,10 @@ def make_room(owner: str | None, address: str | None = None, now: float | None =
     take) have room; raises DiskFull when even that is not enough, so no other owner's run is ever deleted. The
     owner's folder notes `address` (a digest). It lists the owner's folder alone: every other figure is a kept total
     (`_current`). Nothing for the shared library (owner None), which belongs to whoever runs the page on their own
-    machine. `now` (time.time()) is for tests."""
+    machine. `now` (the store's `clock`) is for tests."""
     if owner is None:
         return
-    now = time.time() if now is None else now
+    now = clock() if now is None else now
     mine = user_dir(owner)
     tag = address_tag(address) if address else None
     with _room_lock:
@@ -289,7 +290,7 @@ def written(owner: str | None, address: str | None = None, path: Path | None = N
     budget. It lists that owner's folder alone."""
     if owner is None:
         return
-    now = time.time() if now is None else now
+    now = clock() if now is None else now
     mine = user_dir(owner)
     try:
         size = path.stat().st_size if path is not None else 0
@@ -330,7 +331,7 @@ def sweep(now: float | None = None) -> dict[str, int]:
     """Every owner folder visited once, each under the lock on its own (so saves go on between them): runs older than
     `--keep-runs-days` deleted, empty idle folders removed, each total checked against the disk; the hourly windows
     forget addresses that wrote nothing within the hour. Run by the sweeper every SWEEP_SECONDS, never by a save."""
-    now = time.time() if now is None else now
+    now = clock() if now is None else now
     with _room_lock:
         disk = _current(now)
         names = _owner_names(disk.root)
