@@ -30,6 +30,7 @@ SECTIONS = {
     "browser": "app.bench.browser",
     "served": "app.bench.served",
     "caps": "app.bench.caps",
+    "disk": "app.bench.disk",
     "diffusion-gemma": "app.bench.diffusion_gemma",
 }
 
