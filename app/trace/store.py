@@ -5,6 +5,11 @@ recordings/examples/, read-only). The user's folder is `recordings_dir()`, or, f
 served page), a folder of their own under it that only that owner's id leads to. A NAME is a bare file name:
 no path separator, no "..", not absolute, not hidden, and it must resolve inside its folder, so a symlink that
 points out of recordings/ is refused too. Sources (replay:), the race and the library all resolve ids here.
+
+Visitors' folders are bounded on disk and in time (docs/security.md): `make_room` before each new run checks the
+writer's own folder against totals kept in memory (app/trace/usage.py: one scan at first use, then updated by
+`make_room`, `written` after each run and the sweeper), an hourly budget per client address and a reserve only light
+addresses may take; `sweep` deletes runs past their age and empty owner folders.
 """
 
 from __future__ import annotations
