@@ -21,6 +21,7 @@ def launch_parser() -> argparse.ArgumentParser:
     """The page's options: this machine only unless --host says otherwise, no public link unless --share, and what
     visitors of a served page may do."""
     from app.serving.policy import CAPABILITIES, ENV_ALLOW, ENV_BASE_URLS, ENV_HF_MODELS
+    from app.trace.store import KEEP_DAYS
 
     capabilities = "\n".join(f"  {name}: {what}" for name, what in CAPABILITIES.items())
     trust = ("A page bound to a loopback address is Local: everything is on. With --host anything else, --share, or "
@@ -42,6 +43,9 @@ def launch_parser() -> argparse.ArgumentParser:
     parser.add_argument("--race-limit", type=float, default=None, metavar="SECONDS",
                         help="stop every race after this many seconds (default: CONVERGE_RACE_LIMIT, else 900 on "
                              "this machine and 180 when served)")
+    parser.add_argument("--keep-runs-days", type=float, default=KEEP_DAYS, metavar="DAYS",
+                        help="delete a visitor's saved run of a served page once it is this many days old (runs in "
+                             "recordings/visitors/ only; the shared library and the examples are never deleted)")
     parser.add_argument("--no-browser-race", action="store_true",
                         help="do not build and serve the static site, so the twins race only on this server (by "
                              "default the page offers to race them in the visitor's browser; docs/site.md)")
@@ -81,12 +85,15 @@ def launch(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from app.race import limits
     from app.serving.policy import from_launch
+    from app.trace import store
 
     try:
         policy = from_launch(args.host, args.share, args.allow, args.hf_model, args.allow_base_url)
         seconds = limits.configure(args.race_limit, served=policy.served)
+        store.configure(args.keep_runs_days)
     except ValueError as e:
         parser.error(str(e))
+    store.start_sweeper()  # visitors' runs past their age and empty owner folders go, every few minutes
     print(f"Races stop after {limits.limit_text(seconds)} (--race-limit SECONDS or {limits.ENV} changes it).",
           file=sys.stderr)
     from app.ui.layout import launch as launch_ui

@@ -59,8 +59,8 @@ ROWS = (
     ("cancelled_exports", "exports cancelled mid-way, leaving no file"),
     ("route_attacks", "requests sent to the routes outside the queue of a served page (each POST route three "
                       "oversized bodies and six multipart spellings, each queued handler around the queue, an "
-                      "abandoned upload, an upload asked back by its path, each route budget's share of one address and "
-                      "one more, joins leaving answers unread, the deep link, never-reading connections)"),
+                      "abandoned upload, an upload asked back by its path, each route budget's share of one address "
+                      "and one more, joins leaving answers unread, the deep link, never-reading connections)"),
     ("route_breaches", "of those, taken (a body held or echoed, a file stored, a handler run) or leaving the server's "
                        "peak memory over its bound"),
     ("sentinel_keys", "sentinel API keys planted"),

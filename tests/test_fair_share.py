@@ -125,7 +125,8 @@ def test_fresh_sessions_from_one_client_never_erase_another_visitors_runs(wire: 
 
 def test_a_disk_bound_evicts_only_the_writers_own_runs_then_refuses(recordings: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """make_room on real files: the writer's own oldest go first; when only others' runs could make room it refuses."""
+    """make_room on real files: the writer's own oldest go first; when only others' runs could make room it refuses.
+    A run written behind the store's back is counted once `written` (or the sweeper) looks at its folder."""
     import os
 
     monkeypatch.setattr(store, "RUN_MAX_BYTES", 1_000, raising=False)
@@ -137,7 +138,7 @@ def test_a_disk_bound_evicts_only_the_writers_own_runs_then_refuses(recordings: 
         folder.mkdir(parents=True)
         for i in range(n):
             (folder / f"run{i}.jsonl").write_bytes(b"x" * 1000)
-            os.utime(folder / f"run{i}.jsonl", (100 + i, 100 + i))
+            os.utime(folder / f"run{i}.jsonl", (time.time() - 100 + i,) * 2)  # recent: no run has expired
     store.make_room(None)  # the shared library of a local page is the host's: never pruned
     store.make_room("me", "10.0.0.1")  # 3 files max: room for one more leaves my newest 2
     assert sorted(f.name for f in mine.glob("*.jsonl")) == ["run2.jsonl", "run3.jsonl"]
@@ -146,6 +147,7 @@ def test_a_disk_bound_evicts_only_the_writers_own_runs_then_refuses(recordings: 
     store.make_room("me", "10.0.0.1")
     assert sorted(f.name for f in mine.glob("*.jsonl")) == ["run3.jsonl"]
     (theirs / "run3.jsonl").write_bytes(b"x" * 1000)  # 5,000 in all now
+    store.written("them")
     with pytest.raises(store.DiskFull, match="never deletes another visitor's runs"):
         store.make_room("newcomer", "10.0.0.2")  # only others' runs could make room: refused
     assert len(list(theirs.glob("*.jsonl"))) == 4 and len(list(mine.glob("*.jsonl"))) == 1

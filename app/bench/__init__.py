@@ -31,6 +31,7 @@ SECTIONS = {
     "served": "app.bench.served",
     "caps": "app.bench.caps",
     "budgets": "app.bench.budgets",
+    "disk": "app.bench.disk",
     "diffusion-gemma": "app.bench.diffusion_gemma",
 }
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.trace.frames import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
-from app.trace.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir
+from app.trace.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir, written
 
 _cache: dict[tuple[str, int, int], dict[str, Any]] = {}
 
@@ -117,6 +117,7 @@ def delete(entry_id: str, owner: str | None = None) -> str:
         raise UserError("Bundled examples cannot be deleted.")
     path = locate(entry_id, owner)
     path.unlink()
+    written(owner)  # the owner's folder counted again
     return name
 
 

@@ -35,7 +35,7 @@ from app.race.run import recording_name
 from app.serving.policy import Policy
 from app.sources.local import BROWSER_SETTINGS, make_local_ar, make_local_diffusion
 from app.trace.frames import SIDES, Frame, Recording, RecordingError, make_header, read_recording, write_recording
-from app.trace.store import RUN_MAX_BYTES, make_room, user_dir
+from app.trace.store import RUN_MAX_BYTES, make_room, user_dir, written
 from app.ui.events import QUIET, READS
 from app.ui.library_ui import library_view
 from app.ui.sessions import as_visitor, remember, session_of, stop_session_race
@@ -178,6 +178,8 @@ def keep(visitor: Visitor, packed: str | None) -> tuple[Any, ...]:
     except RecordingError as e:
         path.unlink(missing_ok=True)
         return (gr.skip(),) * 4 + (NOT_SAVED + str(e),)
+    finally:
+        written(visitor.owner, visitor.address, path)  # counted, and charged to the address's hourly budget
     return (*library_view(visitor, f"user/{path.name}"), str(path), f"Saved the race run in your browser as "
             f"{path.name}.")
 

@@ -14,7 +14,8 @@ does, and what it may write to disk an hour. Every reply leaves SEND_CHUNK bytes
 chunk must be taken by the client within SEND_TIMEOUT seconds or the connection is closed, so a client that never
 reads holds one chunk, not the whole reply, and gives its turn back. A handler's budget: how many run at once across
 the page (Gradio's concurrency limit), how many one address may have queued or running, what bounds one call, and
-the disk it may write per address an hour.
+the disk it may write per address an hour (app/trace/store.py's hourly budget, one for all that an address saves:
+races, uploads, Be the sampler runs and browser races).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.trace.frames import MAX_RECORDING_BYTES
+from app.trace.store import ADDRESS_HOUR_BYTES
 
 SEND_CHUNK = 32 * 2**10  # bytes of a reply handed to a connection at once: what a reader that stops reading holds
 SEND_TIMEOUT = 30.0  # seconds a served page waits for a client to take one chunk before it closes the connection
@@ -120,16 +122,19 @@ UNLOAD = "unload"  # the group of the handler Gradio runs when a session's page 
 VIEW = "view"  # the group of the handlers that run off the queue (their budget is the off-queue route's)
 HANDLERS: dict[str, Handler] = {
     "race": Handler("races", 8, 1, "two sides, each at most its source's answer length (the twins: 320 tokens) and "
-                    "one CPU slot (app/race/compute.py); its recording at most 64 MB; ends at Stop", heavy=True),
+                    "one CPU slot (app/race/compute.py); its recording at most 64 MB; ends at Stop", ADDRESS_HOUR_BYTES,
+                    heavy=True),
     "sweep": Handler("sweeps", 1, 1, "a fixed grid of twin runs on one CPU slot; ends at Stop", heavy=True),
     "recording": Handler("reads of a whole recording (Load, Upload, Download, after Stop, a browser race's save)", 2,
-                         QUEUED_PER_ADDRESS, "one recording within the caps (64 MB, 8,000,000 cells)"),
+                         QUEUED_PER_ADDRESS, "one recording within the caps (64 MB, 8,000,000 cells)",
+                         ADDRESS_HOUR_BYTES),
     "export": Handler("exports", 1, 2, "one recording within the caps, on one of two export threads; stops when "
                       "cancelled"),
     "models": Handler("model lists and settings panels", 8, QUEUED_PER_ADDRESS,
                       "one listing request to an endpoint the host allows, or a panel's settings"),
     "sampler": Handler("Be the sampler steps", 4, QUEUED_PER_ADDRESS,
-                       "one forward pass of the twin; at most 2 runs kept an address (app/ui/hand_runs.py)"),
+                       "one forward pass of the twin; at most 2 runs kept an address (app/ui/hand_runs.py)",
+                       ADDRESS_HOUR_BYTES),
     "library": Handler("library views, renames and deletes", 4, QUEUED_PER_ADDRESS,
                        "one listing of the visitor's own folder (at most 100 runs)"),
     UNLOAD: Handler("the end of a session (its page closed)", 4, QUEUED_PER_ADDRESS,

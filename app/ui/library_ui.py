@@ -20,7 +20,7 @@ from gradio.utils import get_upload_folder
 from app.errors import UserError
 from app.serving.policy import Policy
 from app.trace import library
-from app.trace.store import locate, make_room
+from app.trace.store import locate, make_room, written
 from app.ui import scratch
 from app.ui.events import LIBRARY, QUIET, READS
 from app.ui.page_assets import CONFIRM_DELETE_JS
@@ -182,6 +182,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
     finally:
         drop_upload(path)
     saved = locate(new_id, visitor.owner)
+    written(visitor.owner, visitor.address, saved)  # counted, and charged to the address's hourly budget
     table, pick, ids = library_view(visitor, new_id)
     payload = {**load_payload(saved, name=saved.name, cursor="start"), "reveal": True}
     note = " ".join(payload.get("warnings") or [])

@@ -17,7 +17,7 @@ from app.sources.base import REGISTRY
 from app.sources.listing import DEFAULT_MODELS
 from app.trace.frames import SIDES
 from app.trace.scrub import known_keys, scrub_text
-from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir
+from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, written
 from app.ui.browser_race import ON_SERVER, TWINS, default_place, place_box
 from app.ui.budgets import queued
 from app.ui.events import QUIET, READS
@@ -162,7 +162,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
         refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
         race = yield from _loaded(visitor, prompt, sides, refused, run_id)
         if race is not None:
-            yield from _raced(race, run_id, refused, session_of(request))
+            yield from _raced(race, run_id, refused, session_of(request), visitor)
 
     return run
 
@@ -195,9 +195,9 @@ def _loaded(visitor: Visitor, prompt: str, sides: dict[str, tuple[str, dict[str,
         return None
 
 
-def _raced(race: Race, run_id: str, refused: list[str], session: str) -> Updates:
-    """The race's live updates for the player until it ends or the visitor stops it; then it is closed, and its
-    file removed if no side made a frame."""
+def _raced(race: Race, run_id: str, refused: list[str], session: str, visitor: Visitor) -> Updates:
+    """The race's live updates for the player until it ends or the visitor stops it; then it is closed, its file
+    removed if no side made a frame, and what it wrote counted against the visitor's address (`written`)."""
     entry = {"race": race, "path": race.path, "run": run_id}
     remember(session, entry)
     updates = live_updates(race, interval=UPDATE_INTERVAL)
@@ -213,6 +213,8 @@ def _raced(race: Race, run_id: str, refused: list[str], session: str) -> Updates
         race.close()
         entry["race"] = None  # the file is complete; let the frames go
         discard_if_empty(race)
+        if not refused:
+            written(visitor.owner, visitor.address, race.path)
 
 
 def discard_if_empty(race: Race) -> None:

@@ -22,7 +22,7 @@ from app.errors import UserError
 from app.lessons import by_hand
 from app.lessons.prompts import STORY
 from app.race.compute import COMPUTE
-from app.trace.store import make_room, user_dir
+from app.trace.store import make_room, user_dir, written
 from app.ui.budgets import queued
 from app.ui.hand_runs import ENDED, HandRuns
 from app.ui.sources_ui import shown_backend
@@ -186,6 +186,7 @@ class HandBox:
             folder = user_dir(visitor.owner)
             folder.mkdir(parents=True, exist_ok=True)
             path = by_hand.save(finished, folder)
+            written(visitor.owner, visitor.address, path)
         except (UserError, OSError) as e:
             return said(f"Could not save the run: {e.strerror or e}." if isinstance(e, OSError) else str(e), extra=2)
         note_text = f"Saved as {path.name} in your recordings; it is in the player above."
