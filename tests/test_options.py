@@ -92,7 +92,7 @@ def test_a_number_of_any_length_is_refused_in_one_short_sentence() -> None:
             coerce(ARSettings, given, "test")
         said = str(refused.value)
         assert len(said) < 120 and said.endswith(".") and said.count(".") == 1, said
-    with pytest.raises(UserError, match="^Seed must be between 0 and 9999, not a number of over 20 digits: change seed"):
+    with pytest.raises(UserError, match="^Seed must be between 0 and 9999, not a number of over 20 digits: change"):
         check(dataclasses.replace(ARSettings(), seed=10**5000))
 
 
