@@ -14,10 +14,11 @@ site's race.js checks against (`spec_of` marks each input); other sources, and p
 Every run is saved: when a browser race ends (or Stop ends it, keeping the frames so far), browser_race.js hands its
 frames, gzip-compressed, to the hidden box `#browser-kept`, and `keep` saves them in the visitor's own library like a
 race run here: within the input's size limit, checked before any work, decompressed only up to a bound, each side's
-settings validated by its own source against the bounds a race run here meets, each frame read as a recording line is, under the same disk bounds
-(`make_room`) and the same caps on what a recording may cost to read. The recording's header says where it ran. It
-becomes the run the exports make files from. A page whose library is shared by every visitor saves none unless the
-host allows uploads, since the frames are the visitor's word, not the server's run.
+settings validated by its own source against the bounds a race run here meets, each frame read as a recording line
+is, under the same disk bounds (`make_room`) and the same caps on what a recording may cost to read. The recording's
+header says where it ran (`ran_in`), and whatever shows it says "ran in a visitor's browser" (app/trace/frames.py
+`origin`). It becomes the run the exports make files from. A page whose library is shared by every visitor saves none
+unless the host allows uploads, since the frames are the visitor's word, not the server's run.
 """
 
 from __future__ import annotations
