@@ -15,13 +15,14 @@ from typing import Any
 import gradio as gr
 import pytest
 
+from app.errors import UserError
 from app.race.run import Race
 from app.serving.input_limits import refusal
 from app.serving.policy import LOCAL, from_launch
 from app.sources.local import make_local_ar, make_local_diffusion
 from app.trace.frames import read_recording
 from app.trace.store import user_dir
-from app.ui.browser_race import NOT_SAVED, RAN_IN, began, keep
+from app.ui.browser_race import NOT_SAVED, RAN_IN, TOO_LONG, began, keep
 from app.ui.sessions import remember
 from app.ui.visitor import Visitor
 from app.view.live import live_updates
@@ -85,6 +86,35 @@ def test_what_is_not_a_browser_race_is_refused_and_nothing_saved(race: dict[str,
     for value, words in cases:
         said = keep(visitor, value)[-1]
         assert words in said, said
+    assert not list(user_dir(OWNER).glob("*.jsonl"))
+
+
+def test_a_browser_races_settings_meet_a_server_races_bounds(race: dict[str, Any]) -> None:
+    """The twins' answer length is bounded by their context when a race runs (the sampler's check), so a browser race
+    claiming 10^9 tokens is refused with the sentence a server race gets, and nothing is saved."""
+    visitor = Visitor(LOCAL, OWNER)
+    left, right = race["sides"]["left"], race["sides"]["right"]
+    longest = {**right, "settings": {**right["settings"], "gen_length": 10**9}}
+    said = keep(visitor, packed({"prompt": PROMPT, "sides": {"left": left, "right": longest}}))[-1]
+    assert said.startswith("Prompt (") and "answer length (1000000000) exceeds the model's context of 320" in said
+    with pytest.raises(UserError) as server:
+        list(make_local_ar(gen_length=10**9).stream(PROMPT, threading.Event()))
+    assert said == str(server.value)  # the server race's own sentence
+    assert not list(user_dir(OWNER).glob("*.jsonl"))
+
+
+def test_any_number_a_browser_race_sends_gets_one_sentence(race: dict[str, Any]) -> None:
+    """A number of 5,000 digits (past what Python reads) and numbers too large for their setting are each refused
+    with one short sentence, never the server's generic failure, and nothing is saved."""
+    visitor = Visitor(LOCAL, OWNER)
+    left, right = race["sides"]["left"], race["sides"]["right"]
+    digits = json.dumps({"prompt": PROMPT, "sides": {"left": left, "right": right}}).replace(
+        '"seed": 0', '"seed": ' + "9" * 5000, 1)
+    assert keep(visitor, packed(digits.encode()))[-1] == NOT_SAVED + TOO_LONG
+    for seed in (10**4000, 1e308):
+        wide = {**right, "settings": {**right["settings"], "seed": seed}}
+        said = keep(visitor, packed({"prompt": PROMPT, "sides": {"left": left, "right": wide}}))[-1]
+        assert "a number of over 20 digits" in said and said.count(".") == 1 and len(said) < 200, said
     assert not list(user_dir(OWNER).glob("*.jsonl"))
 
 

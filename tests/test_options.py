@@ -14,7 +14,7 @@ import pytest
 from app.cli.generate import describe
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.options import coerce, declared, number
+from app.engine.options import check, coerce, declared, number
 from app.errors import UserError
 from app.hf.llada2 import PipelineSettings
 from app.sources.base import REGISTRY
@@ -82,6 +82,18 @@ def test_coercion_reads_each_value_as_its_declared_type() -> None:
     assert coerce(HFLoad, {"chat": "no", "device": "cuda:1"}, "test") == HFLoad(chat=False, device="cuda:1")
     with pytest.raises(UserError, match="Dtype must be one of auto, float32, bfloat16, float16, not 'int4'"):
         coerce(HFLoad, {"dtype": "int4"}, "test")
+
+
+def test_a_number_of_any_length_is_refused_in_one_short_sentence() -> None:
+    """A number of 5,000 digits is past what Python writes as text (its int conversion limit), so quoting it back
+    failed and the page said only "Something went wrong"; a long text is quoted cut short."""
+    for given in ({"seed": 10**5000}, {"gen_length": 10**5000}, {"seed": "9" * 5000}, {"stop_at_eos": 10**5000}):
+        with pytest.raises(UserError) as refused:
+            coerce(ARSettings, given, "test")
+        said = str(refused.value)
+        assert len(said) < 120 and said.endswith(".") and said.count(".") == 1, said
+    with pytest.raises(UserError, match="^Seed must be between 0 and 9999, not a number of over 20 digits: change"):
+        check(dataclasses.replace(ARSettings(), seed=10**5000))
 
 
 def test_the_filter_control_is_offered_only_where_the_default_model_ships_a_filter() -> None:

@@ -17,7 +17,7 @@ import pytest
 from app.race.compute import COMPUTE
 from app.serving.input_limits import LIMITS, fingerprint
 from app.ui import door
-from app.ui.guard import FAILED, NOT_A_CHOICE, OUT_OF_RANGE, UNREADABLE
+from app.ui.guard import FAILED, NOT_A_CHOICE, OUT_OF_BOX, OUT_OF_RANGE, TOO_LARGE, UNREADABLE
 from tests.reliability import tally
 from tests.served import call, config, peak_mb, served_process
 
@@ -180,6 +180,25 @@ def test_a_rejected_value_reaches_the_log_only_as_its_length_and_hash(server: tu
     assert MARKER not in text and "1000000000" not in text and "987654321" not in text
     assert fingerprint(value) in text and fingerprint(big) in text and fingerprint(10**9) in text
     assert fingerprint(987654321) in text and "pick_row failed with TypeError" in text
+
+
+def test_a_number_of_thousands_of_digits_is_refused_in_one_sentence_naming_a_number_setting(
+        server: tuple[str, Any, Path]) -> None:
+    """A number too large for a float (4,000 digits, within what JSON and Python read) sent to a slider or to a number
+    box (a Hugging Face model's own settings, Gradio's gr.Number) is refused before Gradio reads it, with a sentence
+    that says a number setting is too large rather than that a value could not be read; so is a number box's value
+    outside its range."""
+    url, _, log = server
+    cfg = config(url)
+    race = next(d["id"] for d in cfg["dependencies"] if d.get("api_name") == "race")
+    data = defaults(cfg, next(d["inputs"] for d in cfg["dependencies"] if d["id"] == race))
+    for elem_id, value, sentence in [("left-local-diffusion-steps", 10**4000, TOO_LARGE),
+                                     ("left-hf-diffusion-max_new_tokens", 10**4000, TOO_LARGE),
+                                     ("left-hf-diffusion-max_new_tokens", -5, OUT_OF_BOX)]:
+        done, _ = call(url, race, with_value(cfg, race, data, elem_id, value))
+        assert done.get("success") is False and done["output"]["error"] == sentence, (elem_id, done)
+        assert one_sentence(sentence)
+    assert "9" * 40 not in log.read_text(errors="replace") and "0" * 40 not in log.read_text(errors="replace")
 
 
 def test_memory_bombs_are_refused_at_once_without_allocating(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from app.analysis.changes import (
     visible_count,
 )
 from app.analysis.states import EDITED, INSERTED, RENOISED
-from app.trace.frames import SIDES, Recording, read_recording
+from app.trace.frames import RAN_ELSEWHERE, SIDES, Recording, read_recording
 
 if TYPE_CHECKING:
     import pandas
@@ -34,7 +34,9 @@ def _recording(recording: Recording | str | Path) -> Recording:
 
 
 def _source(rec: Recording, side: str) -> str:
-    return str(rec.header.get("sources", {}).get(side, {}).get("name", side))
+    """The side's source name, saying so when the recording ran in a visitor's browser (its frames as sent)."""
+    name = str(rec.header.get("sources", {}).get(side, {}).get("name", side))
+    return f"{name} ({RAN_ELSEWHERE})" if rec.header.get("ran_in") else name
 
 
 def frames_table(recording: Recording | str | Path) -> "pandas.DataFrame":

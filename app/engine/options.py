@@ -93,13 +93,22 @@ def bounds(cls: type, o: Option, top: float | None = None) -> str:
     return f"at least {low}" if hi is None else f"between {low} and {hi}"
 
 
+def shown(value: Any) -> str:
+    """A given value as a sentence quotes it: its repr, a whole number of over 20 digits said so (Python will not
+    write one of over 4,300 digits at all) and a long text cut short, so any value gets its one sentence."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 20:
+        return "a number of over 20 digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "\u2026"
+
+
 def check(settings: Any) -> None:
     """Refuses any setting outside its declared type, range or choices with one sentence naming the fix."""
     for key, (kind, o) in declared(type(settings)).items():
         v = getattr(settings, key)
         if ((o.off or o.own) and v is None) or kind is tuple:
             continue
-        fix = f"not {v!r}: change {key}."
+        fix = f"not {shown(v)}: change {key}."
         if kind is bool and not isinstance(v, bool):
             raise UserError(f"{o.name} must be on or off, {fix}")
         if o.choices is not None and v not in o.choices:
@@ -127,7 +136,7 @@ def on_off(value: Any, name: str) -> bool:
     text = str(value).strip().lower() if isinstance(value, (str, int)) else None
     if text in _ON or text in _NO:
         return text in _ON
-    raise UserError(f"The {name} setting must be on or off (true or false), not {value!r}.")
+    raise UserError(f"The {name} setting must be on or off (true or false), not {shown(value)}.")
 
 
 def _finite(value: Any) -> float:
@@ -186,7 +195,7 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None,
     follow = [k for k, (_, o) in settings.items() if o.follows and k not in given]
     for key, value in given.items():
         if key not in settings:
-            raise UserError(f"{source} has no setting {key!r}; its settings are: {', '.join(settings)}.")
+            raise UserError(f"{source} has no setting {shown(key)}; its settings are: {', '.join(settings)}.")
         kind, o = settings[key]
         if o.follows and _unset(value):
             follow.append(key)
@@ -200,7 +209,7 @@ def coerce(cls: type, given: dict[str, Any], source: str, base: Any = None,
                 out[key] = _read(key, kind, o, value, read_tuple)
         except (TypeError, ValueError, OverflowError):
             give = {int: "a whole number", float: "a number"}.get(kind, "text")
-            raise UserError(f"Setting {key} of {source} cannot be {value!r}: give {give}.") from None
+            raise UserError(f"Setting {key} of {source} cannot be {shown(value)}: give {give}.") from None
     s = dataclasses.replace(defaults, **out)
     for key, (kind, o) in settings.items():
         v = getattr(s, key)

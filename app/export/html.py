@@ -10,6 +10,7 @@ so no text in the recording can close the script element, open a comment or read
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -66,7 +67,8 @@ def _inline(text: str, closer: str) -> str:
 
 
 def render(payload: dict[str, Any]) -> str:
-    """The whole page for one player payload."""
+    """The whole page for one player payload; a run this server did not make (`origin`, a fixed sentence of the
+    app's, never the recording's text) says so in the note under the player too, which shows without script."""
     css = _inline(asset("player.css"), "</style")
     js = _inline(asset("player.js"), "</script")
     return (
@@ -79,7 +81,8 @@ def render(payload: dict[str, Any]) -> str:
         "<main id=\"converge\" class=\"cv-auto-theme\" aria-label=\"Converge race replay\"></main>\n"
         "<p class=\"cv-export-note\">Exported from Converge: a self-contained replay of a recorded race. "
         "Press ? for keyboard shortcuts; add ?presenter=1 to the address for presenter mode, "
-        "?clock=passes for the forward-pass clock.</p>\n"
+        "?clock=passes for the forward-pass clock."
+        + (f" {html.escape(str(payload['origin']))}" if payload.get("origin") else "") + "</p>\n"
         f"<script type=\"application/json\" id=\"converge-data\">{script_json(payload)}</script>\n"
         f"<script>\n{js}\n</script>\n<script>{BOOT}</script>\n</body>\n</html>\n"
     )

@@ -18,6 +18,7 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.options import coerce, lines
 from app.engine.pins import AR_PINS, parse_pin, resolve_pins
+from app.engine.sampling import check_prompt
 from app.engine.uniform import UniformSettings
 from app.errors import UserError
 from app.sources.base import SourceBase, SourceKind, register
@@ -203,6 +204,12 @@ class SamplerSource(SourceBase):
         if not prompt.strip():
             raise UserError("The prompt is empty: type a prompt.")
         return self._prompt_ids(self.tok, clean_text(prompt))
+
+    def fits(self, prompt: str) -> None:
+        """Raises the UserError a run of these settings raises before its first pass (the sampler's own check): the
+        prompt empty, or it and the answer length past the model's context. For frames this server did not make (a
+        race run in a visitor's browser), whose settings must meet the same bounds as a race run here."""
+        check_prompt(self.encode(prompt), self.opts.gen_length, self.model.max_len)
 
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
         """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""

@@ -250,6 +250,19 @@ def make_header(prompt: str, sources: dict[str, dict[str, Any]]) -> dict[str, An
             "prompt": prompt, "sources": sources}
 
 
+# A run this server did not make (a race run in a visitor's browser, app/ui/browser_race.py `keep`) says where it ran
+# in its header's `ran_in`; whatever shows a run (the player, the library and the presenter's picker, every export)
+# labels it with these words, whatever `ran_in` holds, so no one takes the visitor's frames for the server's.
+RAN_ELSEWHERE = "ran in a visitor's browser"
+RAN_ELSEWHERE_MEANS = ("Ran in a visitor's browser: its frames are as that browser sent them; this server did not run "
+                       "it.")
+
+
+def origin(header: dict[str, Any]) -> str:
+    """RAN_ELSEWHERE_MEANS for a recording whose header says it ran elsewhere (`ran_in`), else ""."""
+    return RAN_ELSEWHERE_MEANS if header.get("ran_in") else ""
+
+
 class RecordingWriter:
     """Appends one flushed JSON line per event; safe to call from both race threads.
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
-from app.trace.frames import MAX_RECORDING_BYTES, SIDES, RecordingError, read_recording
+from app.trace.frames import MAX_RECORDING_BYTES, RAN_ELSEWHERE, SIDES, RecordingError, read_recording
 from app.trace.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir, written
 
 _cache: dict[tuple[str, int, int], dict[str, Any]] = {}
@@ -31,7 +31,8 @@ def failure(rec: Any) -> str | None:
 
 
 def describe(path: Path) -> dict[str, Any]:
-    """Prompt, caption, sources, date, duration and frames of one recording (cached by size and mtime)."""
+    """Prompt, caption, sources (saying so when it ran in a visitor's browser), date, duration and frames of one
+    recording (cached by size and mtime)."""
     st = path.stat()
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key in _cache:
@@ -51,7 +52,8 @@ def describe(path: Path) -> dict[str, Any]:
         names = [str(sources[s].get("name", "?")) for s in SIDES if isinstance(sources.get(s), dict)]
         times = [f.t for s in SIDES for f in rec.frames[s]]
         caption = rec.header.get("caption")
-        info.update(prompt=str(rec.header.get("prompt", "")), sources=" vs ".join(names),
+        elsewhere = f" ({RAN_ELSEWHERE})" if rec.header.get("ran_in") else ""  # a visitor's browser's frames
+        info.update(prompt=str(rec.header.get("prompt", "")), sources=" vs ".join(names) + elsewhere,
                     caption=caption.strip() if isinstance(caption, str) else "",
                     created=str(rec.header.get("created", "")), duration=max(times) if times else None,
                     frames=len(times), problem=rec.warnings[0] if rec.warnings else failure(rec))

@@ -14,10 +14,11 @@ site's race.js checks against (`spec_of` marks each input); other sources, and p
 Every run is saved: when a browser race ends (or Stop ends it, keeping the frames so far), browser_race.js hands its
 frames, gzip-compressed, to the hidden box `#browser-kept`, and `keep` saves them in the visitor's own library like a
 race run here: within the input's size limit, checked before any work, decompressed only up to a bound, each side's
-settings validated by its own source, each frame read as a recording line is, under the same disk bounds
-(`make_room`) and the same caps on what a recording may cost to read. The recording's header says where it ran. It
-becomes the run the exports make files from. A page whose library is shared by every visitor saves none unless the
-host allows uploads, since the frames are the visitor's word, not the server's run.
+settings validated by its own source against the bounds a race run here meets, each frame read as a recording line
+is, under the same disk bounds (`make_room`) and the same caps on what a recording may cost to read. The recording's
+header says where it ran (`ran_in`), and whatever shows it says "ran in a visitor's browser" (app/trace/frames.py
+`origin`). It becomes the run the exports make files from. A page whose library is shared by every visitor saves none
+unless the host allows uploads, since the frames are the visitor's word, not the server's run.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ UNPACKED_BYTES = 8 * 2**20  # the most a race may take once decompressed: twice 
 ENDS = ("done", "stopped")  # how a browser race's side may end
 MAKERS = {TWINS[0]: make_local_diffusion, TWINS[1]: make_local_ar}
 NOT_SAVED = "The race ran in your browser but was not saved: "
+TOO_LONG = "a number in it has more digits than any setting or frame may hold."
 
 
 def default_place(policy: Policy) -> str:
@@ -125,6 +127,8 @@ def unpack(packed: str) -> dict[str, Any]:
         race = json.loads(data.decode("utf-8"))
     except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise UserError(NOT_SAVED + "what the page sent could not be read.") from None
+    except ValueError:  # json's own refusal of a number of over 4,300 digits (Python's int conversion limit)
+        raise UserError(NOT_SAVED + TOO_LONG) from None
     if not isinstance(race, dict) or not isinstance(race.get("prompt"), str) or not isinstance(race.get("sides"), dict):
         raise UserError(NOT_SAVED + "what the page sent is not a race.")
     return race
@@ -132,7 +136,8 @@ def unpack(packed: str) -> dict[str, Any]:
 
 def recording_of(race: dict[str, Any]) -> Recording:
     """The Recording of an unpacked browser race: each side's settings as its own source validates and records them
-    (pins run on the server only), its frames read as recording lines, its end; UserError naming what is wrong."""
+    (pins run on the server only) and within the bounds a race run here meets (`fits`: the prompt and the answer
+    length within the twins' context), its frames read as recording lines, its end; UserError naming what is wrong."""
     sources: dict[str, Any] = {}
     frames: dict[str, list[Frame]] = {}
     ends: dict[str, dict[str, Any]] = {}
@@ -144,6 +149,7 @@ def recording_of(race: dict[str, Any]) -> Recording:
         if given["settings"].get("pins"):
             raise UserError(NOT_SAVED + "pinned text runs on the server only.")
         source = MAKERS[spec](**given["settings"])
+        source.fits(race["prompt"])  # the bounds a race run here meets: the answer within the twins' context
         sources[side] = {"name": spec, "settings": source.settings()}
         most = source.model.max_len  # a side makes a frame a pass, each of at most a token a position
         if len(given["frames"]) > most or any(isinstance(f, dict) and len(f.get("tokens") or ()) > most

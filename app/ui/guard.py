@@ -12,6 +12,7 @@ hash, or by the traceback's frames alone, never their text, since Gradio's own t
 from __future__ import annotations
 
 import logging
+import math
 import traceback
 from typing import Any
 
@@ -36,6 +37,8 @@ TYPE_FIELDS: dict[str, str] = {
 }
 NOT_A_CHOICE = "That value is not one of the choices offered; pick one from its list."
 OUT_OF_RANGE = "A number setting is outside its range; use its slider."
+OUT_OF_BOX = "A number setting is outside its range; give one the box allows."
+TOO_LARGE = "A number setting is too large to read; give a smaller number."
 UNREADABLE = "One of the values sent could not be read; reload the page and try again."
 FAILED = "Something went wrong on the server; the error is in its log (without your text)."
 
@@ -56,18 +59,32 @@ def field_of(component: Any) -> str | None:
     return kind
 
 
+def too_large(value: int | float) -> bool:
+    """Whether a number is past what a float holds (Gradio reads a number box's value as one): infinite, not a
+    number, or a whole number of over 308 digits."""
+    try:
+        return not math.isfinite(float(value))
+    except OverflowError:
+        return True
+
+
 def out_of_place(component: Any, value: Any) -> str | None:
     """The sentence for a value within its size that its component would still refuse (a dropdown or radio value not
-    among the choices it offers this session, a slider's number outside its range); Gradio's own refusal would
-    repeat the value in the reply and print it in the log."""
+    among the choices it offers this session, a slider's or a number box's number outside its range, or past what a
+    float holds: a whole number of hundreds of digits); Gradio's own refusal would repeat the value in the reply and
+    print it in the log, or say only that a value could not be read."""
     kind = type(component).__name__
     if value is None:
         return None
     if kind in ("Dropdown", "Radio") and not getattr(component, "allow_custom_value", False) \
             and not getattr(component, "multiselect", False):
         return None if value in [v for _, v in component.choices] else NOT_A_CHOICE
-    if kind == "Slider" and isinstance(value, (int, float)):
-        return None if component.minimum <= value <= component.maximum else OUT_OF_RANGE
+    if kind in ("Slider", "Number") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if too_large(value):
+            return TOO_LARGE
+        low, high = component.minimum, component.maximum
+        inside = (low is None or low <= value) and (high is None or value <= high)
+        return None if inside else OUT_OF_RANGE if kind == "Slider" else OUT_OF_BOX
     return None
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.changes import prefix_len
-from app.trace.frames import Recording, RecordingError, read_recording
+from app.trace.frames import Recording, RecordingError, origin, read_recording
 from app.view.bundle import bundle
 from app.view.side import caption, recorded_sides
 from app.view.theme import css_rules, theme_json
@@ -105,13 +105,16 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None, cu
     """The whole of a saved recording as one player payload (rows, statuses, metrics, settled series).
 
     Warnings about a damaged file (each names its line) travel as `warnings`, which the player shows in
-    an alert above the panels; `cursor="start"` opens the replay at its first frame, ready to play.
+    an alert above the panels; `origin`, only for a run this server did not make (a race run in a visitor's
+    browser), says so in a line of its own; `cursor="start"` opens the replay at its first frame, ready to play.
     """
     sides = {key: {**side.entry(), "rows": wire_rows(side.rows)} for key, side in recorded_sides(rec).items()}
     why = why_line({key: side.get("metrics") for key, side in sides.items()})
     out = {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
            "recording": name, "done": True, "message": None, "warnings": list(rec.warnings),
            "caption": caption(rec.header), "cursor": cursor, "sides": sides}
+    if origin(rec.header):  # a run this server did not make: the player says where it ran
+        out["origin"] = origin(rec.header)
     return {**out, "why": why} if why else out
 
 

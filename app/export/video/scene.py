@@ -31,7 +31,7 @@ from app.export.video.palette import (
     WHITE,
 )
 from app.export.video.track import HeatStrip, Track
-from app.trace.frames import SIDES, Recording
+from app.trace.frames import SIDES, Recording, origin
 from app.view.side import CELLS, DELETED, cell_styles, legend_seen, seen_in, status_sentence
 from app.view.theme import MASK, STATUS_TEXT, TERMINAL
 
@@ -57,6 +57,7 @@ class Scene:
         self.sans = {k: font(SANS, max(6, round(k * s))) for k in (12, 13, 15)}
         self.has_sans = coverage(SANS)
         self.rec = rec
+        self.origin = origin(rec.header)  # a run this server did not make says so, in a line under the prompt
         self.tracks = [Track(key, rec, clock) for key in SIDES]
         self.end = max((tr.reach[-1] for tr in self.tracks if tr.reach), default=0.0)
         self.warning = " ".join(rec.warnings)
@@ -79,7 +80,8 @@ class Scene:
         px, g = self.px, self.glyphs
         self.pad = px(14)
         self.prompt_y, self.row_h = self.pad, px(22)
-        self.status_y = self.prompt_y + self.row_h
+        self.origin_y = self.prompt_y + self.row_h
+        self.status_y = self.origin_y + (self.row_h if self.origin else 0)
         shown = f" \u00b7 {speed_text(self.speed)}\u00d7 speed" if self.speed != 1 else ""
         clock = self._clock_text(self.end) + shown
         self.clock_cells = len(clock) + 1
@@ -175,6 +177,9 @@ class Scene:
         room = self.W - self.pad - self.clock_w - px(12) - x
         prompt = one_line(str(self.rec.header.get("prompt", "")), face, room, self.has_sans)
         d.text((x, self.prompt_y), prompt, font=face, fill=MUTED)
+        if self.origin:
+            bold(d, (self.pad, self.origin_y), one_line(self.origin, face, self.W - 2 * self.pad, self.has_sans), face,
+                 FG)
         d.rounded_rectangle([self.pad, self.legend_y, self.W - self.pad - 1, self.legend_y + self.legend_h - 1],
                             radius=px(6), fill=PANEL, outline=BORDER)
         self._flow(img)

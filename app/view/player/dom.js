@@ -30,7 +30,7 @@ export function buildDom(root) {
   return ui;
 }
 
-/* The caption, prompt, status and warning lines above the panels. */
+/* The caption, origin (a run this server did not make), prompt, status and warning lines above the panels. */
 function buildTop() {
   var top = el("div", "cv-top");
   var promptLine = el("p", "cv-prompt");
@@ -38,16 +38,19 @@ function buildTop() {
   var promptText = el("span", "cv-prompt-text");
   promptLine.appendChild(promptText);
   var captionLine = el("p", "cv-caption-line");
+  var originLine = el("p", "cv-origin-line");
+  originLine.hidden = true;
   var statusLine = el("p", "cv-status", "", { role: "status", "aria-live": "polite" });
   var warningBox = el("div", "cv-warning", null, { role: "alert" });
   warningBox.hidden = true;
   top.appendChild(captionLine);
+  top.appendChild(originLine);
   top.appendChild(promptLine);
   top.appendChild(statusLine);
   top.appendChild(warningBox);
 
-  return { top: top, promptLine: promptLine, promptText: promptText, captionLine: captionLine, statusLine: statusLine,
-           warningBox: warningBox };
+  return { top: top, promptLine: promptLine, promptText: promptText, captionLine: captionLine, originLine: originLine,
+           statusLine: statusLine, warningBox: warningBox };
 }
 
 function buildBanners() {

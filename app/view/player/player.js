@@ -16,10 +16,11 @@
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
  * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
- *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, warnings: [str],
+ *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, origin?, warnings: [str],
  *    cursor: "start"|"end"|null, why? (a line under the metrics: why fewer passes took longer, app/view/why.py),
  *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}
- * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`.
+ * `label` (compare mode: "local-diffusion · scoring=random") titles the panel instead of `spec`; `origin` says a
+ * recording ran elsewhere than this server (a visitor's browser, app/trace/frames.py origin), in its own line.
  * A row is one frame analysed by app.analysis.changes.SideAnalyzer:
  *   {i, t, step, tok: [str], m: [0|1]|null, ch: [0..3], conf, cand, nfe, final, sp, pin?, note?, by?}
  * where the first row's `pin` lists the positions given before the run (pinned text, drawn in their own style
@@ -66,7 +67,7 @@ import { inspectorPart } from "./inspector.js";
 // to the limit
 function create(root, options) {
   options = options || {};
-  var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "",
+  var state = { run: null, seq: -1, mode: "live", prompt: "", recording: "", message: "", caption: "", origin: "",
                 warnings: [], done: false, sides: {}, cursor: null, playing: false, speed: 1, playKey: 0,
                 playLast: 0, pace: THEME.pace, autoPlayed: false, notice: "", view: options.clock === "passes" ? "passes" : "time", presenter: !!options.presenter, help: false,
                 inspect: null /* {side, pos, pinned}: the position the inspector shows */ };
@@ -84,7 +85,7 @@ function create(root, options) {
   var setSpeed = timeline.setSpeed, toggleClock = timeline.toggleClock, setView = timeline.setView;
   var range = ui.range, viewBox = ui.viewBox, presenterBtn = ui.presenterBtn, help = ui.help;
   var helpBtn = ui.helpBtn, helpClose = ui.helpClose, promptLine = ui.promptLine, promptText = ui.promptText;
-  var captionLine = ui.captionLine, statusLine = ui.statusLine, warningBox = ui.warningBox, figuresBox = ui.figuresBox, whyBox = ui.whyBox;
+  var captionLine = ui.captionLine, originLine = ui.originLine, statusLine = ui.statusLine, warningBox = ui.warningBox, figuresBox = ui.figuresBox, whyBox = ui.whyBox;
   var progressBanner = ui.progressBanner;
 
   range.addEventListener("input", function () { stopPlaying(); seek(parseInt(range.value, 10)); });
@@ -195,7 +196,7 @@ function create(root, options) {
   function reset() {
     stopPlaying();
     state.seq = -1; state.prompt = ""; state.recording = ""; state.message = ""; state.done = false;
-    state.caption = ""; state.warnings = []; state.autoPlayed = false; state.notice = ""; state.figures = []; state.why = "";
+    state.caption = ""; state.origin = ""; state.warnings = []; state.autoPlayed = false; state.notice = ""; state.figures = []; state.why = "";
     state.cursor = null;
     state.inspect = null;
     SIDES.forEach(function (s) {
@@ -232,6 +233,7 @@ function create(root, options) {
     if (payload.prompt != null) state.prompt = str(payload.prompt);
     if (payload.recording != null) state.recording = str(payload.recording);
     if (payload.caption != null) state.caption = str(payload.caption);
+    if (payload.origin != null) state.origin = str(payload.origin);
     if (payload.warnings) state.warnings = payload.warnings.map(str);
     if (payload.why != null) state.why = str(payload.why);
     if ("message" in payload) state.message = str(payload.message);
@@ -295,6 +297,8 @@ function create(root, options) {
     promptLine.hidden = !state.prompt;
     setText(captionLine, state.caption);
     captionLine.hidden = !state.caption;
+    setText(originLine, state.origin);
+    originLine.hidden = !state.origin;
     paintLegend();
     progressBanner.hidden = state.view !== "progress";
     timeline.paintClock();
