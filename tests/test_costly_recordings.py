@@ -241,3 +241,19 @@ def test_closing_an_export_returns_at_once_without_waiting_for_its_work(tmp_path
     gate.set()
     assert export_job.wait_idle(30)
     assert not made[0].exists()  # its end removed the half-made file
+
+
+def test_a_list_of_more_positions_than_its_frames_have_is_refused_with_one_sentence(tmp_path: Path) -> None:
+    start = Frame(t=0, step=0, tokens=["a", "b", "c"], states="aaa")
+    fine = [start, Frame(t=1, step=1, tokens=["x", "a", "b"], states="aaa", inserted=[0], deleted=[2])]
+    assert len(read_recording(write_side(tmp_path / "ok.jsonl", fine, "left", "uniform")).frames["left"]) == 2
+    bombs = {"inserted": Frame(t=1, step=1, tokens=["a"], states="a", inserted=[0] * 2),
+             "deleted": Frame(t=1, step=1, tokens=["a"], states="a", deleted=list(range(4)))}
+    for key, frame in bombs.items():
+        with pytest.raises(RecordingError) as refused:
+            read_recording(write_side(tmp_path / f"{key}.jsonl", [start, frame], "left", "uniform"))
+        message = str(refused.value)
+        assert f"lists more {key} positions" in message and "(line 3)" in message and message.count(". ") == 0
+    first = Frame(t=0, step=0, tokens=["a"], states="a", deleted=[0])  # a side's first frame has none to delete
+    with pytest.raises(RecordingError, match="than the frame before it had"):
+        read_recording(write_side(tmp_path / "first.jsonl", [first], "left", "uniform"))
