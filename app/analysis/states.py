@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from app.trace.cancel import checkpoint
 from app.trace.frames import Frame
 
 UNCHANGED, NEW, CHANGED, REMASKED, EDITED, RENOISED, INSERTED = range(7)
@@ -39,7 +40,9 @@ def previous_positions(before: int, now: int, inserted: list[int] | None, delete
     """For each of `now` positions, the position of the previous frame (of `before`) it continues, or -1 (inserted).
 
     With either list the positions that are neither inserted nor deleted pair in order; a list naming positions out
-    of range is read for the ones in range. Without lists, position i continues position i."""
+    of range is read for the ones in range. Without lists, position i continues position i. A frame's checkpoint:
+    cancelled work stops here (app/trace/cancel.py)."""
+    checkpoint()
     if inserted is None and deleted is None:
         return [i if i < before else -1 for i in range(now)]
     added, dropped = set(inserted or ()), set(deleted or ())
@@ -107,6 +110,7 @@ def columns(rows: list[dict[str, Any]]) -> tuple[list[list[int]], int]:
     count = 0
     per_row = []
     for row in rows:
+        checkpoint()
         back = row.get("back")
         now = len(row["tok"])
         back = back if back is not None else [i if i < len(lines) else -1 for i in range(now)]
@@ -142,6 +146,7 @@ def settled_chain(toks: list[list[str]], states: list[str], backs: list[list[int
     out: list[list[bool]] = [[] for _ in toks]
     out[last] = [s == "a" for s in states[last]]
     for k in range(last - 1, -1, -1):
+        checkpoint()
         ahead = [-1] * len(toks[k])
         for i, j in enumerate(backs[k + 1]):
             if 0 <= j < len(ahead):
@@ -161,6 +166,7 @@ def final_positions(lengths: list[int], backs: list[list[int]]) -> list[list[int
     out: list[list[int]] = [[] for _ in lengths]
     out[last] = list(range(lengths[last]))
     for k in range(last - 1, -1, -1):
+        checkpoint()
         ahead = [-1] * lengths[k]
         for i, j in enumerate(backs[k + 1]):
             if 0 <= j < len(ahead):
