@@ -257,3 +257,21 @@ def test_a_list_of_more_positions_than_its_frames_have_is_refused_with_one_sente
     first = Frame(t=0, step=0, tokens=["a"], states="a", deleted=[0])  # a side's first frame has none to delete
     with pytest.raises(RecordingError, match="than the frame before it had"):
         read_recording(write_side(tmp_path / "first.jsonl", [first], "left", "uniform"))
+
+
+def test_each_crafted_shapes_work_grows_at_most_five_times_from_n_to_4n_tokens() -> None:
+    from app.bench.costly import SCHEMA2, TEXT, growth
+
+    grown = growth(n=4000, timed=False)  # the caps bench's figures, counted in Python lines run (not timed)
+    assert set(grown) == {*TEXT, *SCHEMA2} >= {"deletion_bomb", "insert_bomb", "insert_between", "long_states"}
+    for name, g in grown.items():
+        assert 0 < g["work"][1] <= 5 * g["work"][0], (name, g)
+
+
+def test_the_growth_count_catches_the_deletion_bombs_old_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.analysis import states
+    from app.bench.costly import growth
+    from tests.test_states import old_dropped
+
+    monkeypatch.setattr(states, "dropped", old_dropped)  # each deleted position scanned to the end of the frame
+    assert growth(n=4000, timed=False, names=["deletion_bomb"])["deletion_bomb"]["ratio"] > 10
