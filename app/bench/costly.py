@@ -49,7 +49,8 @@ export_html(sys.argv[1], Path(sys.argv[2]) / "out.html")
 t3 = time.perf_counter()
 write_frames_csv(rec, Path(sys.argv[2]) / "out.csv")
 t4 = time.perf_counter()
-print(json.dumps({"read_s": round(t1 - t0, 2), "payload_s": round(t2 - t1, 2), "html_s": round(t3 - t2, 2),
+print(json.dumps({"frames": sum(map(len, rec.frames.values())), "skipped": len(rec.warnings),
+                  "read_s": round(t1 - t0, 2), "payload_s": round(t2 - t1, 2), "html_s": round(t3 - t2, 2),
                   "csv_s": round(t4 - t3, 2), "message_mb": round(len(message) / 1e6, 1), "peak_mb": peak_mb()}))
 """  # noqa: E501 - a script run by `python -c`, kept as written
 
@@ -72,13 +73,16 @@ def write_token_side(path: Path, frames: list[Frame]) -> None:
     writer.close()
 
 
+LETTERS = "abcdefghijklmnopqrstuvwxyz"  # one-letter tokens: the shortest lines, so the full sizes fit MAX_LINE_BYTES
+
+
 def deletion_bomb(n: int) -> list[Frame]:
-    """One frame of n / 2 accepted tokens, then one that keeps the first half of them and deletes the rest."""
-    half = n // 2
-    toks = [f"w{i % 97}" for i in range(half)]
-    return [Frame(t=0.0, step=0, tokens=toks, states="a" * half),
-            Frame(t=0.1, step=1, tokens=toks[:half // 2], states="a" * (half // 2),
-                  deleted=list(range(half // 2, half)), final=True)]
+    """One frame of n / 2 accepted tokens, then one that keeps the first n / 10 of them and deletes the rest (n tokens
+    in all, lists included): each deleted position has no kept one after it."""
+    first, kept = n // 2, n // 10
+    toks = [LETTERS[i % 26] for i in range(first)]
+    return [Frame(t=0.0, step=0, tokens=toks, states="a" * first),
+            Frame(t=0.1, step=1, tokens=toks[:kept], states="a" * kept, deleted=list(range(kept, first)), final=True)]
 
 
 def insert_bomb(n: int, width: int = 64) -> list[Frame]:
@@ -96,7 +100,7 @@ def insert_bomb(n: int, width: int = 64) -> list[Frame]:
 def insert_between(n: int) -> list[Frame]:
     """One frame of n / 4 tokens, then one that inserts a token between every two of them."""
     quarter = n // 4
-    toks = [f"w{i}" for i in range(quarter)]
+    toks = [LETTERS[i % 26] for i in range(quarter)]
     spread = [t for tok in toks for t in (tok, "+")]
     return [Frame(t=0.0, step=0, tokens=toks, states="a" * quarter),
             Frame(t=0.1, step=1, tokens=spread, states="ad" * quarter, inserted=list(range(1, 2 * quarter, 2)),
@@ -128,7 +132,8 @@ def drafts(frames: int, words: int, seed: int = 0) -> list[str]:
 TEXT = {"tiny_then_huge": lambda n: ["w"] * 50 + ["w " * (n // 2)],  # text shapes of about n display tokens
         "giant_token": lambda n: ["a" * n + c for c in "bcd"],
         "long_texts": lambda n: drafts(max(2, n // 400), 200)}
-FULL = {"deletion_bomb": 1_500_000, "insert_bomb": 1_900_000, "insert_between": 1_900_000, "long_states": 1_900_000}
+# the largest each shape can be within the caps (MAX_TOKENS, and MAX_LINE_BYTES for the longest line)
+FULL = {"deletion_bomb": 1_000_000, "insert_bomb": 1_900_000, "insert_between": 700_000, "long_states": 1_900_000}
 
 
 def shapes() -> dict[str, Callable[[Path], None]]:
