@@ -355,6 +355,7 @@ def iter_lines(path: str | Path, max_bytes: int = MAX_LINE_BYTES) -> Iterator[tu
             number += 1
             if len(raw) > max_bytes:
                 while raw and not raw.endswith(b"\n"):
+                    checkpoint()
                     raw = f.readline(1 << 20)
                 yield number, None, True
                 continue
@@ -369,6 +370,7 @@ def count_lines(path: str | Path) -> int:
     count, last = 0, b"\n"
     with open(path, "rb") as f:
         while piece := f.read(1 << 20):
+            checkpoint()
             count += piece.count(b"\n")
             last = piece[-1:]
     return count + (last != b"\n")
