@@ -275,3 +275,19 @@ def test_the_growth_count_catches_the_deletion_bombs_old_scan(monkeypatch: pytes
 
     monkeypatch.setattr(states, "dropped", old_dropped)  # each deleted position scanned to the end of the frame
     assert growth(n=4000, timed=False, names=["deletion_bomb"])["deletion_bomb"]["ratio"] > 10
+
+
+def test_an_upload_that_could_not_be_shown_is_refused_before_it_is_stored(recordings: Path, tmp_path: Path) -> None:
+    from app.ui.library_ui import upload_entry
+    from app.ui.visitor import Visitor
+
+    start = Frame(t=0, step=0, tokens=["a", "b"], states="aa")
+    bomb = write_side(tmp_path / "bomb.jsonl", [start, Frame(t=1, step=1, tokens=["a"], states="a",
+                                                              deleted=list(range(3)))], "left", "uniform")
+    said = upload_entry(Visitor(), str(bomb))
+    assert "lists more deleted positions" in said[5] and not list(recordings.glob("*.jsonl"))
+    fine = write_side(tmp_path / "fine.jsonl", [start, Frame(t=1, step=1, tokens=["a"], states="a", deleted=[1])],
+                      "left", "uniform")
+    said = upload_entry(Visitor(), str(fine))
+    assert said[5].startswith("Added fine.jsonl") and [p.name for p in recordings.glob("*.jsonl")] == ["fine.jsonl"]
+    assert '"recording":"fine.jsonl"' in said[3]["payload"]  # the player names the stored copy
