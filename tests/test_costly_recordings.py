@@ -291,3 +291,46 @@ def test_an_upload_that_could_not_be_shown_is_refused_before_it_is_stored(record
     said = upload_entry(Visitor(), str(fine))
     assert said[5].startswith("Added fine.jsonl") and [p.name for p in recordings.glob("*.jsonl")] == ["fine.jsonl"]
     assert '"recording":"fine.jsonl"' in said[3]["payload"]  # the player names the stored copy
+
+
+
+def old_strip_add(strip: Any, row: dict[str, Any]) -> None:
+    """HeatStrip.add as it was before issue 49 for a side whose positions keep columns: each row placed among every
+    column the side ever made, then reduced per display column (frames x columns in all)."""
+    from app.export.video.palette import CODE_HEAT, H_DELETED, H_DRAFTED, H_MASKED, H_NOISE, H_UNCHANGED, HEAT
+
+    ch = np.asarray(row["ch"], np.uint8)
+    quiet = np.where(np.asarray(row["m"], bool) if row["m"] is not None else np.zeros(len(ch), bool), H_MASKED,
+                     H_UNCHANGED)
+    states = np.frombuffer(row["st"].encode("ascii"), np.uint8)
+    quiet = np.where(states == ord("n"), H_NOISE, np.where(states == ord("d"), H_DRAFTED, quiet))
+    cols, gone, _ = strip.columns
+    out = np.zeros(strip.positions, np.uint8)
+    out[np.asarray(cols[strip.count], np.int64)] = np.where(ch == 0, quiet, CODE_HEAT[ch])
+    out[np.asarray(gone[strip.count], np.int64)] = H_DELETED
+    r0, r1 = strip.span(strip.count)
+    strip.cells[r0:r1] = np.maximum(strip.cells[r0:r1], np.maximum.reduceat(out, strip.starts)[None, :])
+    strip.pixels[r0:r1] = HEAT[strip.cells[r0:r1]]
+    strip.count += 1
+
+
+def test_the_videos_aligned_heatmap_places_each_row_in_its_own_length_as_it_did_among_all_columns(
+        tmp_path: Path) -> None:
+    from app.bench.costly import insert_between, insert_bomb, write_token_side
+    from app.export.video.track import HeatStrip
+    from app.view.side import heat_columns, recorded_side
+    from tests.test_states import uniform_frames
+
+    for k, frames in enumerate([uniform_frames(), insert_bomb(3000, 16), insert_between(400)]):
+        path = tmp_path / f"side{k}.jsonl"
+        write_token_side(path, frames)
+        rows = recorded_side(read_recording(path), "left").rows
+        columns = heat_columns(rows)
+        assert columns is not None
+        for width in (3, 97, 400):  # fewer display columns than the side's columns, and more
+            for height in (len(rows) // 3 + 1, 2 * len(rows)):
+                new, old = (HeatStrip(1, len(rows), width, height, frozenset(), columns) for _ in range(2))
+                for row in rows:
+                    new.add(row)
+                    old_strip_add(old, row)
+                assert (new.cells == old.cells).all() and (new.pixels == old.pixels).all(), (k, width, height)
