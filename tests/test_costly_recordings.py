@@ -241,3 +241,96 @@ def test_closing_an_export_returns_at_once_without_waiting_for_its_work(tmp_path
     gate.set()
     assert export_job.wait_idle(30)
     assert not made[0].exists()  # its end removed the half-made file
+
+
+def test_a_list_of_more_positions_than_its_frames_have_is_refused_with_one_sentence(tmp_path: Path) -> None:
+    start = Frame(t=0, step=0, tokens=["a", "b", "c"], states="aaa")
+    fine = [start, Frame(t=1, step=1, tokens=["x", "a", "b"], states="aaa", inserted=[0], deleted=[2])]
+    assert len(read_recording(write_side(tmp_path / "ok.jsonl", fine, "left", "uniform")).frames["left"]) == 2
+    bombs = {"inserted": Frame(t=1, step=1, tokens=["a"], states="a", inserted=[0] * 2),
+             "deleted": Frame(t=1, step=1, tokens=["a"], states="a", deleted=list(range(4)))}
+    for key, frame in bombs.items():
+        with pytest.raises(RecordingError) as refused:
+            read_recording(write_side(tmp_path / f"{key}.jsonl", [start, frame], "left", "uniform"))
+        message = str(refused.value)
+        assert f"lists more {key} positions" in message and "(line 3)" in message and message.count(". ") == 0
+    first = Frame(t=0, step=0, tokens=["a"], states="a", deleted=[0])  # a side's first frame has none to delete
+    with pytest.raises(RecordingError, match="than the frame before it had"):
+        read_recording(write_side(tmp_path / "first.jsonl", [first], "left", "uniform"))
+
+
+def test_each_crafted_shapes_work_grows_at_most_five_times_from_n_to_4n_tokens() -> None:
+    from app.bench.costly import SCHEMA2, TEXT, growth
+
+    grown = growth(n=4000, timed=False)  # the caps bench's figures, counted in Python lines run (not timed)
+    assert set(grown) == {*TEXT, *SCHEMA2} >= {"deletion_bomb", "insert_bomb", "insert_between", "long_states"}
+    for name, g in grown.items():
+        assert 0 < g["work"][1] <= 5 * g["work"][0], (name, g)
+
+
+def test_the_growth_count_catches_the_deletion_bombs_old_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.analysis import states
+    from app.bench.costly import growth
+    from tests.test_states import old_dropped
+
+    monkeypatch.setattr(states, "dropped", old_dropped)  # each deleted position scanned to the end of the frame
+    assert growth(n=4000, timed=False, names=["deletion_bomb"])["deletion_bomb"]["ratio"] > 10
+
+
+def test_an_upload_that_could_not_be_shown_is_refused_before_it_is_stored(recordings: Path, tmp_path: Path) -> None:
+    from app.ui.library_ui import upload_entry
+    from app.ui.visitor import Visitor
+
+    start = Frame(t=0, step=0, tokens=["a", "b"], states="aa")
+    bomb = write_side(tmp_path / "bomb.jsonl", [start, Frame(t=1, step=1, tokens=["a"], states="a",
+                                                              deleted=list(range(3)))], "left", "uniform")
+    said = upload_entry(Visitor(), str(bomb))
+    assert "lists more deleted positions" in said[5] and not list(recordings.glob("*.jsonl"))
+    fine = write_side(tmp_path / "fine.jsonl", [start, Frame(t=1, step=1, tokens=["a"], states="a", deleted=[1])],
+                      "left", "uniform")
+    said = upload_entry(Visitor(), str(fine))
+    assert said[5].startswith("Added fine.jsonl") and [p.name for p in recordings.glob("*.jsonl")] == ["fine.jsonl"]
+    assert '"recording":"fine.jsonl"' in said[3]["payload"]  # the player names the stored copy
+
+
+
+def old_strip_add(strip: Any, row: dict[str, Any]) -> None:
+    """HeatStrip.add as it was before issue 49 for a side whose positions keep columns: each row placed among every
+    column the side ever made, then reduced per display column (frames x columns in all)."""
+    from app.export.video.palette import CODE_HEAT, H_DELETED, H_DRAFTED, H_MASKED, H_NOISE, H_UNCHANGED, HEAT
+
+    ch = np.asarray(row["ch"], np.uint8)
+    quiet = np.where(np.asarray(row["m"], bool) if row["m"] is not None else np.zeros(len(ch), bool), H_MASKED,
+                     H_UNCHANGED)
+    states = np.frombuffer(row["st"].encode("ascii"), np.uint8)
+    quiet = np.where(states == ord("n"), H_NOISE, np.where(states == ord("d"), H_DRAFTED, quiet))
+    cols, gone, _ = strip.columns
+    out = np.zeros(strip.positions, np.uint8)
+    out[np.asarray(cols[strip.count], np.int64)] = np.where(ch == 0, quiet, CODE_HEAT[ch])
+    out[np.asarray(gone[strip.count], np.int64)] = H_DELETED
+    r0, r1 = strip.span(strip.count)
+    strip.cells[r0:r1] = np.maximum(strip.cells[r0:r1], np.maximum.reduceat(out, strip.starts)[None, :])
+    strip.pixels[r0:r1] = HEAT[strip.cells[r0:r1]]
+    strip.count += 1
+
+
+def test_the_videos_aligned_heatmap_places_each_row_in_its_own_length_as_it_did_among_all_columns(
+        tmp_path: Path) -> None:
+    from app.bench.costly import insert_between, insert_bomb, write_token_side
+    from app.export.video.track import HeatStrip
+    from app.view.side import heat_columns, recorded_side
+    from tests.test_states import uniform_frames
+
+    for k, frames in enumerate([uniform_frames(), insert_bomb(3000, 16), insert_between(400)]):
+        path = tmp_path / f"side{k}.jsonl"
+        write_token_side(path, frames)
+        rows = recorded_side(read_recording(path), "left").rows
+        columns = heat_columns(rows)
+        assert columns is not None
+        for width in (3, 97, 400):  # fewer display columns than the side's columns, and more
+            for height in (len(rows) // 3 + 1, 2 * len(rows)):
+                new, old = (HeatStrip(1, len(rows), width, height, frozenset(), columns) for _ in range(2))
+                for row in rows:
+                    new.add(row)
+                    old_strip_add(old, row)
+                assert (new.cells == old.cells).all() and (new.pixels == old.pixels).all(), (k, width, height)

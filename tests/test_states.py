@@ -144,3 +144,27 @@ def test_the_frames_table_counts_each_kind_of_change() -> None:
     table = frames_table(rec)
     assert table.edited.tolist() == [0, 0, 1, 1, 0, 0, 0] and table.renoised.tolist() == [0, 0, 0, 0, 1, 0, 0]
     assert table.inserted.tolist() == [0, 0, 0, 0, 0, 2, 1] and table.deleted.tolist() == [0, 0, 0, 0, 0, 1, 0]
+
+
+def old_dropped(prev: list[str], back: list[int], deleted: list[int] | None, now: int) -> list[list]:
+    """dropped() as it was before issue 49: a scan to the end of the previous frame for each deleted position."""
+    if not deleted:
+        return []
+    after = {j: i for i, j in enumerate(back) if j >= 0}
+    return [[j, next((after[k] for k in range(j + 1, len(prev)) if k in after), now), prev[j]]
+            for j in sorted(p for p in set(deleted) if p < len(prev))]
+
+
+def test_deletions_are_placed_in_one_pass_as_the_scan_to_the_end_placed_them() -> None:
+    import random
+
+    rng = random.Random(49)
+    for _ in range(3000):
+        before = rng.randint(0, 12)
+        prev = [f"t{j}" for j in range(before)]
+        deleted = rng.sample(range(before + 3), rng.randint(0, before + 2)) + rng.sample(range(before + 1), 1)
+        inserted = rng.sample(range(before + 4), rng.randint(0, 4))
+        now = before - len({d for d in deleted if d < before}) + len(inserted)
+        now = max(0, now + rng.randint(-2, 2))
+        back = st.previous_positions(before, now, inserted, deleted)
+        assert st.dropped(prev, back, deleted, now) == old_dropped(prev, back, deleted, now)

@@ -38,6 +38,7 @@ from itertools import accumulate
 from typing import Any, Callable, Iterable, Iterator
 
 from app.analysis import states as st
+from app.trace.cancel import checkpoint
 from app.trace.frames import DISPLAY_TOKEN, SCHEMA, Frame
 
 UNCHANGED, NEW, CHANGED, REMASKED = 0, 1, 2, 3  # and states.py's EDITED, RENOISED, INSERTED for schema 2 frames
@@ -277,6 +278,7 @@ class SideAnalyzer:
         self._states: str | None = None
 
     def add(self, frame: Frame) -> dict[str, Any]:
+        checkpoint()  # cancelled work stops at its next frame (app/trace/cancel.py)
         tok = display_tokens(frame)
         masked = _masks(frame)
         text = _is_text(frame)
@@ -351,6 +353,7 @@ def _against_final(frames: list[Frame]) -> Iterator[tuple[Frame, list[int], list
     ftok, fmask = display_tokens(final), _masks(final)
     reference = Reference(ftok) if _is_text(final) else None
     for f in frames:
+        checkpoint()
         tok, mask = display_tokens(f), _masks(f)
         if _is_text(f) and reference is not None:
             mapping = reference.align(tok)
@@ -432,6 +435,7 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
     if not frames:
         return out
     for f in frames:
+        checkpoint()
         mask = _hidden(f)
         tok = display_tokens(f)
         if any(_visible(x, bool(mask and mask[i])) for i, x in enumerate(tok)):
@@ -449,6 +453,7 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
         content_cut = None if _is_text(final) else min(cut + 1, len(ftok))
         target = _content(final, content_cut)
         for f in reversed(frames):
+            checkpoint()
             if _content(f, content_cut) != target:
                 break
             settled_at = f.t

@@ -20,6 +20,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.export import read_for_export
+from app.trace.cancel import checkpoint
 from app.view.payload import asset, recording_payload
 
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"
@@ -99,7 +100,10 @@ def export_html(recording_path: str | Path, out: str | Path, clock: str = "time"
     if not out.parent.is_dir():
         raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist.")
     rec = read_for_export(recording_path)
-    page = render({**recording_payload(rec, Path(recording_path).name, run="export", cursor="start"), "clock": clock})
+    payload = recording_payload(rec, Path(recording_path).name, run="export", cursor="start")
+    checkpoint()  # a cancelled export stops between its stages too (app/trace/cancel.py), each under a second
+    page = render({**payload, "clock": clock})
+    checkpoint()
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.part")
     try:
         try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from app import __version__
+from app.trace.cancel import checkpoint
 from app.trace.read_notes import read_warnings
 
 SCHEMA = 2  # 2 added per-position states and insertions/deletions; schema 1 recordings read as they always did
@@ -367,6 +368,7 @@ def iter_lines(path: str | Path, max_bytes: int = MAX_LINE_BYTES) -> Iterator[tu
             number += 1
             if len(raw) > max_bytes:
                 while raw and not raw.endswith(b"\n"):
+                    checkpoint()
                     raw = f.readline(1 << 20)
                 yield number, None, True
                 continue
@@ -381,6 +383,7 @@ def count_lines(path: str | Path) -> int:
     count, last = 0, b"\n"
     with open(path, "rb") as f:
         while piece := f.read(1 << 20):
+            checkpoint()
             count += piece.count(b"\n")
             last = piece[-1:]
     return count + (last != b"\n")
@@ -479,45 +482,74 @@ def read_recording(path: str | Path, max_bytes: int = MAX_RECORDING_BYTES) -> Re
     repaired: list[int] = []
     count = tokens = 0
     widest = dict.fromkeys(SIDES, 0)  # each side's longest frame so far, in display tokens
+    last = dict.fromkeys(SIDES, 0)  # each side's latest frame, in display tokens
     for number, line, utf8 in lines:
+        checkpoint()  # a cancelled load or export stops here (app/trace/cancel.py)
+        overrun = None
         if line is None:
             bad.append((number, f"over {MAX_LINE_BYTES / 1e6:.0f} MB"))
             continue
         if not line.strip():
             continue
         try:
-            entry = _parse(line)
-            if not isinstance(entry, dict):
-                raise ValueError("not an object")
-            side = entry.get("side")
-            if side not in SIDES:
-                raise ValueError("'side' must be left or right")
-            kind = entry.get("type")
+            side, kind, entry = _entry(line)
             if kind == "frame":
                 frame = Frame.from_json(entry)
                 shown = shown_tokens(frame)
                 count, tokens = count + 1, tokens + frame_size(frame, shown)
                 frames[side].append(frame)
-                widest[side] = max(widest[side], shown)
-            elif kind == "end":
+                overrun = list_overrun(frame, shown, last[side])
+                widest[side], last[side] = max(widest[side], shown), shown
+            else:
                 message = entry.get("message")
                 ends[side] = {"status": str(entry.get("status", "")),
                               "message": "" if message is None else str(message)}
-            else:
-                raise ValueError(f"unknown entry type {repr(kind)[:40]}")
         except Exception as e:  # any failure of any type skips the line and names it
             bad.append((number, _reason(e)))
             continue
         if not utf8:
             repaired.append(number)
-        if count > MAX_FRAMES or tokens > MAX_TOKENS:
-            what = f"{MAX_FRAMES:,} frames" if count > MAX_FRAMES else f"{MAX_TOKENS:,} tokens"
-            raise RecordingError(f"{p.name} holds more than {what} (line {number}); longer recordings are refused, "
-                                 "as the player and the exports cannot show them.")
-        if (cells := sum(len(frames[s]) * widest[s] for s in SIDES)) > MAX_CELLS:
-            raise RecordingError(cost_refusal(p.name, cells, number))
+        _refuse_past_caps(p.name, number, count, tokens, sum(len(frames[s]) * widest[s] for s in SIDES), overrun)
     warnings = read_warnings(p.name, bad, repaired, sum(map(len, frames.values())))
     return Recording(header=header, frames=frames, ends=ends, warnings=warnings)
+
+
+def _entry(line: str) -> tuple[str, str, dict[str, Any]]:
+    """A recording line's side, type (frame or end) and object; raises ValueError for any other line."""
+    entry = _parse(line)
+    if not isinstance(entry, dict):
+        raise ValueError("not an object")
+    side, kind = entry.get("side"), entry.get("type")
+    if side not in SIDES:
+        raise ValueError("'side' must be left or right")
+    if kind not in ("frame", "end"):
+        raise ValueError(f"unknown entry type {repr(kind)[:40]}")
+    return side, kind, entry
+
+
+def _refuse_past_caps(name: str, number: int, count: int, tokens: int, cells: int, overrun: str | None) -> None:
+    """Refuses the recording, with one sentence naming `number`, the line that took it past a cap: too many frames,
+    tokens or cells, or a list of more positions than its frames have (`overrun`, list_overrun)."""
+    if overrun is not None:
+        raise RecordingError(f"{name} lists more {overrun} (line {number}); such recordings are refused, as the "
+                             "player and the exports cannot show them in bounded time.")
+    if count > MAX_FRAMES or tokens > MAX_TOKENS:
+        what = f"{MAX_FRAMES:,} frames" if count > MAX_FRAMES else f"{MAX_TOKENS:,} tokens"
+        raise RecordingError(f"{name} holds more than {what} (line {number}); longer recordings are refused, "
+                             "as the player and the exports cannot show them.")
+    if cells > MAX_CELLS:
+        raise RecordingError(cost_refusal(name, cells, number))
+
+
+def list_overrun(frame: Frame, shown: int, before: int) -> str | None:
+    """What a frame's `inserted` or `deleted` list names beyond the frames it refers to, or None: a frame inserts at
+    most its own positions (`shown`) and deletes at most its side's previous frame's (`before`), so aligning and
+    drawing them stays linear in the frames' lengths."""
+    if frame.inserted is not None and len(frame.inserted) > shown:
+        return f"inserted positions ({len(frame.inserted):,}) than its frame has ({shown:,})"
+    if frame.deleted is not None and len(frame.deleted) > before:
+        return f"deleted positions ({len(frame.deleted):,}) than the frame before it had ({before:,})"
+    return None
 
 
 def cost_refusal(name: str, cells: int, line: int) -> str:

@@ -3,9 +3,10 @@
 The file is made on one of MAX_WORKERS export threads while the handler, an async generator, awaits it and reports
 progress about once a second. Closing the handler (Cancel export, or a visitor who left) only sets a flag and returns:
 Gradio closes a handler on its event loop, so a close that waited for the work (a sync generator joining its worker
-did) would stop every other visitor's page meanwhile. A video stops at its next frame; an HTML or CSV export, whose
-work the recording caps bound (app/trace/frames.py, MAX_CELLS), runs to its end; either way the file is removed, so
-a cancelled export leaves nothing behind, and at most MAX_WORKERS exports work at once however often one is restarted.
+did) would stop every other visitor's page meanwhile. The flag stops the work at its next frame: a video's through
+its progress tick, an HTML or CSV export's at the next line read or frame analysed (app/trace/cancel.py), so a
+cancelled export frees its thread within a frame's work; its file is removed, so a cancelled export leaves nothing
+behind, and at most MAX_WORKERS exports work at once however often one is restarted.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, AsyncGenerator, Callable
 
-from app.errors import UserError
+from app.trace.cancel import Cancelled, within
 
 PROGRESS_EVERY = 1.0  # seconds between progress sentences (and chances for Gradio to notice a departed client)
 MAX_WORKERS = 2  # exports at work at once, across the page: a cancelled one still at work counts
@@ -25,8 +26,15 @@ _jobs: set[Future] = set()  # queued, at work or cleaning up
 _idle = threading.Condition()
 
 
-class ExportCancelled(UserError):
+class ExportCancelled(Cancelled):
     """The export was cancelled; the half-made file is removed."""
+
+
+def _run(cancel: threading.Event, *args: Any) -> None:
+    """_make(*args) on an export thread, its reading and analysis stopping at their next frame once `cancel` is
+    set."""
+    with within(cancel):
+        _make(*args)
 
 
 def _make(source: Path, out: Path, fmt: str, clock: str, tick: Callable[[int, int], None],
@@ -50,7 +58,7 @@ def _make(source: Path, out: Path, fmt: str, clock: str, tick: Callable[[int, in
 def _submit(source: Path, out: Path, fmt: str, clock: str, tick: Callable[[int, int], None],
             cancel: threading.Event, video: dict[str, Any]) -> Future:
     """Queues the export on an export thread; once it has ended, a cancelled one's file is removed."""
-    job = _POOL.submit(_make, source, out, fmt, clock, tick, video)
+    job = _POOL.submit(_run, cancel, source, out, fmt, clock, tick, video)
     with _idle:
         _jobs.add(job)
 
@@ -96,7 +104,7 @@ async def run_export(source: Path, out: Path, fmt: str, clock: str = "time",
         completed = True
     finally:
         if not completed:
-            cancel.set()  # a video stops at its next frame; the job's end removes the file
+            cancel.set()  # the work stops at its next frame; the job's end removes the file
             finished.cancel()  # cancels the job too, so one still queued never starts
             if job.done():  # it ended before the flag was set: its end saw no flag, so the file goes now
                 out.unlink(missing_ok=True)

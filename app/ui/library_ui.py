@@ -25,7 +25,7 @@ from app.ui import scratch
 from app.ui.events import LIBRARY, QUIET, READS
 from app.ui.page_assets import CONFIRM_DELETE_JS
 from app.ui.player_ui import show_recording, to_player
-from app.ui.sessions import as_visitor, visitor_of
+from app.ui.sessions import as_visitor, cancellable, visitor_of
 from app.ui.visitor import Visitor, new_owner
 from app.view.payload import load_payload
 
@@ -168,13 +168,17 @@ def delete_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, ...]:
 
 
 def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
-    """Checks an uploaded recording, adds it to the visitor's recordings and loads it into the player; the upload
-    box is emptied either way, ready for the next file."""
+    """Checks an uploaded recording (read under the caps and analysed, so a recording whose analysis would cost more
+    than its size allows is refused before it is stored), adds it to the visitor's recordings and loads it into the
+    player; the upload box is emptied either way, ready for the next file."""
     if not path:
         return (gr.skip(),) * 7
     try:
         if not visitor.policy.can("upload"):
             return (gr.skip(),) * 5 + ("Uploading recordings is off on this server.", None)
+        payload = load_payload(path, cursor="start")  # read under the caps and analysed before anything is stored
+        if payload["mode"] == "message":
+            raise UserError(payload["message"])
         make_room(visitor.owner, visitor.address)
         new_id = library.save_upload(path, Path(path).name, visitor.owner)
     except (UserError, OSError) as e:
@@ -184,7 +188,7 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
     saved = locate(new_id, visitor.owner)
     written(visitor.owner, visitor.address, saved)  # counted, and charged to the address's hourly budget
     table, pick, ids = library_view(visitor, new_id)
-    payload = {**load_payload(saved, name=saved.name, cursor="start"), "reveal": True}
+    payload = {**payload, "recording": saved.name, "reveal": True}
     note = " ".join(payload.get("warnings") or [])
     return table, pick, ids, to_player(payload), str(saved), f"Added {saved.name} to your recordings." + (
         f" {note}" if note else ""), None
@@ -285,9 +289,9 @@ def wire_library(box: LibraryBox, messages: Messages, policy: Policy, owner: Any
     box.table.select(pick_row, inputs=[ids], outputs=[box.pick, box.new_name], **LIBRARY, **QUIET)
     box.table.change(as_visitor(policy, picker_entries), inputs=[owner, ids], outputs=[messages.picker_list],
                      queue=False, **QUIET)
-    messages.picker_load.change(as_visitor(policy, load_picked), inputs=[owner, messages.picker_load],
+    messages.picker_load.change(cancellable(policy, load_picked), inputs=[owner, messages.picker_load],
                                 outputs=[*shown, status], **READS, **QUIET)
-    box.load_btn.click(as_visitor(policy, load_entry), inputs=[owner, box.pick], outputs=[*shown, status], **READS,
+    box.load_btn.click(cancellable(policy, load_entry), inputs=[owner, box.pick], outputs=[*shown, status], **READS,
                        **QUIET)
     box.download_btn.click(as_visitor(policy, download_entry), inputs=[owner, box.pick],
                            outputs=[messages.download, status], **READS, **QUIET)
@@ -298,5 +302,5 @@ def wire_library(box: LibraryBox, messages: Messages, policy: Policy, owner: Any
                         **LIBRARY, **QUIET)
     box.delete_btn.click(as_visitor(policy, delete_entry), inputs=[owner, box.pick], outputs=[*view, status], **QUIET,
                          **LIBRARY, js=CONFIRM_DELETE_JS)
-    box.upload.upload(as_visitor(policy, upload_entry), inputs=[owner, box.upload],
+    box.upload.upload(cancellable(policy, upload_entry), inputs=[owner, box.upload],
                       outputs=[*view, *shown, status, box.upload], **READS, **QUIET)

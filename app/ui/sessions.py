@@ -3,6 +3,7 @@ race, kept so Stop can show the saved run and a closed tab stops its race."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -11,6 +12,7 @@ import gradio as gr
 
 from app.race.run import Race
 from app.serving.policy import Policy
+from app.trace.cancel import within
 from app.ui.address import address_of
 from app.ui.player_ui import to_player
 from app.ui.visitor import Visitor, owner_of
@@ -41,6 +43,32 @@ def as_visitor(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(visitor_of(policy, owner, request), *values)
     handler.__name__ = handler.__qualname__ = fn.__name__  # named for what it runs (not functools.wraps: Gradio
     return handler                                          # must see this signature, not fn's)
+
+
+def cancellable(policy: Policy, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """as_visitor for a handler that reads and analyses a whole recording (Load, Upload): an async handler that runs
+    `fn(visitor, *values)` on a worker thread and awaits it. When Gradio cancels the handler (a cancelled call, a
+    visitor who left), the work is told to stop and does at its next line or frame (app/trace/cancel.py), so it frees
+    its thread instead of running on for nobody."""
+    async def handler(request: gr.Request, owner: Any, *values: Any) -> Any:
+        return await off_loop(lambda: fn(visitor_of(policy, owner, request), *values))
+    handler.__name__ = handler.__qualname__ = fn.__name__
+    return handler
+
+
+async def off_loop(work: Callable[[], Any], cancel: threading.Event | None = None) -> Any:
+    """`work()` on a worker thread under a cancel event (`cancel`, or a fresh one), awaited; cancelling the await sets
+    the event, so the work stops at its next checkpoint."""
+    cancel = cancel or threading.Event()
+
+    def run() -> Any:
+        with within(cancel):
+            return work()
+    try:
+        return await asyncio.to_thread(run)
+    except asyncio.CancelledError:
+        cancel.set()
+        raise
 
 
 def remember(session: str, entry: dict[str, Any]) -> None:

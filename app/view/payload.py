@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.changes import prefix_len
+from app.trace.cancel import checkpoint
 from app.trace.frames import Recording, RecordingError, origin, read_recording
 from app.view.bundle import bundle
 from app.view.side import caption, recorded_sides
@@ -46,6 +47,7 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     prev: list[str] | None = None
     prev_cf: list[int] | None = None
     for row in rows:
+        checkpoint()  # cancelled work stops at its next row (app/trace/cancel.py)
         tok = row["tok"]
         keep = prefix_len(prev, tok) if prev is not None else 0
         w = {"i": row["i"], "t": row["t"], "step": row["step"], "sp": row.get("sp", 0), "n": len(tok), "keep": keep,

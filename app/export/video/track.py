@@ -40,6 +40,7 @@ class HeatStrip:
         self.n, self.h = max(1, frames), height
         self.pinned = np.array(sorted(p for p in pinned if p < max(1, positions)), np.int64)  # given from frame 0
         self.starts = (np.arange(width) * max(1, positions)) // width
+        self.twin = np.searchsorted(self.starts, self.starts, side="right") - 1  # the last display column of each start
         self.positions = max(1, positions)
         self.cells = np.zeros((height, width), np.uint8)
         self.pixels = np.full((height, width, 3), WHITE, np.uint8)
@@ -64,26 +65,32 @@ class HeatStrip:
             codes[:len(ch)] = np.where(ch == 0, quiet, CODE_HEAT[ch])
             given = self.pinned[self.pinned < len(ch)]
             codes[given] = H_GIVEN
-        if self.columns is not None:
-            codes = self._aligned(codes[:len(ch)])
-        elif row.get("del") and row.get("st") is None:  # a text state that shrank: as many deleted cells past its end
-            codes = np.concatenate([codes[:len(ch)], np.full(len(row["del"]), H_DELETED, np.uint8)])[:self.positions]
-        cols = int(np.searchsorted(self.starts, len(codes), side="left"))  # the columns starting inside the row
         r0, r1 = self.span(self.count)
-        self.cells[r0:r1, :cols] = np.maximum(self.cells[r0:r1, :cols],
-                                              np.maximum.reduceat(codes, self.starts[:cols])[None, :])
+        if self.columns is not None:
+            self.cells[r0:r1] = np.maximum(self.cells[r0:r1], self._aligned(codes[:len(ch)])[None, :])
+        else:
+            if row.get("del") and row.get("st") is None:  # a text state that shrank: as many deleted cells past its end
+                gone = np.full(len(row["del"]), H_DELETED, np.uint8)
+                codes = np.concatenate([codes[:len(ch)], gone])[:self.positions]
+            cols = int(np.searchsorted(self.starts, len(codes), side="left"))  # the columns starting inside the row
+            self.cells[r0:r1, :cols] = np.maximum(self.cells[r0:r1, :cols],
+                                                  np.maximum.reduceat(codes, self.starts[:cols])[None, :])
         self.pixels[r0:r1] = HEAT[self.cells[r0:r1]]
         self.fresh = (min(r0, self.fresh[0]), max(r1, self.fresh[1])) if self.fresh else (r0, r1)
         self.count += 1
 
     def _aligned(self, codes: np.ndarray) -> np.ndarray:
-        """A row's codes placed in the columns its positions keep (and its deletions in theirs)."""
+        """A row's codes placed in the columns its positions keep (and its deletions in theirs), reduced to the display
+        columns (each the largest code among the columns it spans), in work of the row's own length and the display's
+        width: a side whose frames each insert new positions has as many columns as positions ever made, and placing
+        each row among all of them cost frames x columns."""
         assert self.columns is not None
         cols, gone, _ = self.columns
-        out = np.zeros(self.positions, np.uint8)
-        out[np.asarray(cols[self.count], np.int64)] = codes
-        out[np.asarray(gone[self.count], np.int64)] = H_DELETED
-        return out
+        at = np.concatenate([np.asarray(cols[self.count], np.int64), np.asarray(gone[self.count], np.int64)])
+        values = np.concatenate([codes, np.full(len(gone[self.count]), H_DELETED, np.uint8)])
+        out = np.zeros(len(self.starts), np.uint8)
+        np.maximum.at(out, np.searchsorted(self.starts, at, side="right") - 1, values)
+        return out[self.twin]
 
     def take(self) -> tuple[int, np.ndarray] | None:
         """The display rows redrawn since the last call, as (first row, pixels)."""
