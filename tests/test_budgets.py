@@ -5,7 +5,7 @@ The first test enumerates the routes of the running served app (Gradio's, the ap
 handlers, and fails on one the table does not name, so a new route or handler without a budget fails the suite; the
 next shows that check failing. Each route budget is then held per address by the running door: so many requests of
 one address run at once, so many more wait their turn, the next is refused with 429, and another address's request
-runs meanwhile.
+runs meanwhile; and past that burst an address starts at most its budget's rate a second.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from app.serving.policy import from_launch
 from app.ui import budgets, door
 from app.ui.budgets import ROUTE_BUDGETS, ROUTES, SITE_TEMPLATE, budgeted, template_of
 from app.ui.layout import build, launch_options
+from app.ui.turns import Turns
 from tests.fixtures import run_async
 from tests.pages import free_port, wait_for_page
 from tests.reliability import tally
@@ -203,3 +204,22 @@ def test_each_route_budget_holds_an_address_to_its_turns(name: str) -> None:
     assert refused == [429] and door.busy(budget).encode() in sentence[0]
     assert later == [200] * (in_all + 1)
     tally("route_attacks", in_all + 1)
+
+
+@pytest.mark.parametrize("name", [n for n, budget in ROUTE_BUDGETS.items() if budget.per_second])
+def test_an_address_starts_at_most_its_rate_a_second_past_a_burst(name: str) -> None:
+    """Past a burst of `connections + waiting`, one address's next request of a budget begins only when its token is
+    there (1 / per_second later, and the next one a token later still), another address is not held up, and a second
+    later the address has per_second more, up to the burst (the test sets the clock)."""
+    budget = ROUTE_BUDGETS[name]
+    now = [0.0]
+    turns = Turns(clock=lambda: now[0])
+    burst = budget.connections + budget.waiting
+    assert [turns.delay(("10.3.0.1", name), budget) for _ in range(burst)] == [0.0] * burst
+    owed = [turns.delay(("10.3.0.1", name), budget) for _ in range(2)]
+    assert owed == pytest.approx([1 / budget.per_second, 2 / budget.per_second])
+    assert turns.delay(("10.3.0.2", name), budget) == 0.0
+    now[0] += 1.0 + 2 / budget.per_second  # the owed tokens come, then a second's worth (the bucket holds a burst)
+    second = min(int(budget.per_second), burst)
+    assert [turns.delay(("10.3.0.1", name), budget) for _ in range(second)] == [0.0] * second
+    assert turns.delay(("10.3.0.1", name), budget) > 0

@@ -10,6 +10,7 @@ each load of a large recording its whole payload again (app/ui/session_state.py,
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import random
 import subprocess
@@ -27,6 +28,7 @@ from tests.served import call, config, served_process
 from tests.test_security_access import OWNER_A
 
 SESSIONS = 3_000  # fresh sessions opened (the issue's probe: 2,845 in 100 s)
+ADDRESSES = 100  # the loopback addresses they come from, 30 each (within the burst of calls off the queue)
 LOADERS = 20  # sessions of one owner that load the large recording (the issue's upload case: 20)
 FRAMES = 2_000  # frames a side: 2 x 2,000 frames of 256 fresh tokens make a 22 MB file and a 26 MB player payload
 CLIENTS = 4  # connections opening sessions at once (the server answers one at a time; these keep it busy)
@@ -68,21 +70,27 @@ def memory_mb(proc: subprocess.Popen[bytes]) -> dict[str, float]:
 
 class Opener:
     """Opens the page as a browser's first call does (the page-load handler, off the queue: POST
-    /gradio_api/run/predict), over one kept-alive connection per thread."""
+    /gradio_api/run/predict), over one kept-alive connection per thread and client address. The visitors come from
+    ADDRESSES loopback addresses in turn, as a class's would: one address may start only so many calls off the queue
+    a second (app/ui/budgets.py OFF_QUEUE), and what is measured here is memory per session, not that rate."""
 
     def __init__(self, url: str, load_index: int) -> None:
         parts = urllib.parse.urlparse(url)
         self.host, self.port, self.index = parts.hostname or "127.0.0.1", parts.port or 80, load_index
         self.local = threading.local()
+        self.turn = itertools.count()
 
     def open(self, owner: str | None = None, session: str | None = None) -> dict[str, Any]:
         """One page load under a fresh session (or `session`); returns Gradio's answer."""
         body = json.dumps({"data": [owner], "fn_index": self.index, "session_hash": session or uuid.uuid4().hex,
                            "event_data": None, "trigger_id": None})
+        source = f"127.0.3.{next(self.turn) % ADDRESSES + 1}"
+        conns = self.local.__dict__.setdefault("conns", {})
         for fresh in (False, True):  # a kept connection the server has closed meanwhile is opened again, once
-            conn = getattr(self.local, "conn", None)
+            conn = conns.get(source)
             if conn is None or fresh:
-                conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+                conn = conns[source] = http.client.HTTPConnection(self.host, self.port, timeout=120,
+                                                                  source_address=(source, 0))
             try:
                 conn.request("POST", "/gradio_api/run/predict", body, {"Content-Type": "application/json"})
                 answer = conn.getresponse()

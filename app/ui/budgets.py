@@ -9,13 +9,14 @@ per client address (app/ui/address.py), and a new one without a budget fails the
 suite. On a local page (the trusted user on 127.0.0.1) only the body caps apply.
 
 A route's budget: requests of it one address has running at once (its connections doing work), how many more wait
-their turn (past that, 429 with one sentence), the most body one request may send, what bounds the work one request
-does, and what it may write to disk an hour. Every reply leaves SEND_CHUNK bytes at a time, and on a served page each
-chunk must be taken by the client within SEND_TIMEOUT seconds or the connection is closed, so a client that never
-reads holds one chunk, not the whole reply, and gives its turn back. A handler's budget: how many run at once across
-the page (Gradio's concurrency limit), how many one address may have queued or running, what bounds one call, and
-the disk it may write per address an hour (app/trace/store.py's hourly budget, one for all that an address saves:
-races, uploads, Be the sampler runs and browser races).
+their turn (past that, 429 with one sentence), how many it may start a second past that burst (app/ui/turns.py),
+the most body one request may send, what bounds the work one request does, and what it may write to disk an hour.
+Every reply leaves SEND_CHUNK bytes at a time, and on a served page each chunk must be taken by the client within
+SEND_TIMEOUT seconds or the connection is closed, so a client that never reads holds one chunk, not the whole reply,
+and gives its turn back. A handler's budget: how many run at once across the page (Gradio's concurrency limit), how
+many one address may have queued or running, what bounds one call, and the disk it may write per address an hour
+(app/trace/store.py's hourly budget, one for all that an address saves: races, uploads, Be the sampler runs and
+browser races).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class Route:
     body: int  # the most bytes one request's body may hold
     cost: str  # what bounds the work one request does
     disk_per_hour: int = 0  # bytes one address may make it write to disk an hour
+    per_second: float = 0.0  # requests of it one address may start a second past a burst of connections + waiting
+    # (0: no rate): each request costs the server's one event loop its parsing, so a flood of cheap ones is held to
+    # a rate as well as a count
 
 
 @dataclass(frozen=True)
@@ -65,16 +69,19 @@ class Handler:
 
 
 REFUSED = Route("routes the page does not use", 0, 0, 0, "none: a served page answers 404")
-PAGE = Route("page loads", 4, 60, 0, "one copy of the page's config (about 0.5 MB)")
-FILES = Route("downloads of the page's files", 6, 58, 0, "one file read from disk, sent a chunk at a time")
+PAGE = Route("page loads", 4, 60, 0, "one reply made once and kept (app/ui/page_cache.py), or one small reply",
+             per_second=30)
+FILES = Route("downloads of the page's files", 6, 58, 0, "one file read from disk, sent a chunk at a time",
+              per_second=100)
 SITE = Route("downloads of the browser race's files", 6, 58, 0,
              "one file of the built site, compressed once at start, sent a chunk at a time")
 STREAMS = Route("open event streams", 256, 0, 0,
                 "messages of the address's own queued calls (QUEUED_PER_ADDRESS, UNREAD_SESSIONS) and heartbeats")
-JOINS = Route("requests to join the queue", 8, 56, BODY_BYTES, "checks against the handlers' budgets below")
+JOINS = Route("requests to join the queue", 8, 56, BODY_BYTES, "checks against the handlers' budgets below",
+              per_second=20)
 OFF_QUEUE = Route("calls that run off the queue", 4, 60, BODY_BYTES,
-                  "handlers that change only what the page shows, and the page-load handler")
-CONTROL = Route("cancels and resets", 4, 60, BODY_BYTES, "one event of the caller's own session")
+                  "handlers that change only what the page shows, and the page-load handler", per_second=20)
+CONTROL = Route("cancels and resets", 4, 60, BODY_BYTES, "one event of the caller's own session", per_second=20)
 UPLOADS = Route("uploads", 2, 6, UPLOAD_BYTES, "one .jsonl file, stored, then read under the recording caps",
                 UPLOAD_BUDGET)
 
@@ -209,13 +216,14 @@ def _mb(n: int) -> str:
 def markdown() -> str:
     """docs/security.md's tables of every budget, generated from this module (tests/test_budgets.py checks the doc
     holds them as they are)."""
-    rows = ["| route budget | routes | at once | waiting | body | in flight | what one request costs | disk an hour |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| route budget | routes | at once | waiting | a second | body | in flight | what one request costs | "
+            "disk an hour |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in ROUTE_BUDGETS.items():
         paths = ", ".join(f"{m} `{t}`" for (m, t), n in ROUTES.items() if n == name)
         flight = "-" if not r.connections else _mb(r.connections * (r.body + SEND_CHUNK))
-        rows.append(f"| {name} | {paths} | {r.connections} | {r.waiting} | {_mb(r.body)} | {flight} | {r.cost} | "
-                    f"{_mb(r.disk_per_hour)} |")
+        rate = f"{r.per_second:g}" if r.per_second else "-"
+        rows.append(f"| {name} | {paths} | {r.connections} | {r.waiting} | {rate} | {_mb(r.body)} | {flight} | "
+                    f"{r.cost} | {_mb(r.disk_per_hour)} |")
     rows += ["", "| handler group | what | at once (page) | per address | what one call costs | disk an hour |",
              "| --- | --- | --- | --- | --- | --- |"]
     for name, h in HANDLERS.items():

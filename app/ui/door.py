@@ -25,7 +25,6 @@ chunk at a time (`Paced`). On a served page also:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -40,7 +39,6 @@ from app.ui.budgets import (
     BODY_BYTES,
     HANDLERS,
     QUEUED_PER_ADDRESS,
-    SEND_CHUNK,
     SEND_TIMEOUT,
     UNREAD_SESSIONS,
     UPLOAD_BUDGET,
@@ -50,6 +48,7 @@ from app.ui.budgets import (
     Route,
     route_budget,
 )
+from app.ui.turns import Paced, Turns
 
 HEAVY = tuple(name for name, h in HANDLERS.items() if h.heavy)  # a visitor holds one call of these at a time
 DRAIN_BYTES = 64 * 2**20  # past its cap, a body declared this long or less is read and dropped so its client gets
@@ -202,70 +201,6 @@ def _capped(receive: Receive, limit: int) -> Receive:
         size += len(message.get("body", b""))
         return {"type": "http.disconnect"} if size > limit else message
     return capped
-
-
-class SlowReader(Exception):
-    """A client took no chunk of a reply for SEND_TIMEOUT seconds; its connection is closed."""
-
-
-class Paced:
-    """A `send` that hands a reply's body to the connection SEND_CHUNK bytes at a time, each awaited, so the server's
-    flow control holds the rest until the client reads (a reply handed over whole sits in the transport's buffer:
-    about 4.5 MB a never-reading connection for the runtime's WebAssembly); with `timeout`, a chunk the client has
-    not taken by then raises SlowReader, as does every later send (`stuck`)."""
-
-    def __init__(self, send: Send, timeout: float | None) -> None:
-        self.send, self.timeout, self.stuck = send, timeout, False
-
-    async def _one(self, message: dict[str, Any]) -> None:
-        if self.stuck:
-            raise SlowReader
-        if self.timeout is None:
-            return await self.send(message)
-        try:
-            async with asyncio.timeout(self.timeout):
-                await self.send(message)
-        except TimeoutError:
-            self.stuck = True
-            raise SlowReader from None
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        body = message.get("body", b"")
-        if message["type"] != "http.response.body" or len(body) <= SEND_CHUNK:
-            return await self._one(message)
-        view, more = memoryview(body), message.get("more_body", False)
-        for start in range(0, len(body), SEND_CHUNK):
-            last = start + SEND_CHUNK >= len(body)
-            await self._one({"type": "http.response.body", "body": bytes(view[start:start + SEND_CHUNK]),
-                             "more_body": more or not last})
-
-
-class Turns:
-    """Each address's turns at each route budget: `connections` requests run at once, `waiting` more wait."""
-
-    def __init__(self) -> None:
-        self._held: dict[tuple[str, str], int] = defaultdict(int)  # (address, budget) -> running or waiting
-        self._turns: dict[tuple[str, str], asyncio.Semaphore] = {}
-
-    async def run(self, address: str, name: str, budget: Route, work: Callable[[], Awaitable[None]],
-                  refuse: Callable[[], Awaitable[None]]) -> None:
-        """Runs `work` in the address's turn, or `refuse` when the address holds all it may of this budget."""
-        key = (address, name)
-        if self._held[key] >= budget.connections + budget.waiting:
-            return await refuse()
-        self._held[key] += 1
-        turn = self._turns.setdefault(key, asyncio.Semaphore(budget.connections))
-        try:
-            async with turn:
-                await work()
-        finally:
-            self._held[key] -= 1
-            if not self._held[key]:
-                del self._held[key], self._turns[key]
-
-    def held(self) -> int:
-        """Requests running or waiting, all addresses together (for tests: nothing is left held)."""
-        return sum(self._held.values())
 
 
 def held_too_many(group: str) -> str:
