@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable
 from app.ui.budgets import SEND_CHUNK, Route
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-BUCKETS_KEPT = 65_536  # (address, budget) token buckets remembered; one that has filled up again is forgotten first
+BUCKETS_KEPT = 65_536  # (address, budget) token buckets remembered, the least recently used forgotten first
 
 
 class SlowReader(Exception):
