@@ -12,13 +12,16 @@ can host it; it asks no other host for anything.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from app.analysis.changes import EOS_TOKENS, TOKEN_UNITS
 from app.engine.autoregressive import ARSettings
@@ -33,7 +36,7 @@ from app.sources.local import BROWSER_SETTINGS
 from app.view.payload import asset
 
 SITE_DIR = Path(__file__).resolve().parent
-ORT_DIST = SITE_DIR / "node_modules" / "onnxruntime-web" / "dist"
+INSTALL_LOCK = ".npm-install.lock"  # in the site folder: held while npm installs the runtime there
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs")
 PAGE_FILES = ("index.html", "page.js", "rng.js", "race.js", "rows.js")
 PLAYER_FILES = ("player.js", "player.css")  # the page's player (app/view/player/), as the HTML export inlines it
@@ -52,26 +55,73 @@ INLINED = {"cv-wasm": "ort/ort-wasm-simd-threaded.wasm", "cv-glue": "ort/ort-was
            "cv-twins": "twins.json", "cv-diffusion": "diffusion.onnx", "cv-ar": "ar.onnx"}
 
 
-def runtime_installed() -> bool:
+def runtime_installed(site_dir: Path = SITE_DIR) -> bool:
     """Whether onnxruntime-web's files are here already (`runtime_dir` then needs no npm)."""
-    return all((ORT_DIST / name).is_file() for name in ORT_FILES)
+    return all((_dist(site_dir) / name).is_file() for name in ORT_FILES)
 
 
-def runtime_dir() -> Path:
+def _dist(site_dir: Path) -> Path:
+    return site_dir / "node_modules" / "onnxruntime-web" / "dist"
+
+
+def npm_error(done: subprocess.CompletedProcess[str]) -> str:
+    """What npm said went wrong: its `npm error` (or older `npm ERR!`) lines, else the last line it wrote to stderr;
+    never the last line of its output, which is a success line ("added 18 packages") when npm itself succeeded."""
+    lines = [line.strip() for line in (done.stderr or "").splitlines() if line.strip()]
+    errors = [re.sub(r"^npm (error|ERR!)\s*", "", line) for line in lines if re.match(r"npm (error|ERR!)", line)]
+    errors = [e for e in errors if e]
+    if errors:
+        return "; ".join(errors[:3])
+    if done.returncode:
+        return lines[-1] if lines else f"npm exited with status {done.returncode} and said nothing"
+    return "npm reported success, but onnxruntime-web's files are not there"
+
+
+@contextlib.contextmanager
+def _install_lock(site_dir: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Holds the site folder's install lock, so two processes never run `npm ci` in it at once; says so when it
+    waits for another. (No lock where the system has no flock.)"""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(site_dir / INSTALL_LOCK, "w") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("Waiting for another process to finish installing onnxruntime-web ...")
+            fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def runtime_dir(site_dir: Path = SITE_DIR, say: Callable[[str], None] = _stderr) -> Path:
     """onnxruntime-web's dist folder, installed from package-lock.json with `npm ci` the first time (a fresh
-    machine, CI); UserError naming the fix when npm is missing or the install fails."""
-    if runtime_installed():
-        return ORT_DIST
+    machine, CI), said before it starts and done once: a second process waits for the first and then finds it
+    there. UserError naming the fix when npm is missing, or quoting npm's error when the install fails."""
+    if runtime_installed(site_dir):
+        return _dist(site_dir)
     npm = shutil.which("npm")
     if npm is None:
         raise UserError("Building the site needs onnxruntime-web from npm, and npm is not installed: install Node.js "
                         "20 (with npm), then run the command again.")
-    done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=SITE_DIR,
-                          capture_output=True, text=True, timeout=600)
-    if done.returncode or not runtime_installed():
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise UserError(f"`npm ci` in {SITE_DIR} could not install onnxruntime-web ({tail[0]}).")
-    return ORT_DIST
+    with _install_lock(site_dir, say):
+        if runtime_installed(site_dir):  # another process installed it while this one waited
+            return _dist(site_dir)
+        say(f"Installing onnxruntime-web, the browser race's runtime, with `npm ci` into {site_dir / 'node_modules'} "
+            "(once; about 20 s) ...")
+        done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=site_dir,
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode or not runtime_installed(site_dir):
+            raise UserError(f"`npm ci` in {site_dir} could not install onnxruntime-web: {npm_error(done)}.")
+    return _dist(site_dir)
 
 
 def _tokenizer(tok: Any, repeatable: Any) -> dict[str, Any]:
