@@ -22,6 +22,14 @@ CAPABILITIES: dict[str, str] = {
     "upload": "uploading recordings into the library",
     "shared-library": "one library for everyone (otherwise each visitor sees only their own runs and the examples)",
 }
+# each capability as the page's note names it to a visitor (the ids above are the host's, for --allow)
+IN_WORDS: dict[str, str] = {
+    "hf-models": "Hugging Face models other than those the host chose",
+    "remote-code": "running a model's own code on this server",
+    "env-keys": "the host's API keys",
+    "upload": "uploading recordings",
+    "shared-library": "one library shared by everyone",
+}
 ENV_ALLOW, ENV_HF_MODELS, ENV_BASE_URLS = "CONVERGE_ALLOW", "CONVERGE_HF_MODELS", "CONVERGE_BASE_URLS"
 HF_PREFIXES = ("hf-diffusion", "hf-ar")
 
@@ -85,12 +93,12 @@ class Policy:
         """The page's one-paragraph note on a served page ('' on a local one)."""
         if not self.served:
             return ""
-        off = ", ".join(self.off()) or "nothing"
+        off = "; ".join(IN_WORDS[c] for c in self.off()) or "nothing"
         text = (f"**This page is served to others**, so some things are off: {off}. Your recordings are "
                 + ("shared with everyone here." if self.can("shared-library") else "visible to you only.")
                 + (" API sources need your own key." if not self.can("env-keys") else ""))
         if self.on():
-            text += f" The host turned back on: {', '.join(self.on())}."
+            text += f" The host turned back on: {'; '.join(IN_WORDS[c] for c in self.on())}."
         return text
 
 
