@@ -73,7 +73,8 @@ class Usage:
 
 
 class Window:
-    """Bytes charged to each key within the last `seconds` (a sliding window, like the door's upload budget)."""
+    """Bytes charged to each key within the last `seconds` (a sliding window): the hourly disk budget here, and the
+    door's upload budget per address (app/ui/door.py)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -88,6 +89,11 @@ class Window:
         if charges is not None and not charges:
             del self._charges[key], self._sums[key]
         return self._sums.get(key, 0)
+
+    def charges(self, key: str, now: float) -> int:
+        """How many charges `key` has within the window ending `now`."""
+        self.spent(key, now)
+        return len(self._charges.get(key, ()))
 
     def charge(self, key: str, size: int, now: float) -> None:
         self.spent(key, now)

@@ -29,11 +29,12 @@ import json
 import os
 import time
 import weakref
-from collections import OrderedDict, defaultdict, deque
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from app.serving.policy import Policy
+from app.trace.usage import Window
 from app.ui.address import address_of, scope_address
 from app.ui.budgets import (
     BODY_BYTES,
@@ -114,6 +115,17 @@ def _declared_length(headers: list[tuple[str, str]]) -> int | None:
     if any(n < 0 for n in lengths):
         raise ValueError("negative Content-Length")
     return max(lengths) if lengths else None
+
+
+def _headers(scope: Scope) -> list[tuple[str, str]]:
+    """A request's headers, names in lower case."""
+    return [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+
+
+def _drain(headers: list[tuple[str, str]], declared: int | None) -> int | None:
+    """How much of a refused body to read and drop (see _refuse): none for a client that waits to be told to send
+    (`Expect`), which is refused before it does."""
+    return None if any(k == "expect" for k, _ in headers) else declared
 
 
 def _held(blocks: Any) -> list[tuple[str, str, str]]:
@@ -225,7 +237,7 @@ class Door:
         self.app = app
         self.policy = policy
         self._joining: list[tuple[str, str, str]] = []  # joins that passed the door and are not yet in the queue
-        self._uploads: dict[str, deque[tuple[float, int]]] = defaultdict(deque)  # address -> (when, bytes)
+        self._uploads = Window(UPLOAD_WINDOW)  # what each address uploaded within the window
         self._stored: OrderedDict[str, float] = OrderedDict()  # real path of each stored upload -> when
         self._sessions: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()  # address -> its latest sessions
         self._uploading = 0  # uploads being received now
@@ -257,19 +269,18 @@ class Door:
 
     async def _refuse_route(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A route a served page does not use: 404, the body (if any) drained as _refuse does."""
-        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+        headers = _headers(scope)
         try:
             declared = _declared_length(headers)
         except ValueError:
             declared = None
-        drain = None if any(k == "expect" for k, _ in headers) else declared
-        await _refuse(_quiet(send), receive, 404, NOT_HERE, drain)
+        await _refuse(_quiet(send), receive, 404, NOT_HERE, _drain(headers, declared))
 
     async def _handle(self, blocks: Any, policy: Policy | None, name: str, budget: Route, scope: Scope,
                       receive: Receive, send: Send) -> None:
         """One request within its turn: its body held to its cap, then a join, an upload or any other request."""
         served = policy is not None and policy.served
-        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+        headers = _headers(scope)
         route, method = route_of(scope.get("path", "")), scope.get("method", "")
         if method in ("GET", "HEAD"):
             if served and route.startswith(FILE_ROUTES) and self._is_stored(route):
@@ -279,10 +290,10 @@ class Door:
             declared = _declared_length(headers)
         except ValueError:
             return await _respond(send, 400, BAD_LENGTH)
-        drain = None if any(k == "expect" for k, _ in headers) else declared  # a client that waits to be told
-        if served:                                                             # to send is refused before it does
+        drain = _drain(headers, declared)
+        if served:
             send = _quiet(send)
-        if route == "/upload":
+        if name == "uploads":
             return await self._upload(policy, headers, declared, drain, scope, receive, send)
         if policy is not None and served and is_multipart(headers):
             return await _refuse(send, receive, 403, UPLOAD_OFF if not policy.can("upload") else UPLOAD_ONE, drain)
@@ -397,14 +408,11 @@ class Door:
     def _spend(self, address: str, size: int) -> bool:
         """Counts an upload of `size` bytes against the address's budget; False when the budget is spent."""
         now = time.monotonic()
-        for known in [a for a, d in self._uploads.items() if not d or now - d[-1][0] > UPLOAD_WINDOW]:
-            del self._uploads[known]  # addresses whose last upload is older than the window are forgotten
-        spent = self._uploads[address]
-        while spent and now - spent[0][0] > UPLOAD_WINDOW:
-            spent.popleft()
-        if len(spent) >= UPLOAD_FILES or sum(b for _, b in spent) + size > UPLOAD_BUDGET:
+        self._uploads.forget_old(now)  # addresses that uploaded nothing within the window are forgotten
+        if (self._uploads.charges(address, now) >= UPLOAD_FILES
+                or self._uploads.spent(address, now) + size > UPLOAD_BUDGET):
             return False
-        spent.append((now, size))
+        self._uploads.charge(address, size, now)
         return True
 
     def _remember(self, path: str) -> None:
