@@ -10,13 +10,13 @@ answered 200.
 from __future__ import annotations
 
 import random
-import socket
 import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from app.bench.budgets import never_reading, peek
 from app.ui.budgets import SITE
 from app.ui.site_files import SITE_ROUTE
 from tests.loopback_client import Visitor
@@ -38,27 +38,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def never_reading(port: int) -> socket.socket:
-    """A connection from 127.0.0.1 that asks for the big file, gzip accepted, and then reads nothing (its receive
-    buffer kept small, so the server's sends block as soon as they can)."""
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.connect(("127.0.0.1", port))
-    s.sendall(f"GET {SITE_ROUTE}{BIG} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\n\r\n".encode())
-    return s
-
-
-def answered(s: socket.socket) -> bool:
-    """Whether the server has begun answering (a peek: nothing is read)."""
-    s.setblocking(False)
-    try:
-        return bool(s.recv(1, socket.MSG_PEEK))
-    except BlockingIOError:
-        return False
-    finally:
-        s.setblocking(True)
-
-
 @pytest.fixture
 def opened(tmp_path: Path, site: Path) -> Iterator[tuple[str, object]]:
     with served_process(tmp_path / "log.txt", tmp_path / "recordings", site=site) as (url, proc):
@@ -72,13 +51,13 @@ def test_never_reading_connections_hold_bounded_memory_and_others_still_load_the
     other = Visitor(url, "127.0.0.2")
     assert other.get(SITE_ROUTE + "index.html")[0] == 200  # the site's files are there
     before = peak_mb(proc, "VmRSS")  # type: ignore[arg-type]
-    sockets = [never_reading(port) for _ in range(CONNECTIONS)]
+    sockets = [never_reading(port, SITE_ROUTE + BIG) for _ in range(CONNECTIONS)]
     try:
         deadline = time.monotonic() + 120
-        while sum(answered(s) for s in sockets) < CONNECTIONS - SITE.waiting:  # all but those waiting their turn
+        while sum(bool(peek(s)) for s in sockets) < CONNECTIONS - SITE.waiting:  # all but those waiting their turn
             assert time.monotonic() < deadline, "the server did not answer the connections"
             time.sleep(0.1)  # polling interval, not synchronisation
-        heads = [s.recv(12, socket.MSG_PEEK) for s in sockets if answered(s)]
+        heads = [head for head in map(peek, sockets) if head]
         during = peak_mb(proc, "VmRSS")  # type: ignore[arg-type]
         started = time.monotonic()
         page, config = other.get("/"), other.get("/config")

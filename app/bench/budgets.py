@@ -88,18 +88,12 @@ def flooded(port: int, run: int) -> dict[str, float]:
 def slow_readers(port: int, pid: int) -> dict[str, Any]:
     """Server memory with SLOW_READERS never-reading connections to the big file, and what each was answered."""
     before = rss_mb(pid)
-    sockets = []
-    for _ in range(SLOW_READERS):
-        s = socket.socket()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        s.connect(("127.0.0.1", port))
-        s.sendall(f"GET /converge-site/{BIG} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\n\r\n".encode())
-        sockets.append(s)
+    sockets = [never_reading(port, f"/converge-site/{BIG}") for _ in range(SLOW_READERS)]
     deadline = time.monotonic() + 60
     heads: list[bytes] = []
     while time.monotonic() < deadline:
         time.sleep(0.5)  # the bench samples the server as the connections are answered
-        heads = [h for h in (_peek(s) for s in sockets) if h]
+        heads = [h for h in (peek(s) for s in sockets) if h]
         if len(heads) >= SLOW_READERS - 64:
             break
     during = rss_mb(pid)
@@ -115,7 +109,19 @@ def slow_readers(port: int, pid: int) -> dict[str, Any]:
             "other_page_load_s": round(other_s, 3)}
 
 
-def _peek(s: socket.socket) -> bytes:
+def never_reading(port: int, path: str) -> socket.socket:
+    """A connection from 127.0.0.1 that asks for `path`, gzip accepted, and then reads nothing (its receive buffer
+    kept small, so the server's sends block as soon as they can)."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\n\r\n".encode())
+    return s
+
+
+def peek(s: socket.socket) -> bytes:
+    """The start of the server's answer on a never-reading connection (b"" before it answers), read without taking
+    it off the connection."""
     s.setblocking(False)
     try:
         return s.recv(12, socket.MSG_PEEK)

@@ -115,8 +115,8 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None, cu
     out = {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
            "recording": name, "done": True, "message": None, "warnings": list(rec.warnings),
            "caption": caption(rec.header), "cursor": cursor, "sides": sides}
-    if origin(rec.header):  # a run this server did not make: the player says where it ran
-        out["origin"] = origin(rec.header)
+    if ran := origin(rec.header):  # a run this server did not make: the player says where it ran
+        out["origin"] = ran
     return {**out, "why": why} if why else out
 
 
