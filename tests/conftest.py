@@ -23,6 +23,8 @@ def recordings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 _gradio_dir: list[str] = []  # the folder pytest_configure made for this run, removed when it ends
+_tree: list[dict[str, str]] = []  # the repository's changed and untracked files when the run began
+ROOT = Path(__file__).resolve().parent.parent
 _leaks: list[str] = []  # keys found in pages and test output, reported when the session ends
 
 
@@ -33,6 +35,31 @@ def pytest_configure(config: pytest.Config) -> None:
     if "GRADIO_TEMP_DIR" not in os.environ:
         os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="converge-test-gradio-")
         _gradio_dir.append(os.environ["GRADIO_TEMP_DIR"])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Reads the repository's tree before any test runs (in the main process only: workers share its tree)."""
+    from tests.clean_tree import snapshot
+
+    if not hasattr(session.config, "workerinput") and (ROOT / ".git").exists():
+        _tree.append(snapshot(ROOT))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fails the run when it left the repository other than it found it: a file written, changed or removed."""
+    from tests.clean_tree import changed, snapshot
+
+    if not _tree:
+        return
+    left = changed(_tree[0], snapshot(ROOT))
+    if left:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_sep("=", "the run left the repository changed", red=True)
+            for path in left:
+                reporter.write_line(f"  {path}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
