@@ -92,7 +92,7 @@ def test_bench_on_a_twins_folder_without_a_filter_says_how_to_fit_one_before_any
 
 
 def test_help_lists_every_command_and_each_commands_help_shows_its_options_with_defaults() -> None:
-    from app.__main__ import COMMANDS
+    from app.cli import COMMANDS
 
     top = run_cli("--help")
     assert top.returncode == 0, top.stderr
@@ -100,7 +100,7 @@ def test_help_lists_every_command_and_each_commands_help_shows_its_options_with_
     listed = {line.split()[0]: line for line in top.stdout.split("commands (")[1].splitlines()[1:] if line.strip()}
     assert list(listed) == list(COMMANDS) == ["record", "pairs", "generate", "export", "stats", "site",
                                                 "bench"]
-    for name, (_, line) in COMMANDS.items():
+    for name, line in COMMANDS.items():
         assert line in listed[name]
     # one option of each command, with the default its --help must show
     shown = {"record": "(default: local-diffusion)", "pairs": "--json", "generate": "source's own defaults",

@@ -211,7 +211,7 @@ def test_make_room_lists_only_the_writers_own_folder_and_its_totals_match_the_di
 
 
 def test_the_launch_option_sets_how_long_visitors_runs_are_kept() -> None:
-    from app.__main__ import launch_parser
+    from app.cli.launch import launch_parser
 
     assert launch_parser().parse_args([]).keep_runs_days == store.KEEP_DAYS == 7
     assert launch_parser().parse_args(["--keep-runs-days", "2.5"]).keep_runs_days == 2.5

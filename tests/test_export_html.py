@@ -129,7 +129,7 @@ def test_a_failed_export_leaves_no_file_behind(tmp_path: Path, monkeypatch: pyte
 
 
 def test_the_cli_exports_html_and_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from app.export.cli import main
+    from app.cli.export import main
 
     rec = hostile_recording(tmp_path / "race.jsonl")
     assert main([str(rec), "--format", "html", "--out", str(tmp_path / "r.html")]) == 0

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from app.export.cli import main as cli_main
+from app.cli.export import main as cli_main
 from app.export.video.scene import MIN_SIZE
 from app.trace.frames import Frame, RecordingWriter, make_header, read_recording
 from app.view.pace import HOLD, PACE, PACES, pace_factor

@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from app.analysis.changes import metrics
+from app.cli.export import main as cli_main
 from app.errors import UserError
-from app.export.cli import main as cli_main
 from app.export.video import export_video, render_still
 from app.export.video.fonts import Glyphs, clean
 from app.export.video.palette import CHANGED, FG, HEAT, NEW

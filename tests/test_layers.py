@@ -21,7 +21,8 @@ from typing import Callable
 import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
-ENTRY = "app.__main__"  # the command line dispatches to the page and to the bench, so it may import both
+ENTRY = "app.__main__"  # dispatches to the command line's room, and imports nothing else of ours
+COMMANDS_ROOM = "app.cli"  # one module a command, the page's launch among them: it may import the page and the bench
 BESIDE_ROOMS = ("__init__.py", "__main__.py", "errors.py")  # errors.py: the user error, imported by every room
 
 
@@ -127,7 +128,7 @@ ROOM_RULES: dict[str, Callable[[Graph], list[str]]] = {
     "the Hugging Face room imports only the engine, the error and itself":
         lambda g: imports_beyond(g, "app.hf", ("app.engine", "app.errors")),
     "only the bench and the command line import training":
-        lambda g: imported_from_elsewhere(g, "app.training", ("app.bench", "app.cli", ENTRY)),
+        lambda g: imported_from_elsewhere(g, "app.training", ("app.bench", COMMANDS_ROOM, ENTRY)),
     "live measurement imports only the engine, the sources, the error and itself":
         lambda g: imports_beyond(g, "app.measure", ("app.engine", "app.sources", "app.errors")),
     "no room below live measurement imports it":
@@ -197,7 +198,26 @@ def test_the_reader_sees_package_lazy_and_from_package_imports() -> None:
     assert "app.sources.local" in graph["app.bench.pass_cost"]  # a module of a package
     assert "app.trace.library" in graph["app.ui.library_ui"]  # `from app.trace import library` names the module
     assert "app.export.html" in graph["app.ui.export_job"]  # an import inside a function
-    assert "app.bench" in graph[ENTRY] and "app.ui.layout" in graph[ENTRY]
+    assert "app.bench" in graph["app.cli.bench"] and "app.ui.layout" in graph["app.cli.launch"]
+
+
+def command_line(graph: dict[str, set[str]]) -> tuple[str, ...]:
+    """The modules of the command line: app/cli/ and the entry that dispatches to it."""
+    return tuple(name for name in graph if in_room(name, COMMANDS_ROOM)) + (ENTRY,)
+
+
+def test_every_command_lives_in_app_cli_and_the_entry_only_dispatches() -> None:
+    from app.cli import COMMANDS
+
+    assert import_graph()[ENTRY] == {COMMANDS_ROOM}
+    for name in ("launch", *COMMANDS):
+        assert (APP / "cli" / f"{name}.py").is_file(), f"the {name} command is not in app/cli/{name}.py"
+        tree = ast.parse((APP / "cli" / f"{name}.py").read_text(encoding="utf-8"))
+        assert "main" in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}, name
+    # training's tools run as `python -m app.training.MODULE`, never as `python -m app COMMAND`
+    parsers = [p for p in APP.rglob("*.py") if "argparse" in p.read_text(encoding="utf-8")]
+    outside = sorted(str(p.relative_to(APP)) for p in parsers if p.parent.name not in ("cli", "training"))
+    assert outside == [], "a command's parser outside app/cli/"
 
 
 def test_the_reader_finds_a_cycle_made_by_a_lazy_import(tmp_path: Path) -> None:
@@ -220,19 +240,20 @@ def test_no_module_of_app_imports_itself_back_through_others() -> None:
 
 def test_only_the_bench_room_and_the_command_line_import_the_benchmarks() -> None:
     graph = import_graph()
-    bench = tuple(name for name in graph if in_room(name, "app.bench")) + (ENTRY,)
+    bench = tuple(name for name in graph if in_room(name, "app.bench")) + command_line(graph)
     assert arrows(graph, "app", "app.bench", allowed=bench) == []
 
 
 def test_only_the_command_line_and_the_bench_import_the_site_builder() -> None:
     graph = import_graph()
-    allowed = tuple(name for name in graph if in_room(name, "app.site") or in_room(name, "app.bench")) + (ENTRY,)
+    allowed = tuple(name for name in graph if in_room(name, "app.site") or in_room(name, "app.bench")) + \
+        command_line(graph)
     assert arrows(graph, "app", "app.site", allowed=allowed) == []
 
 
 def test_only_the_page_and_the_command_line_import_the_page() -> None:
     graph = import_graph()
-    page = tuple(name for name in graph if in_room(name, "app.ui")) + (ENTRY,)
+    page = tuple(name for name in graph if in_room(name, "app.ui")) + command_line(graph)
     assert arrows(graph, "app", "app.ui", allowed=page) == []
 
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from app.__main__ import launch_parser
+from app.cli.launch import launch_parser
 from app.trace.frames import MAX_RECORDING_BYTES
 from tests.pages import free_port, wait_for_page
 

@@ -114,7 +114,7 @@ def test_the_page_says_the_race_stopped_at_the_limit(browser: Any, fast_env: str
 
 def test_the_race_limit_comes_from_the_flag_then_the_environment_then_the_local_or_served_default(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.__main__ import launch_parser
+    from app.cli.launch import launch_parser
     from app.serving.policy import from_launch
 
     def served(host: str, share: bool) -> bool:

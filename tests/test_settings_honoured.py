@@ -84,7 +84,7 @@ def test_generate_refuses_a_setting_the_source_does_not_honour(case: str, models
 @pytest.mark.parametrize("case", CASES)
 def test_record_refuses_a_setting_the_source_does_not_honour_before_writing(case: str, models: dict[str, Path],
                                                                             tmp_path: Path, capsys) -> None:
-    from app.__main__ import record
+    from app.cli.record import main as record
 
     spec, name, value, _ = CASES[case]
     spec, out = spec_of(case, models), tmp_path / "race.jsonl"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.__main__ import launch_parser
+from app.cli.launch import launch_parser
 from tests.pages import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,20 +1,12 @@
-"""`python -m app bench`: every speed and quality figure docs/figures.md quotes, measured in one run.
-
-The bench room: one module per section, each importing the domain it measures (analysis, engine, race, sweeps,
+"""The bench room: every speed and quality figure docs/figures.md quotes, measured in one run of `python -m app bench`
+(app/cli/bench.py). One module per section, each importing the domain it measures (analysis, engine, race, sweeps,
 lessons, exports, the player), never imported by it, so measuring code stays out of the code it measures.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
-import os
-import platform
-import sys
-import time
 from typing import Any, Callable
-
-from app.cli.parsers import command_parser
 
 # each section: the module of this room whose `bench()` measures it, imported only when that section runs
 SECTIONS = {
@@ -55,32 +47,6 @@ def missing_twins(folder: str) -> str | None:
     return None
 
 
-def _section(name: str) -> Callable[..., dict[str, Any]]:
+def section(name: str) -> Callable[..., dict[str, Any]]:
     """The `bench` function of the named section's module (twins' and uniform's take a models folder)."""
     return importlib.import_module(SECTIONS[name]).bench
-
-
-def main(argv: list[str]) -> int:
-    """Runs the sections asked for (all by default) and prints each, or one JSON object with --json."""
-    parser = command_parser("bench", "Measure Converge's figures.")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--only", choices=SECTIONS, action="append",
-                        help="run only this section (repeatable; default: all of them)")
-    parser.add_argument("--models", default=None, help="the twins section on the twins in this folder (default: the "
-                        "shipped ones in assets/models), e.g. an earlier commit's twins to compare")
-    args = parser.parse_args(argv)
-    if args.models and (args.only is None or "twins" in args.only) and (problem := missing_twins(args.models)):
-        print(problem, file=sys.stderr)  # before any section runs, not in a traceback minutes in
-        return 2
-    result: dict[str, Any] = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                                          "platform": platform.platform()}}
-    for name in args.only or SECTIONS:
-        started = time.perf_counter()
-        takes_models = name in ("twins", "uniform") and args.models
-        result[name] = _section(name)(args.models) if takes_models else _section(name)()
-        result[name]["bench_seconds"] = round(time.perf_counter() - started, 2)
-        if not args.json:
-            print(f"{name}: {json.dumps(result[name], indent=2)}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(result))
-    return 0

@@ -1,0 +1,83 @@
+"""`python -m app record --prompt TEXT --out FILE`: a race run headless (two sources, or a pair of real models) and
+saved as a recording."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from app.cli import COMMANDS
+from app.cli.parsers import command_parser
+
+
+def main(argv: list[str]) -> int:
+    """Races two sources headless, saves the recording and prints each side's end; 1 when a side failed."""
+    parser = command_parser("record", COMMANDS["record"])
+    parser.add_argument("--left", default=None, help="source for the left side (default: local-diffusion)")
+    parser.add_argument("--right", default=None, help="source for the right side (default: local-ar)")
+    parser.add_argument("--pair", default=None, metavar="NAME",
+                        help="race a pair of real models (python -m app pairs lists them); --left/--right and their "
+                             "settings override its parts. Checks the memory before anything is downloaded")
+    parser.add_argument("--prompt", required=True, help="the prompt both sides answer")
+    parser.add_argument("--out", required=True, help="recording file to write (.jsonl)")
+    parser.add_argument("--left-settings", default="{}", help="JSON object of settings for the left source")
+    parser.add_argument("--right-settings", default="{}", help="JSON object of settings for the right source")
+    parser.add_argument("--pin", action="append", default=[], metavar="POSITION:TEXT",
+                        help="fix TEXT at answer position POSITION of the left (diffusion) side (repeatable)")
+    args = parser.parse_args(argv)
+    from app.view.live import record as run_record
+
+    try:
+        settings = {"left": json.loads(args.left_settings), "right": json.loads(args.right_settings)}
+    except ValueError as e:
+        print(f"Settings must be JSON objects: {e}.", file=sys.stderr)
+        return 2
+    left, right = args.left or "local-diffusion", args.right or "local-ar"
+    if args.pair:
+        from app.errors import UserError
+        from app.sources.pairs import check_machine, pair
+
+        try:
+            chosen = pair(args.pair)
+            check_machine(chosen)
+        except UserError as e:
+            print(e, file=sys.stderr)
+            return 2
+        left, right = args.left or chosen.left, args.right or chosen.right
+        settings = {"left": {**(chosen.left_settings if not args.left else {}), **settings["left"]},
+                    "right": {**(chosen.right_settings if not args.right else {}), **settings["right"]}}
+    if args.pin:
+        settings["left"]["pins"] = args.pin
+    if refused(left, right, settings):
+        return 2
+    from app.hf.download import watch
+
+    with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
+        final = run_record(args.prompt, left, right, args.out, settings=settings)
+    failed = False
+    for side, entry in final["sides"].items():
+        m = entry.get("metrics") or {}
+        line = f"{side}: {entry['spec']} {entry['status']}, {m.get('frames', 0)} frames"
+        if m.get("t_final") is not None:
+            line += f", {m['t_final']:.2f} s"
+        if entry.get("message"):
+            line += f" ({entry['message']})"
+            failed = failed or entry["status"] == "error"
+        print(line)
+    print(f"saved {args.out}")
+    return 1 if failed else 0
+
+
+def refused(left: str, right: str, settings: dict[str, dict[str, object]]) -> bool:
+    """Whether a setting of either side is one its source does not honour, said in one sentence on stderr before
+    anything loads or a file is written."""
+    from app.errors import UserError
+    from app.sources.base import honoured
+
+    try:
+        for spec, given in ((left, settings["left"]), (right, settings["right"])):
+            honoured(spec, given)
+    except UserError as e:
+        print(e, file=sys.stderr)
+        return True
+    return False
