@@ -3,8 +3,11 @@ nothing outside the bench room imports the benchmarks, and only the page and the
 room does one job (issue 43), and ROOM_RULES says what that allows: the engine (the numpy model and its samplers)
 imports only itself and app.errors; the Hugging Face room builds on the engine, never on training; the training room
 is imported by nothing the page or a race runs, only by the bench and the command line; live measurement (app/measure)
-imports the engine and the sources, and nothing below it imports it; analysis reads the trace alone. Each rule is also
-shown failing once, on a small app written in tmp_path with the import it forbids.
+imports the engine and the sources, and nothing below it imports it; analysis reads the trace alone; the view runs no
+model (issue 50: its "why" line once loaded the twin and timed passes to render a recording), so it imports no live
+measurement, engine, Hugging Face room or training, and of the race and the sources only live.py reads a running race
+and side.py the sources' declared defaults. Each rule is also shown failing once, on a small app written in tmp_path
+with the import it forbids.
 No module reads another room's files by a path built from its own location (the page once read the player's scripts
 that way); a room's files are read through that room's functions. Beside the rooms, app/ holds only its package file,
 the command line and the one user error (issue 26).
@@ -120,6 +123,12 @@ def imported_from_elsewhere(graph: dict[str, set[str]], room: str, allowed: tupl
                   for b in out if in_room(b, room))
 
 
+# the view's one reader of a running race (its frames as they arrive), and its one reader of the sources' registry
+# (each source's declared setting defaults, for panel titles): neither runs a model nor times anything
+VIEW_READS_RACE = ("app.view.live",)
+VIEW_READS_SOURCES = ("app.view.side",)
+VIEW_RULE = ("the view runs no model: it imports no live measurement, engine, Hugging Face room or training, only its "
+             "live race imports the race and only its titles the sources")
 BELOW_MEASURE = ("app.analysis", "app.trace", "app.race", "app.sources", "app.engine", "app.hf")
 Graph = dict[str, set[str]]
 # each room's one job, as the imports it may make or receive; each rule returns the arrows that break it
@@ -135,6 +144,10 @@ ROOM_RULES: dict[str, Callable[[Graph], list[str]]] = {
         lambda g: [arrow for low in BELOW_MEASURE for arrow in arrows(g, low, "app.measure")],
     "analysis imports only the trace, the error and itself":
         lambda g: imports_beyond(g, "app.analysis", ("app.trace", "app.errors")),
+    VIEW_RULE:
+        lambda g: imports_beyond(g, "app.view", ("app.trace", "app.analysis", "app.errors", "app.race", "app.sources"))
+        + arrows(g, "app.view", "app.race", allowed=VIEW_READS_RACE)
+        + arrows(g, "app.view", "app.sources", allowed=VIEW_READS_SOURCES),
 }
 
 
@@ -319,7 +332,11 @@ ALLOWED_APP = {
     "sources/local.py": "from app.engine.model import load_twin\n",
     "trace/frames.py": "",
     "analysis/changes.py": "from app.trace.frames import Frame\nfrom app.errors import UserError\n",
-    "view/why.py": "from app.measure.sweeps import run\n",
+    "race/run.py": "",
+    "sources/base.py": "",
+    "view/why.py": "from app.trace.frames import Frame\nfrom app.analysis.changes import metrics\n",
+    "view/live.py": "from app.race.run import Race\nfrom app.view.why import line\n",
+    "view/side.py": "def defaults():\n    from app.sources.base import REGISTRY\n",
     "bench/twins.py": "def openings():\n    from app.training.stories import read\n",
     "cli/stats.py": "from app.analysis.changes import metrics\n",
     "ui/layout.py": "from app.view.why import line\n",
@@ -338,6 +355,8 @@ FORBIDDEN = {
         ("analysis/changes.py", "from app.measure import sweeps\n", "app.analysis.changes -> app.measure.sweeps"),
     "analysis imports only the trace, the error and itself":
         ("analysis/changes.py", "from app.cli import stats\n", "app.analysis.changes -> app.cli.stats"),
+    VIEW_RULE:
+        ("view/why.py", "def cost():\n    from app.measure.sweeps import run\n", "app.view.why -> app.measure.sweeps"),
 }
 
 
@@ -366,3 +385,11 @@ def test_a_room_rule_catches_the_import_it_forbids(tmp_path: Path, rule: str) ->
     module, text, arrow = FORBIDDEN[rule]
     (app / module).write_text(text)
     assert ROOM_RULES[rule](import_graph(app)) == [arrow]
+
+
+def test_the_view_rule_names_each_import_of_a_model_room_and_of_the_race_or_sources_elsewhere(tmp_path: Path) -> None:
+    app = write_app(tmp_path, ALLOWED_APP)
+    (app / "view" / "why.py").write_text("from app.engine.model import load_twin\nfrom app.race.run import Race\n"
+                                         "from app.sources.base import REGISTRY\n")
+    assert ROOM_RULES[VIEW_RULE](import_graph(app)) == [
+        "app.view.why -> app.engine.model", "app.view.why -> app.race.run", "app.view.why -> app.sources.base"]

@@ -10,7 +10,7 @@ from app.analysis.changes import SideAnalyzer
 from app.analysis.labels import side_labels
 from app.race.run import Race
 from app.view.side import entry, setting_defaults, summary
-from app.view.why import why_line
+from app.view.why import paced, why_line
 
 
 class LiveView:
@@ -39,7 +39,8 @@ class LiveView:
                 done = summary(s.frames)
             sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, start, rows, done)
         out = {"prompt": self.race.prompt, "recording": self.race.path.name, "done": final, "sides": sides}
-        why = why_line({side: entry.get("metrics") for side, entry in sides.items()}) if final else None
+        why = why_line([paced(entry["label"], entry.get("metrics"), self.race.sides[side].frames)
+                        for side, entry in sides.items()]) if final else None
         return {**out, "why": why} if why else out
 
 

@@ -20,7 +20,7 @@ from app.trace.frames import Recording, RecordingError, origin, read_recording
 from app.view.bundle import bundle
 from app.view.side import caption, recorded_sides
 from app.view.theme import css_rules, theme_json
-from app.view.why import why_line
+from app.view.why import paced, why_line
 
 PLAYER_DIR = Path(__file__).resolve().parent / "player"  # the player's parts (*.js) and player.css
 UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
@@ -110,8 +110,9 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None, cu
     an alert above the panels; `origin`, only for a run this server did not make (a race run in a visitor's
     browser), says so in a line of its own; `cursor="start"` opens the replay at its first frame, ready to play.
     """
-    sides = {key: {**side.entry(), "rows": wire_rows(side.rows)} for key, side in recorded_sides(rec).items()}
-    why = why_line({key: side.get("metrics") for key, side in sides.items()})
+    recorded = recorded_sides(rec)
+    sides = {key: {**side.entry(), "rows": wire_rows(side.rows)} for key, side in recorded.items()}
+    why = why_line([paced(side.label, side.done.get("metrics"), side.frames) for side in recorded.values()])
     out = {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
            "recording": name, "done": True, "message": None, "warnings": list(rec.warnings),
            "caption": caption(rec.header), "cursor": cursor, "sides": sides}
