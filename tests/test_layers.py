@@ -23,53 +23,11 @@ from typing import Callable
 
 import pytest
 
-APP = Path(__file__).resolve().parent.parent / "app"
+from tools.imports import APP, import_graph, in_room, module_names
+
 ENTRY = "app.__main__"  # dispatches to the command line's room, and imports nothing else of ours
 COMMANDS_ROOM = "app.cli"  # one module a command, the page's launch among them: it may import the page and the bench
-BESIDE_ROOMS = ("__init__.py", "__main__.py", "errors.py")  # errors.py: the user error, imported by every room
-
-
-def module_names(app_dir: Path = APP) -> dict[str, Path]:
-    """Every module under `app_dir` by dotted name; a package goes by its own name, for its __init__.py."""
-    modules = {}
-    for path in sorted(app_dir.rglob("*.py")):
-        parts = list(path.relative_to(app_dir.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        modules[".".join(parts)] = path
-    return modules
-
-
-def _known(name: str, modules: dict[str, Path]) -> str | None:
-    """The deepest module of ours that `name` names or lies in (`app.trace.frames.Frame` -> `app.trace.frames`); None
-    outside."""
-    while name and name not in modules:
-        name = name.rpartition(".")[0]
-    return name or None
-
-
-def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The modules of ours that one module imports, anywhere in its body (`from app import x` names module x when
-    there is one, else the package)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    targets: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            targets += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            targets += [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
-    found = {_known(target, modules) for target in targets}
-    return {module for module in found if module is not None and module != name}
-
-
-def import_graph(app_dir: Path = APP) -> dict[str, set[str]]:
-    """module -> the modules of ours it imports, for every module under `app_dir`."""
-    modules = module_names(app_dir)
-    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+BESIDE_ROOMS = ("__init__.py", "__main__.py", "errors.py")  # errors.py: the user error, which any room may import
 
 
 def outside_rooms(app_dir: Path = APP) -> list[str]:
@@ -98,11 +56,6 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if start not in state and (cycle := visit(start)):
             return cycle
     return None
-
-
-def in_room(module: str, room: str) -> bool:
-    """Whether `module` is the room itself or lies under it (app.bench.race is in app.bench; app.benchmark is not)."""
-    return module == room or module.startswith(room + ".")
 
 
 def arrows(graph: dict[str, set[str]], source: str, target: str, allowed: tuple[str, ...] = ()) -> list[str]:
