@@ -1,6 +1,7 @@
-"""docs/layout.md names every module under app/ (each .py but the package files, and the player's, the page's and the
-site's .js and .css) in its room's entry of the tree, so the page that says where things live cannot fall behind a
-move (issue 43: rooms by job, docs true)."""
+"""docs/layout.md names every module under app/ (each .py, and the player's, the page's and the site's .js and .css)
+in its file table, so the page that says where things live cannot fall behind a move (issue 43: rooms by job, docs
+true). The table is written by tools/gendocs.py (tests/test_docs_generated.py holds it to the code); this reads what
+the committed page says."""
 
 from __future__ import annotations
 
@@ -12,51 +13,31 @@ LAYOUT = ROOT / "docs" / "layout.md"
 KINDS = (".py", ".js", ".css")
 
 
-def tree_entries(text: str) -> dict[str, str]:
-    """The layout tree's entries by folder (`app/`, `app/engine/`, ...): each entry's first line and the indented lines
-    after it, joined."""
-    entries: dict[str, str] = {}
-    current = None
-    for line in text.splitlines():
-        if match := re.match(r"(app/\S*)\s", line):
-            current = match.group(1)
-            entries[current] = line[len(current):]
-        elif current and line.startswith(" "):
-            entries[current] += " " + line.strip()
-        else:
-            current = None
-    return entries
+def table_entries(text: str) -> set[str]:
+    """The paths the file table's rows name (`| `app/engine/model.py` | ... |`)."""
+    return set(re.findall(r"^\| `(app/[^`]+)` \|", text, re.M))
 
 
 def missing_from_layout(app_dir: Path, text: str) -> list[str]:
-    """Every module under `app_dir` whose file name its room's entry in `text` does not name (a module flat in
-    app/ belongs to the `app/` entry; one in a subfolder of a room, such as app/view/player/, to the room's)."""
-    entries = tree_entries(text)
-    missing = []
-    for path in sorted(app_dir.rglob("*")):
-        if path.suffix not in KINDS or (path.name == "__init__.py" and path.parent != app_dir) \
-                or "node_modules" in path.parts:
-            continue
-        parts = path.relative_to(app_dir).parts
-        entry = entries.get(f"{app_dir.name}/{parts[0]}/" if len(parts) > 1 else f"{app_dir.name}/", "")
-        if not re.search(rf"(?<![\w.-]){re.escape(path.name)}(?![\w-])", entry):
-            missing.append(str(path.relative_to(app_dir.parent)))
-    return missing
+    """Every module under `app_dir` that no row of the file table in `text` names."""
+    named = table_entries(text)
+    return [str(path.relative_to(app_dir.parent)) for path in sorted(app_dir.rglob("*"))
+            if path.suffix in KINDS and "node_modules" not in path.parts
+            and str(path.relative_to(app_dir.parent)) not in named]
 
 
-def test_the_reader_finds_a_module_missing_from_its_rooms_entry(tmp_path: Path) -> None:
+def test_the_reader_finds_a_module_missing_from_the_file_table(tmp_path: Path) -> None:
     app = tmp_path / "app"
     (app / "engine").mkdir(parents=True)
     (app / "view" / "player").mkdir(parents=True)
-    for name in ("__init__.py", "errors.py", "engine/__init__.py", "engine/model.py", "engine/pins.py",
-                 "view/player/dom.js"):
+    for name in ("__init__.py", "engine/model.py", "view/player/dom.js"):
         (app / name).write_text("")
-    text = ("```\napp/            __init__.py, errors.py\napp/engine/     model.py (numpy),\n"
-            "                pins.py\napp/view/       player/ (dom.js)\n```\n")
+    text = ("| file | what it holds |\n| --- | --- |\n| `app/__init__.py` | The app. |\n"
+            "| `app/engine/model.py` | The model. |\n| `app/view/player/dom.js` | The DOM. |\n")
     assert missing_from_layout(app, text) == []
     (app / "engine" / "stutter.py").write_text("")
-    (app / "view" / "pins.py").write_text("")  # named in the engine's entry, not the view's
-    assert missing_from_layout(app, text) == ["app/engine/stutter.py", "app/view/pins.py"]
+    (app / "view" / "model.py").write_text("")  # the engine's model.py is named, not the view's
+    assert missing_from_layout(app, text) == ["app/engine/stutter.py", "app/view/model.py"]
 
 
 def test_docs_layout_names_every_module_under_app() -> None:
