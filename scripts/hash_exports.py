@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.export.html import export_html  # noqa: E402
 from app.export.video import Scene, export_video, frame_count, load, race_time, render_still  # noqa: E402
-from app.trace.frames import read_recording  # noqa: E402
+from app.trace.reading import read_recording  # noqa: E402
 from app.view.payload import recording_payload  # noqa: E402
 
 

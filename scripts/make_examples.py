@@ -103,7 +103,7 @@ def wire_server(wanted: bool) -> Iterator[dict[str, str]]:
 def check(path: Path) -> None:
     """Refuses an example that does not read cleanly or where a side did not finish."""
     sys.path.insert(0, str(ROOT))
-    from app.trace.frames import read_recording
+    from app.trace.reading import read_recording
 
     rec = read_recording(path)
     problems = list(rec.warnings) + [f"{s} ended {rec.ends.get(s, {}).get('status')!r}" for s in ("left", "right")

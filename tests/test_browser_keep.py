@@ -20,7 +20,7 @@ from app.race.run import Race
 from app.serving.input_limits import refusal
 from app.serving.policy import LOCAL, from_launch
 from app.sources.local import make_local_ar, make_local_diffusion
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from app.trace.store import user_dir
 from app.ui.browser_race import NOT_SAVED, RAN_IN, TOO_LONG, began, keep
 from app.ui.sessions import remember

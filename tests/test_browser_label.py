@@ -22,7 +22,8 @@ from app.export.video.scene import Scene
 from app.export.video.track import load
 from app.serving.policy import LOCAL
 from app.sources.local import make_local_ar, make_local_diffusion
-from app.trace.frames import RAN_ELSEWHERE, RAN_ELSEWHERE_MEANS, read_recording, write_recording
+from app.trace.frames import RAN_ELSEWHERE, RAN_ELSEWHERE_MEANS, write_recording
+from app.trace.reading import read_recording
 from app.ui.browser_race import keep
 from app.ui.library_ui import library_view, picker_entries
 from app.ui.visitor import Visitor

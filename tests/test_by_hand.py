@@ -11,7 +11,7 @@ import pytest
 from app.errors import UserError
 from app.lessons import by_hand
 from app.sources.local import EOS_MARK, make_local_diffusion
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 
 PROMPT = "Once upon a time, there was a little girl named Lily."
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from tests.fixtures import needs_twins
 
 ROOT = Path(__file__).resolve().parent.parent

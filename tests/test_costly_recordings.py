@@ -20,15 +20,8 @@ from app.analysis.changes import Reference, align, settled_fraction_series, text
 from app.analysis.tables import frames_table, write_frames_csv
 from app.export.html import export_html
 from app.trace import library
-from app.trace.frames import (
-    MAX_CELLS,
-    MAX_TOKENS,
-    Frame,
-    RecordingError,
-    RecordingWriter,
-    make_header,
-    read_recording,
-)
+from app.trace.frames import MAX_CELLS, MAX_TOKENS, Frame, RecordingWriter, make_header
+from app.trace.reading import RecordingError, read_recording
 from app.view.payload import load_payload
 from tests.fixtures import run_async
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.measure.quality import recited, training_ngrams
-from app.trace.frames import Frame, read_recording
+from app.trace.frames import Frame
+from app.trace.reading import read_recording
 from app.trace.store import EXAMPLES_DIR
 
 MODELS = Path(__file__).resolve().parent.parent / "assets" / "models"

@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.errors import UserError
-from app.trace.frames import Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.view.payload import recording_payload
 from tests.fixtures import HAVE_TWINS
 from tests.pages import watch_errors

@@ -14,7 +14,8 @@ from PIL import Image
 
 from app.cli.export import main as cli_main
 from app.export.video.scene import MIN_SIZE
-from app.trace.frames import Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.view.pace import HOLD, PACE, PACES, pace_factor
 from app.view.theme import THEME
 from tests.fixtures import drain

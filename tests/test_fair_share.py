@@ -165,7 +165,8 @@ def test_a_disk_bound_evicts_only_the_writers_own_runs_then_refuses(recordings: 
 def test_a_visitors_recording_stops_at_its_cap_and_a_refused_one_writes_nothing(tmp_path: Path) -> None:
     """The writer of a visitor's race: frames past the cap are not written (the ends still are, so the file reads back
     as a finished run), and a run that may not be saved leaves no file at all."""
-    from app.trace.frames import Frame, RecordingWriter, make_header, read_recording
+    from app.trace.frames import Frame, RecordingWriter, make_header
+    from app.trace.reading import read_recording
 
     header = make_header("capped", {s: {"name": "local-ar", "settings": {}} for s in SIDES})
     capped = RecordingWriter(tmp_path / "capped.jsonl", header, max_bytes=2_000)

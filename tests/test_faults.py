@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.race.run import Race
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from app.view.live import live_updates
 from tests.fixtures import HAVE_TWINS
 from tests.reliability import tally

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from app.export.html import render
 from app.trace import library
-from app.trace.frames import SIDES, Frame, RecordingError, RecordingWriter, make_header, read_recording
+from app.trace.frames import SIDES, Frame, RecordingWriter, make_header
+from app.trace.reading import RecordingError, read_recording
 from app.view.payload import recording_payload
 from tests.hostile import HOSTILE
 from tests.reliability import tally

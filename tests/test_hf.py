@@ -185,7 +185,7 @@ def test_auto_placement_on_this_machine_runs_where_torch_finds_an_accelerator() 
 
 
 def test_cpu_with_auto_dtype_runs_in_float32_and_the_header_records_it(tiny: dict[str, Path], tmp_path: Path) -> None:
-    from app.trace.frames import read_recording
+    from app.trace.reading import read_recording
     from app.view.live import record
 
     out = tmp_path / "hf.jsonl"
@@ -234,7 +234,7 @@ def test_an_absent_device_or_an_unknown_dtype_is_one_sentence(tiny: dict[str, Pa
 
 def test_a_hugging_face_masked_model_can_be_stepped_by_hand_and_saved(tiny: dict[str, Path], tmp_path: Path) -> None:
     from app.lessons import by_hand
-    from app.trace.frames import read_recording
+    from app.trace.reading import read_recording
 
     spec = by_hand.steppable(f"hf-diffusion:{tiny['bert']}")
     src = make_source(spec, gen_length=16, steps=16, block_length=8, threshold=0, stop_at_eos=False)

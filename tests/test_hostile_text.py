@@ -19,7 +19,8 @@ from app.export.html import export_html, render
 from app.race.run import Race
 from app.sources.base import make_source
 from app.trace import library
-from app.trace.frames import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import SIDES, Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.view.live import live_updates
 from app.view.payload import load_payload, wire_rows
 from tests.fixtures import needs_twins

@@ -11,7 +11,8 @@ from typing import Any, Iterator
 import pytest
 
 from app.analysis.labels import side_labels
-from app.trace.frames import Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.view.payload import asset, load_payload
 from tests.fixtures import HAVE_TWINS, needs_twins
 from tests.pages import browser_tab, serve_page, watch_errors

@@ -20,7 +20,8 @@ from app.lessons.guided import LESSONS, MERCURY_EXAMPLE, Lesson
 from app.measure.quality import recited, training_ngrams
 from app.sources.base import make_source
 from app.sources.local import EOS_MARK
-from app.trace.frames import Frame, read_recording
+from app.trace.frames import Frame
+from app.trace.reading import read_recording
 
 pytestmark = pytest.mark.skipif(
     not all((DEFAULT_MODELS_DIR / f"{k}.safetensors").is_file() for k in ("diffusion", "uniform", "ar", "referee")),

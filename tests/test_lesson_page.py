@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pytest
 
 from app.lessons.guided import LESSONS
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, outside_viewport
 

@@ -14,7 +14,8 @@ from app.lessons.figures import FIGURES, Finished, most_in_one_pass, reopened, s
 from app.lessons.forward_process import STEPS, forward_recording
 from app.lessons.guided import FORWARD_EXAMPLE, LESSONS, MERCURY_EXAMPLE
 from app.sources.base import REGISTRY, load_plugins, make_source
-from app.trace.frames import Frame, read_recording
+from app.trace.frames import Frame
+from app.trace.reading import read_recording
 from app.ui.lessons_ui import lesson_markdown, noising_file
 from app.view.payload import recording_payload
 from app.view.theme import THEME

@@ -10,7 +10,8 @@ import pytest
 
 from app.errors import UserError
 from app.trace import library, store
-from app.trace.frames import MAX_RECORDING_BYTES, Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import MAX_RECORDING_BYTES, Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.ui import library_ui
 from app.view.payload import load_payload
 

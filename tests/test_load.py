@@ -18,7 +18,8 @@ import pytest
 from app.race.compute import COMPUTE, ComputeGate
 from app.race.run import Race
 from app.sources.base import REGISTRY, load_plugins
-from app.trace.frames import SIDES, Frame, read_recording
+from app.trace.frames import SIDES, Frame
+from app.trace.reading import read_recording
 from tests.fixtures import api_client, needs_twins
 from tests.pages import free_port, wait_for_page, watch_errors
 from tests.reliability import tally

@@ -12,7 +12,7 @@ import pytest
 from app.errors import UserError
 from app.serving.policy import LOCAL, Policy
 from app.sources.listing import list_models
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from app.ui.visitor import listing_endpoint, visitor_models
 from tests import sentinels
 from tests.pages import pick_source

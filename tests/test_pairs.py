@@ -99,7 +99,7 @@ def test_record_with_a_pair_that_does_not_fit_stops_before_loading(tmp_path: Pat
 def test_record_runs_the_twins_pair_and_pairs_lists_every_pair(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from app import __main__ as cli
-    from app.trace.frames import read_recording
+    from app.trace.reading import read_recording
 
     out = tmp_path / "twins.jsonl"
     assert cli.main(["record", "--pair", "twins", "--prompt", "Once upon a time", "--out", str(out),

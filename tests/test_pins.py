@@ -18,7 +18,8 @@ from app.errors import UserError
 from app.export.html import export_html
 from app.export.video.scene import Scene
 from app.sources.base import make_source
-from app.trace.frames import RecordingWriter, make_header, read_recording
+from app.trace.frames import RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.trace.store import EXAMPLES_DIR
 from app.view.side import PINNED, cell_styles, recorded_sides
 from app.view.theme import THEME, hex_rgb, rgb

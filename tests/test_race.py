@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.race.run import Race
-from app.trace.frames import Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.view.live import live_updates, record
 from tests.fixtures import needs_twins
 

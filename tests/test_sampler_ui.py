@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from app.serving.policy import LOCAL
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from app.trace.store import user_dir
 from app.ui.hand_runs import ENDED
 from tests.hostile import HOSTILE

@@ -17,7 +17,8 @@ import pytest
 from app.export.html import export_html
 from app.race.run import Race
 from app.sources.base import REGISTRY, SourceBase, SourceKind, make_source, register
-from app.trace.frames import Frame, read_recording
+from app.trace.frames import Frame
+from app.trace.reading import read_recording
 from app.view.live import live_updates
 from tests import sentinels
 from tests.test_ui import choose, examples, page, side_text, start, wait_status  # noqa: F401 (page fixtures)

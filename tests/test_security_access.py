@@ -20,7 +20,8 @@ import pytest
 from app.errors import UserError
 from app.serving.policy import CAPABILITIES, LOCAL, Policy, from_launch, is_loopback
 from app.sources.base import make_source
-from app.trace.frames import Frame, read_recording
+from app.trace.frames import Frame
+from app.trace.reading import read_recording
 from app.trace.scrub import REDACTED, scrub_frame, scrub_text
 from app.trace.store import EXAMPLES_DIR, user_dir
 from app.ui import scratch

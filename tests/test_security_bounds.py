@@ -26,17 +26,8 @@ import pytest
 
 from app.race import limits
 from app.race.run import GRACE, Race
-from app.trace.frames import (
-    MAX_FRAMES,
-    MAX_LINE_BYTES,
-    MAX_TOKENS,
-    SIDES,
-    Frame,
-    RecordingError,
-    RecordingWriter,
-    make_header,
-    read_recording,
-)
+from app.trace.frames import MAX_FRAMES, MAX_LINE_BYTES, MAX_TOKENS, SIDES, Frame, RecordingWriter, make_header
+from app.trace.reading import RecordingError, read_recording
 from app.view.live import live_updates
 from tests.fixtures import api_client, drain, run_async
 from tests.reliability import tally

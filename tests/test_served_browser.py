@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from app.bench.twins import EVAL_PROMPTS
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from app.ui.browser_race import RAN, RAN_IN
 from app.ui.site_files import SITE_ROUTE
 from tests.fixtures import needs_twins

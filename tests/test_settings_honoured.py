@@ -14,7 +14,7 @@ import pytest
 
 from app.errors import UserError
 from app.sources.base import REGISTRY, load_plugins, make_source
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from tests.fixtures import needs_twins
 
 torch = pytest.importorskip("torch", reason="torch is not installed")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.trace.frames import SCHEMA, Frame, RecordingError, RecordingWriter, make_header, read_recording
+from app.trace.frames import SCHEMA, Frame, RecordingWriter, make_header
+from app.trace.reading import RecordingError, read_recording
 
 
 def frames(n: int) -> list[Frame]:

@@ -17,7 +17,8 @@ import pytest
 
 from app.analysis.changes import SideAnalyzer
 from app.race.run import Race
-from app.trace.frames import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import SIDES, Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.view.live import live_updates
 from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
 from tests.fixtures import drain, needs_twins

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from app.analysis.changes import SideAnalyzer
 from app.export.video.track import Track
-from app.trace.frames import SIDES, Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import SIDES, Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.view.payload import recording_payload
 from app.view.side import (
     CELLS,

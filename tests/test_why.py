@@ -16,7 +16,8 @@ import pytest
 
 from app.export.html import export_html
 from app.lessons.guided import LESSONS
-from app.trace.frames import Frame, RecordingWriter, make_header, read_recording
+from app.trace.frames import Frame, RecordingWriter, make_header
+from app.trace.reading import read_recording
 from app.view import why
 from app.view.live import record
 from app.view.payload import load_payload

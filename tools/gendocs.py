@@ -16,6 +16,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
@@ -61,10 +62,11 @@ def described(path: Path) -> str:
 
 
 def app_files() -> list[Path]:
-    """The files the file table lists: app/'s code, styles and data, without installed packages or caches."""
-    skip = ("node_modules", "__pycache__")
-    return sorted(p for p in APP.rglob("*") if p.is_file() and p.suffix in SHOWN
-                  and not any(part in skip for part in p.relative_to(APP).parts))
+    """The files the file table lists: app/'s code, styles and data as git sees them (committed or new, never what
+    git ignores: installed packages, caches, a build's outputs)."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                             "app"], capture_output=True, check=True).stdout.decode().split("\0")
+    return sorted(ROOT / name for name in listed if name and Path(name).suffix in SHOWN and (ROOT / name).is_file())
 
 
 def modules_table() -> str:

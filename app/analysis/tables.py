@@ -20,7 +20,8 @@ from app.analysis.changes import (
     visible_count,
 )
 from app.analysis.states import EDITED, INSERTED, RENOISED
-from app.trace.frames import RAN_ELSEWHERE, SIDES, Recording, read_recording
+from app.trace.frames import RAN_ELSEWHERE, SIDES, Recording
+from app.trace.reading import read_recording
 
 if TYPE_CHECKING:
     import pandas

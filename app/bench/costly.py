@@ -179,7 +179,7 @@ def every_use(path: Path, out: Path) -> None:
     page and the CSV."""
     from app.analysis.tables import write_frames_csv
     from app.export.html import export_html
-    from app.trace.frames import read_recording
+    from app.trace.reading import read_recording
     from app.view.payload import recording_payload
 
     rec = read_recording(path)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.race.run import Race
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from app.view.live import live_updates
 from app.view.payload import UPDATE_INTERVAL, live_payload, new_run_id, player_json
 

@@ -10,7 +10,7 @@ import sys
 
 from app.analysis.tables import metrics_table, write_frames_csv
 from app.cli.parsers import command_parser
-from app.trace.frames import RecordingError, read_recording
+from app.trace.reading import RecordingError, read_recording
 
 
 def main(argv: list[str]) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.errors import UserError
-from app.trace.frames import Recording, RecordingError, read_recording
+from app.trace.frames import Recording
+from app.trace.reading import RecordingError, read_recording
 
 
 def read_for_export(path: str | Path) -> Recording:

@@ -17,7 +17,8 @@ from typing import Any, Iterator
 from app.engine.options import coerce, option
 from app.errors import UserError
 from app.sources.base import SourceBase, SourceKind, register
-from app.trace.frames import SIDES, Frame, RecordingError, read_recording
+from app.trace.frames import SIDES, Frame
+from app.trace.reading import RecordingError, read_recording
 from app.trace.store import is_id, locate
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
-from app.trace.frames import MAX_RECORDING_BYTES, RAN_ELSEWHERE, SIDES, RecordingError, read_recording
+from app.trace.frames import MAX_RECORDING_BYTES, RAN_ELSEWHERE, SIDES
+from app.trace.reading import RecordingError, read_recording
 from app.trace.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir, written
 
 _cache: dict[tuple[str, int, int], dict[str, Any]] = {}

@@ -35,7 +35,8 @@ from app.errors import UserError
 from app.race.run import recording_name
 from app.serving.policy import Policy
 from app.sources.local import BROWSER_SETTINGS, make_local_ar, make_local_diffusion
-from app.trace.frames import SIDES, Frame, Recording, RecordingError, make_header, read_recording, write_recording
+from app.trace.frames import SIDES, Frame, Recording, make_header, write_recording
+from app.trace.reading import RecordingError, read_recording
 from app.trace.store import RUN_MAX_BYTES, make_room, user_dir, written
 from app.ui.events import QUIET, READS
 from app.ui.library_ui import library_view

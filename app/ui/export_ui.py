@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator
 import gradio as gr
 
 from app.errors import UserError
-from app.trace.frames import RecordingError
+from app.trace.reading import RecordingError
 from app.ui import scratch
 from app.ui.budgets import queued
 from app.ui.events import QUIET

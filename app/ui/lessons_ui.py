@@ -20,7 +20,8 @@ from app.lessons.figures import Finished, shown
 from app.lessons.forward_process import forward_recording
 from app.lessons.guided import LESSONS, Lesson
 from app.sources.base import REGISTRY
-from app.trace.frames import RecordingError, read_recording, write_recording
+from app.trace.frames import write_recording
+from app.trace.reading import RecordingError, read_recording
 from app.ui import scratch
 from app.ui.events import READS
 from app.ui.player_ui import to_player

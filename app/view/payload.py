@@ -16,7 +16,8 @@ from typing import Any
 
 from app.analysis.changes import prefix_len
 from app.trace.cancel import checkpoint
-from app.trace.frames import Recording, RecordingError, origin, read_recording
+from app.trace.frames import Recording, origin
+from app.trace.reading import RecordingError, read_recording
 from app.view.bundle import bundle
 from app.view.side import caption, recorded_sides
 from app.view.theme import css_rules, theme_json
