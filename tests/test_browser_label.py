@@ -66,6 +66,7 @@ def test_the_library_and_the_presenter_picker_say_it_ran_in_a_visitors_browser(k
     assert RAN_ELSEWHERE in choices[f"user/{kept.name}"]
     entries = {e["id"]: e for e in json.loads(picker_entries(Visitor(LOCAL), ids))}
     assert RAN_ELSEWHERE in entries[f"user/{kept.name}"]["sources"]
+    assert entries[f"user/{kept.name}"]["name"].endswith(f" ({RAN_ELSEWHERE})")
     (recordings / server_run.name).write_bytes(server_run.read_bytes())  # a run of the server's: no label
     table, _, _ = library_view(Visitor(LOCAL))
     assert [row[3] for row in table["value"] if row[0] == server_run.name] == ["local-diffusion vs local-ar"]
@@ -134,5 +135,5 @@ def test_the_page_shows_the_label_in_the_library_the_player_and_the_presenters_p
                                 arg=kept.name)  # the page's list of recordings has arrived
     presenter.keyboard.press("o")
     presenter.wait_for_selector(f"{ROOT}[data-picker='open'] .cv-picker-item")
-    about = presenter.text_content(f"{ROOT} .cv-picker-item[data-id='user/{kept.name}'] .cv-picker-about")
-    assert about is not None and RAN_ELSEWHERE in about
+    named = presenter.text_content(f"{ROOT} .cv-picker-item[data-id='user/{kept.name}'] .cv-picker-name")
+    assert named is not None and RAN_ELSEWHERE in named  # what the entry is: its sources, and where they ran

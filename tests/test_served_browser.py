@@ -258,3 +258,24 @@ def test_the_presenters_picker_runs_the_race_in_the_browser(served: tuple[str, P
         tab.wait_for_function(SAVED)
     saved = [p for p in recordings_in(recordings) if p not in before]
     assert [read_recording(p).header.get("ran_in") for p in saved] == [RAN_IN]  # the browser's run, not the server's
+
+
+@pytest.mark.browser
+def test_a_finished_browser_race_stays_finished_until_play_is_pressed(served: tuple[str, Path], browser: Any) -> None:
+    """Issue 50 item 6: the race in the visitor's browser was watched as it ran, so when it ends the player stays at
+    its last frame (it used to go back to frame 1 and replay at real time); Play replays it."""
+    url, _ = served
+    root = "#player .cv-player"
+    held = f"""() => {{ const s = {PLAYER}, root = document.querySelector('{root}');
+        return [s.playing, s.cursor, root.getAttribute('data-step') === root.querySelector('.cv-range').max]; }}"""
+    with browser_tab(browser, url, timeout_ms=180_000) as tab:
+        tab.wait_for_selector("#run-browser", state="visible")
+        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.fill("#prompt textarea", EVAL_PROMPTS[2])
+        tab.click("#run-browser")
+        tab.wait_for_selector(f"{root}[data-mode=live][data-status=done]")  # painted after the race's last update
+        assert tab.evaluate(held) == [False, None, True]
+        tab.wait_for_function(SAVED)  # saving it leaves the player alone
+        assert tab.evaluate(held) == [False, None, True]
+        tab.click(f"{root} .cv-play")
+        tab.wait_for_selector(f"{root}[data-playing=true]")  # Play replays it

@@ -4,6 +4,7 @@ other host for anything. Skipped with the reason where Chromium, npm (onnxruntim
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 from typing import Any
@@ -117,10 +118,16 @@ def test_the_browser_race_equals_the_python_twins_and_asks_no_other_host(site: P
             assert (race[side][0], race[side][1]) == want[side], (prompt, side)
 
 
-def test_the_single_file_races_from_file_with_no_network(site: Path, browser: Any, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def single(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The single-file site (`--single-file`), built once for the module after the folder."""
     from app.site.build import build_single
 
-    page = build_single(tmp_path / "converge.html")
+    return build_single(tmp_path_factory.mktemp("single") / "converge.html")
+
+
+def test_the_single_file_races_from_file_with_no_network(single: Path, browser: Any) -> None:
+    page = single
     assert page.stat().st_size < 40e6
     prompts = list(EVAL_PROMPTS[:2])  # the folder's test races all 24; this one shows the inlined parts load
     with browser_tab(browser, "about:blank", timeout_ms=120_000, offline=True) as tab:
@@ -413,3 +420,58 @@ def test_the_pages_controls_are_the_settings_the_browser_honours_labelled_as_in_
         tab.select_option("#cv-length", "32")
         tab.click("#cv-run")
         tab.wait_for_function("() => document.getElementById('cv-status').textContent.startsWith('Done')")
+
+
+PLAYER_NOW = """() => { const root = document.getElementById('converge');
+    const p = (root.convergePlayer ? root : root.querySelector('.cv-player')).convergePlayer;
+    return {playing: p.state.playing, cursor: p.state.cursor, shown: root.getAttribute('data-playing'),
+            step: root.getAttribute('data-step'), last: root.querySelector('.cv-range').max,
+            status: root.querySelector('.cv-status').textContent}; }"""
+SITE_IDLE = "Type a prompt and press Run: the twins race in this browser."
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("where", ["folder", "single file"])
+def test_a_finished_race_on_the_site_stays_finished_until_play_is_pressed(site: Path, single: Path, browser: Any,
+                                                                            where: str) -> None:
+    """Issue 50 item 6: the race was watched as it ran, so when it ends the player stays at its last frame (it used to
+    go back to frame 1 and replay); Play replays it. The idle line speaks of this page's controls."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(serve(site)) if where == "folder" else single.as_uri()
+        tab = stack.enter_context(browser_tab(browser, url, timeout_ms=120_000, offline=where != "folder"))
+        assert tab.evaluate(PLAYER_NOW)["status"] == SITE_IDLE
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        tab.fill("#cv-prompt", EVAL_PROMPTS[3])
+        tab.click("#cv-run")
+        tab.wait_for_selector("#converge[data-status=done]")  # painted after the last update, where a replay began
+        now = tab.evaluate(PLAYER_NOW)
+        assert (now["playing"], now["cursor"], now["shown"]) == (False, None, "false"), now
+        assert int(now["step"]) == int(now["last"]) > 2, now  # at its last frame
+        tab.click("#converge .cv-play")
+        tab.wait_for_selector("#converge[data-playing=true]")  # Play replays it
+
+
+@pytest.mark.browser
+def test_the_folder_opened_from_disk_says_how_to_open_it(site: Path, browser: Any) -> None:
+    """Issue 50 item 5: index.html double-clicked (file://) cannot fetch the folder's files; instead of "Failed to
+    fetch" (and the browser's CORS errors: browser_tab fails on any console error) the page says in one sentence how
+    to open it, naming this folder, and no text speaks of controls it lacks."""
+    with browser_tab(browser, "about:blank", timeout_ms=60_000) as tab:
+        asked: list[str] = []
+        tab.on("request", lambda r: asked.append(r.url))
+        tab.goto((site / "index.html").as_uri())
+        tab.wait_for_function("() => document.getElementById('cv-status').textContent.includes('http.server')")
+        tab.wait_for_selector("#converge[data-mode=message]")
+        said = tab.text_content("#cv-status")
+        player_said = tab.evaluate(PLAYER_NOW)["status"]
+        assert tab.is_disabled("#cv-run")
+        tab.keyboard.press("?")
+        tab.wait_for_selector("#converge[data-help=open]")
+        shown = tab.inner_text("body")
+    assert said == player_said == (
+        "This page was opened from disk, where the browser loads none of its files: open this folder through a web "
+        f"server (python -m http.server -d {site}, then http://localhost:8000/), or build one file that opens from "
+        "disk with python -m app site converge.html --single-file.")
+    for wrong in ("Failed to fetch", "Choose two sources", "load a recording"):
+        assert wrong not in shown
+    assert not [u for u in asked if u.endswith((".json", ".onnx", ".wasm", ".mjs"))]  # it tried none of them

@@ -62,13 +62,14 @@ class Race:
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
                  secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
                  make: Callable[..., Source] = make_source, folder: str | Path | None = None,
-                 limit: float | None = None, max_bytes: int | None = None) -> None:
+                 limit: float | None = None, max_bytes: int | None = None, lesson: str | None = None) -> None:
         """`settings` go to each source, which records those it applied (`settings()`); `secrets` (keys typed into the
         page) go to the source only, never to disk;
         `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy);
         the recording is `out`, or a new file in `folder` (default: recordings_dir()); `limit` is the race's
         wall-clock limit in seconds (default: app.race.limits.race_limit()); `max_bytes` caps the recording's frames
-        (0: the race runs and is shown but nothing is saved, see RecordingWriter).
+        (0: the race runs and is shown but nothing is saved, see RecordingWriter); `lesson` names the guided lesson
+        that set the race up, in the header (lists name the run by it).
         Every key the race could hold is scrubbed from the prompt, the header, each frame and each message."""
         settings = settings or {}
         self.limit = race_limit() if limit is None else float(limit)
@@ -98,7 +99,8 @@ class Race:
         }, self._keys)
         named = recording_name(self.sides["left"].spec, self.sides["right"].spec)
         self.path = Path(out) if out else Path(folder or recordings_dir()) / named
-        self.writer = RecordingWriter(self.path, make_header(prompt, self.sources), max_bytes=max_bytes)
+        self.writer = RecordingWriter(self.path, make_header(prompt, self.sources, lesson),
+                                      max_bytes=max_bytes)
         for side, s in self.sides.items():
             if s.source is None:
                 self.writer.end(side, "error", s.message)

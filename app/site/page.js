@@ -11,7 +11,8 @@
   var query = new URLSearchParams(location.search);
   var onPresenter = function (on) { document.documentElement.classList.toggle("cv-presenting", on); };
   var player = window.ConvergePlayer.create(document.getElementById("converge"), {
-    presenter: query.get("presenter") === "1", onPresenter: onPresenter, clock: query.get("clock") || "time"});
+    presenter: query.get("presenter") === "1", onPresenter: onPresenter, clock: query.get("clock") || "time",
+    idle: "Type a prompt and press Run: the twins race in this browser."});
   var PREFIX = {diffusion: "cv-", ar: "cv-ar-"}, LEGEND = {diffusion: "Diffusion twin's settings",
                                                            ar: "AR twin's settings"};
   var shown = null;  // {kind: {name: its declaration}} once built
@@ -95,6 +96,10 @@
   });
   stop.addEventListener("click", function () { if (stopper) stopper.abort(); });
   window.converge.controls.then(build, function () { /* the status line says why loading failed */ });
-  window.converge.ready.then(function () { run.disabled = false; status.textContent = "Ready."; },
-                             function (e) { status.textContent = String(e && e.message || e); });
+  window.converge.ready.then(function () { run.disabled = false; status.textContent = "Ready."; }, function (e) {
+    /* why the twins cannot race here (opened from disk: how to open it), in the page's status and the player's */
+    var why = String(e && e.message || e);
+    status.textContent = why;
+    player.update({run: "unavailable", mode: "message", message: why});
+  });
 })();

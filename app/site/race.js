@@ -797,9 +797,21 @@ function controls(loaded) {
   return out;
 }
 
+/* the folder opened from disk (file://): the browser lets a page there fetch none of the folder's files, so it says
+   how to open it instead of trying (the single file, which fetches nothing, opens from disk) */
+function fromDisk(base) {
+  var folder = decodeURIComponent(new URL(base || "./", global.document.baseURI).pathname).replace(/\/$/, "");
+  if (/^\/[A-Za-z]:/.test(folder)) folder = folder.slice(1);  // Windows: /C:/Users/... is C:/Users/...
+  return new Error("This page was opened from disk, where the browser loads none of its files: open this folder " +
+                   "through a web server (python -m http.server -d " + folder + ", then http://localhost:8000/), or " +
+                   "build one file that opens from disk with python -m app site converge.html --single-file.");
+}
+
 // the folder's files by default; the single file (app/site/single.js) hands over its inlined ones instead
-var ready = global.ort ? load(global.ort, global.CONVERGE_SOURCE || fromFolder(global.CONVERGE_BASE || ""))
-                       : Promise.reject(new Error("onnxruntime-web did not load (ort/ort.wasm.min.js)."));
+var onDisk = global.location && global.location.protocol === "file:" && !global.CONVERGE_SOURCE;
+var ready = onDisk ? Promise.reject(fromDisk(global.CONVERGE_BASE))
+  : global.ort ? load(global.ort, global.CONVERGE_SOURCE || fromFolder(global.CONVERGE_BASE || ""))
+  : Promise.reject(new Error("onnxruntime-web did not load (ort/ort.wasm.min.js)."));
 var racer = ready.then(api);
 global.converge = {
   ready: racer.then(function () { return true; }),
@@ -811,4 +823,6 @@ global.converge = {
   controls: ready.then(controls),
   race: function (prompt, options) { return racer.then(function (race) { return race(prompt, options); }); }
 };
+/* a folder that cannot load rejects each of these; whoever reads one hears why, and none is reported as unhandled */
+["ready", "analysis", "settings", "controls"].forEach(function (k) { global.converge[k].catch(function () {}); });
 })(typeof window !== "undefined" ? window : this);

@@ -175,10 +175,11 @@ function summary(frames, analysis) {
 }
 
 /* One race through window.converge.race (app/site/race.js) drawn live in `player` (app/view/player/) as a race on
- * the page is: `mode: live`, one row per frame as it comes, each side's summary at the end (the player then replays
- * at the watch pace). The static site's page and the served page's browser race (app/ui/browser_race.js) both call
- * this; `extra.start` adds to the first payload and `extra.end` to the last (a caption). `options.signal` (an
- * AbortSignal) stops both sides before their next pass. Returns the promise of the race's {left, right}. */
+ * the page is: `mode: live`, one row per frame as it comes, each side's summary at the end. The visitor watched it
+ * race at the pace it ran, so when it finishes it stays at its end (`autoplay: false`) until Play is pressed. The
+ * static site's page and the served page's browser race (app/ui/browser_race.js) both call this; `extra.start`
+ * adds to the first payload and `extra.end` to the last (a caption). `options.signal` (an AbortSignal) stops both
+ * sides before their next pass. Returns the promise of the race's {left, right}. */
 var SPECS = {left: "local-diffusion", right: "local-ar"}, races = 0;
 
 function side(key, status, start, rows, more) {
@@ -188,8 +189,8 @@ function side(key, status, start, rows, more) {
 function race(player, text, options, extra) {
   var id = "browser-" + (++races) + "-" + Date.now(), seq = 0, made = {left: [], right: []};
   var rows = {left: analyzer(), right: analyzer()};
-  player.update(Object.assign({run: id, seq: seq, mode: "live", prompt: text, recording: "", done: false,
-                               message: null, caption: "", warnings: [],
+  player.update(Object.assign({run: id, seq: seq, mode: "live", autoplay: false, prompt: text, recording: "",
+                               done: false, message: null, caption: "", warnings: [],
                                sides: {left: side("left", "running", 0, []), right: side("right", "running", 0, [])}},
                               (extra || {}).start));
   var onFrame = function (key, frame) {

@@ -241,11 +241,13 @@ class Clock:
         return time.monotonic() - self.start
 
 
-def make_header(prompt: str, sources: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The recording's first line: schema, app version, prompt, each side's source name and settings (never a key)."""
-    return {"type": "header", "schema": SCHEMA, "app_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "prompt": prompt, "sources": sources}
+def make_header(prompt: str, sources: dict[str, dict[str, Any]], lesson: str | None = None) -> dict[str, Any]:
+    """The recording's first line: schema, app version, prompt, each side's source name and settings (never a key),
+    and for a race a guided lesson set up, `lesson`: the lesson it is (docs/recording.md), which names it in lists."""
+    header = {"type": "header", "schema": SCHEMA, "app_version": __version__,
+              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "prompt": prompt, "sources": sources}
+    return {**header, "lesson": lesson} if lesson else header
 
 
 # A run this server did not make (a race run in a visitor's browser, app/ui/browser_race.py `keep`) says where it ran

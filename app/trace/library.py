@@ -31,15 +31,20 @@ def failure(rec: Any) -> str | None:
     return "Failed: " + "; ".join(side + (f" ({str(m)[:120]})" if m else "") for side, m in failed) + "."
 
 
+LESSON_CHARS = 300  # a header's `lesson` as lists show it (a file from elsewhere may hold any text there)
+
+
 def describe(path: Path) -> dict[str, Any]:
     """Prompt, caption, sources (saying so when it ran in a visitor's browser), date, duration and frames of one
-    recording (cached by size and mtime)."""
+    recording, the lesson that set its race up and each side's source and settings as its header has them, whose
+    differences from the defaults name it (cached by size and mtime)."""
     st = path.stat()
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key in _cache:
         return _cache[key]
     info: dict[str, Any] = {"prompt": "", "caption": "", "sources": "", "created": "", "duration": None,
-                            "frames": 0, "problem": None, "bytes": st.st_size}
+                            "frames": 0, "problem": None, "bytes": st.st_size, "lesson": "", "sides": {},
+                            "elsewhere": False}
     try:
         rec = read_recording(path)
     except RecordingError as e:
@@ -52,10 +57,13 @@ def describe(path: Path) -> dict[str, Any]:
         sources = rec.header.get("sources") or {}
         names = [str(sources[s].get("name", "?")) for s in SIDES if isinstance(sources.get(s), dict)]
         times = [f.t for s in SIDES for f in rec.frames[s]]
-        caption = rec.header.get("caption")
+        caption, lesson = rec.header.get("caption"), rec.header.get("lesson")
         elsewhere = f" ({RAN_ELSEWHERE})" if rec.header.get("ran_in") else ""  # a visitor's browser's frames
         info.update(prompt=str(rec.header.get("prompt", "")), sources=" vs ".join(names) + elsewhere,
                     caption=caption.strip() if isinstance(caption, str) else "",
+                    lesson=lesson.strip()[:LESSON_CHARS] if isinstance(lesson, str) else "",
+                    sides={s: sources[s] for s in SIDES if isinstance(sources.get(s), dict)},
+                    elsewhere=bool(elsewhere),
                     created=str(rec.header.get("created", "")), duration=max(times) if times else None,
                     frames=len(times), problem=rec.warnings[0] if rec.warnings else failure(rec))
     if len(_cache) > 512:
@@ -86,6 +94,7 @@ def list_recordings(owner: str | None = None) -> list[dict[str, Any]]:
                 entry.update(describe(path))
             except Exception as e:  # any failure describing one file marks only that file
                 entry.update(prompt="", caption="", sources="", created="", duration=None, frames=0, bytes=0,
+                             lesson="", sides={}, elsewhere=False,
                              problem=f"Damaged: it could not be read ({type(e).__name__}).")
             entries.append(entry)
         if kind == "user":

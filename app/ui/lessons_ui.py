@@ -105,8 +105,8 @@ def control_values(sources: dict[str, tuple[str, dict[str, Any]]], controls: dic
     return out
 
 
-def change_note(lesson: Lesson) -> str:
-    """What "Try it" changed, each setting with its old and new value: "Left threshold: 0.9 → 0.1"."""
+def changes(lesson: Lesson) -> str:
+    """What "Try it" changes, each setting with its old and new value, as text: "Left threshold: 0.9 → 0.1"."""
     spec, before = lesson.sources()[lesson.try_side]
     kind = REGISTRY.get(spec.partition(":")[0])
     known = kind.settings if kind is not None else {}
@@ -115,7 +115,20 @@ def change_note(lesson: Lesson) -> str:
         entry = known.get(name, {})
         label = str(entry.get("label", name)).split(" (")[0].lower()
         parts.append(f"{lesson.try_side.capitalize()} {label}: {before.get(name, entry.get('default'))} \u2192 {new}")
-    return "**Changed:** " + html.escape("; ".join(parts), quote=False)
+    return "; ".join(parts)
+
+
+def change_note(lesson: Lesson) -> str:
+    """What "Try it" changed, as the page shows it beside the button: "**Changed:** Left threshold: 0.9 → 0.1"."""
+    return "**Changed:** " + html.escape(changes(lesson), quote=False)
+
+
+def lesson_name(i: Any, tried: bool = False) -> str:
+    """The name a lesson's race is recorded under (its header's `lesson`, which names it in the presenter's picker):
+    "Lesson 6: Which positions get committed ...", and for its "Try it" race what that changed."""
+    lesson = LESSONS[int(i)]
+    name = f"Lesson {int(i) + 1}: {lesson.title}"
+    return f"{name} (tried: {changes(lesson)})" if tried else name
 
 
 def figures_update(i: int, path: Any) -> Any:
@@ -149,12 +162,12 @@ def control_outputs(controls: dict[str, Any]) -> list[Any]:
 
 
 def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
-                ) -> Callable[[Callable[[Any], Any], Callable[[Path], list[Any]], list[Any]], list[Any]]:
+                ) -> Callable[[Callable[..., Any], Callable[[Path], list[Any]], list[Any]], list[Any]]:
     """Builds the lessons accordion where it is called, inside the open Blocks. Returns
-    `wire(start_race, show, shown)`, to call once the player exists: `start_race(event)` chains a race after an
-    event and returns the race event; `show(path)` gives the values of the components `shown` (the player and
-    what it holds, the recording file last) that load a recording file into the player, playing; `wire` returns the race
-    events it started, for Stop to cancel."""
+    `wire(start_race, show, shown)`, to call once the player exists: `start_race(event, lesson=(input, name))` chains
+    a race after an event, its recording named by the lesson, and returns the race event; `show(path)` gives the
+    values of the components `shown` (the player and what it holds, the recording file last) that load a recording
+    file into the player, playing; `wire` returns the race events it started, for Stop to cancel."""
     with gr.Accordion("Lessons: how diffusion decoding differs from typing", open=True, elem_id="lessons"):
         with gr.Row():
             pick = gr.Dropdown(choices=[(f"{i + 1}. {lesson.title}", i) for i, lesson in enumerate(LESSONS)],
@@ -182,7 +195,7 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
         return [gr.update(value=lesson.prompt), gr.update(value=lesson.pins),
                 *control_values(lesson.changed(), controls), change_note(lesson)]
 
-    def wire(start_race: Callable[[Any], Any], show: Callable[[Path], list[Any]], shown: list[Any]) -> list[Any]:
+    def wire(start_race: Callable[..., Any], show: Callable[[Path], list[Any]], shown: list[Any]) -> list[Any]:
         def choose(i: int) -> list[Any]:  # the text, and in the same answer any recording the lesson shows
             path = noising_file(LESSONS[int(i)])
             return [lesson_markdown(int(i)), "", *(show(path) if path else [gr.skip()] * len(shown))]
@@ -192,11 +205,12 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
         prev_btn.click(lambda i: max(0, int(i) - 1), inputs=[pick], outputs=[pick], **quiet)
         next_btn.click(lambda i: min(len(LESSONS) - 1, int(i) + 1), inputs=[pick], outputs=[pick], **quiet)
         races = []
-        for button, values in ((run_btn, setup), (try_btn, change)):
+        for button, values, tried in ((run_btn, setup, False), (try_btn, change, True)):
+            named = (pick, lambda i, tried=tried: lesson_name(i, tried))  # the recording's header names the lesson
             race = start_race(button.click(values, inputs=[pick], outputs=[prompt, pins, *outputs, changed],
                                            **quiet)
                               .then(fn=None, js=spotlight, inputs=[pick], **quiet)
-                              .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet))
+                              .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet), lesson=named)
             race.then(figures_update, inputs=[pick, shown[-1]], outputs=[shown[0]], show_progress="hidden",
                       api_name=False, **READS).then(fn=None, js=in_view, inputs=[pick], **quiet)
             races.append(race)

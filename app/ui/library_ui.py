@@ -17,9 +17,11 @@ from typing import Any, Callable
 import gradio as gr
 from gradio.utils import get_upload_folder
 
+from app.analysis.labels import run_name
 from app.errors import UserError
 from app.serving.policy import Policy
 from app.trace import library
+from app.trace.frames import RAN_ELSEWHERE
 from app.trace.store import locate, make_room, written
 from app.ui import scratch
 from app.ui.events import LIBRARY, QUIET, READS
@@ -28,6 +30,7 @@ from app.ui.player_ui import show_recording, to_player
 from app.ui.sessions import as_visitor, cancellable, visitor_of
 from app.ui.visitor import Visitor, new_owner
 from app.view.payload import load_payload
+from app.view.side import setting_defaults
 
 LIBRARY_HEADERS = ["Name", "Kind", "Caption or prompt", "Sources", "Date", "Duration", "Note"]
 
@@ -72,17 +75,26 @@ def library_view(visitor: Visitor, selected: str | None = None) -> tuple[Any, An
     return table, gr.update(choices=[(label(e), e["id"]) for e in entries], value=value), ids
 
 
+def entry_name(info: dict[str, Any]) -> str:
+    """What a recording is, for the presenter's picker: the lesson that set its race up, or its sources with the
+    settings each moved from the defaults (`run_name`), and where it ran when a visitor's browser ran it."""
+    if info.get("lesson"):
+        return str(info["lesson"])
+    name = run_name(info.get("sides") or {}, setting_defaults())
+    return name + (f" ({RAN_ELSEWHERE})" if info.get("elsewhere") else "") if name else ""
+
+
 def picker_entries(visitor: Visitor, ids: list[str]) -> str:
     """The presenter picker's list (app/ui/presenter_picker.js), as JSON: each recording of the library's `ids` with
-    its prompt (or an example's caption), sources and date, newest first. A recording that cannot be described keeps
-    only its id."""
+    its name (`entry_name`), prompt (or an example's caption), sources and date, newest first. A recording that
+    cannot be described keeps only its id."""
     out = []
     for entry_id in ids or []:
         try:
             info = library.describe(locate(entry_id, visitor.owner))
         except (UserError, OSError):
             info = {}
-        out.append({"id": entry_id, "prompt": info.get("caption") or info.get("prompt", ""),
+        out.append({"id": entry_id, "name": entry_name(info), "prompt": info.get("caption") or info.get("prompt", ""),
                     "sources": info.get("sources", ""), "date": date_text(info.get("created", "")),
                     "created": info.get("created", "")})
     out.sort(key=lambda e: e["created"], reverse=True)  # ISO times: newest first, undated last

@@ -100,14 +100,18 @@ def wire_pins(box: RaceBox, policy: Policy) -> None:
 
 def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
                  refresh: Callable[[Any], Any]) -> Callable[..., Any]:
-    """`start_race(event, api_name=False)`: chains a race after `event` (the Run button, a lesson) into the player
-    and what it holds (`shown`), and returns the race event; `refresh(event)` refreshes the library after it."""
+    """`start_race(event, api_name=False, lesson=None)`: chains a race after `event` (the Run button, a lesson) into
+    the player and what it holds (`shown`), and returns the race event; `refresh(event)` refreshes the library after
+    it."""
     left, right = box.controls["left"], box.controls["right"]
     inputs = [owner, box.prompt, box.pins, *left.inputs(), *right.inputs()]
 
-    def start_race(event: Any, api_name: str | bool = False) -> Any:
-        """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends."""
-        race = event.then(run_race(left, right, policy), inputs=inputs, outputs=shown,
+    def start_race(event: Any, api_name: str | bool = False, lesson: tuple[Any, Callable[[Any], str]] | None = None
+                   ) -> Any:
+        """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends. `lesson`, for a
+        lesson's race: (an input, the lesson's name from its value), which the recording's header keeps."""
+        extra, name = ([lesson[0]], lesson[1]) if lesson else ([], None)
+        race = event.then(run_race(left, right, policy, name), inputs=inputs + extra, outputs=shown,
                           **queued("race"), show_progress="hidden",
                           api_name=api_name)
         refresh(race)
@@ -142,12 +146,16 @@ def pin(pins: str, sides: list[tuple[str, dict[str, Any]]], policy: Policy = LOC
     return bool(takers)
 
 
-def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) -> Any:
+def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
+             lesson: Callable[[Any], str] | None = None) -> Any:
     """The Run handler: starts a race under `policy` and yields coalesced player payloads until it ends or is
-    cancelled; the run is saved in the visitor's own library."""
-    n_left = len(left.inputs())
+    cancelled; the run is saved in the visitor's own library. With `lesson`, the handler takes one more input, last,
+    from which `lesson` names the guided lesson that set the race up (its recording's header keeps it)."""
+    n_left, n_sides = len(left.inputs()), len(left.inputs()) + len(right.inputs())
 
     def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Updates:
+        named = lesson(values[n_sides]) if lesson is not None else None
+        values = values[:n_sides]
         visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
         prompt = prompt or ""
@@ -160,7 +168,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
             yield to_player(notice_payload(PINS_REFUSAL)), gr.skip()
             return
         refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
-        race = yield from _loaded(visitor, prompt, sides, refused, run_id)
+        race = yield from _loaded(visitor, prompt, sides, refused, run_id, named)
         if race is not None:
             yield from _raced(race, run_id, refused, session_of(request), visitor)
 
@@ -168,9 +176,11 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL) ->
 
 
 def _loaded(visitor: Visitor, prompt: str, sides: dict[str, tuple[str, dict[str, Any], dict[str, Any]]],
-            refused: list[str], run_id: str) -> Generator[tuple[Any, Any], None, Race | None]:
-    """Builds the race on a worker thread, saying "Loading..." meanwhile; returns it (None when its recording file
-    could not be made). A disk bound that refuses the recording is noted in `refused` and the race runs unsaved."""
+            refused: list[str], run_id: str, lesson: str | None = None
+            ) -> Generator[tuple[Any, Any], None, Race | None]:
+    """Builds the race (a guided `lesson`'s, when named) on a worker thread, saying "Loading..." meanwhile; returns it
+    (None when its recording file could not be made). A disk bound that refuses the recording is noted in `refused`
+    and the race runs unsaved."""
     (lspec, lset, lkey), (rspec, rset, rkey) = sides["left"], sides["right"]
 
     def build() -> Race:
@@ -181,7 +191,7 @@ def _loaded(visitor: Visitor, prompt: str, sides: dict[str, tuple[str, dict[str,
         cap = 0 if refused else (RUN_MAX_BYTES if visitor.owner is not None else None)
         return Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                     secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
-                    folder=user_dir(visitor.owner), max_bytes=cap)
+                    folder=user_dir(visitor.owner), max_bytes=cap, lesson=lesson)
 
     keys = known_keys({"left": lkey, "right": rkey})
     loading = while_loading(build, scrub_text(f"{lspec} and {rspec}", keys), abandon=_abandon)

@@ -322,9 +322,9 @@ function buildHelp(helpBtn) {
   var helpCard = el("div", "cv-help-card");
   helpCard.appendChild(el("p", "cv-help-title", "Keyboard shortcuts", { id: helpId + "-t" }));
   var helpList = el("dl", "cv-help-list");
-  KEYS.forEach(function (k) {
-    helpList.appendChild(el("dt", null, k[0]));
-    helpList.appendChild(el("dd", null, k[1]));
+  KEYS.forEach(function (k) {  /* data-key: the player hides a key its page does not offer (O without a picker) */
+    helpList.appendChild(el("dt", null, k[0], { "data-key": k[0] }));
+    helpList.appendChild(el("dd", null, k[1], { "data-key": k[0] }));
   });
   helpCard.appendChild(helpList);
   var helpClose = button("cv-btn", "Close", "Close the keyboard shortcuts");

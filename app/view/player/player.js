@@ -9,10 +9,14 @@
  *   ConvergePlayer.mount(root, data, options);  // the same, in one call, for an exported HTML file
  * options: {presenter: bool, keyboard: bool (default true), clock: "time"|"passes", onPresenter: fn(on),
  *           onClock: fn("time"|"passes"), onPaint: fn(ms), onPick: fn() (the page's picker: a "Race / recording"
- *           button and key O in presenter mode)}
+ *           button and key O in presenter mode), idle: the status line's sentence while nothing is shown (the
+ *           theme's by default; the static site, which has no sources to choose nor recordings to load, says its own)}
  * A payload {notice: str} with no run says something in the status line and keeps the run shown; {figures:
  * [[label, text], ...]} with no run shows a lesson's figures of the run shown right under the panels ("This race").
- * `autoplay: true` in a new run's payload plays it from its first frame at once (a lesson's forward process).
+ * `autoplay: true` in a new run's payload plays it from its first frame at once (a lesson's forward process);
+ * `autoplay: false` keeps a live race at its end when it finishes, until Play is pressed (a race the visitor already
+ * watched at the pace it ran: the browser race, app/site/rows.js), where a finished live race of the built-in models
+ * otherwise replays from its first frame at the watch pace.
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
  * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
@@ -99,6 +103,8 @@ function create(root, options) {
   if (options.onPick) {
     ui.pickBtn.hidden = false;
     ui.pickBtn.addEventListener("click", function () { ui.pickBtn.blur(); options.onPick(); });
+  } else {  /* no picker on this page (the static site, an export): the help does not offer key O */
+    Array.prototype.forEach.call(help.querySelectorAll("[data-key=O]"), function (n) { n.hidden = true; });
   }
   viewBox.addEventListener("change", function () { setView(viewBox.checked ? "progress" : "time"); });
   ui.clockBtn.addEventListener("click", toggleClock);
@@ -227,7 +233,7 @@ function create(root, options) {
     var fresh = payload.run !== state.run;
     state.notice = "";
     var wasDone = finished();
-    if (fresh) { reset(); state.run = payload.run; }
+    if (fresh) { reset(); state.run = payload.run; state.holdEnd = payload.autoplay === false; }
     if (typeof payload.seq === "number") state.seq = payload.seq;
     if (payload.mode) state.mode = str(payload.mode);
     if (payload.prompt != null) state.prompt = str(payload.prompt);
@@ -248,8 +254,8 @@ function create(root, options) {
     if (fresh && payload.cursor === "start" && getTimeline().length) state.cursor = 0;
     if (fresh && payload.autoplay && getTimeline().length > 1) { state.cursor = 0; startPlaying(); } /* a lesson's */
     /* a race of the built-in models that has just finished replays at the watch pace, from its first frame */
-    if (!wasDone && state.mode === "live" && finished() && !state.autoPlayed && timeline.watchable() &&
-        getTimeline().length > 1) {
+    if (!wasDone && state.mode === "live" && finished() && !state.autoPlayed && !state.holdEnd &&
+        timeline.watchable() && getTimeline().length > 1) {
       state.autoPlayed = true;
       state.cursor = 0;
       startPlaying();
@@ -345,7 +351,7 @@ function create(root, options) {
     if (!status) {
       /* the words are theme.json's sentences; the video export's line is app/view/side.py status_sentence */
       var say = THEME.sentences;
-      if (overall === "idle") status = say.idle;
+      if (overall === "idle") status = options.idle || say.idle;
       else if (overall === "running") status = sum.anyRunning ? say.racing : say.finishing;
       else if (overall === "stopped") status = say.stopped;
       else if (overall === "error") status = say.failed;
