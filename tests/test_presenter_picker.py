@@ -16,7 +16,7 @@ import pytest
 from app.lessons.guided import LESSONS
 from app.race.run import Race
 from app.serving.policy import LOCAL
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from app.ui.lessons_ui import changes, lesson_name
 from app.ui.library_ui import library_view, picker_entries
 from app.ui.visitor import Visitor

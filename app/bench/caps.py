@@ -21,7 +21,7 @@ from app.trace.frames import MAX_CELLS, MAX_FRAMES, MAX_TOKENS
 MEASURE = """
 import json, sys, time
 from app.bench.caps import peak_mb
-from app.trace.frames import read_recording
+from app.trace.reading import read_recording
 from app.view.payload import recording_payload
 base = peak_mb()
 t0 = time.perf_counter()

@@ -32,7 +32,7 @@ MEASURE = """
 import json, sys, time
 from pathlib import Path
 from app.bench.caps import peak_mb
-from app.trace.frames import RecordingError, read_recording
+from app.trace.reading import RecordingError, read_recording
 from app.view.payload import recording_payload
 from app.export.html import export_html
 from app.analysis.tables import write_frames_csv
