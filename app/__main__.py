@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from app.cli.parsers import command_parser
+from app.errors import counted
 
 
 def default_host() -> str:
@@ -149,7 +150,7 @@ def record(argv: list[str]) -> int:
     failed = False
     for side, entry in final["sides"].items():
         m = entry.get("metrics") or {}
-        line = f"{side}: {entry['spec']} {entry['status']}, {m.get('frames', 0)} frames"
+        line = f"{side}: {entry['spec']} {entry['status']}, {counted(m.get('frames', 0), 'frame')}"
         if m.get("t_final") is not None:
             line += f", {m['t_final']:.2f} s"
         if entry.get("message"):
