@@ -162,14 +162,16 @@ def record(argv: list[str]) -> int:
 
 
 def refused(left: str, right: str, settings: dict[str, dict[str, object]]) -> bool:
-    """Whether a setting of either side is one its source does not honour, said in one sentence on stderr before
-    anything loads or a file is written."""
+    """Whether a setting of either side is one its source does not honour, or a pin is not POSITION:TEXT, said in one
+    sentence on stderr before anything loads or a file is written."""
     from app.errors import UserError
     from app.sources.base import honoured
+    from app.sources.local import as_pins
 
     try:
         for spec, given in ((left, settings["left"]), (right, settings["right"])):
             honoured(spec, given)
+            as_pins(given.get("pins") or ())
     except UserError as e:
         print(e, file=sys.stderr)
         return True
