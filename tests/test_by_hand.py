@@ -66,7 +66,8 @@ def test_the_notes_name_positions_as_positions_never_as_a_bare_count() -> None:
     run = by_hand.advance(run, {p: None for p in two})
     assert run.note.startswith(f"You committed positions {two[0]} and {two[1]}; by confidence the model would have "
                                "committed position")
-    assert [by_hand.named_positions(p) for p in ([], [3], [1, 4, 9])] == ["no position", "position 3", "positions 1, 4 and 9"]
+    named = [by_hand.named_positions(p) for p in ([], [3], [1, 4, 9])]
+    assert named == ["no position", "position 3", "positions 1, 4 and 9"]
 
 
 def test_the_recording_marks_each_frame_with_who_chose_and_plays_at_the_models_pace(tmp_path: Path) -> None:
