@@ -19,6 +19,7 @@ from app.analysis.changes import (
     metrics,
     settled_against_final,
     settled_fraction_series,
+    visible_count,
 )
 from app.bench.pipeline import _truth, mercury_like_stream
 from app.bench.pipeline import bench as bench_pipeline
@@ -238,6 +239,9 @@ def test_metrics_name_each_sides_token_unit_and_give_the_time_per_token():
     m = metrics(local)
     assert (m["answer_tokens"], m["token_unit"]) == (4, "tokenizer pieces")
     assert m["time_per_token"] == 0.5 and m["tokens_per_s"] == 2.0 and m["tokens_per_nfe"] == 1.0
+    stopped = metrics(local[:-1])  # stopped before its last frame, which carries the count: still the pieces shown
+    assert stopped["usage_tokens"] is None and stopped["token_unit"].startswith("tokenizer pieces (those shown")
+    assert stopped["answer_tokens"] == visible_count(local[-2])
     api = [text_frame(0.2, 0, "Hi"), text_frame(0.8, 1, "Hi, you", final=True, usage={"completion_tokens": 3})]
     assert (metrics(api)["answer_tokens"], metrics(api)["token_unit"]) == (3, "completion_tokens (provider's count)")
     plain = metrics([text_frame(0.5, 0, "Hi, you", final=True)])

@@ -53,10 +53,21 @@ def test_the_notes_compare_the_learners_order_with_the_rules() -> None:
     rule = run.state.rule()
     mine = next(p for p in run.state.open if p not in rule)
     run = by_hand.advance(run, {mine: None})
-    assert run.note == f"You committed {mine}; by confidence the model would have committed {rule[0]}."
+    assert run.note == (f"You committed position {mine}; "
+                        f"by confidence the model would have committed position {rule[0]}.")
     rule = run.state.rule()
     run = by_hand.advance(run)
-    assert run.note == f"The model committed {rule[0]} by confidence."
+    assert run.note == f"The model committed position {rule[0]} by confidence."
+
+
+def test_the_notes_name_positions_as_positions_never_as_a_bare_count() -> None:
+    run = by_hand.begin(source(), PROMPT)
+    two = run.state.open[:2]
+    run = by_hand.advance(run, {p: None for p in two})
+    assert run.note.startswith(f"You committed positions {two[0]} and {two[1]}; by confidence the model would have "
+                               "committed position")
+    named = [by_hand.named_positions(p) for p in ([], [3], [1, 4, 9])]
+    assert named == ["no position", "position 3", "positions 1, 4 and 9"]
 
 
 def test_the_recording_marks_each_frame_with_who_chose_and_plays_at_the_models_pace(tmp_path: Path) -> None:

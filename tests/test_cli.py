@@ -38,6 +38,12 @@ def test_record_mercury_against_openai_writes_each_sides_final_text(api_env: str
     assert TEST_KEY not in out.read_text() and TEST_KEY not in proc.stdout + proc.stderr
 
 
+def test_record_refuses_a_pin_that_is_not_position_text_before_either_side_runs(tmp_path: Path) -> None:
+    out = tmp_path / "race.jsonl"
+    proc = run_cli("record", "--prompt", "Once", "--out", str(out), "--pin", "x: The end.")
+    assert proc.returncode == 2 and "is not POSITION:TEXT" in proc.stderr and not out.exists()
+
+
 def test_record_reports_a_missing_key_and_still_saves_the_other_side(api_env: str, tmp_path: Path) -> None:
     out = tmp_path / "race.jsonl"
     proc = run_cli("record", "--left", "mercury", "--right", "openai:mercury-2", "--prompt", "Hi", "--out", str(out),

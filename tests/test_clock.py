@@ -169,3 +169,23 @@ def test_an_ar_side_makes_one_token_a_pass_in_the_panels_presenter_mode_the_metr
     finally:
         context.close()
     assert errors == [], errors
+
+
+@needs_twins
+@pytest.mark.browser
+def test_a_count_of_one_reads_one_tokenizer_piece_and_one_pass(browser: Any, tmp_path: Path) -> None:
+    race = tmp_path / "one.jsonl"
+    record("Once upon a time", "local-ar", "local-ar", race,
+           settings={"left": {"gen_length": 1, "stop_at_eos": False}, "right": {"gen_length": 2, "stop_at_eos": False}})
+    context, page, errors = open_page(browser, export_html(race, tmp_path / "one.html", clock="passes").as_uri())
+    try:
+        press(page, "End", "data-step", page.get_attribute(f"{ROOT} .cv-range", "max"))
+        fig = f"{ROOT} .cv-side[data-side={{}}] .cv-fig[data-fig=elapsed] .cv-fig-num"
+        cell = f"{ROOT} tr[data-metric=answer_tokens] td[data-side={{}}]"
+        assert [page.text_content(fig.format(s)) for s in ("left", "right")] == ["1 pass", "2 passes"]
+        assert [page.text_content(cell.format(s)) for s in ("left", "right")] == ["1 tokenizer piece",
+                                                                                  "2 tokenizer pieces"]
+    finally:
+        context.close()
+    assert errors == [], errors
+

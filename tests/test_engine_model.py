@@ -159,3 +159,13 @@ def test_the_twins_note_reads_the_shipped_logs_and_names_the_fix_when_they_are_m
     assert "`local-uniform`" in details and "uniform-state loss" in details
     headline, details = twins_note(tmp_path)
     assert "not found" in headline and "python -m app.training.train" in details
+
+
+def test_a_prompt_of_one_token_says_one_token() -> None:
+    from app.engine.sampling import check_prompt
+    from app.errors import UserError, counted
+
+    assert [counted(n, "token") for n in (0, 1, 2, 1024)] == ["0 tokens", "1 token", "2 tokens", "1,024 tokens"]
+    assert counted(1, "pass", "passes") == "1 pass" and counted(3, "pass", "passes") == "3 passes"
+    with pytest.raises(UserError, match=r"^Prompt \(1 token\) plus answer length \(8\) exceeds"):
+        check_prompt([5], 8, 4)

@@ -305,3 +305,47 @@ def test_cli_without_a_terminal_writes_no_progress(recording: Path, tmp_path: Pa
     assert cli_main([str(recording), "--out", str(tmp_path / "quiet.gif"), "--fps", "5", "--width", str(MIN_SIZE[0]),
                      "--height", str(MIN_SIZE[1])]) == 0
     assert capsys.readouterr().err == ""
+
+
+PLAYER_LEGEND_AND_AXES = """() => {
+    const root = document.querySelector('#converge');
+    const shown = (attr) => [...root.querySelectorAll(`.cv-legend [data-${attr}]`)].filter((n) => !n.hidden)
+        .map((n) => n.dataset[attr]);
+    const axes = ['left', 'right'].map((s) => {
+        const wrap = root.querySelector(`.cv-side[data-side=${s}] .cv-heat-wrap`);
+        const y = [...wrap.querySelectorAll('.cv-heat-y span')].map((n) => n.textContent);
+        const x = [...wrap.querySelectorAll('.cv-heat-x span')].map((n) => n.textContent);
+        return [y[0], y[2], y[1], x[2]];
+    });
+    return {names: [...shown('style'), ...shown('heat')].filter((n) => n !== 'inspected'), axes: axes};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("example", ["01-confidence-blocks", "04-mercury-wire-format"])
+def test_the_video_legend_lists_only_what_occurs_and_labels_the_heatmaps_axes_as_the_player(
+        browser: object, tmp_path: Path, example: str) -> None:
+    from app.export.html import export_html
+    from app.trace.store import EXAMPLES_DIR
+    from tests.pages import browser_tab
+
+    path = EXAMPLES_DIR / f"{example}.jsonl"
+    with browser_tab(browser, export_html(path, tmp_path / "x.html").as_uri()) as tab:
+        tab.wait_for_selector("#converge[data-status=done][data-mode=replay]")
+        player = tab.evaluate(PLAYER_LEGEND_AND_AXES)
+    scene = Scene(load(path), (1280, 720))
+    assert sorted(scene.legend_names) == sorted(player["names"])  # the player's legend: only what occurs
+    assert "remasked" not in scene.legend_names  # neither example remasks (the legend once listed it anyway)
+    assert [list(tr.axes()) for tr in scene.tracks] == player["axes"]
+
+
+def test_the_heatmaps_axes_are_drawn_beside_and_under_each_heatmap(recording: Path) -> None:
+    scene = Scene(load(recording), (1280, 720))
+    for (x, y, _, _), tr in zip(scene.panels, scene.tracks):
+        assert tr.axes()[0] == f"{tr.frames[0].t:.2f} s" and tr.axes()[3] == str(tr.width - 1)
+        beside = scene.canvas[y + scene.heat_y:y + scene.heat_y + scene.heat_h,
+                              x + scene.inner_x:x + scene.heat_x - scene.px(7)]
+        under = scene.canvas[y + scene.heat_y + scene.heat_h + 2:y + scene.heat_y + scene.heat_h + scene.axis_h,
+                             x + scene.heat_x:x + scene.heat_x + scene.heat_w]
+        ink = lambda pixels: int((pixels == np.array(FG, np.uint8)).all(axis=2).sum())  # noqa: E731
+        assert ink(beside) > 0 and ink(under) > 0  # the first and last frame's time, 0 and the last position

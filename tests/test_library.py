@@ -121,7 +121,7 @@ def test_delete_removes_only_user_recordings(recordings: Path, examples: Path) -
     make(recordings / "old.jsonl")
     make(examples / "ex.jsonl")
     assert library.delete("user/old.jsonl") == "old.jsonl" and not (recordings / "old.jsonl").exists()
-    with pytest.raises(UserError, match="cannot be deleted"):
+    with pytest.raises(UserError, match="cannot be renamed or deleted"):
         library.delete("example/ex.jsonl")
     with pytest.raises(UserError, match="any more"):
         library.delete("user/old.jsonl")

@@ -265,3 +265,43 @@ def test_the_write_the_ending_first_lesson_pins_an_ending_the_diffusion_twin_kee
     src = make_source(spec, **settings, pins=lesson.pins)
     text = list(src.stream(lesson.prompt, threading.Event()))[-1].text
     assert lesson.pins.partition(":")[2] in text
+
+
+def test_pins_that_cannot_be_honoured_are_found_before_either_side_of_a_race_runs(tmp_path: Path) -> None:
+    from app.race.run import Race
+    from app.ui.race_ui import pins_refusal, unfit_pins
+
+    assert "is not POSITION:TEXT" in (pins_refusal("40: fine\nx:text") or "")
+    assert pins_refusal("40: The end.\n") is None and pins_refusal("") is None
+    race = Race("Once", "local-diffusion", "local-ar", settings={"left": {"gen_length": 64, "pins": "62:a long end"},
+                                                                 "right": {"gen_length": 8}}, folder=tmp_path)
+    try:
+        assert "falls outside the answer of 64 tokens" in (unfit_pins(race) or "")
+        assert all(s.status == "waiting" and not s.frames for s in race.sides.values())  # checked, never started
+    finally:
+        race.close()
+    fits = Race("Once", "local-diffusion", "local-ar", settings={"left": {"pins": ENDING}}, folder=tmp_path)
+    fits.close()
+    assert unfit_pins(fits) is None
+
+
+def test_a_pin_of_one_token_says_one_token() -> None:
+    tok = make_source("local-diffusion").tok
+    one = next(w for w in (" end", " the", " a") if len(tok.encode(w)) == 1)
+    with pytest.raises(UserError, match="\\(1 token at 64\\) falls outside the answer of 64 tokens"):
+        resolve_pins(tok, [f"64:{one}"], 64)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("pins, says", [("x: The end.", "is not POSITION:TEXT"),
+                                        ("126: a long ending", "falls outside the answer of 128 tokens")])
+def test_a_pin_that_cannot_be_honoured_is_refused_in_the_status_line_and_no_side_runs(
+        page: Any, recordings: Path, pins: str, says: str) -> None:
+    page.click("#pins-box button.label-wrap")
+    page.locator("#pins textarea").fill(pins)
+    start(page, "Once upon a time")
+    page.wait_for_function(f"s => document.querySelector('{ROOT} .cv-status').textContent.includes(s)", arg=says)
+    shown = page.evaluate(f"['left', 'right'].map((k) => document.querySelector('{ROOT}').convergePlayer.state"
+                          ".sides[k].rows.length)")
+    assert shown == [0, 0]  # neither side ran
+    assert list(recordings.glob("*.jsonl")) == []  # and no half-failed run was saved

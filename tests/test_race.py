@@ -156,3 +156,14 @@ def test_a_finished_sides_metrics_are_computed_once(tmp_path: Path, monkeypatch:
     assert len(updates) > 5
     assert sorted(counted) == [2, 30]
     assert updates[-1]["sides"]["left"]["metrics"]["frames"] == 2
+
+
+def test_a_replay_race_file_is_named_for_the_whole_recording_it_replays(tmp_path: Path) -> None:
+    mercury, first = "example/04-mercury-wire-format.jsonl", "example/01-confidence-blocks.jsonl"
+    race = Race("p", f"replay:{mercury}", f"replay:{first}#right", folder=tmp_path)
+    try:
+        name = race.path.name
+    finally:
+        race.close()
+    assert "-replay_04-mercury-wire-format-vs-replay_01-confidence-blocks_right-" in name  # never cut after ".js"
+    assert name.endswith(".jsonl") and name.count(".js") == 1 and race.path.parent == tmp_path

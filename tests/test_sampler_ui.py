@@ -102,17 +102,17 @@ def test_three_commits_of_the_learner_and_one_of_the_model_are_marked_in_the_sav
     last = open_slots(tab) - 1
     mine = [[pick(tab, last, 0)]]  # the block's last position first
     tab.click("#sampler-commit")
-    wait_note(tab, f"You committed {mine[0][0][0]}; by confidence the model would have committed ")
+    wait_note(tab, f"You committed position {mine[0][0][0]}; by confidence the model would have committed position")
     mine.append([pick(tab, 0, 1)])  # a candidate that is not the model's own guess
     tab.click("#sampler-commit")
-    wait_note(tab, f"You committed {mine[1][0][0]}; by confidence the model would have committed ")
+    wait_note(tab, f"You committed position {mine[1][0][0]}; by confidence the model would have committed position")
     mine.append(sorted([pick(tab, 0, 0), click_on_canvas(tab, 1)]))  # two positions in one commit
     tab.click("#sampler-commit")
-    wait_note(tab, f"You committed {mine[2][0][0]}, {mine[2][1][0]}; ")
+    wait_note(tab, f"You committed positions {mine[2][0][0]} and {mine[2][1][0]}; ")
     confidence = {slot_position(tab, i): slot_confidence(tab, i) for i in range(open_slots(tab))}
     tab.click("#sampler-model")
     wait_note(tab, "The model committed ")
-    rule = int(re.match(r"The model committed (\d+) by confidence\.$", note(tab)).group(1))
+    rule = int(re.match(r"The model committed position (\d+) by confidence\.$", note(tab)).group(1))
     assert confidence[rule] == max(confidence.values())  # one a pass, the most confident first
 
     tab.click("#sampler-save")

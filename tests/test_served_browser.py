@@ -113,7 +113,14 @@ def test_stop_ends_the_browser_race_keeping_its_frames_and_saves_them(served: tu
         tab.click("#run-browser")
         tab.wait_for_function(f"() => {PLAYER}.sides.right.status === 'stopped'")
         shown = tab.evaluate(f"() => ['left', 'right'].map((k) => {PLAYER}.sides[k].rows.length)")
+        tab.wait_for_function(f"(want) => {PLAYER}.caption === want", arg=RAN)  # a stopped run is saved, it says
+        tab.wait_for_function("() => [...document.querySelectorAll('#player .cv-side .cv-fig-label')]"
+                              ".every((n) => !n.textContent.includes('words and symbols')) && [...document"
+                              ".querySelectorAll('#player .cv-side .cv-fig-label')].some((n) => n.textContent"
+                              ".includes('tokenizer pieces in place'))")  # the unit it raced in, stopped or not
+        units = tab.evaluate(f"() => ['left', 'right'].map((k) => {PLAYER}.sides[k].metrics.token_unit)")
         tab.wait_for_function(SAVED)
+    assert all(unit.startswith("tokenizer pieces") for unit in units)
     saved = [p for p in recordings_in(recordings) if p not in before]
     rec = read_recording(saved[0])
     assert [len(rec.frames[k]) for k in ("left", "right")] == shown and shown[1] >= 3  # every frame drawn is kept

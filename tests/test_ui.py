@@ -17,8 +17,10 @@ import pytest
 
 from app.analysis.changes import SideAnalyzer
 from app.race.run import Race
+from app.trace import library
 from app.trace.frames import SIDES, Frame, RecordingWriter, make_header
 from app.trace.reading import read_recording
+from app.ui.page_assets import CONFIRM_DELETE_JS
 from app.view.live import live_updates
 from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
 from tests.fixtures import drain, needs_twins
@@ -496,13 +498,19 @@ def test_the_library_loads_renames_deletes_uploads_and_downloads(open_tab: Any, 
     assert sorted(p.name for p in recordings.iterdir()) == ["talk.jsonl"]
     page.wait_for_function("document.querySelector('#library-pick input').value.startsWith('talk.jsonl')")
 
-    choose_recording(page, "ex.jsonl")
-    page.once("dialog", lambda d: d.accept())
-    page.click("#library-delete")
-    assert "cannot be deleted" in wait_message(page, "cannot be deleted")
+    choose_recording(page, "ex.jsonl")  # an example: Rename and Delete are disabled, and the note says why
+    page.wait_for_selector("#library-delete:disabled")
+    assert page.is_disabled("#library-rename") and page.is_visible("#library-read-only")
+    assert page.text_content("#library-read-only").strip() == library.READ_ONLY
+    asked = page.evaluate("() => { const ask = window.confirm; window.confirm = () => { throw new Error('asked'); };"
+                          f" try {{ return ({CONFIRM_DELETE_JS})('owner', 'example/ex.jsonl'); }}"
+                          " finally { window.confirm = ask; } }")
+    assert asked == ["owner", "example/ex.jsonl"]  # never "cannot be undone" for what cannot be done
     assert (examples / "ex.jsonl").is_file()
 
     choose_recording(page, "talk.jsonl")
+    page.wait_for_selector("#library-delete:enabled")
+    assert page.is_enabled("#library-rename") and not page.is_visible("#library-read-only")
     with page.expect_download() as download:
         page.click("#library-download")
         page.wait_for_selector("#download-file a[download]")

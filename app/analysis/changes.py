@@ -410,7 +410,11 @@ def _ratio(a: float, b: float | None) -> float | None:
     return q if math.isfinite(q) else None
 
 
+# the unit an answer's length and rates count in: the source's own count (its tokenizer's pieces, or a provider's
+# completion_tokens), else what is shown: a token source's pieces (a stopped run, whose count comes only with its last
+# frame, stays in the unit it raced in), a text source's words and symbols
 TOKEN_UNITS = {"model": "tokenizer pieces", "text": "completion_tokens (provider's count)",
+               "shown": "tokenizer pieces (those shown: no count from the source)",
                "displayed": "words and symbols shown (no count from the source)"}
 
 
@@ -425,7 +429,8 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
     usage_tokens: the source's completion_tokens. answer_tokens: the answer's length in `token_unit`, the
     one unit this side's rates use (tokens_per_s, tokens_per_nfe, time_per_token): the source's own count
     where it gives one (the model's tokenizer pieces for local and Hugging Face models, the provider's
-    completion_tokens for API sources), else the visible display tokens. nfe: the largest frame nfe, every
+    completion_tokens for API sources), else the visible display tokens (a token source's pieces, in the unit it
+    raced in even when stopped before its count; a text source's words and symbols). nfe: the largest frame nfe, every
     call of the network; refreshes: of those, the block-start cache refreshes.
     """
     out: dict[str, Any] = {"ttft": None, "t_final": None, "frames": len(frames), "tokens": 0,
@@ -461,7 +466,8 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
     usage_tokens = usage.get("completion_tokens") if usage else None
     counted = isinstance(usage_tokens, (int, float)) and usage_tokens >= 0
     answer = usage_tokens if counted and isinstance(usage_tokens, (int, float)) else tokens
-    unit = TOKEN_UNITS["displayed" if not counted else "text" if _is_text(final) else "model"]
+    unit = TOKEN_UNITS[("text" if _is_text(final) else "model") if counted else
+                       ("displayed" if _is_text(final) else "shown")]
     refreshes = [f.refreshes for f in frames if f.refreshes is not None]
     out.update(t_final=t_final, tokens=tokens, tokens_per_s=_ratio(answer, t_final),
                nfe=nfe, tokens_per_nfe=_ratio(answer, nfe), final_settled_at=settled_at,

@@ -8,6 +8,7 @@ import sys
 
 from app.cli import COMMANDS
 from app.cli.parsers import command_parser
+from app.errors import counted
 
 
 def main(argv: list[str]) -> int:
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
     failed = False
     for side, entry in final["sides"].items():
         m = entry.get("metrics") or {}
-        line = f"{side}: {entry['spec']} {entry['status']}, {m.get('frames', 0)} frames"
+        line = f"{side}: {entry['spec']} {entry['status']}, {counted(m.get('frames', 0), 'frame')}"
         if m.get("t_final") is not None:
             line += f", {m['t_final']:.2f} s"
         if entry.get("message"):
@@ -69,14 +70,16 @@ def main(argv: list[str]) -> int:
 
 
 def refused(left: str, right: str, settings: dict[str, dict[str, object]]) -> bool:
-    """Whether a setting of either side is one its source does not honour, said in one sentence on stderr before
-    anything loads or a file is written."""
+    """Whether a setting of either side is one its source does not honour, or a pin is not POSITION:TEXT, said in one
+    sentence on stderr before anything loads or a file is written."""
     from app.errors import UserError
     from app.sources.base import honoured
+    from app.sources.local import as_pins
 
     try:
         for spec, given in ((left, settings["left"]), (right, settings["right"])):
             honoured(spec, given)
+            as_pins(given.get("pins") or ())
     except UserError as e:
         print(e, file=sys.stderr)
         return True

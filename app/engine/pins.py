@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.errors import UserError
+from app.errors import UserError, counted
 
 PINS_REFUSAL = ("Pins need a source that writes around them, the built-in diffusion twin or a masked diffusion model: "
                 "remove the pins or pick one on a side.")  # pins given while neither side takes them
@@ -39,10 +39,10 @@ def resolve_pins(tok: Any, specs: tuple[str, ...] | list[str], gen_length: int) 
                             "use plain text this model's tokenizer spells exactly, or drop that pin.")
         total += len(tokens)
         if total > gen_length:
-            raise UserError(f"The pins are {total} tokens but the answer is {gen_length}: "
+            raise UserError(f"The pins are {counted(total, 'token')} but the answer is {gen_length}: "
                             "shorten the pins or raise the answer length.")
         if pos + len(tokens) > gen_length:
-            raise UserError(f"Pin {spec!r} ({len(tokens)} tokens at {pos}) falls outside the answer of "
+            raise UserError(f"Pin {spec!r} ({counted(len(tokens), 'token')} at {pos}) falls outside the answer of "
                             f"{gen_length} tokens: pin it at {gen_length - len(tokens)} or earlier.")
         for i, t in enumerate(tokens):
             if pos + i in ids:

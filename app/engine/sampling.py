@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.errors import UserError
+from app.errors import UserError, counted
 
 LENGTHS = (16, 32, 64, 128, 256)  # the answer lengths the page offers (any is valid)
 BLOCKS = (8, 16, 32, 64, 128, 256)  # the block lengths the page offers (any that divides the length is valid)
@@ -30,10 +30,10 @@ def check_prompt(prompt_ids: list[int] | np.ndarray, gen_length: int, max_len: i
     if len(ids) + gen_length > max_len:
         room = max_len - len(ids)
         if room < 1:
-            raise UserError(f"The prompt is {len(ids)} tokens but the model's context is {max_len}: "
+            raise UserError(f"The prompt is {counted(len(ids), 'token')} but the model's context is {max_len}: "
                             "shorten the prompt.")
-        raise UserError(f"Prompt ({len(ids)} tokens) plus answer length ({gen_length}) exceeds the model's context "
-                        f"of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
+        raise UserError(f"Prompt ({counted(len(ids), 'token')}) plus answer length ({gen_length}) exceeds the "
+                        f"model's context of {max_len} tokens: shorten the prompt or set the length to at most {room}.")
     return ids
 
 

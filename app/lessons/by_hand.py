@@ -79,8 +79,14 @@ def begin(source: Source, prompt: str) -> HandRun:
                    "Pick the positions to commit, or let the model choose.")
 
 
-def _words(positions: list[int]) -> str:
-    return ", ".join(map(str, positions)) or "none"
+def named_positions(positions: list[int]) -> str:
+    """Positions as the notes name them, plainly positions and not counts: "position 3", "positions 3 and 7",
+    "positions 1, 4 and 9", "no position"."""
+    if not positions:
+        return "no position"
+    if len(positions) == 1:
+        return f"position {positions[0]}"
+    return "positions " + ", ".join(map(str, positions[:-1])) + f" and {positions[-1]}"
 
 
 def advance(run: HandRun, picks: dict[int, int | None] | None = None) -> HandRun:
@@ -100,12 +106,12 @@ def advance(run: HandRun, picks: dict[int, int | None] | None = None) -> HandRun
         by[pos] = ""
     scoring = run.source.opts.scoring
     if state.chosen_by == stepper.USER:
-        note = (f"You committed {_words(state.step.committed)}; "
-                f"by {scoring} the model would have committed {_words(rule)}.")
+        note = (f"You committed {named_positions(state.step.committed)}; "
+                f"by {scoring} the model would have committed {named_positions(rule)}.")
     else:
-        note = f"The model committed {_words(state.step.committed)} by {scoring}."
+        note = f"The model committed {named_positions(state.step.committed)} by {scoring}."
         if state.step.remasked:
-            note += f" It reopened {_words(state.step.remasked)}."
+            note += f" It reopened {named_positions(state.step.remasked)}."
     if state.done:
         note += " The answer is complete: save it to play it in the player."
     return dataclasses.replace(run, state=state, frames=run.frames + (frame,), seconds=seconds, by=tuple(by),

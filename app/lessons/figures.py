@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from app.analysis.changes import metrics
+from app.errors import counted
 from app.trace.frames import SIDES, Frame
 
 Frames = Sequence[Frame]
@@ -106,7 +107,7 @@ def _time_to_final(race: Finished) -> str:
     for side in race.sides():
         m = metrics(list(race.frames[side]))
         t = m["t_final"] if m["t_final"] is not None else race.frames[side][-1].t
-        parts.append(f"{side} {t:.2f} s for {length(race.frames[side])} tokens")
+        parts.append(f"{side} {t:.2f} s for {counted(length(race.frames[side]), 'token')}")
     counts = [str(length(race.frames[s])) for s in race.sides()]
     note = f" (not the same length: {' against '.join(counts)} tokens)" if len(set(counts)) > 1 else ""
     return ", ".join(parts) + note
@@ -131,7 +132,8 @@ FIGURES: dict[str, Figure] = {
     "passes": Figure("Forward passes", lambda r: _each(r, lambda f: str(f[-1].nfe or 0))),
     "time_to_final": Figure("Time to final", _time_to_final),
     "eos_by_pass_2": Figure("End-of-text marks after two passes", lambda r: _each(r, lambda f: str(eos_by_pass(f)))),
-    "story_tokens": Figure("Story length before end-of-text", lambda r: _each(r, lambda f: f"{length(f)} tokens")),
+    "story_tokens": Figure("Story length before end-of-text",
+                           lambda r: _each(r, lambda f: counted(length(f), "token"))),
 }
 
 

@@ -41,8 +41,15 @@ GRACE = 5.0  # seconds a side gets to end after its race reached the limit befor
 def recording_name(left: str, right: str) -> str:
     """A file name that says when and what raced, with anything odd in source names replaced."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    clean = lambda s: re.sub(r"[^A-Za-z0-9._-]+", "_", s)[:40]  # noqa: E731
-    return f"{stamp}-{clean(left)}-vs-{clean(right)}-{uuid.uuid4().hex[:6]}.jsonl"
+    return f"{stamp}-{name_part(left)}-vs-{name_part(right)}-{uuid.uuid4().hex[:6]}.jsonl"
+
+
+def name_part(spec: str) -> str:
+    """A source's name as a part of a file name: anything odd replaced, at most 40 characters, and a replayed
+    recording named by its own name, without its library folder or ".jsonl" (`replay:example/04-mercury-wire-format
+    .jsonl` once came out cut after ".js")."""
+    spec = re.sub(r"^replay:(?:example|user)/", "replay:", re.sub(r"\.jsonl(?=#|$)", "", spec))
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec)[:40].rstrip("._-") or "source"
 
 
 @dataclass

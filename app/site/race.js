@@ -739,7 +739,8 @@ function promptIds(twin, prompt, length, maxLen) {
   if (!text.trim()) throw new Error("The prompt is empty: type a prompt.");
   var ids = twin.tok.encode(text.trimEnd());  // the twins continue text: no trailing spaces (app/sources/local.py)
   if (ids.length + length > maxLen) {
-    throw new Error("Prompt (" + ids.length + " tokens) plus answer length (" + length + ") exceeds the model's " +
+    var n = ids.length + (ids.length === 1 ? " token" : " tokens");  // as app/errors.py `counted` writes a count
+    throw new Error("Prompt (" + n + ") plus answer length (" + length + ") exceeds the model's " +
                     "context of " + maxLen + " tokens: shorten the prompt or the length.");
   }
   return ids;

@@ -163,7 +163,7 @@ function metrics(frames, analysis) {
   return {ttft: ttft, t_final: tFinal, frames: frames.length, tokens: tokens, tokens_per_s: ratio(answer, tFinal),
           nfe: nfe, tokens_per_nfe: ratio(answer, nfe), final_settled_at: settledAt,
           usage_tokens: used === undefined ? null : used, answer_tokens: answer,
-          token_unit: analysis.token_units[counted ? "model" : "displayed"],
+          token_unit: analysis.token_units[counted ? "model" : "shown"],  // token frames: pieces, stopped or not
           time_per_token: answer ? ratio(tFinal, answer) : null,
           refreshes: refreshes.length ? Math.max.apply(null, refreshes) : null};
 }

@@ -33,6 +33,11 @@ class Source(Protocol):
         `defer=self.defers`, so only a source that `defers` is ever asked to."""
         ...
 
+    def check_pins(self) -> None:
+        """Raises the UserError its pins would raise in its run (text its tokenizer cannot spell, past the answer,
+        overlapping), so the page refuses them before either side runs; nothing for a source without pins."""
+        ...
+
 
 class SourceBase:
     """The defaults of a Source's optional parts: not CPU-bound, decodes its own frames, changed no setting.
@@ -41,6 +46,9 @@ class SourceBase:
     cpu_bound = False
     defers = False
     notice: str | None = None
+
+    def check_pins(self) -> None:
+        """A source that takes no pins has none to refuse."""
 
 
 @dataclass

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from app.errors import counted
 from app.hf.diffusion_gemma import CAPTURED, GemmaStep, resolve
 from app.sources.local import EOS_MARK, SamplerSource, named_candidates
 from app.trace.frames import Clock, Frame
@@ -37,9 +38,9 @@ def answer_length(ids: np.ndarray, eos_ids: list[int]) -> int:
 
 def note(st: GemmaStep, canvas_length: int) -> str:
     """The frame's line: which canvas and step, how much is accepted, and how it was timed."""
-    head = f"Canvas {st.canvas + 1} ({canvas_length} tokens)"
+    head = f"Canvas {st.canvas + 1} ({counted(canvas_length, 'token')})"
     if st.done:
-        return f"Done: {len(st.ids)} tokens in {st.canvas + 1} canvases; {CAPTURED}."
+        return f"Done: {counted(len(st.ids), 'token')} in {counted(st.canvas + 1, 'canvas', 'canvases')}; {CAPTURED}."
     if st.entropy is None:  # no logits: a canvas's random start (before its first step) or the canvas appended
         what = f"appended after {st.denoising} steps" if st.denoising else "its random start"
         return f"{head}: {what}; {CAPTURED}."

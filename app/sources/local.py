@@ -211,6 +211,13 @@ class SamplerSource(SourceBase):
         race run in a visitor's browser), whose settings must meet the same bounds as a race run here."""
         check_prompt(self.encode(prompt), self.opts.gen_length, self.model.max_len)
 
+    def check_pins(self) -> None:
+        """Raises the UserError `diffusion_frames` raises for these settings' pins before its first pass (the pins
+        resolved by this model's tokenizer against the answer length); nothing without pins."""
+        pins = getattr(self.opts, "pins", ())
+        if pins:
+            resolve_pins(self.tok, pins, self.opts.gen_length)
+
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
         """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""
         clock = Clock()

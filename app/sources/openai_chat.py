@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from app.engine.options import coerce, option
-from app.errors import UserError
+from app.errors import UserError, counted
 from app.sources.base import SourceBase, SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text, clean_usage
 from app.trace.scrub import scrub_text
@@ -251,7 +251,7 @@ def _shutdown(response: Any) -> None:
 
 
 def _n_frames(n: int) -> str:
-    return f"{n} frame" if n == 1 else f"{n} frames"
+    return counted(n, "frame")
 
 
 def redact(message: Any, key: str, limit: int = 200) -> str:

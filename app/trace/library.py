@@ -19,6 +19,8 @@ from app.trace.reading import RecordingError, read_recording
 from app.trace.store import KINDS, MAX_NAME, SUFFIX, folder, locate, parse_id, resolve, user_dir, written
 
 _cache: dict[tuple[str, int, int], dict[str, Any]] = {}
+# why a bundled example cannot be renamed or deleted: the refusal, and the page's note beside its disabled buttons
+READ_ONLY = "Bundled examples cannot be renamed or deleted; download one and upload it to keep your own copy."
 
 
 def failure(rec: Any) -> str | None:
@@ -109,7 +111,7 @@ def rename(entry_id: str, new_name: str, owner: str | None = None) -> str:
     """Renames one of the user's recordings (never an example, never over another file); returns the new id."""
     kind, name = parse_id(entry_id)
     if kind != "user":
-        raise UserError("Bundled examples cannot be renamed; download one and upload it to keep your own copy.")
+        raise UserError(READ_ONLY)
     new_name = (new_name or "").strip()
     if new_name and not new_name.endswith(SUFFIX):
         new_name += SUFFIX
@@ -126,7 +128,7 @@ def delete(entry_id: str, owner: str | None = None) -> str:
     """Deletes one of the user's recordings (never an example); returns its name."""
     kind, name = parse_id(entry_id)
     if kind != "user":
-        raise UserError("Bundled examples cannot be deleted.")
+        raise UserError(READ_ONLY)
     path = locate(entry_id, owner)
     path.unlink()
     written(owner)  # the owner's folder counted again

@@ -1,5 +1,5 @@
-/* The page's browser race (app/ui/browser_race.py): the built-in twins race on the visitor's device; only the
- * finished run is sent, to be saved.
+/* The page's browser race (app/ui/browser_race.py): the built-in twins race on the visitor's device; the run is sent
+ * once it ends, or once Stop ends it (with every frame made so far), to be saved.
  *
  * Run (on "your browser") calls window.ConvergeBrowserRace.run(spec, values) with no handler on the server: it loads
  * the static site's runtime, samplers and rows (onnxruntime-web, app/site/rng.js, race.js, rows.js) from this page's

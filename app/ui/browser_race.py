@@ -47,8 +47,8 @@ from app.ui.visitor import Visitor
 ON_SERVER, ON_BROWSER = "this server", "your browser"
 TWINS = ("local-diffusion", "local-ar")
 RACING = "Racing in your browser: the twins run on this device (onnxruntime-web), not on the server."
-RAN = ("Ran in your browser: the twins ran on this device (onnxruntime-web); only the finished run goes to the server, "
-       "to be saved in your library.")
+RAN = ("Ran in your browser: the twins ran on this device (onnxruntime-web); the run goes to the server when it ends, "
+       "or at Stop with every frame made so far, to be saved in your library.")
 # which Run button shows: the browser's only while both sides are the twins and "your browser" is chosen
 SHOW_JS = (f"(left, right, on) => {{ const twins = left === {json.dumps(TWINS[0])} && right === {json.dumps(TWINS[1])};"
            f" const mine = twins && on === {json.dumps(ON_BROWSER)}; return [{{__type__: 'update', visible: twins}},"

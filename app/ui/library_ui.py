@@ -25,7 +25,7 @@ from app.trace.frames import RAN_ELSEWHERE
 from app.trace.store import locate, make_room, written
 from app.ui import scratch
 from app.ui.events import LIBRARY, QUIET, READS
-from app.ui.page_assets import CONFIRM_DELETE_JS
+from app.ui.page_assets import CONFIRM_DELETE_JS, READ_ONLY_JS
 from app.ui.player_ui import show_recording, to_player
 from app.ui.sessions import as_visitor, cancellable, visitor_of
 from app.ui.visitor import Visitor, new_owner
@@ -242,6 +242,7 @@ class LibraryBox:
     rename_btn: Any
     delete_btn: Any
     upload: Any
+    read_only: Any = None  # the note shown while a bundled example is picked: why Rename and Delete are disabled
 
 
 @dataclass
@@ -271,10 +272,11 @@ def library_box(policy: Policy) -> LibraryBox:
                                   max_lines=1, scale=4)
             rename_btn = gr.Button("Rename", elem_id="library-rename", scale=1)
             delete_btn = gr.Button("Delete", variant="stop", elem_id="library-delete", scale=1)
+        read_only = gr.Markdown(library.READ_ONLY, visible=False, elem_id="library-read-only")
         upload = gr.File(label="Upload a recording (.jsonl): it is checked, then added to your recordings",
                          file_types=[".jsonl"], type="filepath", elem_id="load-file", height=140,
                          visible=policy.can("upload"))
-    return LibraryBox(table, pick, load_btn, download_btn, new_name, rename_btn, delete_btn, upload)
+    return LibraryBox(table, pick, load_btn, download_btn, new_name, rename_btn, delete_btn, upload, read_only)
 
 
 def messages_row() -> Messages:
@@ -299,6 +301,8 @@ def wire_library(box: LibraryBox, messages: Messages, policy: Policy, owner: Any
     view = [box.table, box.pick, ids]
     status = messages.status
     box.table.select(pick_row, inputs=[ids], outputs=[box.pick, box.new_name], **LIBRARY, **QUIET)
+    box.pick.change(fn=None, inputs=[box.pick], outputs=[box.rename_btn, box.delete_btn, box.read_only],
+                    js=READ_ONLY_JS, queue=False, show_progress="hidden", api_name=False)
     box.table.change(as_visitor(policy, picker_entries), inputs=[owner, ids], outputs=[messages.picker_list],
                      queue=False, **QUIET)
     messages.picker_load.change(cancellable(policy, load_picked), inputs=[owner, messages.picker_load],

@@ -30,9 +30,15 @@ EXPORT_JS = ("(current, clock, pace, hold, loop) => { const p = document.querySe
 # Stop also stops the player's playback: a replay (the watch-pace replay after a race, or Play on a loaded run) pauses
 STOP_JS = ("() => { document.querySelector('#player .cv-player')?.convergePlayer?.pause();"
            " window.ConvergeBrowserRace?.stop(); }")  # a race in the browser (browser_race.js) stops too
-# Delete asks the browser to confirm; a cancelled one reaches the handler as None
-CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && window.confirm('Delete ' + id.split('/').pop() + "
-                     "'? This cannot be undone.')) ? id : null]")
+# Delete asks the browser to confirm; a cancelled one reaches the handler as None. A bundled example is never asked
+# about, since it cannot be deleted: the handler says so at once (its button is disabled anyway, READ_ONLY_JS)
+CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && (id.startsWith('example/') || window.confirm('Delete ' + "
+                     "id.split('/').pop() + '? This cannot be undone.'))) ? id : null]")
+# picking a bundled example disables Rename and Delete and shows why (the note beside them); one of the visitor's own
+# recordings enables them again: in the browser, no handler on the server
+READ_ONLY_JS = ("(id) => { const ex = typeof id === 'string' && id.startsWith('example/'); "
+                "return [{__type__: 'update', interactive: !ex}, {__type__: 'update', interactive: !ex}, "
+                "{__type__: 'update', visible: ex}]; }")
 
 
 def player_head() -> str:

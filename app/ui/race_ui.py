@@ -9,12 +9,14 @@ from typing import Any, Callable, Generator, Iterator
 import gradio as gr
 
 from app.engine.pins import PINS_REFUSAL
+from app.errors import UserError
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
 from app.race.run import Race
 from app.serving.input_limits import MAX_PROMPT_CHARS
 from app.serving.policy import LOCAL, Policy
 from app.sources.base import REGISTRY
 from app.sources.listing import DEFAULT_MODELS
+from app.sources.local import as_pins
 from app.trace.frames import SIDES
 from app.trace.scrub import known_keys, scrub_text
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, written
@@ -146,6 +148,28 @@ def pin(pins: str, sides: list[tuple[str, dict[str, Any]]], policy: Policy = LOC
     return bool(takers)
 
 
+def pins_refusal(pins: str) -> str | None:
+    """Why the pins cannot be read (a line that is not POSITION:TEXT, no text after the colon), before any model
+    loads; None when each line reads. The race does not start: neither side runs and nothing is saved."""
+    try:
+        as_pins(pins or "")
+    except UserError as e:
+        return str(e)
+    return None
+
+
+def unfit_pins(race: Race) -> str | None:
+    """Why a side's pins do not fit its loaded model (text its tokenizer cannot spell, past the answer, overlapping),
+    checked before either side runs; None when they fit or no side has pins."""
+    for s in race.sides.values():
+        if s.source is not None:
+            try:
+                s.source.check_pins()
+            except UserError as e:
+                return str(e)
+    return None
+
+
 def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
              lesson: Callable[[Any], str] | None = None) -> Any:
     """The Run handler: starts a race under `policy` and yields coalesced player payloads until it ends or is
@@ -167,6 +191,10 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
         if not pin(pins, [(spec, st) for spec, st, _ in sides.values()], policy):
             yield to_player(notice_payload(PINS_REFUSAL)), gr.skip()
             return
+        unreadable = pins_refusal(pins)  # bad input is refused before the race: no half-failed run is saved
+        if unreadable is not None:
+            yield to_player(notice_payload(unreadable)), gr.skip()
+            return
         refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
         race = yield from _loaded(visitor, prompt, sides, refused, run_id, named)
         if race is not None:
@@ -179,8 +207,9 @@ def _loaded(visitor: Visitor, prompt: str, sides: dict[str, tuple[str, dict[str,
             refused: list[str], run_id: str, lesson: str | None = None
             ) -> Generator[tuple[Any, Any], None, Race | None]:
     """Builds the race (a guided `lesson`'s, when named) on a worker thread, saying "Loading..." meanwhile; returns it
-    (None when its recording file could not be made). A disk bound that refuses the recording is noted in `refused`
-    and the race runs unsaved."""
+    (None when its recording file could not be made, or when a side's pins do not fit its model: then it is closed
+    unstarted and its file removed, and the status line says why). A disk bound that refuses the recording is noted in
+    `refused` and the race runs unsaved."""
     (lspec, lset, lkey), (rspec, rset, rkey) = sides["left"], sides["right"]
 
     def build() -> Race:
@@ -195,11 +224,20 @@ def _loaded(visitor: Visitor, prompt: str, sides: dict[str, tuple[str, dict[str,
 
     keys = known_keys({"left": lkey, "right": rkey})
     loading = while_loading(build, scrub_text(f"{lspec} and {rspec}", keys), abandon=_abandon)
+    said = False  # whether the player shows "Loading...", which a refusal then replaces
     try:
         while True:
             yield to_player(message_payload(next(loading))), gr.skip()
+            said = True
     except StopIteration as built:
-        return built.value
+        race: Race = built.value
+        unfit = unfit_pins(race)
+        if unfit is None:
+            return race
+        _abandon(race)
+        race.path.unlink(missing_ok=True)
+        yield to_player(message_payload(unfit, run_id) if said else notice_payload(unfit)), gr.skip()
+        return None
     except OSError as e:
         yield to_player(message_payload(f"Could not create the recording file: {e.strerror or e}.", run_id)), gr.skip()
         return None

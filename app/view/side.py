@@ -72,8 +72,8 @@ def seen_in(rows: list[dict[str, Any]]) -> set[str]:
 
 
 def legend_seen(rows: list[dict[str, Any]]) -> set[str]:
-    """Every legend entry and heat key a side's rows show (as the player's noteSeen counts them), for a video of a
-    race with schema 2 states, whose legend lists only what occurs."""
+    """Every legend entry and heat key a side's rows show (as the player's noteSeen counts them), for a video, whose
+    legend lists only what occurs: draft text is an unchanged cell past the settled prefix of a text side's frame."""
     seen = seen_in(rows) | {"unchanged"}
     for row in rows:
         codes, masks = row["ch"], row["m"]
@@ -81,7 +81,8 @@ def legend_seen(rows: list[dict[str, Any]]) -> set[str]:
                     if code in codes for name in names)
         if masks and any(masks):
             seen.add("masked")
-        if (row.get("st") or "").count("d") or (masks is None and not row["final"] and row["sp"] < len(codes)):
+        drafted = masks is None and not row["final"] and 0 in codes[row["sp"]:len(row["tok"])]
+        if (row.get("st") or "").count("d") or drafted:
             seen.add("draft")
     return seen
 

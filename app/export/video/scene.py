@@ -21,7 +21,6 @@ from app.export.video.palette import (
     LEGEND,
     LINE,
     MUTED,
-    ONLY_IF_SEEN,
     PANEL,
     PASS_RATE,
     SWATCH_EDGE,
@@ -32,10 +31,11 @@ from app.export.video.palette import (
 )
 from app.export.video.track import HeatStrip, Track
 from app.trace.frames import SIDES, Recording, origin
-from app.view.side import CELLS, DELETED, cell_styles, legend_seen, seen_in, status_sentence
+from app.view.side import CELLS, DELETED, cell_styles, legend_seen, status_sentence
 from app.view.theme import MASK, STATUS_TEXT, TERMINAL
 
 MIN_SIZE, MAX_SIZE = (480, 270), (3840, 2160)
+POSITIONS = "position in the answer \u2192"  # the heatmap's axis across, the player's words (app/view/player/dom.js)
 
 
 def speed_text(speed: float) -> str:
@@ -99,8 +99,13 @@ class Scene:
         self.head_y, self.head_h = px(8), px(26)
         self.msg_y, self.msg_h = self.head_y + self.head_h + px(2), px(22)
         self.heat_h = max(px(24), round(h * 0.2))
-        self.heat_y = h - px(8) - self.heat_h
-        self.heat_x, self.heat_w = self.inner_x + px(7), self.inner_w - 2 * px(7)
+        face = self.sans[12]
+        self.axis_h = max(px(16), sum(face.getmetrics()))  # the positions' axis under the heatmap
+        self.heat_y = h - px(8) - self.axis_h - self.heat_h
+        labels = [label for tr in self.tracks for label in tr.axes()[:3]]
+        self.axis_w = max([0] + [math.ceil(face.getlength(label)) for label in labels]) + px(4)  # frames' axis
+        self.heat_x = self.inner_x + self.axis_w + px(7)
+        self.heat_w = self.inner_w - self.axis_w - 2 * px(7)
         self.cap_h = max(px(18), g.ch)
         self.cap_y = self.heat_y - px(4) - self.cap_h
         self.text_y = self.msg_y + self.msg_h + px(4)
@@ -115,16 +120,12 @@ class Scene:
     def _legend_items(self) -> list[tuple[int, Callable[[Image.Image, int, int], None]]]:
         px, face, g = self.px, self.sans[13], self.glyphs
         items: list[tuple[int, Callable[[Image.Image, int, int], None]]] = []
-        seen = set().union(*(seen_in(tr.rows) for tr in self.tracks))
-        hide = set(ONLY_IF_SEEN)
-        if any(row.get("st") is not None for tr in self.tracks for row in tr.rows):  # schema 2: only what occurs
-            seen = set().union(*(legend_seen(tr.rows) for tr in self.tracks))
-            hide = set(CELLS) | set(HEAT_NAMES)
+        seen = set().union(*(legend_seen(tr.rows) for tr in self.tracks))  # only what occurs, as the player's legend
         if any(tr.pinned for tr in self.tracks):
             seen |= {"pinned", "given"}
-        hide -= seen
-        legend = [item for item in LEGEND if CELLS[item[0]] not in hide]
-        heat_keys = [item for item in HEAT_KEY if HEAT_NAMES[item[0]] not in hide]
+        legend = [item for item in LEGEND if CELLS[item[0]] in seen]
+        heat_keys = [item for item in HEAT_KEY if HEAT_NAMES[item[0]] in seen]
+        self.legend_names = [CELLS[i] for i, _, _ in legend] + [HEAT_NAMES[i] for i, _ in heat_keys]
         for style, sample, label in legend:
             ids = np.array([[g.gid(c) for c in sample]])
             cells = g.render(ids, np.full(ids.shape, style))
@@ -191,7 +192,29 @@ class Scene:
                    font=self.sans[12], fill=MUTED, anchor="lm")
             d.rectangle([px0 + self.heat_x - 1, py0 + self.heat_y - 1, px0 + self.heat_x + self.heat_w,
                          py0 + self.heat_y + self.heat_h], outline=BORDER)
+        for (px0, py0, _, _), tr in zip(self.panels, self.tracks):
+            self._axes(d, px0, py0, tr)
         return np.array(img)
+
+    def _axes(self, d: ImageDraw.ImageDraw, x0: int, y0: int, tr: Track) -> None:
+        """The heatmap's axes as the player labels them: frames down (the first and last frame's time or pass, and
+        the axis's name between them where there is room), positions across (0, the name, the last position)."""
+        face, px = self.sans[12], self.px
+        top, bottom, name, last = tr.axes()
+        if not top:
+            return
+        right = x0 + self.heat_x - px(7) - px(2)
+        d.text((right, y0 + self.heat_y), top, font=face, fill=FG, anchor="ra")
+        d.text((right, y0 + self.heat_y + self.heat_h), bottom, font=face, fill=FG, anchor="rd")
+        if self.heat_h >= 3 * sum(face.getmetrics()):
+            bold(d, (right, y0 + self.heat_y + self.heat_h // 2), name, face, FG, "rm")
+        y = y0 + self.heat_y + self.heat_h + 1 + self.axis_h // 2
+        left, end = x0 + self.heat_x, x0 + self.heat_x + self.heat_w
+        d.text((left, y), "0", font=face, fill=FG, anchor="lm")
+        d.text((end, y), last, font=face, fill=FG, anchor="rm")
+        room = self.heat_w - 2 * math.ceil(face.getlength(last)) - px(24)
+        if room > 0:
+            bold(d, ((left + end) // 2, y), one_line(POSITIONS, face, room, self.has_sans), face, FG, "mm")
 
     # -- drawing
 
@@ -416,13 +439,13 @@ class Scene:
         fresh = heat.take()
         if fresh is not None:
             self.put(x0 + self.heat_x, y0 + self.heat_y + fresh[0], fresh[1])
-        margin = self.heat_x - self.inner_x - 1
+        margin = self.px(7) - 1
         ticks = np.full((self.heat_h, margin, 3), WHITE, np.uint8)
         if idx >= 0:
             r0, r1 = heat.span(idx)
             mid = (r0 + r1 - 1) // 2
             ticks[max(0, mid - self.px(1)):mid + self.px(1)] = TICK
-        self.put(x0 + self.inner_x, y0 + self.heat_y, ticks)
+        self.put(x0 + self.heat_x - 1 - margin, y0 + self.heat_y, ticks)
         self.put(x0 + self.heat_x + self.heat_w + 1, y0 + self.heat_y, ticks)
 
     def palette_sample(self) -> Image.Image:

@@ -126,6 +126,16 @@ class Track:
     def index_at(self, t: float) -> int:
         return bisect.bisect_right(self.reach, t) - 1
 
+    def axes(self) -> tuple[str, str, str, str]:
+        """The heatmap's axis labels, as the player's: its first and last frame's time (or pass, on the forward-pass
+        clock) down the side with the axis's name, and its last position across (the first is 0)."""
+        if not self.frames:
+            return "", "", "", ""
+        when = (lambda f: f"pass {f.nfe}") if self.on_passes else (lambda f: f"{f.t:.2f} s")
+        columns = self.columns[2] if self.columns is not None else self.width
+        return (when(self.frames[0]), when(self.frames[-1]), "passes \u2193" if self.on_passes else "time \u2193",
+                str(max(columns - 1, 0)))
+
     def timer(self, idx: int, cells: int) -> str:
         """The timer of frame idx: passes and tokens per pass on the forward-pass clock, else seconds and tokens/s."""
         if self.on_passes:

@@ -87,6 +87,22 @@ export function gridStyle(ctx, px, dark) {
 
 export function str(v) { return v == null ? "" : String(v); }
 
+/* a count and its noun, singular for exactly one ("1 token", "2 tokens"); `many` when the plural is not one + "s"
+   (app/errors.py `counted` is the Python one). A unit the metrics name (a plural phrase, "tokenizer pieces (...)")
+   gets its singular from UNIT_ONE. Why: a count of one once read "1 tokens". */
+export function counted(n, one, many) {
+  return String(n) + " " + (n === 1 ? one : many || one + "s");
+}
+
+var UNIT_ONE = { "tokenizer pieces": "tokenizer piece", "words and symbols shown": "word or symbol shown" };
+
+/* an answer length in its metrics unit (app/analysis/changes.py TOKEN_UNITS): "1 tokenizer piece", "9 tokenizer
+   pieces (...)" */
+export function unitCount(n, unit) {
+  var head = str(unit).split(" (")[0], rest = str(unit).slice(head.length);
+  return counted(n, (UNIT_ONE[head] || head) + rest, head + rest);
+}
+
 /* a side's title: the payload's label (compare mode names the differing settings), else its source */
 export function displayName(side, s) { return side.label || side.spec || sideWord(s); }
 

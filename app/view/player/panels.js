@@ -1,7 +1,7 @@
 /* Converge player: each side's panel (title, badge, figures, text) and heatmap, and the metrics table. */
 import { BLOCK, DELETED_CLASS, DRAFT, HEAT32, HEAT_RANK, MASK, METRICS, MIN_ROW, NOISE, PINNED, SEL, SIDES,
-  STATUS_TEXT, TOKEN_CLASS, cellColour, displayName, el, lastRow, lineColumns, setAttr, setText, sideWord, str,
-  visibleCount
+  STATUS_TEXT, TOKEN_CLASS, cellColour, counted, displayName, el, lastRow, lineColumns, setAttr, setText, sideWord,
+  str, unitCount, visibleCount
 } from "./common.js";
 
 // long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
@@ -85,7 +85,7 @@ export function panelsPart(p) {
     var n = row && row.nfe != null ? row.nfe : 0;
     if (K != null) n = Math.min(K, side.rows[last].nfe);
     var tok = tokensAt(side, row, idx);
-    setText(v.elapsed, String(n) + (n === 1 ? " pass" : " passes"));
+    setText(v.elapsed, counted(n, "pass", "passes"));
     setText(v.elapsedLabel, "forward passes");
     setText(v.rate, n > 0 ? (tok.n / n).toFixed(2) : "\u2014");
     setText(v.rateLabel, tok.settled ? "tokens / pass (" + tok.unit + " in place)" : "tokens / pass (visible, live)");
@@ -395,7 +395,7 @@ export function panelsPart(p) {
       METRICS.forEach(function (def) {
         var cell = cells[def[0]][s];
         var text;
-        if (m && def[0] === "answer_tokens") text = m.answer_tokens == null ? "\u2014" : m.answer_tokens + " " + str(m.token_unit);
+        if (m && def[0] === "answer_tokens") text = m.answer_tokens == null ? "\u2014" : unitCount(m.answer_tokens, m.token_unit);
         else if (m) text = def[2](m[def[0]]);
         else if (def[0] === "frames") text = side.rows.length ? String(side.rows.length) : "\u2014";
         else text = side.status === "running" ? "\u2026" : "\u2014";
