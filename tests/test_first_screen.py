@@ -94,6 +94,24 @@ def test_presenter_mode_fits_the_race_on_one_screen_with_nothing_else(
         tab.wait_for_function(f"() => getComputedStyle(document.querySelector('{ROOT} .cv-scrub')).opacity === '1'")
 
 
+@pytest.mark.parametrize("size", [(1280, 720), (1024, 768), (1920, 1080)])
+def test_presenter_mode_shows_the_heatmaps_axis_labels_whole(browser: Any, server_url: str,
+                                                             size: tuple[int, int]) -> None:
+    """Under each heatmap, "position in the answer → · N frames a row" is never cut (its frames' column gives up
+    the room its labels do not need)."""
+    width, height = size
+    with browser_tab(browser, server_url + "?presenter=1", width=width, height=height) as tab:
+        tab.wait_for_selector(f"{ROOT}[data-mode=replay][data-presenter=true]")
+        tab.keyboard.press("End")
+        tab.wait_for_selector(f"{ROOT}[data-status=done][data-playing=false]")
+        names = tab.evaluate(f"""() => [...document.querySelectorAll('{ROOT} .cv-heat-axis-name')].map(e =>
+          [e.textContent, e.scrollWidth <= e.clientWidth && e.getBoundingClientRect().width > 0])""")
+        assert len(names) == 4 and all(text for text, _ in names), names  # each side's frames and positions
+        assert [text for text, whole in names if not whole] == [], size
+        if size == (1280, 720):
+            assert any("frames a row" in text for text, _ in names), names  # the long label, where it was cut
+
+
 @pytest.mark.parametrize("size", [(1024, 768), (1280, 650), (1366, 650)])
 def test_the_pickers_show_each_source_name_whole_and_run_on_stays_in_its_card(
         browser: Any, run_on_url: str, size: tuple[int, int]) -> None:
