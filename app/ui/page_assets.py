@@ -1,7 +1,7 @@
 """The page's own CSS and scripts, kept as files beside it rather than as strings in the code that lays it out.
 
 page.css styles the page around the player, player_glue.js mounts the player (app/view/player/, read through
-app/view/payload.asset) in its gr.HTML, presenter_picker.js is the presenter's compact picker; the two one-line
+app/view/payload.asset) in its gr.HTML, presenter_picker.js is the presenter's compact picker; the one-line
 handler scripts below run in the browser before their handlers.
 """
 
@@ -27,6 +27,12 @@ PLAYER_GLUE = page_file("player_glue.js")
 EXPORT_JS = ("(current, clock, pace, hold, loop) => { const p = document.querySelector('#player .cv-player'); "
              "return [current, p?.getAttribute('data-view') === 'passes' ? 'passes' : 'time', "
              "pace === 'player' ? (p?.getAttribute('data-pace') ?? pace) : pace, hold, loop]; }")
+# Cancel export shows while an export runs: the page counts the exports clicked and not yet ended or cancelled
+EXPORT_BEGUN_JS = ("() => { window.convergeExports = (window.convergeExports || 0) + 1;"
+                   " return {__type__: 'update', visible: true}; }")
+EXPORT_ENDED_JS = ("() => { window.convergeExports = Math.max(0, (window.convergeExports || 0) - 1);"
+                   " return {__type__: 'update', visible: window.convergeExports > 0}; }")
+EXPORT_CANCELLED_JS = "() => { window.convergeExports = 0; return {__type__: 'update', visible: false}; }"
 # Stop also stops the player's playback: a replay (the watch-pace replay after a race, or Play on a loaded run) pauses
 STOP_JS = ("() => { document.querySelector('#player .cv-player')?.convergePlayer?.pause();"
            " window.ConvergeBrowserRace?.stop(); }")  # a race in the browser (browser_race.js) stops too
