@@ -1,8 +1,8 @@
 """The page's own CSS and scripts, kept as files beside it rather than as strings in the code that lays it out.
 
 page.css styles the page around the player, player_glue.js mounts the player (app/view/player/, read through
-app/view/payload.asset) in its gr.HTML, presenter_picker.js is the presenter's compact picker; the one-line
-handler scripts below run in the browser before their handlers.
+app/view/payload.asset) in its gr.HTML, presenter_picker.js is the presenter's compact picker, page_keys.js takes Tab
+on out of Gradio's dropdowns; the one-line handler scripts below run in the browser before their handlers.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ CONFIRM_DELETE_JS = ("(owner, id) => [owner, (id && window.confirm('Delete ' + i
 
 def player_head() -> str:
     """What the page's <head> gets for the player: its CSS and script (from the view room), the presenter's picker,
-    the browser race's glue (browser_race.js)."""
+    the browser race's glue (browser_race.js) and the page's Tab fix for dropdowns (page_keys.js)."""
     return (f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
-            f"<script>{page_file('presenter_picker.js')}</script><script>{page_file('browser_race.js')}</script>")
+            f"<script>{page_file('presenter_picker.js')}</script><script>{page_file('browser_race.js')}</script>"
+            f"<script>{page_file('page_keys.js')}</script>")
