@@ -19,7 +19,7 @@ from app.ui.budgets import queued
 from app.ui.events import QUIET
 from app.ui.export_job import run_export
 from app.ui.library_ui import error_text
-from app.ui.page_assets import EXPORT_JS
+from app.ui.page_assets import EXPORT_BEGUN_JS, EXPORT_CANCELLED_JS, EXPORT_ENDED_JS, EXPORT_JS
 from app.view.pace import HOLD, HOLD_MAX, PACE, PACES
 
 EXPORT_FORMATS = ("html", "gif", "mp4", "csv")
@@ -30,7 +30,7 @@ LOOP, ONCE = "Loop", "Play once"
 @dataclass
 class ExportBox:
     """One button a format, the player's clock (read in the browser at the click), the video's pace, hold and GIF
-    loop, and Cancel export."""
+    loop, and Cancel export (shown only while an export runs)."""
 
     buttons: dict[str, Any]
     clock: Any
@@ -56,7 +56,7 @@ def export_box() -> ExportBox:
             hold = gr.Slider(0, HOLD_MAX, value=HOLD, step=0.5, label="Hold the last frame (seconds)",
                              elem_id="export-hold")
             loop = gr.Radio([LOOP, ONCE], value=LOOP, label="GIF", elem_id="export-loop")
-        cancel_btn = gr.Button("Cancel export", variant="stop", elem_id="export-cancel")
+        cancel_btn = gr.Button("Cancel export", variant="secondary", size="sm", elem_id="export-cancel", visible=False)
         gr.Markdown("HTML: one self-contained page that plays offline with the same controls "
                     "(add `?presenter=1` to its address for presenter mode). GIF and MP4: the race "
                     f"at the video pace (a race of local models that ended sooner lasts that long, {PACE:g} s unless "
@@ -69,11 +69,18 @@ def export_box() -> ExportBox:
 
 def wire_exports(box: ExportBox, current: Any, download: Any, status: Any) -> None:
     """Each export button makes its file from the recording file `current` into `download`, one export at a time;
-    Cancel export stops any in progress."""
-    exports = [btn.click(export_current(fmt), inputs=[current, box.clock, box.pace, box.hold, box.loop],
-                         outputs=[download, status], **queued("export"), api_name=False,
-                         show_progress="hidden", js=EXPORT_JS) for fmt, btn in box.buttons.items()]
-    box.cancel_btn.click(fn=None, cancels=exports).then(
+    Cancel export, shown from an export's click until the last one running ends (counted in the browser, no handler),
+    stops any in progress."""
+    shown = {"outputs": [box.cancel_btn], "queue": False, "show_progress": "hidden", "api_name": False}
+    exports = []
+    for fmt, btn in box.buttons.items():
+        btn.click(fn=None, js=EXPORT_BEGUN_JS, **shown)
+        export = btn.click(export_current(fmt), inputs=[current, box.clock, box.pace, box.hold, box.loop],
+                           outputs=[download, status], **queued("export"), api_name=False,
+                           show_progress="hidden", js=EXPORT_JS)
+        export.then(fn=None, js=EXPORT_ENDED_JS, **shown)
+        exports.append(export)
+    box.cancel_btn.click(fn=None, cancels=exports, js=EXPORT_CANCELLED_JS, **shown).then(
         lambda: "Any export in progress was cancelled; it left no file.", outputs=[status], **QUIET,
         **queued("library"))
 

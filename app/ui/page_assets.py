@@ -1,8 +1,8 @@
 """The page's own CSS and scripts, kept as files beside it rather than as strings in the code that lays it out.
 
 page.css styles the page around the player, player_glue.js mounts the player (app/view/player/, read through
-app/view/payload.asset) in its gr.HTML, presenter_picker.js is the presenter's compact picker; the two one-line
-handler scripts below run in the browser before their handlers.
+app/view/payload.asset) in its gr.HTML, presenter_picker.js is the presenter's compact picker, page_keys.js takes Tab
+on out of Gradio's dropdowns; the one-line handler scripts below run in the browser before their handlers.
 """
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ PLAYER_GLUE = page_file("player_glue.js")
 EXPORT_JS = ("(current, clock, pace, hold, loop) => { const p = document.querySelector('#player .cv-player'); "
              "return [current, p?.getAttribute('data-view') === 'passes' ? 'passes' : 'time', "
              "pace === 'player' ? (p?.getAttribute('data-pace') ?? pace) : pace, hold, loop]; }")
+# Cancel export shows while an export runs: the page counts the exports clicked and not yet ended or cancelled
+EXPORT_BEGUN_JS = ("() => { window.convergeExports = (window.convergeExports || 0) + 1;"
+                   " return {__type__: 'update', visible: true}; }")
+EXPORT_ENDED_JS = ("() => { window.convergeExports = Math.max(0, (window.convergeExports || 0) - 1);"
+                   " return {__type__: 'update', visible: window.convergeExports > 0}; }")
+EXPORT_CANCELLED_JS = "() => { window.convergeExports = 0; return {__type__: 'update', visible: false}; }"
 # Stop also stops the player's playback: a replay (the watch-pace replay after a race, or Play on a loaded run) pauses
 STOP_JS = ("() => { document.querySelector('#player .cv-player')?.convergePlayer?.pause();"
            " window.ConvergeBrowserRace?.stop(); }")  # a race in the browser (browser_race.js) stops too
@@ -43,6 +49,7 @@ READ_ONLY_JS = ("(id) => { const ex = typeof id === 'string' && id.startsWith('e
 
 def player_head() -> str:
     """What the page's <head> gets for the player: its CSS and script (from the view room), the presenter's picker,
-    the browser race's glue (browser_race.js)."""
+    the browser race's glue (browser_race.js) and the page's Tab fix for dropdowns (page_keys.js)."""
     return (f"<style>{asset('player.css')}</style><script>{asset('player.js')}</script>"
-            f"<script>{page_file('presenter_picker.js')}</script><script>{page_file('browser_race.js')}</script>")
+            f"<script>{page_file('presenter_picker.js')}</script><script>{page_file('browser_race.js')}</script>"
+            f"<script>{page_file('page_keys.js')}</script>")
