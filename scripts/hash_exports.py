@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.export.html import export_html  # noqa: E402
 from app.export.video import Scene, export_video, frame_count, load, race_time, render_still  # noqa: E402
+from app.sources.base import setting_defaults  # noqa: E402
 from app.trace.reading import read_recording  # noqa: E402
 from app.view.payload import recording_payload  # noqa: E402
 
@@ -48,7 +49,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         for path in sorted((ROOT / "recordings" / "examples").glob("*.jsonl")):
-            payload = json.dumps(recording_payload(read_recording(path), name=path.name, run="hash"), sort_keys=True)
+            payload = json.dumps(recording_payload(read_recording(path), name=path.name, run="hash",
+                                                         defaults=setting_defaults()), sort_keys=True)
             print(path.name, "payload", sha(payload.encode()))
             for clock in ("time", "passes"):
                 print(path.name, f"html-{clock}", sha(export_html(path, out / "race.html", clock=clock).read_bytes()))

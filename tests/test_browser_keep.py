@@ -23,9 +23,9 @@ from app.sources.local import make_local_ar, make_local_diffusion
 from app.trace.reading import read_recording
 from app.trace.store import user_dir
 from app.ui.browser_race import NOT_SAVED, RAN_IN, TOO_LONG, began, keep
+from app.ui.live import live_updates
 from app.ui.sessions import remember
 from app.ui.visitor import Visitor
-from app.view.live import live_updates
 from tests.fixtures import needs_twins
 from tests.test_race import make_recording
 

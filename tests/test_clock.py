@@ -12,7 +12,7 @@ import pytest
 from app.export.html import export_html
 from app.lessons.guided import MERCURY_EXAMPLE
 from app.trace.reading import read_recording
-from app.view.live import record
+from app.ui.live import record
 from tests.fixtures import needs_twins
 from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
 

@@ -19,7 +19,7 @@ import pytest
 
 from app.race.run import Race
 from app.trace.reading import read_recording
-from app.view.live import live_updates
+from app.ui.live import live_updates
 from tests.fixtures import HAVE_TWINS
 from tests.reliability import tally
 from tests.wire_server import DEFAULT_KEY, script, serve

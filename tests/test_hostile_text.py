@@ -21,7 +21,7 @@ from app.sources.base import make_source
 from app.trace import library
 from app.trace.frames import SIDES, Frame, RecordingWriter, make_header
 from app.trace.reading import read_recording
-from app.view.live import live_updates
+from app.ui.live import live_updates
 from app.view.payload import load_payload, wire_rows
 from tests.fixtures import needs_twins
 from tests.hostile import BIG, HOSTILE, SENTINEL, as_stored, big_prompt, big_token, joined

@@ -1,12 +1,13 @@
 """The rooms of app/ point one way: its import graph, read with ast (no module is imported), has no cycles,
-nothing outside the bench room imports the benchmarks, and only the page and the command line import the page. Each
+nothing outside the bench room imports the benchmarks, and only the page and the command line import the page (and the
+bench its live.py, to read a race as the page does). Each
 room does one job (issue 43), and ROOM_RULES says what that allows: the engine (the numpy model and its samplers)
 imports only itself and app.errors; the Hugging Face room builds on the engine, never on training; the training room
 is imported by nothing the page or a race runs, only by the bench and the command line; live measurement (app/measure)
-imports the engine and the sources, and nothing below it imports it; analysis reads the trace alone; the view runs no
-model (issue 50: its "why" line once loaded the twin and timed passes to render a recording), so it imports no live
-measurement, engine, Hugging Face room or training, and of the race and the sources only live.py reads a running race
-and side.py the sources' declared defaults. Each rule is also shown failing once, on a small app written in tmp_path
+imports the engine and the sources, and nothing below it imports it; analysis reads the trace alone; the view only
+draws (issue 50: its "why" line once loaded the twin and timed passes to render a recording; issue 52), so it imports
+the trace, analysis and the error alone: a running race is read by the page's live.py, and each source's setting
+defaults come in as data. Each rule is also shown failing once, on a small app written in tmp_path
 with the import it forbids.
 No module reads another room's files by a path built from its own location (the page once read the player's scripts
 that way); a room's files are read through that room's functions. Beside the rooms, app/ holds only its package file,
@@ -76,12 +77,10 @@ def imported_from_elsewhere(graph: dict[str, set[str]], room: str, allowed: tupl
                   for b in out if in_room(b, room))
 
 
-# the view's one reader of a running race (its frames as they arrive), and its one reader of the sources' registry
-# (each source's declared setting defaults, for panel titles): neither runs a model nor times anything
-VIEW_READS_RACE = ("app.view.live",)
-VIEW_READS_SOURCES = ("app.view.side",)
-VIEW_RULE = ("the view runs no model: it imports no live measurement, engine, Hugging Face room or training, only its "
-             "live race imports the race and only its titles the sources")
+VIEW_RULE = ("the view only draws: it imports the trace, analysis and the error, never the race, the sources, live "
+             "measurement, the engine, the Hugging Face room or training (what it shows comes in as data)")
+# the page's reader of a running race (app/ui/live.py), which the bench reads races through as the page does
+BENCH_READS_PAGE = ("app.ui.live",)
 BELOW_MEASURE = ("app.analysis", "app.trace", "app.race", "app.sources", "app.engine", "app.hf")
 Graph = dict[str, set[str]]
 # each room's one job, as the imports it may make or receive; each rule returns the arrows that break it
@@ -97,10 +96,7 @@ ROOM_RULES: dict[str, Callable[[Graph], list[str]]] = {
         lambda g: [arrow for low in BELOW_MEASURE for arrow in arrows(g, low, "app.measure")],
     "analysis imports only the trace, the error and itself":
         lambda g: imports_beyond(g, "app.analysis", ("app.trace", "app.errors")),
-    VIEW_RULE:
-        lambda g: imports_beyond(g, "app.view", ("app.trace", "app.analysis", "app.errors", "app.race", "app.sources"))
-        + arrows(g, "app.view", "app.race", allowed=VIEW_READS_RACE)
-        + arrows(g, "app.view", "app.sources", allowed=VIEW_READS_SOURCES),
+    VIEW_RULE: lambda g: imports_beyond(g, "app.view", ("app.trace", "app.analysis", "app.errors")),
 }
 
 
@@ -220,7 +216,9 @@ def test_only_the_command_line_and_the_bench_import_the_site_builder() -> None:
 def test_only_the_page_and_the_command_line_import_the_page() -> None:
     graph = import_graph()
     page = tuple(name for name in graph if in_room(name, "app.ui")) + command_line(graph)
-    assert arrows(graph, "app", "app.ui", allowed=page) == []
+    assert arrows(graph, "app", "app.ui", allowed=page) == [f"{a} -> {b}" for a, out in sorted(graph.items())
+                                                           if in_room(a, "app.bench") for b in sorted(out)
+                                                           if b in BENCH_READS_PAGE]
 
 
 def test_the_view_imports_neither_the_page_nor_the_exports_that_draw_with_it() -> None:
@@ -288,8 +286,8 @@ ALLOWED_APP = {
     "race/run.py": "",
     "sources/base.py": "",
     "view/why.py": "from app.trace.frames import Frame\nfrom app.analysis.changes import metrics\n",
-    "view/live.py": "from app.race.run import Race\nfrom app.view.why import line\n",
-    "view/side.py": "def defaults():\n    from app.sources.base import REGISTRY\n",
+    "ui/live.py": "from app.race.run import Race\nfrom app.view.why import line\n",
+    "view/side.py": "from app.analysis.changes import metrics\n",
     "bench/twins.py": "def openings():\n    from app.training.stories import read\n",
     "cli/stats.py": "from app.analysis.changes import metrics\n",
     "ui/layout.py": "from app.view.why import line\n",
@@ -340,7 +338,7 @@ def test_a_room_rule_catches_the_import_it_forbids(tmp_path: Path, rule: str) ->
     assert ROOM_RULES[rule](import_graph(app)) == [arrow]
 
 
-def test_the_view_rule_names_each_import_of_a_model_room_and_of_the_race_or_sources_elsewhere(tmp_path: Path) -> None:
+def test_the_view_rule_names_each_import_of_a_model_room_the_race_or_the_sources(tmp_path: Path) -> None:
     app = write_app(tmp_path, ALLOWED_APP)
     (app / "view" / "why.py").write_text("from app.engine.model import load_twin\nfrom app.race.run import Race\n"
                                          "from app.sources.base import REGISTRY\n")

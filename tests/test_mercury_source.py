@@ -129,7 +129,7 @@ def test_temperature_is_clamped_recorded_and_sent(url, asked, sent):
 def test_a_clamped_temperature_is_told_to_the_user_in_the_side_message_and_the_recording(url, tmp_path):
     from app.race.run import Race
     from app.trace.reading import read_recording
-    from app.view.live import live_updates
+    from app.ui.live import live_updates
 
     assert mercury(url, temperature=0.75).notice is None
     out = tmp_path / "race.jsonl"

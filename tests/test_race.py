@@ -10,7 +10,7 @@ import pytest
 from app.race.run import Race
 from app.trace.frames import Frame, RecordingWriter, make_header
 from app.trace.reading import read_recording
-from app.view.live import live_updates, record
+from app.ui.live import live_updates, record
 from tests.fixtures import needs_twins
 
 

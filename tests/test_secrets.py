@@ -19,7 +19,7 @@ from app.race.run import Race
 from app.sources.base import REGISTRY, SourceBase, SourceKind, make_source, register
 from app.trace.frames import Frame
 from app.trace.reading import read_recording
-from app.view.live import live_updates
+from app.ui.live import live_updates
 from tests import sentinels
 from tests.test_ui import choose, examples, page, side_text, start, wait_status  # noqa: F401 (page fixtures)
 from tests.wire_server import DEFAULT_KEY, collect

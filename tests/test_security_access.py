@@ -598,7 +598,7 @@ def test_a_key_echoed_into_the_answer_reaches_no_recording_page_or_export(browse
 
 def test_a_key_typed_as_a_model_name_stays_out_of_the_file_name_header_and_messages(recordings: Path) -> None:
     from app.race.run import Race
-    from app.view.live import live_updates
+    from app.ui.live import live_updates
 
     race = Race(f"say {sentinels.TYPED}", f"openai:{sentinels.TYPED}", f"replay:{EXAMPLE}",
                 secrets={"left": {"api_key": sentinels.TYPED}}, folder=recordings)

@@ -28,7 +28,7 @@ from app.race import limits
 from app.race.run import GRACE, Race
 from app.trace.frames import MAX_FRAMES, MAX_LINE_BYTES, MAX_TOKENS, SIDES, Frame, RecordingWriter, make_header
 from app.trace.reading import RecordingError, read_recording
-from app.view.live import live_updates
+from app.ui.live import live_updates
 from tests.fixtures import api_client, drain, run_async
 from tests.reliability import tally
 from tests.test_load import app_url, payload_of, race_args  # noqa: F401  (app_url is a fixture)

@@ -126,7 +126,7 @@ def test_every_setting_has_a_generate_flag_described_by_its_declaration(prefix: 
 
 def test_titles_compare_a_following_setting_with_its_declared_default_not_the_controls_0() -> None:
     from app.analysis.labels import side_labels
-    from app.view.side import setting_defaults
+    from app.sources.base import setting_defaults
 
     labels = side_labels({"left": {"name": "local-diffusion", "settings": {"steps": 128}},
                           "right": {"name": "local-diffusion", "settings": {"steps": 32}}}, setting_defaults())

@@ -20,8 +20,8 @@ from app.race.run import Race
 from app.trace import library
 from app.trace.frames import SIDES, Frame, RecordingWriter, make_header
 from app.trace.reading import read_recording
+from app.ui.live import live_updates
 from app.ui.page_assets import CONFIRM_DELETE_JS
-from app.view.live import live_updates
 from app.view.payload import live_payload, load_payload, percent, recording_payload, wire_rows
 from tests.fixtures import drain, needs_twins
 from tests.pages import browser_tab, pick_source, watch_errors
@@ -643,7 +643,7 @@ def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
 
 
 def test_wire_rows_carry_the_inspectors_confidences_and_candidates(tmp_path: Path) -> None:
-    from app.view.live import record
+    from app.ui.live import record
 
     out = tmp_path / "twins.jsonl"
     record("Once upon a time", "local-diffusion", "local-ar", out,

@@ -388,7 +388,7 @@ def test_heatmap_colours_stand_off_the_background_and_each_other() -> None:
 
 def test_titles_name_only_the_settings_a_side_moved_from_its_default() -> None:
     from app.analysis.labels import side_labels
-    from app.view.side import setting_defaults
+    from app.sources.base import setting_defaults
 
     labels = side_labels({"left": {"name": "local-diffusion", "settings": {"threshold": 0.9, "factor": None}},
                           "right": {"name": "local-diffusion", "settings": {"threshold": None, "factor": 0.5}}},

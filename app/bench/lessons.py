@@ -9,7 +9,7 @@ from typing import Any
 
 from app.lessons.guided import LESSONS
 from app.race.run import Race
-from app.view.live import live_updates
+from app.ui.live import live_updates
 
 
 def bench() -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from app.race.run import Race
 from app.trace.reading import read_recording
-from app.view.live import live_updates
+from app.ui.live import live_updates
 from app.view.payload import UPDATE_INTERVAL, live_payload, new_run_id, player_json
 
 PROMPT = "Once upon a time, there was a little girl named Lily."

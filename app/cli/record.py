@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pin", action="append", default=[], metavar="POSITION:TEXT",
                         help="fix TEXT at answer position POSITION of the left (diffusion) side (repeatable)")
     args = parser.parse_args(argv)
-    from app.view.live import record as run_record
+    from app.ui.live import record as run_record
 
     try:
         settings = {"left": json.loads(args.left_settings), "right": json.loads(args.right_settings)}

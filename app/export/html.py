@@ -20,6 +20,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.export import read_for_export
+from app.sources.base import setting_defaults
 from app.trace.cancel import checkpoint
 from app.view.payload import asset, recording_payload
 
@@ -100,7 +101,8 @@ def export_html(recording_path: str | Path, out: str | Path, clock: str = "time"
     if not out.parent.is_dir():
         raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist.")
     rec = read_for_export(recording_path)
-    payload = recording_payload(rec, Path(recording_path).name, run="export", cursor="start")
+    payload = recording_payload(rec, Path(recording_path).name, run="export", cursor="start",
+                                defaults=setting_defaults())
     checkpoint()  # a cancelled export stops between its stages too (app/trace/cancel.py), each under a second
     page = render({**payload, "clock": clock})
     checkpoint()

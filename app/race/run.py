@@ -5,7 +5,7 @@ other's time. A side's thread only stamps each frame and hands it off: the recor
 its strings (`Frame.ready()`) and appends it to the recording, so that bookkeeping is not on the
 side's clock, and passes it on; a side's end goes the same way, after its frames, so the race reports
 a side finished only once all its frames are on disk. The consumer gets a tick at most once per
-`interval` while frames arrive, and always a final one; app/view/live.py turns each tick into the player's
+`interval` while frames arrive, and always a final one; app/ui/live.py turns each tick into the player's
 update. Every race has a wall-clock limit (app/race/limits.py): when it is reached both sides stop, say why, and
 keep their frames; a tick comes at least once a second even when nothing changed, so a page or API caller
 that went away is noticed and the race ends.
@@ -64,7 +64,7 @@ class Side:
 
 
 class Race:
-    """Runs two sources at once and records both; iterate `ticks()` (or app.view.live.live_updates) to watch it."""
+    """Runs two sources at once and records both; iterate `ticks()` (or app.ui.live.live_updates) to watch it."""
 
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
                  secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,

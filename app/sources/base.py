@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Iterator, Protocol
 
 from app.engine.options import declared, settings_spec
@@ -195,3 +196,15 @@ def load_plugins() -> None:
     for info in pkgutil.iter_modules(pkg.__path__):
         if info.name != "base":
             importlib.import_module(f"app.sources.{info.name}")
+
+
+@lru_cache(maxsize=1)
+def setting_defaults() -> dict[str, dict[str, Any]]:
+    """Every registered source's settings defaults (prefix -> name -> default), for titles that name only the settings
+    a side moved from them."""
+    load_plugins()
+    def default(kind: Any, name: str, spec: dict[str, Any]) -> Any:  # the declared default, not the control's 0
+        return next((getattr(o, name) for o in kind.defaults if hasattr(o, name)), spec.get("default"))
+
+    return {prefix: {name: default(kind, name, spec) for name, spec in kind.settings.items()}
+            for prefix, kind in REGISTRY.items()}

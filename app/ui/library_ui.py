@@ -20,6 +20,7 @@ from gradio.utils import get_upload_folder
 from app.analysis.labels import run_name
 from app.errors import UserError
 from app.serving.policy import Policy
+from app.sources.base import setting_defaults
 from app.trace import library
 from app.trace.frames import RAN_ELSEWHERE
 from app.trace.store import locate, make_room, written
@@ -30,7 +31,6 @@ from app.ui.player_ui import show_recording, to_player
 from app.ui.sessions import as_visitor, cancellable, visitor_of
 from app.ui.visitor import Visitor, new_owner
 from app.view.payload import load_payload
-from app.view.side import setting_defaults
 
 LIBRARY_HEADERS = ["Name", "Kind", "Caption or prompt", "Sources", "Date", "Duration", "Note"]
 
@@ -140,7 +140,8 @@ def load_entry(visitor: Visitor, entry_id: str | None) -> tuple[Any, Any, str]:
         path = locate(entry_id or "", visitor.owner)
     except UserError as e:
         return gr.skip(), gr.skip(), str(e)
-    payload = {**load_payload(path, name=path.name, cursor="start"), "reveal": True}  # the player scrolls into view
+    loaded = load_payload(path, name=path.name, cursor="start", defaults=setting_defaults())
+    payload = {**loaded, "reveal": True}  # the player scrolls into view
     if payload["mode"] == "message":
         return to_player(payload), gr.skip(), payload["message"]
     note = " ".join(payload.get("warnings") or [])
@@ -188,7 +189,8 @@ def upload_entry(visitor: Visitor, path: str | None) -> tuple[Any, ...]:
     try:
         if not visitor.policy.can("upload"):
             return (gr.skip(),) * 5 + ("Uploading recordings is off on this server.", None)
-        payload = load_payload(path, cursor="start")  # read under the caps and analysed before anything is stored
+        # read under the caps and analysed before anything is stored
+        payload = load_payload(path, cursor="start", defaults=setting_defaults())
         if payload["mode"] == "message":
             raise UserError(payload["message"])
         make_room(visitor.owner, visitor.address)

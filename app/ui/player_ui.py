@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.sources.base import setting_defaults
 from app.ui.page_assets import PLAYER_GLUE, player_head
 from app.ui.session_state import sent_not_kept
 from app.view.payload import load_payload, player_json
@@ -28,7 +29,8 @@ def to_player(payload: dict[str, Any]) -> dict[str, Any]:
 
 def show_recording(path: Path, play: bool = False) -> dict[str, Any]:
     """The player's update that loads the recording at `path`, at its start, ready to play (playing, with `play`)."""
-    return to_player({**load_payload(path, name=path.name, cursor="start"), **({"autoplay": True} if play else {})})
+    payload = load_payload(path, name=path.name, cursor="start", defaults=setting_defaults())
+    return to_player({**payload, **({"autoplay": True} if play else {})})
 
 
 def player_box() -> gr.HTML:

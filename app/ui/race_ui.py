@@ -23,13 +23,13 @@ from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, writte
 from app.ui.browser_race import ON_SERVER, TWINS, default_place, place_box
 from app.ui.budgets import queued
 from app.ui.events import QUIET, READS
+from app.ui.live import live_updates
 from app.ui.loading import while_loading
 from app.ui.page_assets import STOP_JS
 from app.ui.player_ui import to_player
 from app.ui.sessions import after_stop, remember, session_of, visitor_of
 from app.ui.sources_ui import SideControls, shown_backend, side_controls
 from app.ui.visitor import Visitor, visitor_source
-from app.view.live import live_updates
 from app.view.payload import UPDATE_INTERVAL, live_payload, message_payload, new_run_id, notice_payload
 from app.view.side import SENTENCES
 

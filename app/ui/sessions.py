@@ -12,6 +12,7 @@ import gradio as gr
 
 from app.race.run import Race
 from app.serving.policy import Policy
+from app.sources.base import setting_defaults
 from app.trace.cancel import within
 from app.ui.address import address_of
 from app.ui.player_ui import to_player
@@ -105,7 +106,7 @@ def after_stop(request: gr.Request) -> Any:
         race.close()
     if not Path(entry["path"]).is_file():  # a race that was not saved: what it showed stays on screen
         return gr.skip()
-    return to_player(load_payload(entry["path"], run=entry["run"])), str(entry["path"])
+    return to_player(load_payload(entry["path"], run=entry["run"], defaults=setting_defaults())), str(entry["path"])
 
 
 def end_session(request: gr.Request) -> None:

@@ -19,7 +19,7 @@ from app.trace.cancel import checkpoint
 from app.trace.frames import Recording, origin
 from app.trace.reading import RecordingError, read_recording
 from app.view.bundle import bundle
-from app.view.side import caption, recorded_sides
+from app.view.side import Defaults, caption, recorded_sides
 from app.view.theme import css_rules, theme_json
 from app.view.why import paced, why_line
 
@@ -82,7 +82,7 @@ def _wire_sides(sides: dict[str, Any]) -> dict[str, Any]:
 
 
 def live_payload(snapshot: dict[str, Any], run: str, seq: int) -> dict[str, Any]:
-    """One live update (app/view/live.py) with compact rows, tagged with its run id and sequence number, for the
+    """One live update (app/ui/live.py) with compact rows, tagged with its run id and sequence number, for the
     player to merge."""
     return {**snapshot, "sides": _wire_sides(snapshot.get("sides", {})), "run": run, "seq": seq, "mode": "live"}
 
@@ -103,15 +103,16 @@ def notice_payload(message: str) -> dict[str, Any]:
     return {"notice": message}
 
 
-def recording_payload(rec: Recording, name: str = "", run: str | None = None, cursor: str | None = None
-                      ) -> dict[str, Any]:
+def recording_payload(rec: Recording, name: str = "", run: str | None = None, cursor: str | None = None,
+                      defaults: Defaults | None = None) -> dict[str, Any]:
     """The whole of a saved recording as one player payload (rows, statuses, metrics, settled series).
 
     Warnings about a damaged file (each names its line) travel as `warnings`, which the player shows in
     an alert above the panels; `origin`, only for a run this server did not make (a race run in a visitor's
     browser), says so in a line of its own; `cursor="start"` opens the replay at its first frame, ready to play.
+    `defaults` (each source's setting defaults) lets two sides of one source be titled by the settings they moved.
     """
-    recorded = recorded_sides(rec)
+    recorded = recorded_sides(rec, defaults)
     sides = {key: {**side.entry(), "rows": wire_rows(side.rows)} for key, side in recorded.items()}
     why = why_line([paced(side.label, side.done.get("metrics"), side.frames) for side in recorded.values()])
     out = {"run": run or new_run_id("rec"), "seq": 0, "mode": "replay", "prompt": str(rec.header.get("prompt", "")),
@@ -123,7 +124,7 @@ def recording_payload(rec: Recording, name: str = "", run: str | None = None, cu
 
 
 def load_payload(path: str | Path, name: str | None = None, run: str | None = None,
-                 cursor: str | None = None) -> dict[str, Any]:
+                 cursor: str | None = None, defaults: Defaults | None = None) -> dict[str, Any]:
     """Reads a recording file into a player payload; an unreadable file becomes a message payload."""
     try:
         rec = read_recording(path)
@@ -131,7 +132,7 @@ def load_payload(path: str | Path, name: str | None = None, run: str | None = No
         return message_payload(str(e), run)
     except OSError as e:
         return message_payload(f"Could not read {Path(path).name}: {e.strerror or e}.", run)
-    return recording_payload(rec, name if name is not None else Path(path).name, run, cursor)
+    return recording_payload(rec, name if name is not None else Path(path).name, run, cursor, defaults)
 
 
 PLAYER_ENTRY = "player.js"  # the part that imports the rest (app/view/player/*.js are ES modules)

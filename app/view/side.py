@@ -14,7 +14,6 @@ would make a typing side's rows as long as its answer instead of one token each.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from app.analysis import states
@@ -22,6 +21,9 @@ from app.analysis.changes import SideAnalyzer, metrics, settled_fraction_series
 from app.analysis.labels import side_labels
 from app.trace.frames import SIDES, Frame, Recording
 from app.view.theme import TERMINAL, THEME
+
+# source prefix -> setting -> its declared default, as app.sources.base.setting_defaults gives them to the page
+Defaults = dict[str, dict[str, Any]]
 
 SENTENCES: dict[str, str] = THEME["sentences"]
 STOPPED = SENTENCES["stopped"]
@@ -120,20 +122,6 @@ def status_sentence(statuses: list[str], names: list[str] | None = None) -> str:
     return SENTENCES["finished"]
 
 
-@lru_cache(maxsize=1)
-def setting_defaults() -> dict[str, dict[str, Any]]:
-    """Every registered source's settings defaults (prefix -> name -> default), for titles that name only the settings
-    a side moved from them."""
-    from app.sources.base import REGISTRY, load_plugins
-
-    load_plugins()
-    def default(kind: Any, name: str, spec: dict[str, Any]) -> Any:  # the declared default, not the control's 0
-        return next((getattr(o, name) for o in kind.defaults if hasattr(o, name)), spec.get("default"))
-
-    return {prefix: {name: default(kind, name, spec) for name, spec in kind.settings.items()}
-            for prefix, kind in REGISTRY.items()}
-
-
 def summary(frames: list[Frame]) -> dict[str, Any]:
     """A side's metrics and settled series (the share of the final answer in place at each frame)."""
     return {"metrics": metrics(frames) if frames else None,
@@ -219,10 +207,11 @@ def recorded_side(rec: Recording, key: str, label: str | None = None) -> Recorde
                         status, message, [analyzer.add(f) for f in frames], summary(frames))
 
 
-def recorded_sides(rec: Recording) -> dict[str, RecordedSide]:
-    """The sides a recording holds (with frames, an end or a source), titled as the live race titled them."""
+def recorded_sides(rec: Recording, defaults: Defaults | None = None) -> dict[str, RecordedSide]:
+    """The sides a recording holds (with frames, an end or a source), titled as the live race titled them (`defaults`:
+    each source's setting defaults, as app.sources.base.setting_defaults gives them, passed in by the page)."""
     sources = _sources(rec)
-    labels = side_labels({side: sources[side] for side in SIDES if side in sources}, setting_defaults())
+    labels = side_labels({side: sources[side] for side in SIDES if side in sources}, defaults)
     out = {}
     for key in SIDES:
         if rec.frames.get(key) or key in rec.ends or sources.get(key):

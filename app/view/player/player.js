@@ -19,7 +19,7 @@
  * otherwise replays from its first frame at the watch pace.
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
- * Payload (the shape of app.view.live.LiveView.update() plus `run` and `seq`):
+ * Payload (the shape of app.ui.live.LiveView.update() plus `run` and `seq`):
  *   {run, seq, mode: "live"|"replay"|"message", prompt, recording, done, message, caption, origin?, warnings: [str],
  *    cursor: "start"|"end"|null, why? (a line under the metrics: why fewer passes took longer, app/view/why.py),
  *    sides: {left|right: {spec, label?, status, message, start, rows: [row...], metrics?, settled?}}}

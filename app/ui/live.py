@@ -1,5 +1,6 @@
 """A running race as the player's updates: each tick of `Race.ticks` becomes one update holding every side's new
-frames as analysed rows, its status and message, and, once the side has ended, its metrics (computed once)."""
+frames as analysed rows, its status and message, and, once the side has ended, its metrics (computed once). It lives
+with the page, which runs races, so that the view below it only draws what it is handed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any, Generator
 from app.analysis.changes import SideAnalyzer
 from app.analysis.labels import side_labels
 from app.race.run import Race
-from app.view.side import entry, setting_defaults, summary
+from app.sources.base import setting_defaults
+from app.view.side import entry, summary
 from app.view.why import paced, why_line
 
 
