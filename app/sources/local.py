@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from app.engine import autoregressive, diffusion, uniform
-from app.engine.autoregressive import ARSettings
+from app.engine.autoregressive import TWIN_AR, ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.options import coerce, lines
 from app.engine.pins import AR_PINS, parse_pin, resolve_pins
@@ -248,7 +248,7 @@ def make_local_uniform(**settings: Any) -> SamplerSource:
 
 
 def make_local_ar(**settings: Any) -> SamplerSource:
-    s = sampler_settings(ARSettings, settings, "local-ar")
+    s = sampler_settings(ARSettings, settings, "local-ar", base=TWIN_AR)
     return SamplerSource("local-ar", lambda: twin("ar"), s, _plain_prompt)
 
 
@@ -260,7 +260,7 @@ BROWSER_SETTINGS: dict[str, tuple[str, ...]] = {
     "local-diffusion": ("gen_length", "steps", "block_length", "scoring", "schedule", "temperature", "top_k",
                         "threshold", "factor", "filter", "remask", "eos_discount", "no_repeat", "no_repeat_ngram",
                         "min_gap", "min_length", "stop_at_eos", "prefix_cache", "dual_cache", "lookahead", "seed"),
-    "local-ar": ("gen_length", "temperature", "top_k", "top_p", "stop_at_eos", "seed"),
+    "local-ar": ("gen_length", "temperature", "top_k", "top_p", "no_repeat_ngram", "min_length", "stop_at_eos", "seed"),
 }
 
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
@@ -268,4 +268,4 @@ register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="
 register(SourceKind(prefix="local-uniform", make=make_local_uniform,
                     label="Built-in uniform-state diffusion twin (starts from noise)", options=(UniformSettings(),)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
-                    options=(ARSettings(),), why_not={"pins": AR_PINS}))
+                    options=(TWIN_AR,), why_not={"pins": AR_PINS}))
