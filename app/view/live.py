@@ -9,7 +9,7 @@ from typing import Any, Generator
 from app.analysis.changes import SideAnalyzer
 from app.analysis.labels import side_labels
 from app.race.run import Race
-from app.view.side import entry, setting_defaults, summary
+from app.view.side import cut_note, entry, setting_defaults, summary
 from app.view.why import why_line
 
 
@@ -37,7 +37,8 @@ class LiveView:
                 done = self._done[side]
             elif final:
                 done = summary(s.frames)
-            sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, start, rows, done)
+            cut = cut_note(self.race.sources.get(side, {}), s.frames) if done is not None else None
+            sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, start, rows, done, cut)
         out = {"prompt": self.race.prompt, "recording": self.race.path.name, "done": final, "sides": sides}
         why = why_line({side: entry.get("metrics") for side, entry in sides.items()}) if final else None
         return {**out, "why": why} if why else out
