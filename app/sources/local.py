@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import unicodedata
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -25,6 +26,15 @@ from app.sources.base import SourceBase, SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
+UNREADABLE = "\u00b7"  # a middle dot: what a noise token shows for each character that is no text (`legible`)
+
+
+def legible(piece: str) -> str:
+    """A noise token as the panel shows it: each character that is no visible text (a lone byte's replacement
+    character, a control character, a newline) drawn as UNREADABLE, one for one, so the token keeps its width and a
+    random draw never shows raw bytes or breaks the line. Why: noise is random, and should look random, not broken."""
+    return "".join(UNREADABLE if c == "\ufffd" or unicodedata.category(c)[0] in "CZ" and c != " " else c
+                   for c in piece)
 
 
 def sampler_settings(cls: type, given: dict[str, Any], source: str, base: Any = None) -> Any:
@@ -107,7 +117,7 @@ def _uniform_fields(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: 
         tokens = _strings(tok, st.ids, st.accepted, eos_id)  # runs of accepted tokens decode together, as they read
         noise = np.flatnonzero(~st.accepted)  # each random token on its own, so it never alters an accepted one
         for i in noise:
-            tokens[i] = tok.token_strings([int(st.ids[i])])[0]
+            tokens[i] = legible(tok.token_strings([int(st.ids[i])])[0])
         return {"tokens": tokens, "states": "".join("a" if a else "n" for a in st.accepted),
                 "committed": st.newly or None, "candidates": cands or None, "entropy": _entropies(st.entropy)}
     ids = uniform.answer(st, eos_id)
