@@ -28,8 +28,8 @@ def test_the_first_screen_shows_the_prompt_the_pickers_run_and_both_panels_ready
         assert outside_viewport(tab, FIRST_SCREEN) == {}
         assert tab.input_value("#prompt textarea").strip(), "the prompt opens filled with an example"
         assert tab.get_attribute(ROOT, "data-step") == "0" and tab.get_attribute(ROOT, "data-playing") == "false"
-        tab.click("#prompt-examples button:has-text('Explain diffusion')")
-        tab.wait_for_function("() => document.querySelector('#prompt textarea').value.startsWith('Explain what')")
+        tab.click("#prompt-examples button:has-text('A tiny door')")
+        tab.wait_for_function("() => document.querySelector('#prompt textarea').value.startsWith('Rosa and')")
 
 
 def test_the_legend_never_covers_the_panel_headers_when_the_page_scrolls(browser: Any, server_url: str) -> None:
