@@ -379,7 +379,8 @@ def test_a_setting_out_of_range_or_not_offered_is_refused_by_name(site: Path, br
            ({"threshold": 0.5, "factor": 1}, "not both"),
            ({"pins": ["0:Once"]}, "Pinned text (pins) runs on the server only"),
            ({"top_p": 0.5}, "does not offer top_p for the diffusion twin"),
-           ({"ar": {"min_length": 3}}, "does not offer min_length for the AR twin"),
+           ({"ar": {"remask": 0.3}}, "does not offer remask for the AR twin"),
+           ({"ar": {"no_repeat_ngram": 20}}, "No repeated runs must be between 0 and 16, not 20"),
            ({"ar": {"top_p": 0}}, "Top-p must be between 0.05 and 1, not 0: change top_p."),
            ({"temperature": 3}, "Temperature must be between 0 and 2"),
            ({"ar": {"stop_at_eos": "no"}}, "Stop at end-of-text must be on or off")]
