@@ -252,7 +252,8 @@ LESSONS: list[Lesson] = [
         try_side="left", try_settings={"gen_length": 64},
         left_settings={"gen_length": 256, "steps": 32, "block_length": 32, "threshold": 0.0, "filter": 0.0,
                        "stop_at_eos": False},
-        right_settings={"gen_length": 256}, figures=("passes", "time_to_final"),
+        # the AR twin writes all 256: with the guard against loops it would end its story at about 175 tokens
+        right_settings={"gen_length": 256, "min_length": 256}, figures=("passes", "time_to_final"),
     ),
     Lesson(
         title="Mercury's diffusing stream is noise that settles, not masks",
