@@ -89,6 +89,13 @@ def test_the_twins_bench_reports_the_defaults_beside_the_filter_and_guards_on_an
     assert out["diffusion_filter_0.6"]["settings"]["filter"] == 0.6
     assert out["diffusion_without_no_repeat_runs"]["settings"]["no_repeat_ngram"] == 0
     assert out[GUARD_ROW]["settings"]["no_repeat"] is not TWIN_DIFFUSION.no_repeat
+    guard = out["guard"]  # issue 51: both twins before and after the guard they share, in the same run
+    assert guard["ar_after"]["settings"]["no_repeat_ngram"] == TWIN_DIFFUSION.no_repeat_ngram > 0
+    assert guard["ar_before"]["settings"]["no_repeat_ngram"] == 0
+    for row in ("ar_before", "ar_after", "diffusion_before", "diffusion_after"):
+        assert guard[row]["answers"] == 6 and guard[row]["referee_ppl"] > 1  # two openings and the race prompt
+        assert guard[row]["worst_seed"]["seed"] in (0, 1) and set(guard[row]["referee_ppl_by_seed"]) == {0, 1}
+    assert guard["ar_before"]["answers_repeating_a_sentence"] > guard["ar_after"]["answers_repeating_a_sentence"] == 0
     assert out[f"diffusion_min_gap_{SPACING}"]["settings"]["min_gap"] == SPACING != TWIN_DIFFUSION.min_gap
     for row in ("diffusion_default", "diffusion_previous_defaults", "diffusion_filter_0.5", "diffusion_48_steps"):
         assert out[row]["passes"] >= out[row]["refreshes"] > 0 and out[row]["referee_ppl"] > 1

@@ -45,8 +45,8 @@ def test_the_first_screen_shows_the_prompt_the_pickers_run_both_panels_and_the_p
     width, height = size
     with browser_tab(browser, server_url, width=width, height=height) as tab:
         first_screen_shown(tab, FIRST_SCREEN)
-        tab.click("#prompt-examples button:has-text('Explain diffusion')")
-        tab.wait_for_function("() => document.querySelector('#prompt textarea').value.startsWith('Explain what')")
+        tab.click("#prompt-examples button:has-text('A tiny door')")
+        tab.wait_for_function("() => document.querySelector('#prompt textarea').value.startsWith('Rosa and')")
 
 
 @pytest.mark.parametrize("size", [(1366, 650), (1280, 650)])

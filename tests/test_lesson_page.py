@@ -126,3 +126,38 @@ def test_try_it_sets_up_the_lessons_own_race_then_makes_its_change_and_says_old_
         on = {k: v for k, v in settings.items() if v}  # a setting at 0 is off, which the recording keeps as none
         assert {k: recorded["settings"].get(k) for k in on} == on, side
     assert rec.header["sources"]["left"]["settings"]["threshold"] == 0.1
+
+
+def figure(text: str, label: str) -> str:
+    """One figure's text on the strip ("label: text"), up to the next figure's label."""
+    found = re.search(re.escape(label) + r": (.*?)(?: \u00b7 |$)", text)
+    assert found, (label, text)
+    return found.group(1)
+
+
+# Issue 51: lessons 15-17's figure before and after "Try it", and what the lesson says of the change
+BEFORE_AFTER: dict[str, tuple[str, Callable[[str, str], bool]]] = {
+    "Write the ending first": ("How it ends", lambda a, b: a != b and all('The end.", right "' in x for x in (a, b))),
+    "Be the sampler": ("Mean distance of a commit right of the first masked position",
+                       lambda a, b: float(b.split()[1]) + 5 < float(a.split()[1])),
+    "Uniform-state diffusion": ("Referee's perplexity (lower reads better)",
+                                lambda a, b: float(b.split()[1].rstrip(",")) > float(a.split()[1].rstrip(","))),
+}
+
+
+@needs_twins
+@pytest.mark.browser
+@pytest.mark.parametrize("title", list(BEFORE_AFTER))
+def test_lessons_15_to_17_show_their_figure_before_and_after_try_it(browser: Any, server_url: str,
+                                                                    title: str) -> None:
+    i = lesson_index(title)
+    label, moved = BEFORE_AFTER[title]
+    with browser_tab(browser, server_url, timeout_ms=180_000, **SIZE) as tab:
+        open_lesson(tab, i)
+        race_with_figures(tab, "#lesson-run")
+        wait_in_view(tab, (FIGURES,))
+        before = figure(tab.inner_text(FIGURES), label)
+        race_with_figures(tab, "#lesson-try")  # the panels' titles now name the change: where the text, the panels
+        assert tab.is_visible(FIGURES)  # and the figures no longer fit the window, the figures are a scroll away
+        after = figure(tab.inner_text(FIGURES), label)
+    assert moved(before, after), (title, before, after)

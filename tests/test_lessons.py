@@ -28,7 +28,7 @@ PLAYER_PARTS = {"panel-left", "panel-right", "legend", "heatmap-left", "heatmap-
 PAGE_PARTS = {"#sampler"}  # parts of the page outside the player that a lesson may point at
 
 
-def test_there_are_eight_to_sixteen_lessons_each_short_with_a_change_to_try() -> None:
+def test_there_are_eight_to_seventeen_lessons_each_short_with_a_change_to_try() -> None:
     assert 8 <= len(LESSONS) <= 17
     for lesson in LESSONS:
         sentences = [s for s in lesson.text.replace("...", ".").split(". ") if s.strip()]
@@ -216,3 +216,11 @@ def test_the_figures_measure_a_small_made_up_race() -> None:
     assert lines["Forward passes"] == "left 3, right 4"
     assert lines["Most tokens committed in one pass"] == "left 2, right 1"
     assert lines["Tokens masked again (remasked)"] == "left 1, right 0"
+
+
+def test_the_docs_and_the_readme_count_the_lessons_the_page_has() -> None:
+    """Issue 51: docs/page.md said 16 lessons when the page had 17."""
+    root = Path(__file__).resolve().parent.parent
+    said = re.findall(r"(\d+) short guided lessons", (root / "docs" / "page.md").read_text(encoding="utf-8"))
+    assert said == [str(len(LESSONS))]
+    assert f"{len(LESSONS)} lessons" in (root / "README.md").read_text(encoding="utf-8")

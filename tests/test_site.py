@@ -292,8 +292,11 @@ VARIED = ({"threshold": 0}, {"threshold": 0.5, "filter": 0}, {"filter": 0.3, "mi
           {"threshold": 0.7, "filter": 0.9, "min_length": 0},
           {"block_length": 8, "steps": 32, "scoring": "confidence"},
           {"block_length": 64, "schedule": "dream", "scoring": "margin", "steps": 24},
-          {"block_length": 32, "schedule": "dllm", "steps": 40, "no_repeat_ngram": 3},
-          {"factor": 1.0, "eos_discount": 0.5, "no_repeat": False, "no_repeat_ngram": 0},
+          {"block_length": 32, "schedule": "dllm", "steps": 40, "no_repeat_ngram": 3, "ar": {"no_repeat_ngram": 3}},
+          {"factor": 1.0, "eos_discount": 0.5, "no_repeat": True, "no_repeat_ngram": 0,
+           "ar": {"no_repeat_ngram": 0, "min_length": 0}},
+          {"no_repeat_ngram": 2, "temperature": 0.7, "seed": 2,
+           "ar": {"no_repeat_ngram": 2, "temperature": 0.7, "seed": 2, "min_length": 32}},
           {"min_gap": 3, "stop_at_eos": False, "filter": 0, "ar": {"stop_at_eos": False}},
           {"prefix_cache": False, "top_k": 5, "threshold": 0.5},
           {"dual_cache": False, "lookahead": 16, "schedule": "dream"},
@@ -383,7 +386,8 @@ def test_a_setting_out_of_range_or_not_offered_is_refused_by_name(site: Path, br
            ({"threshold": 0.5, "factor": 1}, "not both"),
            ({"pins": ["0:Once"]}, "Pinned text (pins) runs on the server only"),
            ({"top_p": 0.5}, "does not offer top_p for the diffusion twin"),
-           ({"ar": {"min_length": 3}}, "does not offer min_length for the AR twin"),
+           ({"ar": {"remask": 0.3}}, "does not offer remask for the AR twin"),
+           ({"ar": {"no_repeat_ngram": 20}}, "No repeated runs must be between 0 and 16, not 20"),
            ({"ar": {"top_p": 0}}, "Top-p must be between 0.05 and 1, not 0: change top_p."),
            ({"temperature": 3}, "Temperature must be between 0 and 2"),
            ({"ar": {"stop_at_eos": "no"}}, "Stop at end-of-text must be on or off")]
@@ -401,12 +405,12 @@ CONTROLS = """() => [...document.querySelectorAll('#cv-settings fieldset')].map(
 
 def test_the_pages_controls_are_the_settings_the_browser_honours_labelled_as_in_python(site: Path,
                                                                                          browser: Any) -> None:
-    from app.engine.autoregressive import ARSettings
+    from app.engine.autoregressive import TWIN_AR
     from app.engine.diffusion import TWIN_DIFFUSION
     from app.engine.options import settings_spec
     from app.sources.local import BROWSER_SETTINGS
 
-    specs = {"diffusion": settings_spec(TWIN_DIFFUSION), "ar": settings_spec(ARSettings())}
+    specs = {"diffusion": settings_spec(TWIN_DIFFUSION), "ar": settings_spec(TWIN_AR)}
     want = [[f"cv-{prefix}settings", [["cv-length" if name == "gen_length" else f"cv-{prefix}{name}",
                                        specs[kind][name]["label"]]
                                       for name in BROWSER_SETTINGS[f"local-{kind}"]

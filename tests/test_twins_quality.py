@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from app.engine import autoregressive, diffusion
-from app.engine.autoregressive import ARSettings
+from app.engine.autoregressive import TWIN_AR
 from app.engine.diffusion import TWIN_DIFFUSION
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
 from app.measure.quality import CORPUS, RECITAL_N, recited, run_diffusion, training_ngrams
@@ -49,7 +49,7 @@ def _diffusion_text(dm, tok, prompt: str, s) -> str:
 def test_neither_twin_recites_a_prompt_the_page_offers(twins, known, prompt: str) -> None:
     dm, am, tok = twins
     texts = {"diffusion": [_diffusion_text(dm, tok, prompt, replace(TWIN_DIFFUSION, seed=s)) for s in SEEDS],
-             "ar": [tok.decode(list(autoregressive.generate(am, tok.encode(prompt), ARSettings()))[-1].ids)]}
+             "ar": [tok.decode(list(autoregressive.generate(am, tok.encode(prompt), TWIN_AR))[-1].ids)]}
     for name, answers in texts.items():
         found, runs = recited(answers, known)
         assert runs > 0, f"the {name} twin wrote no {RECITAL_N}-word run"

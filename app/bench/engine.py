@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from app.engine.autoregressive import ARSettings
+from app.engine.autoregressive import TWIN_AR, ARSettings
 from app.engine.base import MaskedLMBase
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.errors import UserError
@@ -183,7 +183,7 @@ def bench(models_dir: str | Path | None = None) -> dict[str, Any]:
     prompts = [tok.encode(p) for p in PROMPTS]
     started = time.perf_counter()
     out: dict[str, Any] = {"prompts": PROMPTS, "defaults": TWIN_DIFFUSION.to_json(),
-                           "ar_defaults": ARSettings().to_json()}
+                           "ar_defaults": TWIN_AR.to_json()}
     out["length_sweep"] = length_sweep((dm, am, tok))
     out["threshold"] = threshold_section((dm, am, tok))
     out["quality"] = quality_section(dm, am, tok, prompts)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from app.engine.autoregressive import ARSettings
+from app.engine.autoregressive import TWIN_AR, ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.errors import UserError
 from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
@@ -51,6 +51,12 @@ SEEDS = (0, 1, 2)  # one seed is not enough: the referee's perplexity moves by h
 # the page's defaults until the fresh-stories twins: sampled at 0.5 with the learned filter at 0.6, no stutter guard
 PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, temperature=0.5, filter=0.6, no_repeat=False, no_repeat_ngram=0, min_gap=1,
                             min_length=0)
+# the twins' defaults before the guard every twin now runs alike (issue 51): the AR twin greedy with no guard, the
+# masked twin with its stutter guard and no repeated run of 7 tokens
+AR_BEFORE_GUARD = ARSettings(gen_length=TWIN_AR.gen_length)
+DIFFUSION_BEFORE_GUARD = replace(TWIN_DIFFUSION, no_repeat=True, no_repeat_ngram=7)
+GUARD_KEYS = ("answers", "stutter", "answers_repeating_a_sentence", "empty_answers", "referee_ppl",
+              "referee_ppl_by_seed", "worst_seed", "answer_tokens_per_pass")
 # the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the bolder level it had before
 FILTERED = replace(TWIN_DIFFUSION, filter=0.6)
 # the most parallel setting an earlier search weighed (48 steps for 128 tokens, at least 2-3 a pass), with today's
@@ -95,14 +101,16 @@ TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out open
 # the result below reads as one call
 def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_PROMPTS,
           seeds: tuple[int, ...] = SEEDS, curve_only: bool = False,
-          held_out_stories: int | None = None) -> dict[str, Any]:
+          held_out_stories: int | None = None, guard_only: bool = False) -> dict[str, Any]:
     """The twins at the page's defaults on held-out openings and on the page's own prompts (128 tokens), pooled over
     `seeds`: answer tokens per pass, commits per step and how many were not the leftmost masked position; referee
     perplexity (an AR model trained with another seed that taught neither twin), distinct-2, stutter (adjacent
     repeated words), recital (8-word runs found verbatim in the training stories) and empty answers; the stutter
     guards and the filter on and off; the curve of tokens per pass against quality (only that with `curve_only`);
     both twins at their defaults on the first sentences of the held-out training stories (the first
-    `held_out_stories` of them; all by default); and both twins alone on the first screen's prompt."""
+    `held_out_stories` of them; all by default); both twins alone on the first screen's prompt; and `guard`: both
+    twins before and after the guard against repeated runs they now share, on the openings and the first screen's
+    prompt, with sentence repeats and the worst seed's perplexity (only that with `guard_only`)."""
     from app.engine import autoregressive, diffusion
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
     from app.engine.parallel import decode_order, summarise
@@ -132,6 +140,15 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
                 "seconds_mean": round(float(np.mean(secs)), 3), "seconds_worst": round(max(secs), 3),
                 "samples": texts[:6]}
 
+    def by_seed(runs: list[tuple[list[int], list[int], float]], with_seeds: tuple[int, ...]) -> dict[str, Any]:
+        """Referee perplexity of each seed's answers (runs in seed order, as many a seed) and the worst seed: a
+        pooled figure can hide one seed's loops."""
+        each = len(runs) // len(with_seeds)
+        ppl = {seed: quality(referee, tok, [(p, a) for p, a, _ in runs[k * each:(k + 1) * each]])[0]["referee_ppl"]
+               for k, seed in enumerate(with_seeds)}
+        worst = max(ppl, key=lambda seed: ppl[seed] or 0.0)
+        return {"referee_ppl_by_seed": ppl, "worst_seed": {"seed": worst, "referee_ppl": ppl[worst]}}
+
     def diffusion_runs(s: DiffusionSettings, on: tuple[str, ...] = prompts,
                        with_seeds: tuple[int, ...] = seeds) -> dict[str, Any]:
         orders, runs = [], []
@@ -141,7 +158,8 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
                 steps, sec = timed(lambda p=p, seed=seed: list(diffusion.generate(dm, p, replace(s, seed=seed))))
                 orders.append(decode_order(steps, s.block_length, dm.eos_id))
                 runs.append((p, [int(i) for i in steps[-1].ids[: orders[-1]["answer_tokens"]]], sec))
-        return {"settings": s.to_json(), "seeds": list(with_seeds), **summarise(orders), **judged(runs)}
+        return {"settings": s.to_json(), "seeds": list(with_seeds), **summarise(orders), **judged(runs),
+                **by_seed(runs, with_seeds)}
 
     def greedy(s: DiffusionSettings | ARSettings) -> bool:
         """True when every seed writes the same: greedy, in a deterministic order, without remasking."""
@@ -173,9 +191,24 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
                 passes += last.nfe
         tokens = sum(len(a) for _, a, _ in runs)
         return {"settings": s.to_json(), "seeds": list(with_seeds),
-                "answer_tokens_per_pass": round(tokens / passes, 2), **judged(runs)}
+                "answer_tokens_per_pass": round(tokens / passes, 2), **judged(runs), **by_seed(runs, with_seeds)}
 
-    ar = ARSettings(gen_length=TWIN_DIFFUSION.gen_length)
+    def guard() -> dict[str, Any]:
+        """Both twins before and after the guard they now share, in the same run, on the held-out openings and the
+        first screen's prompt: stutter, answers repeating a sentence, empty answers, perplexity and its worst seed."""
+        on = (*prompts, RACE_PROMPT)
+        rows = {"ar_before": ar_runs(AR_BEFORE_GUARD, on), "ar_after": ar_runs(TWIN_AR, on),
+                "diffusion_before": diffusion_runs(DIFFUSION_BEFORE_GUARD, on),
+                "diffusion_after": diffusion_runs(TWIN_DIFFUSION, on)}
+        out: dict[str, Any] = {"prompts": len(on), "seeds": list(seeds), "gen_length": TWIN_AR.gen_length}
+        for name, row in rows.items():
+            out[name] = {"settings": row["settings"], **{k: row[k] for k in GUARD_KEYS if k in row}}
+        return out
+
+    if guard_only:
+        return {"guard": guard()}
+
+    ar = TWIN_AR
     page_prompts = {}
     for text in page:  # each page prompt on its own: neither twin may recite it
         d, a = diffusion_runs(TWIN_DIFFUSION, (text,)), ar_runs(ar, (text,))
@@ -213,6 +246,7 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
             "page_prompts": page_prompts,
             "held_out_story_openings": stories,
             "race_prompt_alone": race,
+            "guard": guard(),
             "targets": TARGETS}
 
 
@@ -225,7 +259,7 @@ def wall_time(dm: Any, am: Any, prompt: list[int], repeats: int = 3) -> list[dic
     rows = []
     for length, look in WALL:
         d = replace(TWIN_DIFFUSION, gen_length=length, steps=length, lookahead=look)  # the page's steps rule
-        a = ARSettings(gen_length=length)
+        a = replace(TWIN_AR, gen_length=length)
         runs = {"diffusion": lambda d=d: list(diffusion.generate(dm, prompt, d)),
                 "ar": lambda a=a: list(autoregressive.generate(am, prompt, a))}
         secs: dict[str, list[float]] = {name: [] for name in runs}

@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from app.cli.parsers import command_parser
-from app.engine.autoregressive import ARSettings
+from app.engine.autoregressive import TWIN_AR, ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.options import Option, bounds, declared, number
 from app.engine.uniform import UniformSettings
@@ -30,7 +30,7 @@ SETTINGS = {"diffusion": DiffusionSettings, "uniform": UniformSettings, "AR": AR
             "hf-diffusion (LLaDA2.x)": PipelineSettings, "hf-diffusion (DiffusionGemma)": GemmaSettings,
             "mercury": MercurySettings, "openai": ChatSettings, "replay": ReplaySettings}
 # what each source starts from when a flag is left out (app/sources/*.py), for --help
-DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-uniform", UniformSettings()), ("local-ar", ARSettings()),
+DEFAULTS = (("local-diffusion", TWIN_DIFFUSION), ("local-uniform", UniformSettings()), ("local-ar", TWIN_AR),
             ("hf-diffusion", HF_DIFFUSION),
             ("hf-ar", HF_AR), ("hf-*", HFLoad()), ("hf-diffusion (LLaDA2.x)", PipelineSettings()),
             ("hf-diffusion (DiffusionGemma)", GemmaSettings()),

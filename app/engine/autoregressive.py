@@ -9,7 +9,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine.base import CausalLM
-from app.engine.options import check, option
+from app.engine.options import TWIN_NO_REPEAT_NGRAM, check, no_repeat_ngram, option
+from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import LENGTHS, check_prompt, top_candidates
 
 
@@ -23,6 +24,10 @@ class ARSettings:
     top_k: int = option(0, "Top-k (0 = off)", min=0, max=200, step=1, help="Sample among the k most likely tokens.")
     top_p: float = option(1.0, "Top-p", min=0.05, max=1.0, step=0.05,
                           help="Then among the fewest tokens whose probability reaches p (nucleus sampling).")
+    no_repeat_ngram: int = no_repeat_ngram(0)
+    min_length: int = option(0, "Shortest answer (tokens)", min=0, max="gen_length", step=1,
+                             help="End-of-text cannot be written before this many answer tokens (1: never an empty "
+                                  "answer).")
     stop_at_eos: bool = option(True, "Stop at end-of-text")
     seed: int = option(0, "Seed", min=0, max=9999, step=1)
 
@@ -33,6 +38,12 @@ class ARSettings:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# The built-in AR twin's defaults: greedy, with the guard against repeated runs every twin runs alike (app/engine/
+# repeats.py) and never an empty answer, as the masked twin (the class defaults, off, are Hugging Face's, kept for
+# hf-ar models).
+TWIN_AR = ARSettings(no_repeat_ngram=TWIN_NO_REPEAT_NGRAM, min_length=1)
 
 
 @dataclass
@@ -75,6 +86,7 @@ def generate(model: CausalLM, prompt_ids: list[int] | np.ndarray, settings: ARSe
     ids: list[int] = []
     confidence: list[float] = []
     cache = None
+    guard = NoRepeatNGram(s.no_repeat_ngram, model.eos_id)
     for i in range(s.gen_length):
         if cancel is not None and cancel.is_set():
             return
@@ -82,7 +94,13 @@ def generate(model: CausalLM, prompt_ids: list[int] | np.ndarray, settings: ARSe
             cache, logits = model.prefill(prompt)
         else:
             logits = model.decode(cache, ids[-1])
-        token, p, probs = pick(np.asarray(logits)[: model.vocab_size], s, rng)
+        z = np.array(logits, dtype=np.float64)[: model.vocab_size]
+        if i < s.min_length:
+            z[model.eos_id] = -np.inf
+        if guard.on:  # the next position is the only one unwritten: transformers' rule exactly
+            seq = [*prompt.tolist(), *ids, -1]
+            guard.ban(z[None], seq, [True] * (len(seq) - 1) + [False], [len(seq) - 1])
+        token, p, probs = pick(z, s, rng)
         if s.stop_at_eos and token == model.eos_id:
             yield ARStep(i + 1, list(ids), list(confidence), i + 1, done=True)
             return

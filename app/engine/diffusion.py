@@ -19,7 +19,8 @@ import numpy as np
 from app.engine import stutter
 from app.engine.base import Judge, MaskedLM
 from app.engine.commit_filter import features
-from app.engine.options import check, option
+from app.engine.options import TWIN_NO_REPEAT_NGRAM, check, no_repeat_ngram, option
+from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
 from app.errors import UserError
 
@@ -72,10 +73,7 @@ class DiffusionSettings:
                                   "is not allowed, and of two equal guesses side by side one pass commits only the "
                                   "left (positions committed together cannot see each other). Newlines and "
                                   "punctuation may repeat: a paragraph break is two newlines.")
-    no_repeat_ngram: int = option(0, "No repeated runs (tokens, 0 = off)", min=0, max=16, step=1,
-                                  help="Never complete a run of this many tokens that the prompt or answer already has "
-                                       "(as Hugging Face's no_repeat_ngram_size): breaks the loops greedy decoding "
-                                       "falls into.")
+    no_repeat_ngram: int = no_repeat_ngram(0)
     min_gap: int = option(1, "Commit spacing (1 = off)", min=1, max=16, step=1,
                           help="The least distance between two positions one pass commits: the extra commits "
                                "(threshold, factor, filter), surest first, wait for a later pass when one already "
@@ -113,14 +111,14 @@ class DiffusionSettings:
 
 
 # The built-in diffusion twin's defaults: LLaDA's (the class defaults, kept for Hugging Face models: greedy, threshold
-# 0.9) in entropy order and blocks of 16, the learned commit filter at 0.65, no repeated run of 7 tokens (greedy
-# decoding otherwise loops: "The frog was very happy. The frog was very happy.") and never an empty answer, and the
-# stutter guard (on 48 selection prompts it gave the same tokens per pass at the same level with lower perplexity and
-# stutter). The level was chosen by `python -m scripts.choose_twin_defaults --trajectory` for the twin of round 5 (the
-# most tokens per pass within the fresh-stories issue's quality bounds on prompts the bench does not use) and met every
-# bound on the bench's held-out openings (assets/models/MODEL_CARD.md, "Sampler defaults"; docs/twins.md).
-TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.0, filter=0.65, no_repeat=True,
-                                   no_repeat_ngram=7, min_length=1)
+# 0.9) in entropy order and blocks of 16, the learned commit filter at 0.65 and never an empty answer. The level was
+# chosen by `python -m scripts.choose_twin_defaults --trajectory` for the twin of round 5 (the most tokens per pass
+# within the fresh-stories issue's quality bounds on prompts the bench does not use; assets/models/MODEL_CARD.md,
+# "Sampler defaults"; docs/twins.md). Its guard against repetition is the one every twin runs alike (no repeated run
+# of TWIN_NO_REPEAT_NGRAM tokens, app/engine/repeats.py), so the stutter guard, which the AR twin has no counterpart
+# of, is off: with the shared guard the twin stays under 1% stutter without it (`python -m app bench --only twins`).
+TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.0, filter=0.65,
+                                   no_repeat_ngram=TWIN_NO_REPEAT_NGRAM, min_length=1)
 
 
 @dataclass
@@ -360,6 +358,11 @@ def _network(model: MaskedLM, run: Run, start: int, end: int) -> Any:
     return logits
 
 
+def _written(run: Run) -> list[bool]:
+    """Which positions of the prompt and answer hold a token: the prompt and every unmasked answer position."""
+    return [True] * run.prompt_len + (~run.masked).tolist()
+
+
 def _guesses(model: MaskedLM, run: Run, logits: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The block's distributions, guesses and their probabilities under the settings' constraints (no mask, no early
     end, the stutter guards, top-k, temperature); the confidence each masked position shows is set on the way."""
@@ -374,7 +377,7 @@ def _guesses(model: MaskedLM, run: Run, logits: np.ndarray, end: int) -> tuple[n
     if s.no_repeat:
         stutter.no_repeat(z, run.x, masked, P, lo, model.eos_id, model.repeatable)
     if s.no_repeat_ngram:
-        stutter.no_repeat_ngram(z, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
+        NoRepeatNGram(s.no_repeat_ngram, model.eos_id).ban(z, run.x.tolist(), _written(run), range(P + lo, P + hi))
     if 0 < s.top_k < z.shape[1]:  # as Dream's top_k_logits: below each row's k-th largest logit is out
         kth = np.partition(z, -s.top_k, axis=-1)[:, -s.top_k][:, None]
         z = np.where(z < kth, -np.inf, z)
@@ -432,7 +435,8 @@ def _rule(model: MaskedLM, run: Run, probs: np.ndarray, chosen: np.ndarray, p_ch
     if s.no_repeat:
         pick = stutter.apart(pick, chosen, model.eos_id, model.repeatable)
     if s.no_repeat_ngram:
-        pick = stutter.fresh_runs(pick, chosen, run.x, masked, P, lo, s.no_repeat_ngram, model.eos_id)
+        pick = NoRepeatNGram(s.no_repeat_ngram, model.eos_id).fresh(pick, chosen, run.x.tolist(), _written(run),
+                                                                     range(P + lo, P + hi))
     return pick
 
 

@@ -56,6 +56,21 @@ def option(default: Any, label: str, **spec: Any) -> Any:
     return field(default=default, metadata={"option": Option(label, **spec)})
 
 
+TWIN_NO_REPEAT_NGRAM = 4  # the twins' guard: no repeated run of 4 tokens (greedy decoding otherwise loops: "I will be
+# fun. I will be fun."; runs of 7 let such short sentences repeat), given to every twin alike so a race compares
+# decoding with the same guard on both sides (`python -m app bench --only twins`, "guard")
+
+
+def no_repeat_ngram(default: int) -> Any:
+    """The guard against repeated runs (app/engine/repeats.py), declared alike for every sampler that runs it: the AR,
+    masked and uniform twins' settings each hold it as `no_repeat_ngram`, as transformers' generate() holds
+    `no_repeat_ngram_size`."""
+    return option(default, "No repeated runs (tokens, 0 = off)", min=0, max=16, step=1,
+                  help="Never complete a run of this many tokens that the prompt or answer already has (as Hugging "
+                       "Face's no_repeat_ngram_size): breaks the loops greedy decoding falls into. Both twins run it "
+                       "alike.")
+
+
 def _value_type(hint: Any) -> type:
     """int for `int`, float for `float | None`, tuple for `tuple[str, ...]`."""
     if isinstance(hint, types.UnionType):

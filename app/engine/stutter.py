@@ -1,6 +1,6 @@
-"""The diffusion sampler's stutter guards: no guess that repeats a written neighbour or completes a repeated run of
-n tokens (applied to a pass's logits), and, of the rows one pass would commit together, none that would repeat its
-neighbour or a run with the rows taken before it (they could not see each other)."""
+"""The masked sampler's stutter guard, beside the guard against repeated runs every twin sampler shares
+(app/engine/repeats.py): no guess that repeats a written neighbour (applied to a pass's logits), and, of two rows side
+by side that one pass would commit with the same guess, only the left (they could not see each other)."""
 
 from __future__ import annotations
 
@@ -32,64 +32,6 @@ def no_repeat(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int,
             token = int(x[prompt_len + nb])
             if _guarded(token, eos_id, repeatable):
                 z[r, token] = -np.inf
-
-
-def no_repeat_ngram(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int, n: int,
-                    eos_id: int) -> None:
-    """No block row may take a token that would complete a run of n tokens the prompt or answer already has: for each
-    run of n positions through the row whose other positions are written, the tokens that would repeat a written run
-    are out (end-of-text runs excepted). Positions commit in any order, so runs to the row's right count too."""
-    tokens = x.tolist()
-    written = [True] * prompt_len + (~masked).tolist()
-    done = [i for i in range(len(tokens) - n + 1) if all(written[i:i + n]) and eos_id not in tokens[i:i + n]]
-    holes: dict[tuple[int, tuple[int, ...]], set[int]] = {}  # (place in the run, the run without it) -> its tokens
-    for i in done:
-        run = tokens[i:i + n]
-        for j in range(n):
-            holes.setdefault((j, tuple(run[:j] + run[j + 1:])), set()).add(run[j])
-    for r in range(len(z)):
-        pos = prompt_len + lo + r
-        through = []  # the runs through this row whose other positions are written: (start, place of the row)
-        for j in range(n):
-            start = pos - j
-            others = [k for k in range(start, start + n) if k != pos]
-            if start >= 0 and start + n <= len(tokens) and all(written[k] for k in others):
-                through.append((start, j))
-                for token in holes.get((j, tuple(tokens[k] for k in others)), ()):
-                    z[r, token] = -np.inf
-        if len(through) > 1:  # one token could also make two of these runs alike ("4 4 _ 4" at runs of three)
-            for token in {tokens[k] for start, _ in through for k in range(start, start + n) if k != pos}:
-                runs = [tuple(token if k == pos else tokens[k] for k in range(start, start + n))
-                        for start, _ in through]
-                if len(set(runs)) < len(runs) and token != eos_id:
-                    z[r, token] = -np.inf
-
-
-def fresh_runs(pick: np.ndarray, chosen: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int, lo: int,
-               n: int, eos_id: int) -> np.ndarray:
-    """The second half of no-repeated-runs: rows one pass commits together could not see each other, so they are taken
-    left to right and a row that would make a run of n tokens repeat with the rows taken before it stays masked (the
-    first is always taken: the first half already kept it from repeating the written text)."""
-    tokens = x.tolist()
-    written = [True] * prompt_len + (~masked).tolist()
-
-    def repeats() -> int:
-        runs = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)
-                if all(written[i:i + n]) and eos_id not in tokens[i:i + n]]
-        return len(runs) - len(set(runs))
-
-    keep: list[int] = []
-    before = repeats()  # a prompt may repeat itself: only new repeats count
-    for r in sorted(int(r) for r in pick):
-        pos = prompt_len + lo + r
-        tokens[pos], written[pos] = int(chosen[r]), True
-        now = repeats()
-        if keep and now > before:
-            tokens[pos], written[pos] = int(x[pos]), False
-            continue
-        keep.append(r)
-        before = now
-    return np.asarray(keep, dtype=np.int64)
 
 
 def apart(pick: np.ndarray, chosen: np.ndarray, eos_id: int, repeatable: np.ndarray | None = None) -> np.ndarray:

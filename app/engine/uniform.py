@@ -20,7 +20,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from app.engine.base import MaskedLM
-from app.engine.options import check, option
+from app.engine.options import TWIN_NO_REPEAT_NGRAM, check, no_repeat_ngram, option
+from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
 
 
@@ -41,6 +42,7 @@ class UniformSettings:
                                               "one); off: one position a pass, the most confident.")
     temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05,
                                 help="0 accepts each position's likeliest token; above 0 samples it.")
+    no_repeat_ngram: int = no_repeat_ngram(TWIN_NO_REPEAT_NGRAM)
     stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
                                help="End after a block in which an end-of-text was accepted.")
     seed: int = option(0, "Seed", min=0, max=9999, step=1, help="Draws the starting canvas and every re-noising.")
@@ -114,12 +116,16 @@ def accept_rows(entropy: np.ndarray, sure: np.ndarray, bound: float | None, last
     return np.sort(order[np.cumsum(ranked) - ranked <= bound])
 
 
-def _pass(model: MaskedLM, x: np.ndarray, rows: np.ndarray, temperature: float, rng: np.random.Generator
+def _pass(model: MaskedLM, x: np.ndarray, rows: np.ndarray, temperature: float, rng: np.random.Generator,
+          guard: NoRepeatNGram | None = None, written: list[bool] | None = None
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One call of the network over all of `x`; for the given sequence positions: (entropy of the model's
-    distribution, the token chosen, its probability under that distribution, the distribution). Greedy at
-    temperature 0, else sampled from the distribution at that temperature."""
-    logits = model.logits(x)[rows]
+    distribution, the token chosen, its probability under that distribution, the distribution), after the `guard`
+    against repeated runs over the `written` (prompt and accepted) positions. Greedy at temperature 0, else sampled
+    from the distribution at that temperature."""
+    logits = np.array(model.logits(x)[rows], dtype=np.float64)
+    if guard is not None and written is not None:
+        guard.ban(logits, x.tolist(), written, rows.tolist())
     probs = _softmax(logits, 1.0)
     if temperature > 0:
         tempered = _softmax(logits, temperature)
@@ -141,6 +147,7 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
     x = np.concatenate([prompt, rng.choice(pool, size=L)])
     accepted = np.zeros(L, dtype=bool)
     nfe = 0
+    guard = NoRepeatNGram(s.no_repeat_ngram, model.eos_id)
     yield UniformStep(0, x[P:].copy(), accepted.copy(), np.full(L, np.nan))
     shares = budgets(s)
     for b, budget in enumerate(shares):
@@ -149,11 +156,14 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
             if cancel is not None and cancel.is_set():
                 return
             open_ = lo + np.flatnonzero(~accepted[lo:hi])
-            ent, chosen, sure, probs = _pass(model, x, P + open_, s.temperature, rng)
+            written = [True] * P + accepted.tolist()  # noise is no text: the guard reads the accepted tokens only
+            ent, chosen, sure, probs = _pass(model, x, P + open_, s.temperature, rng, guard, written)
             nfe += 1
             entropy = np.full(L, np.nan)
             entropy[open_] = ent
             rows = accept_rows(ent, sure, s.entropy_bound, k == budget - 1)
+            if k < budget - 1:  # rows accepted together could not see each other (the last pass accepts all)
+                rows = guard.fresh(rows, chosen, x.tolist(), written, (P + open_).tolist())
             x[P + open_[rows]] = chosen[rows]
             accepted[open_[rows]] = True
             still = lo + np.flatnonzero(~accepted[lo:hi])

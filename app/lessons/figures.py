@@ -66,6 +66,11 @@ def perplexity(prompt: str, runs: Sequence[Frames]) -> float:
     return math.exp(sum(nll(ref, p, a) for a in answers) / max(1, sum(len(a) for a in answers)))
 
 
+def ending(frames: Frames, words: int = 12) -> str:
+    """The answer's last `words` words, quoted: how a story ends, to compare one race's story with another's."""
+    return '"' + " ".join((frames[-1].text or "").split()[-words:]) + '"'
+
+
 def eos_by_pass(frames: Frames, nfe: int = 2) -> int:
     """End-of-text marks on the canvas once `nfe` passes are done."""
     at = next((f for f in frames if (f.nfe or 0) >= nfe), frames[-1])
@@ -134,6 +139,7 @@ FIGURES: dict[str, Figure] = {
     "eos_by_pass_2": Figure("End-of-text marks after two passes", lambda r: _each(r, lambda f: str(eos_by_pass(f)))),
     "story_tokens": Figure("Story length before end-of-text",
                            lambda r: _each(r, lambda f: counted(length(f), "token"))),
+    "ending": Figure("How it ends", lambda r: _each(r, ending)),
 }
 
 

@@ -252,7 +252,8 @@ LESSONS: list[Lesson] = [
         try_side="left", try_settings={"gen_length": 64},
         left_settings={"gen_length": 256, "steps": 32, "block_length": 32, "threshold": 0.0, "filter": 0.0,
                        "stop_at_eos": False},
-        right_settings={"gen_length": 256}, figures=("passes", "time_to_final"),
+        # the AR twin writes all 256: with the guard against loops it would end its story at about 175 tokens
+        right_settings={"gen_length": 256, "min_length": 256}, figures=("passes", "time_to_final"),
     ),
     Lesson(
         title="Mercury's diffusing stream is noise that settles, not masks",
@@ -276,11 +277,12 @@ LESSONS: list[Lesson] = [
              "the token it writes, so it just "
              "continues the prompt.",
         point=part("panel-left"), look="the end of the left panel, where the pinned words sit from the first frame",
-        try_it="Set the left temperature to 0.8 and run again: the twin samples another story, and its last "
+        try_it="Set the left temperature to 1.5 and run again: another story ('How it ends' changes), whose last "
                "sentence still ends just before the pinned words.",
-        try_side="left", try_settings={"temperature": 0.8},
+        try_side="left", try_settings={"temperature": 1.5},  # at 0.8 the twin wrote nearly the same story
         left_settings={**SHORT, "block_length": 32},  # the last block of 16 is too short to steer towards the pin
         pins="61: The end.",  # the answer's last 3 tokens
+        figures=("ending",),
     ),
     Lesson(
         title="Be the sampler: you choose the order",
@@ -289,17 +291,16 @@ LESSONS: list[Lesson] = [
              "'Let the model choose' to see which position its confidence rule takes, and compare its order with "
              "yours; the race here shows confidence order (left) beside random order (right) on the same twin. "
              "Any order is allowed, but not every order reads well: the random order writes another story, which "
-             "the twins' referee usually finds less likely (in this race its perplexity is about four times as "
-             "high; from story to story it varies, and is now and then lower), which is why the sampler's rule "
-             "matters.",
+             "the twins' referee usually finds less likely (here about four times the perplexity; it varies from "
+             "story to story), which is why the sampler's rule matters.",
         point="#sampler", look="the 'Be the sampler' box under the lessons, and the two heatmaps",
-        try_it="Set the left block length to 8 and run again: the model's order comes close to left to right; "
-               "in Be the sampler, a block of 8 leaves you eight positions to choose from.",
+        try_it="Set the left block length to 8 and run again: the left heatmap fills nearly left to right (the "
+               "distance under the panels falls from about ten to about one).",
         try_side="left", try_settings={"block_length": 8},
         right="local-diffusion",
         left_settings={**SHORT, "gen_length": 32, "steps": 32, "block_length": 32, "scoring": "confidence"},
         right_settings={**SHORT, "gen_length": 32, "steps": 32, "block_length": 32, "scoring": "random"},
-        figures=("perplexity",),
+        figures=("perplexity", "stray"),
     ),
     Lesson(
         title="Uniform-state diffusion starts from noise, not masks",
@@ -308,14 +309,14 @@ LESSONS: list[Lesson] = [
              "current block, accepts the ones it is surest of (DiffusionGemma's entropy bound) and replaces the rest "
              "with fresh random tokens, so the noise flickers until a position is accepted; the blocks to its right "
              "keep their first noise until their turn. The right side is the masked twin on the same prompt, whose "
-             "open positions are blank masks. This twin is new and writes less likely text than the masked twin "
-             "(its model card says by how much).",
+             "open positions are blank masks. It writes less likely text than the masked twin (the referee's "
+             "perplexity under the panels).",
         point=part("panel-left"), look="the left panel: dimmed random tokens that settle, block by block",
-        try_it="Set the left entropy bound to 4 and run again: more positions fit the bound, so each pass "
-               "accepts more of them (more tokens per forward pass) and the text gets worse.",
-        try_side="left", try_settings={"entropy_bound": 4.0},
+        try_it="Set the left entropy bound to 10 and run again: each pass accepts more positions (about three "
+               "tokens a pass, not one) and the text gets worse (the referee's perplexity rises).",
+        try_side="left", try_settings={"entropy_bound": 10.0},  # at 4 the page's race read better, not worse
         left="local-uniform", right="local-diffusion",
         left_settings={"gen_length": 64, "steps": 64, "block_length": 16, "entropy_bound": 0.5},
-        right_settings=dict(SHORT),
+        right_settings=dict(SHORT), figures=("per_pass", "perplexity"),
     ),
 ]

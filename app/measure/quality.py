@@ -81,6 +81,19 @@ def stutter(texts: Iterable[str]) -> tuple[int, int]:
     return repeats, pairs
 
 
+def sentences(text: str) -> list[tuple[str, ...]]:
+    """The text's sentences as `words` reads them, split after . ! or ? (and a closing quote) and at line breaks."""
+    parts = re.split(r"(?<=[.!?])[\"'\u201d]?\s+|\n+", text)
+    return [tuple(w) for w in (words(p) for p in parts) if w]
+
+
+def repeats_a_sentence(text: str) -> bool:
+    """Whether an answer says one of its sentences twice ("I will be fun. I will be fun."): the loop greedy decoding
+    falls into, which the guard against repeated runs is there to break."""
+    said = sentences(text)
+    return len(said) != len(set(said))
+
+
 RECITAL_N = 8  # an 8-word run found verbatim in the training text is recited, not written
 
 
@@ -128,7 +141,7 @@ def quality(referee: Any, tok: Any, runs: Sequence[tuple[list[int], list[int]]])
     return {"answer_tokens": tokens, "referee_ppl": round(math.exp(nlls / tokens), 2) if tokens else None,
             "distinct2": mean([distinct2(t) for t in texts]),
             "stutter": round(repeats / pairs, 4) if pairs else None, "stuttered_pairs": repeats,
-            "word_pairs": pairs}, texts
+            "word_pairs": pairs, "answers_repeating_a_sentence": sum(map(repeats_a_sentence, texts))}, texts
 
 
 def mean(values: Sequence[float | None]) -> float | None:

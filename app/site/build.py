@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from app.analysis.changes import EOS_TOKENS, TOKEN_UNITS
-from app.engine.autoregressive import ARSettings
+from app.engine.autoregressive import TWIN_AR
 from app.engine.diffusion import TWIN_DIFFUSION, honoured
 from app.engine.model import load_twin
 from app.engine.options import declared, settings_spec
@@ -163,7 +163,7 @@ def twins_data() -> dict[str, Any]:
     judge = diffusion.commit_filter
     weights = {k: getattr(judge, k).tolist() for k in ("mean", "scale", "w1", "b1", "w2", "b2")}
     config = {kind: vars(m.net.config) for kind, m in (("diffusion", diffusion), ("ar", ar))}
-    defaults: dict[str, Any] = {"diffusion": honoured(diffusion, TWIN_DIFFUSION), "ar": ARSettings()}
+    defaults: dict[str, Any] = {"diffusion": honoured(diffusion, TWIN_DIFFUSION), "ar": TWIN_AR}
     settings = {kind: s.to_json() for kind, s in defaults.items()}
     offered = {kind: declarations(kind, s) for kind, s in defaults.items()}
     return {"tokenizer": _tokenizer(tok, diffusion.repeatable), "config": config, "filter": weights,

@@ -163,7 +163,11 @@ async function arRace(twin, prompt, s, onFrame, signal) {
     var out = cache ? await net.run([ids[ids.length - 1]], cache.k.dims[2], cache)
                     : await net.run([eos].concat(prompt), 0, null);
     cache = out;
-    var got = pick(Float64Array.from(row(out.logits, out.logits.length / V - 1, V)), s, rng), token = got[0];
+    var z = Float64Array.from(row(out.logits, out.logits.length / V - 1, V));
+    if (i < s.min_length) z[eos] = -Infinity;
+    var seq = prompt.concat(ids, [-1]), written = seq.map(function (t, k) { return k < seq.length - 1; });
+    ngramBan([z], seq, written, [seq.length - 1], s.no_repeat_ngram, eos);  // transformers' rule: the next position
+    var got = pick(z, s, rng), token = got[0];
     var stop = s.stop_at_eos && token === eos, last = stop || i + 1 === s.gen_length;
     if (!stop) { ids.push(token); conf.push(got[1]); }  // without stop_at_eos end-of-text is written on, as Python
     await emit({step: i + 1, nfe: i + 1, final: last, tokens: twin.tok.strings(ids), confidence: conf.map(pyRound4),
@@ -187,7 +191,7 @@ function round4(x) { return Math.round(x * 1e4) / 1e4; }
 function pyRound4(x) { return Number(x.toFixed(4)); }
 
 
-/* ---- the stutter guards (app/engine/stutter.py) ---- */
+/* ---- the masked twin's stutter guard (app/engine/stutter.py) ---- */
 
 function guarded(token, eos, repeatable) { return token !== eos && !repeatable[token]; }
 
@@ -207,6 +211,8 @@ function writtenOf(run) {
   return w;
 }
 
+/* ---- the guard against repeated runs every twin runs alike (app/engine/repeats.py `NoRepeatNGram`) ---- */
+
 function runKey(tokens, start, n, skip) {
   var k = [];
   for (var i = start; i < start + n; i++) if (i !== skip) k.push(tokens[i]);
@@ -223,8 +229,10 @@ function completeRuns(tokens, written, n, eos) {
   return done;
 }
 
-function noRepeatNgram(z, run, lo, n, eos) {
-  var tokens = Array.from(run.x), written = writtenOf(run), holes = new Map();
+/* `ban`: in row r of z, every token that written at positions[r] would complete a run of n tokens already there */
+function ngramBan(z, tokens, written, positions, n, eos) {
+  if (n < 2) return;
+  var holes = new Map();
   completeRuns(tokens, written, n, eos).forEach(function (i) {
     for (var j = 0; j < n; j++) {
       var key = j + ":" + runKey(tokens, i, n, i + j);
@@ -232,8 +240,8 @@ function noRepeatNgram(z, run, lo, n, eos) {
       holes.get(key).add(tokens[i + j]);
     }
   });
-  for (var r = 0; r < z.length; r++) {
-    var pos = run.P + lo + r, through = [];
+  positions.forEach(function (pos, r) {
+    var through = [];
     for (var j = 0; j < n; j++) {
       var start = pos - j, ok = start >= 0 && start + n <= tokens.length;
       for (var k = start; k < start + n && ok; k++) ok = k === pos || written[k];
@@ -242,7 +250,7 @@ function noRepeatNgram(z, run, lo, n, eos) {
       (holes.get(j + ":" + runKey(tokens, start, n, pos)) || []).forEach(function (t) { z[r][t] = -Infinity; });
     }
     if (through.length > 1) twoAlike(z[r], tokens, through, pos, n, eos);
-  }
+  });
 }
 
 function twoAlike(zr, tokens, through, pos, n, eos) {
@@ -258,21 +266,31 @@ function twoAlike(zr, tokens, through, pos, n, eos) {
   });
 }
 
-function freshRuns(pick, chosen, run, lo, n, eos) {
-  var tokens = Array.from(run.x), written = writtenOf(run), keep = [];
-  var repeats = function () {
+/* `fresh`: of the rows one pass writes together, left to right, those that make no new repeated run */
+function ngramFresh(rows, chosen, tokens, written, positions, n, eos) {
+  var sorted = rows.slice().sort(function (a, b) { return a - b; });
+  if (n < 2) return sorted;
+  tokens = tokens.slice(); written = written.slice();
+  var keep = [], repeats = function () {
     var runs = completeRuns(tokens, written, n, eos).map(function (i) { return tokens.slice(i, i + n).join(","); });
     return runs.length - new Set(runs).size;
   };
   var before = repeats();
-  pick.slice().sort(function (a, b) { return a - b; }).forEach(function (r) {
-    var pos = run.P + lo + r;
+  sorted.forEach(function (r) {
+    var pos = positions[r], old = [tokens[pos], written[pos]];
     tokens[pos] = chosen[r]; written[pos] = true;
     var after = repeats();
-    if (keep.length && after > before) { tokens[pos] = run.x[pos]; written[pos] = false; return; }
+    if (keep.length && after > before) { tokens[pos] = old[0]; written[pos] = old[1]; return; }
     keep.push(r); before = after;
   });
   return keep;
+}
+
+/* the block's positions in the whole sequence, as the guard reads them */
+function blockPositions(run, lo) {
+  var out = [];
+  for (var r = 0; r < run.s.block_length; r++) out.push(run.P + lo + r);
+  return out;
 }
 
 function apart(pick, chosen, eos, repeatable) {
@@ -383,7 +401,7 @@ function guesses(twin, run, logits) {
   for (r = 0; r < B; r++) { z.push(Float64Array.from(logits[r])); z[r][twin.mask] = -Infinity; }
   for (r = 0; r < Math.max(0, Math.min(hi, Math.max(0, s.min_length)) - lo); r++) z[r][twin.eos] = -Infinity;
   if (s.no_repeat) noRepeat(z, run, lo, twin);
-  if (s.no_repeat_ngram) noRepeatNgram(z, run, lo, s.no_repeat_ngram, twin.eos);
+  if (s.no_repeat_ngram) ngramBan(z, Array.from(run.x), writtenOf(run), blockPositions(run, lo), s.no_repeat_ngram, twin.eos);
   if (s.top_k > 0 && s.top_k < twin.vocab) z.forEach(function (zr) { topK(zr, s.top_k); });
   var probs = z.map(softmax), chosen = pickTokens(run, z);
   var sure = chosen.map(function (c, i) { return probs[i][c]; });
@@ -527,7 +545,10 @@ function rule(twin, run, g) {
   if (s.filter !== null) extra = spaced(extra, filtered(twin, run, g, cand), g.sure, 1);  // np.union1d: sorted
   var rows = spaced(sched, extra, g.sure, s.min_gap);
   if (s.no_repeat) rows = apart(rows, g.chosen, twin.eos, twin.repeatable);
-  if (s.no_repeat_ngram) rows = freshRuns(rows, g.chosen, run, lo, s.no_repeat_ngram, twin.eos);
+  if (s.no_repeat_ngram) {
+    rows = ngramFresh(rows, g.chosen, Array.from(run.x), writtenOf(run), blockPositions(run, lo), s.no_repeat_ngram,
+                      twin.eos);
+  }
   return rows;
 }
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from app.errors import counted
 from app.hf.diffusion_gemma import CAPTURED, GemmaStep, resolve
-from app.sources.local import EOS_MARK, SamplerSource, named_candidates
+from app.sources.local import EOS_MARK, SamplerSource, legible, named_candidates
 from app.trace.frames import Clock, Frame
 
 
@@ -54,7 +54,8 @@ def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_
     last cut at end-of-text, with text."""
     cands = [[pos, named_candidates(tok, c, eos_ids[0] if eos_ids else -1)] for pos, c in sorted(st.candidates.items())]
     n = answer_length(st.ids, eos_ids) if st.done else len(st.ids)
-    out = {"tokens": strings(tok, st.ids[:n], eos_ids), "states": st.states[:n],
+    shown = [legible(t) if state == "n" else t for t, state in zip(strings(tok, st.ids[:n], eos_ids), st.states[:n])]
+    out = {"tokens": shown, "states": st.states[:n],
            "confidence": np.round(st.confidence[:n], 4).tolist(), "committed": st.committed or None,
            "candidates": cands or None, "note": note(st, canvas_length)}
     if st.entropy is not None:  # a denoising step: the current canvas's positions, none for the finished ones

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import threading
+import unicodedata
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from app.engine import autoregressive, diffusion, uniform
-from app.engine.autoregressive import ARSettings
+from app.engine.autoregressive import TWIN_AR, ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.options import coerce, lines
 from app.engine.pins import AR_PINS, parse_pin, resolve_pins
@@ -25,6 +26,15 @@ from app.sources.base import SourceBase, SourceKind, register
 from app.trace.frames import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
+UNREADABLE = "\u00b7"  # a middle dot: what a noise token shows for each character that is no text (`legible`)
+
+
+def legible(piece: str) -> str:
+    """A noise token as the panel shows it: each character that is no visible text (a lone byte's replacement
+    character, a control character, a newline) drawn as UNREADABLE, one for one, so the token keeps its width and a
+    random draw never shows raw bytes or breaks the line. Why: noise is random, and should look random, not broken."""
+    return "".join(UNREADABLE if c == "\ufffd" or unicodedata.category(c)[0] in "CZ" and c != " " else c
+                   for c in piece)
 
 
 def sampler_settings(cls: type, given: dict[str, Any], source: str, base: Any = None) -> Any:
@@ -107,7 +117,7 @@ def _uniform_fields(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: 
         tokens = _strings(tok, st.ids, st.accepted, eos_id)  # runs of accepted tokens decode together, as they read
         noise = np.flatnonzero(~st.accepted)  # each random token on its own, so it never alters an accepted one
         for i in noise:
-            tokens[i] = tok.token_strings([int(st.ids[i])])[0]
+            tokens[i] = legible(tok.token_strings([int(st.ids[i])])[0])
         return {"tokens": tokens, "states": "".join("a" if a else "n" for a in st.accepted),
                 "committed": st.newly or None, "candidates": cands or None, "entropy": _entropies(st.entropy)}
     ids = uniform.answer(st, eos_id)
@@ -255,7 +265,7 @@ def make_local_uniform(**settings: Any) -> SamplerSource:
 
 
 def make_local_ar(**settings: Any) -> SamplerSource:
-    s = sampler_settings(ARSettings, settings, "local-ar")
+    s = sampler_settings(ARSettings, settings, "local-ar", base=TWIN_AR)
     return SamplerSource("local-ar", lambda: twin("ar"), s, _plain_prompt)
 
 
@@ -267,7 +277,7 @@ BROWSER_SETTINGS: dict[str, tuple[str, ...]] = {
     "local-diffusion": ("gen_length", "steps", "block_length", "scoring", "schedule", "temperature", "top_k",
                         "threshold", "factor", "filter", "remask", "eos_discount", "no_repeat", "no_repeat_ngram",
                         "min_gap", "min_length", "stop_at_eos", "prefix_cache", "dual_cache", "lookahead", "seed"),
-    "local-ar": ("gen_length", "temperature", "top_k", "top_p", "stop_at_eos", "seed"),
+    "local-ar": ("gen_length", "temperature", "top_k", "top_p", "no_repeat_ngram", "min_length", "stop_at_eos", "seed"),
 }
 
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",
@@ -275,4 +285,4 @@ register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="
 register(SourceKind(prefix="local-uniform", make=make_local_uniform,
                     label="Built-in uniform-state diffusion twin (starts from noise)", options=(UniformSettings(),)))
 register(SourceKind(prefix="local-ar", make=make_local_ar, label="Built-in autoregressive twin",
-                    options=(ARSettings(),), why_not={"pins": AR_PINS}))
+                    options=(TWIN_AR,), why_not={"pins": AR_PINS}))

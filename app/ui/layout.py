@@ -39,7 +39,7 @@ from app.ui.page_assets import PAGE_CSS
 from app.ui.page_cache import PageCache
 from app.ui.pairs_ui import pairs_box
 from app.ui.player_ui import player_box, show_recording
-from app.ui.race_ui import race_box, race_starter, wire_pins, wire_stop
+from app.ui.race_ui import race_box, race_starter, wire_pins, wire_questions, wire_stop
 from app.ui.sampler_ui import sampler_box
 from app.ui.sessions import OWNER_KEY, OWNER_SECRET, as_visitor, end_session
 from app.ui.site_files import SiteFiles
@@ -91,6 +91,7 @@ def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
         for controls in race.controls.values():
             wire_sources(controls, policy)
         wire_pins(race, policy)
+        wire_questions(race)
         if race.place is not None:
             wire_place(race)
         view = [library.table, library.pick, ids]

@@ -10,7 +10,7 @@ import gradio as gr
 
 from app.engine.pins import PINS_REFUSAL
 from app.errors import UserError
-from app.lessons.prompts import EXAMPLE_PROMPTS, STORY
+from app.lessons.prompts import EXAMPLE_PROMPTS, QUESTIONS, STORY
 from app.race.run import Race
 from app.serving.input_limits import MAX_PROMPT_CHARS
 from app.serving.policy import LOCAL, Policy
@@ -34,6 +34,7 @@ from app.view.payload import UPDATE_INTERVAL, live_payload, message_payload, new
 from app.view.side import SENTENCES
 
 DEFAULT_PAIR = ("local-diffusion", "local-ar")
+CHAT_KINDS = ("openai", "mercury")  # the sources that race chat models, which answer a question (QUESTIONS)
 CUT_NOTE = (f"This run passed {RUN_MAX_BYTES // 2**20} MB, so its recording keeps only the frames up to there; "
             "the rest are shown here but not saved.")
 Updates = Iterator[tuple[Any, Any]]  # (the player's update, the recording file shown) as the race goes
@@ -51,6 +52,7 @@ class RaceBox:
     pins_box: Any = None
     place: Any = None  # "Run on: this server / your browser" (app/ui/browser_race.py), when the page offers it
     browser_run: Any = None  # the browser's Run, which races the twins on the visitor's device
+    questions: Any = None  # the question chips, shown only while a side races a chat model (`asks`)
 
 
 def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
@@ -64,6 +66,11 @@ def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
             gr.Examples([[p] for p in EXAMPLE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
                         example_labels=list(EXAMPLE_PROMPTS), elem_id="prompt-examples",
                         examples_per_page=len(EXAMPLE_PROMPTS))
+            with gr.Column(visible=asks(defaults), elem_id="question-examples-box") as questions:
+                gr.Examples([[p] for p in QUESTIONS.values()], inputs=[prompt],
+                            label="Questions (for a chat model; the built-in twins write stories)",
+                            example_labels=list(QUESTIONS), elem_id="question-examples",
+                            examples_per_page=len(QUESTIONS))
             with gr.Accordion("Pinned text (diffusion side)", open=False, elem_id="pins-box",
                               visible=takes_pins(policy, [(p, DEFAULT_MODELS.get(p, "")) for p in defaults])) as box:
                 pins = gr.Textbox(label="One POSITION:TEXT a line (optional)", lines=2, elem_id="pins",
@@ -79,7 +86,12 @@ def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
             server = place is None or tuple(defaults) != TWINS or default_place(policy) == ON_SERVER
             run_btn = gr.Button("Run", variant="primary", elem_id="run", visible=server)
             stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box, place, browser_run)
+    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box, place, browser_run, questions)
+
+
+def asks(kinds: list[Any]) -> bool:
+    """Whether a question chip is offered: some side races a chat model (`CHAT_KINDS`); the twins write stories."""
+    return any(kind in CHAT_KINDS for kind in kinds)
 
 
 def takes_pins(policy: Policy, picked: list[tuple[Any, Any]]) -> bool:
@@ -97,6 +109,18 @@ def wire_pins(box: RaceBox, policy: Policy) -> None:
 
     for component in picked:
         component.change(show, inputs=picked, outputs=[box.pins_box], **queued("models"), show_progress="hidden",
+                         api_name=False)
+
+
+def wire_questions(box: RaceBox) -> None:
+    """Picking either side's kind shows the question chips only while a side races a chat model."""
+    kinds = [box.controls["left"].kind, box.controls["right"].kind]
+
+    def show(left: Any, right: Any) -> Any:
+        return gr.update(visible=asks([left, right]))
+
+    for component in kinds:
+        component.change(show, inputs=kinds, outputs=[box.questions], **queued("models"), show_progress="hidden",
                          api_name=False)
 
 

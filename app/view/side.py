@@ -128,17 +128,41 @@ def summary(frames: list[Frame]) -> dict[str, Any]:
             "settled": settled_fraction_series(frames) if frames else []}
 
 
-def side_message(status: str, message: str | None) -> str | None:
-    """The line under a side's title: its own message, or for a side stopped without one, that its frames are kept."""
-    return message or (STOPPED if status == "stopped" else None)
+LIMITS = ("gen_length", "max_tokens")  # the settings that bound an answer's length, in the sources' declarations
+
+
+def cut_at(source: dict[str, Any], frames: list[Frame]) -> int | None:
+    """The length a finished side's answer was cut at: its source's length setting (`LIMITS`, as the header records
+    it) when the final frame's answer has that many tokens, so it stopped at the length, not at end-of-text; else
+    None. Why: an answer cut mid-sentence reads as the model's own ending unless the panel says so."""
+    settings = source.get("settings")
+    settings = settings if isinstance(settings, dict) else source
+    limit = next((settings[k] for k in LIMITS if isinstance(settings.get(k), int) and settings[k] > 0), None)
+    if limit is None or not frames or not frames[-1].final:
+        return None
+    usage = frames[-1].usage or {}
+    n = usage.get("completion_tokens")
+    return limit if isinstance(n, int) and n >= limit else None
+
+
+def cut_note(source: dict[str, Any], frames: list[Frame]) -> str | None:
+    """The panel's line for an answer cut at its length ("Cut at 128 tokens: ..."), or None (theme.json `cut`)."""
+    n = cut_at(source, frames)
+    return None if n is None else SENTENCES["cut"].replace("{n}", str(n))
+
+
+def side_message(status: str, message: str | None, cut: str | None = None) -> str | None:
+    """The line under a side's title: its own message, or for a side stopped without one, that its frames are kept, or
+    for a finished side whose answer was cut at its length (`cut_note`), that."""
+    return message or (STOPPED if status == "stopped" else cut if status == "done" else None)
 
 
 def entry(spec: str, label: str, status: str, message: str | None, start: int, rows: list[dict[str, Any]],
-          done: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A side as the player's payload carries it: title, status, message and rows from index `start`, plus
-    `done` (its summary) once it has ended."""
-    out = {"spec": spec, "label": label, "status": status, "message": side_message(status, message), "start": start,
-           "rows": rows}
+          done: dict[str, Any] | None = None, cut: str | None = None) -> dict[str, Any]:
+    """A side as the player's payload carries it: title, status, message (`cut`: the note of an answer cut at its
+    length) and rows from index `start`, plus `done` (its summary) once it has ended."""
+    out = {"spec": spec, "label": label, "status": status, "message": side_message(status, message, cut),
+           "start": start, "rows": rows}
     if done is not None:
         out.update(done)
     return out
@@ -200,7 +224,7 @@ def recorded_side(rec: Recording, key: str, label: str | None = None) -> Recorde
     analyzer = SideAnalyzer(schema=rec.schema)
     end = rec.ends.get(key)
     status = end["status"] if end and end.get("status") in TERMINAL else "stopped"
-    message = side_message(status, (end or {}).get("message"))
+    message = side_message(status, (end or {}).get("message"), cut_note(source, frames))
     if end is None and frames:
         message = SENTENCES["unended"]
     return RecordedSide(key, source, str(source.get("name", key)) if label is None else label, frames, end is not None,
