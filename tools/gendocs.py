@@ -66,7 +66,7 @@ def app_files() -> list[Path]:
     git ignores: installed packages, caches, a build's outputs)."""
     listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
                              "app"], capture_output=True, check=True).stdout.decode().split("\0")
-    return sorted(ROOT / name for name in listed if name and Path(name).suffix in SHOWN and (ROOT / name).is_file())
+    return sorted({ROOT / name for name in listed if name and Path(name).suffix in SHOWN and (ROOT / name).is_file()})
 
 
 def modules_table() -> str:
