@@ -93,7 +93,7 @@ def test_the_served_page_races_the_twins_in_the_browser_and_the_server_runs_none
     # the race ran in the browser: the one queue join is the save, carrying the packed race
     assert len(joined) == 1 and len(joined[0].post_data or "") > 1000
     assert {u.split(SITE_ROUTE)[1] for m, u in sent if SITE_ROUTE in u and m == "GET"} >= {
-        "race.js", "rows.js", "twins.json", "diffusion.onnx", "ar.onnx", "ort/ort-wasm-simd-threaded.wasm"}
+        "race.js", "twins.json", "diffusion.onnx", "ar.onnx", "ort/ort-wasm-simd-threaded.wasm"}
     saved = [p for p in recordings_in(recordings) if p not in before]  # then its frames were saved, as they ran
     assert len(saved) == 1
     rec = read_recording(saved[0])

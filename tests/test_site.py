@@ -80,9 +80,9 @@ def test_the_site_command_writes_a_folder_that_names_no_other_host(site: Path, t
     assert "wrote" in capsys.readouterr().out
     names = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert names == sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
-    assert {"index.html", "race.js", "page.js", "rows.js", "player.js", "player.css", "twins.json", "diffusion.onnx",
+    assert {"index.html", "race.js", "page.js", "player.js", "player.css", "twins.json", "diffusion.onnx",
             "ar.onnx"} <= set(names)
-    for name in ("index.html", "page.js", "race.js", "rows.js", "player.js", "player.css"):
+    for name in ("index.html", "page.js", "race.js", "player.js", "player.css"):
         assert "://" not in (tmp_path / "out" / name).read_text(encoding="utf-8"), name
 
 
@@ -160,7 +160,7 @@ ROWS = """async (prompts) => {
 
 def test_the_rows_built_in_the_browser_equal_the_python_payload_from_the_same_frames(site: Path,
                                                                                       browser: Any) -> None:
-    """app/site/rows.js is the JavaScript copy of the analysis for token frames: its wire rows, metrics and settled
+    """app/site/js/rows.js is the JavaScript copy of the analysis for token frames: its wire rows, metrics and settled
     series equal what app/view (SideAnalyzer, wire_rows, summary) makes of the same frames, on several races."""
     import json
 
@@ -331,11 +331,10 @@ def test_the_twins_settings_race_in_the_browser_as_the_python_twins_with_their_c
                     assert same_candidates(seen, made), (varied, side, i, seen, made)
 
 
-RANDOM = """const g = {}, fs = require("fs");
-new Function("window", fs.readFileSync(process.argv[1], "utf8"))(g);
+RANDOM = """const { defaultRng } = await import(process.argv[1]);
 const out = [];
 for (const seed of JSON.parse(process.argv[2])) {
-  const r = g.ConvergeRandom.defaultRng(seed), draws = Array.from(r.random(7)), picks = [];
+  const r = defaultRng(seed), draws = Array.from(r.random(7)), picks = [];
   for (let i = 0; i < 20; i++) picks.push(r.choice([3, 5, 8, 13], [0.1, 0.2, 0.3, 0.4]));
   out.push([draws, picks, Array.from(r.random(3))]);
 }
@@ -343,7 +342,7 @@ console.log(JSON.stringify(out));"""
 
 
 def test_the_browsers_generator_draws_as_numpys_default_rng() -> None:
-    """app/site/rng.js: default_rng(seed)'s doubles and choice(a, p=...) are numpy's, bit for bit, in order."""
+    """app/site/js/rng.js: default_rng(seed)'s doubles and choice(a, p=...) are numpy's, bit for bit, in order."""
     import json
     import subprocess
 
@@ -351,11 +350,11 @@ def test_the_browsers_generator_draws_as_numpys_default_rng() -> None:
 
     node = shutil.which("node")
     if node is None:
-        pytest.skip("Node.js is not installed to run app/site/rng.js")
+        pytest.skip("Node.js is not installed to run app/site/js/rng.js")
     seeds = [0, 1, 42, 9999, 2**32 + 5]
-    rng_js = Path(__file__).resolve().parent.parent / "app" / "site" / "rng.js"
-    done = subprocess.run([node, "-e", RANDOM, str(rng_js), json.dumps(seeds)], capture_output=True, text=True,
-                          timeout=60, check=True)
+    rng_js = Path(__file__).resolve().parent.parent / "app" / "site" / "js" / "rng.js"
+    done = subprocess.run([node, "--input-type=module", "-e", RANDOM, rng_js.as_uri(), json.dumps(seeds)],
+                          capture_output=True, text=True, timeout=60, check=True)
     for seed, (draws, picks, after) in zip(seeds, json.loads(done.stdout)):
         rng = np.random.default_rng(seed)
         assert draws == rng.random(7).tolist(), seed

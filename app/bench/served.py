@@ -46,7 +46,7 @@ SERVE = ("import sys; from app.serving.policy import from_launch; from app.ui.la
          "launch('127.0.0.1', int(sys.argv[1]), policy=from_launch('0.0.0.0', env={}), site=sys.argv[2], quiet=True, "
          "_frontend=False)")
 SITE = "/converge-site/"
-SITE_FILES = ("ort/ort.wasm.min.js", "race.js", "rows.js", "twins.json", "ort/ort-wasm-simd-threaded.mjs",
+SITE_FILES = ("ort/ort.wasm.min.js", "race.js", "twins.json", "ort/ort-wasm-simd-threaded.mjs",
               "ort/ort-wasm-simd-threaded.wasm", "diffusion.onnx", "ar.onnx")
 TIMEOUT = 600.0
 KEPT = "browser-kept"  # the hidden box a browser race is saved through (app/ui/browser_race.py KEPT_ID)

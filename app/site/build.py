@@ -1,10 +1,10 @@
 """`python -m app site OUT_DIR`: a static folder in which the built-in twins race in the visitor's browser.
 
-It holds index.html (the page), page.js, race.js (the samplers, the one JavaScript copy), rng.js (numpy's seeded
-generator, which race.js draws from), player.js and player.css (the page's player, as the HTML export inlines it),
-rows.js (the player's rows from token frames), the twins' ONNX graphs
-(app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the commit filter's weights, the sampler
-defaults the browser must match, the analysis constants rows.js reads) and ort/ (onnxruntime-web's WebAssembly
+It holds index.html (the page), page.js, race.js (the samplers, the one JavaScript copy: the ES modules of
+app/site/js/, numpy's seeded generator and the player's rows from token frames among them, bundled into one classic
+script by app/view/bundle.py as the player is), player.js and player.css (the page's player, as the HTML export
+inlines it), the twins' ONNX graphs (app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the commit filter's weights, the sampler
+defaults the browser must match, the analysis constants app/site/js/rows.js reads) and ort/ (onnxruntime-web's WebAssembly
 runtime, pinned in app/site/package.json and installed with `npm ci` here when it is missing). Any static server
 can host it; it asks no other host for anything.
 """
@@ -33,16 +33,17 @@ from app.engine.tokenizer import byte_chars
 from app.errors import UserError
 from app.site import graph
 from app.sources.local import BROWSER_SETTINGS
+from app.view.bundle import bundle
 from app.view.payload import asset
 
 SITE_DIR = Path(__file__).resolve().parent
 INSTALL_LOCK = ".npm-install.lock"  # in the site folder: held while npm installs the runtime there
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs")
-PAGE_FILES = ("index.html", "page.js", "rng.js", "race.js", "rows.js")
+PAGE_FILES = ("index.html", "page.js")
+RACE_DIR, RACE_ENTRY = SITE_DIR / "js", "race.js"  # the browser race's ES modules, bundled into the site's race.js
 PLAYER_FILES = ("player.js", "player.css")  # the page's player (app/view/player/), as the HTML export inlines it
-SCRIPTS = ('<script src="ort/ort.wasm.min.js"></script>\n<script src="rng.js"></script>\n'
-           '<script src="race.js"></script>\n<script src="player.js"></script>\n<script src="rows.js"></script>\n'
-           '<script src="page.js"></script>')
+SCRIPTS = ('<script src="ort/ort.wasm.min.js"></script>\n<script src="race.js"></script>\n'
+           '<script src="player.js"></script>\n<script src="page.js"></script>')
 STYLE = '<link rel="stylesheet" href="player.css">'
 FOLDER_CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " \
              "img-src 'self' data:; connect-src 'self'"
@@ -171,6 +172,12 @@ def twins_data() -> dict[str, Any]:
             "analysis": {"eos_tokens": sorted(EOS_TOKENS), "token_units": TOKEN_UNITS}}
 
 
+def race_script() -> str:
+    """The site's race.js: the browser race's ES modules (app/site/js/) bundled from RACE_ENTRY (app/view/bundle.py)
+    inside one strict function, so none of their names but the two the entry hands the window is global."""
+    return "(function () {\n\"use strict\";\n" + bundle(RACE_DIR, RACE_ENTRY) + "})();\n"
+
+
 def build_site(out: str | Path) -> Path:
     """Writes the static site into folder `out` (created; files already there are replaced); returns it."""
     out = Path(out)
@@ -182,6 +189,7 @@ def build_site(out: str | Path) -> Path:
         shutil.copyfile(ort_dir / name, out / "ort" / name)
     for name in PAGE_FILES:
         shutil.copyfile(SITE_DIR / name, out / name)
+    (out / "race.js").write_text(race_script(), encoding="utf-8")
     for name in PLAYER_FILES:
         (out / name).write_text(asset(name), encoding="utf-8")
     for kind in ("diffusion", "ar"):
@@ -212,8 +220,8 @@ def build_single(out: str | Path) -> Path:
                   f"{base64.b64encode(gzip.compress((site / name).read_bytes(), 6)).decode()}</script>"
                   for key, name in INLINED.items()]
         scripts = [_script(path.read_text(encoding="utf-8"))
-                   for path in (site / "ort" / "ort.wasm.min.js", SITE_DIR / "single.js", site / "rng.js",
-                                site / "race.js", site / "player.js", site / "rows.js", site / "page.js")]
+                   for path in (site / "ort" / "ort.wasm.min.js", SITE_DIR / "single.js", site / "race.js",
+                                site / "player.js", site / "page.js")]
         style = (site / "player.css").read_text(encoding="utf-8")
         page = (site / "index.html").read_text(encoding="utf-8")
     if SCRIPTS not in page or FOLDER_CSP not in page or STYLE not in page or "</style" in style.lower():

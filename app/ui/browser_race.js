@@ -2,8 +2,8 @@
  * once it ends, or once Stop ends it (with every frame made so far), to be saved.
  *
  * Run (on "your browser") calls window.ConvergeBrowserRace.run(spec, values) with no handler on the server: it loads
- * the static site's runtime, samplers and rows (onnxruntime-web, app/site/rng.js, race.js, rows.js) from this page's
- * own origin under spec.base, once, then hands the race to app/site/rows.js `race`, which draws it in the page's
+ * the static site's runtime and race.js (onnxruntime-web; the samplers and rows, app/site/js/ bundled) from this page's
+ * own origin under spec.base, once, then hands the race to window.ConvergeRows.race, which draws it in the page's
  * player as the static site's page does. The settings the browser's samplers honour (each input's `offered`, from
  * app/sources/local.py `BROWSER_SETTINGS`, race.js's own list) race as set, both twins'; any other set away from its
  * default is named in the player's notice, never raced differently (and the server is not told: a race it runs goes
@@ -27,12 +27,11 @@
     });
   }
 
-  function load(base) {  // once per page: the runtime, then the samplers (which start loading the graphs), the rows
+  function load(base) {  // once per page: the runtime, then the samplers and rows (which start loading the graphs)
     if (!loading) {
       window.CONVERGE_BASE = base;
-      loading = script(base + "ort/ort.wasm.min.js").then(function () { return script(base + "rng.js"); })
-        .then(function () { return script(base + "race.js"); })
-        .then(function () { return script(base + "rows.js"); }).then(function () { return window.converge.ready; });
+      loading = script(base + "ort/ort.wasm.min.js").then(function () { return script(base + "race.js"); })
+        .then(function () { return window.converge.ready; });
     }
     return loading;
   }

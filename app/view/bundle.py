@@ -1,14 +1,16 @@
-"""The player's ES modules (app/view/player/*.js) joined into one classic script, in pure Python (no npm to run).
+"""ES modules joined into one classic script, in pure Python (no npm to run): the player's (app/view/player/*.js)
+and the browser race's (app/site/js/*.js).
 
-Each part names what it uses: `import { a, b } from "./part.js";` at the top, and `export function` / `export var` /
-`export const` / `export let` before what it hands on (one name a statement). `bundle` starts at the entry part,
-follows the imports depth first (a part comes after every part it imports, in the order it imports them), checks
-that each imported name is one the named part exports, raises BundleError on a missing part, an unknown name or a
-cycle, and drops the import statements and the `export ` keywords: what is left are the parts' top-level
-declarations in one shared scope, which the caller wraps (app/view/payload.py player_script). Since a module's
-names are its own and that scope is shared, two parts declaring the same top-level name (a `var`, `let`, `const` or
-`function` at the start of a line, or a `for (var x` loop there) is a BundleError too. Only this subset of
-module syntax is read; anything else that starts a line with `import` or `export` is an error, not passed through.
+Each part names what it uses: `import { a, b } from "./part.js";` at the top, and `export function` /
+`export async function` / `export var` / `export const` / `export let` before what it hands on (one name a
+statement). `bundle` starts at the entry part, follows the imports depth first (a part comes after every part it
+imports, in the order it imports them), checks that each imported name is one the named part exports, raises
+BundleError on a missing part, an unknown name or a cycle, and drops the import statements and the `export `
+keywords: what is left are the parts' top-level declarations in one shared scope, which the caller wraps
+(app/view/payload.py player_script, app/site/build.py race_script). Since a module's names are its own and that
+scope is shared, two parts declaring the same top-level name (a `var`, `let`, `const` or `function` at the start
+of a line, or a `for (var x` loop there) is a BundleError too. Only this subset of module syntax is read; anything
+else that starts a line with `import` or `export` is an error, not passed through.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ import re
 from pathlib import Path
 
 IMPORT = re.compile(r'^import\s*\{([^}]*)\}\s*from\s*"\./([\w-]+\.js)";[ \t]*\n?', re.M)
-EXPORT = re.compile(r"^export (?=(?:function|var|const|let)\s)", re.M)
-EXPORTED = re.compile(r"^export (?:function\s*\*?\s*|var\s+|const\s+|let\s+)([A-Za-z_$][\w$]*)", re.M)
+EXPORT = re.compile(r"^export (?=(?:async function|function|var|const|let)\s)", re.M)
+EXPORTED = re.compile(r"^export (?:(?:async )?function\s*\*?\s*|var\s+|const\s+|let\s+)([A-Za-z_$][\w$]*)", re.M)
 OTHER = re.compile(r"^(?:import|export)\b", re.M)
-TOP_LEVEL = re.compile(r"^(?:export )?(?:(?:var|let|const|function\s*\*?)\s+|for \((?:var|let) )([A-Za-z_$][\w$]*)",
-                       re.M)
+TOP_LEVEL = re.compile(
+    r"^(?:export )?(?:(?:var|let|const|(?:async )?function\s*\*?)\s+|for \((?:var|let) )([A-Za-z_$][\w$]*)", re.M)
 
 
 class BundleError(ValueError):

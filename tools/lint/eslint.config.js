@@ -4,6 +4,7 @@
  * imported, so nothing hangs on the order app/view/bundle.py joins them in. Besides the browser's own globals, the
  * bundle's wrapper hands every part two names (THEME, the theme's values, and global, the window): the only names
  * the parts share without an import.
+ * The browser race's parts (app/site/js/) are ES modules too, bundled by app/site/build.py with no names handed in.
  * The page's scripts (app/ui/, app/site/) are classic scripts and see the browser's globals and each other's. */
 import js from "@eslint/js";
 import globals from "globals";
@@ -15,6 +16,10 @@ export default [
   {
     files: ["app/view/player/*.js"],
     languageOptions: { sourceType: "module", globals: { ...globals.browser, THEME: "readonly", global: "readonly" } },
+  },
+  {
+    files: ["app/site/js/*.js"],
+    languageOptions: { sourceType: "module", globals: { ...globals.browser } },
   },
   {
     files: ["app/ui/*.js", "app/site/*.js"],
@@ -30,7 +35,7 @@ export default [
   },
   {
     /* rows.js's BLANK matches Python's str.isspace, control characters included, on purpose */
-    files: ["app/site/rows.js"],
+    files: ["app/site/js/rows.js"],
     rules: { "no-control-regex": "off" },
   },
 ];

@@ -2,11 +2,9 @@
  * LCG), Generator.random's doubles and Generator.choice(a, p=...), bit for bit as numpy's own source computes them
  * (numpy/random/bit_generator.pyx, _pcg64.pyx, src/pcg64/pcg64.h, _generator.pyx), so a seeded race in the browser
  * draws the numbers Python's samplers draw, in the same order. The 128-bit state is kept as eight 16-bit limbs so
- * every product stays exact in a double. `window.ConvergeRandom.defaultRng(seed)`; tests/test_site.py checks it
- * against numpy for several seeds.
+ * every product stays exact in a double. `defaultRng(seed)`; tests/test_site.py checks it against numpy for several
+ * seeds.
  */
-(function (global) {
-"use strict";
 
 var INIT_A = 0x43b0d7e5, MULT_A = 0x931e8875, INIT_B = 0x8b51f9dd, MULT_B = 0x58f38ded;
 var MIX_MULT_L = 0xca01f9dd, MIX_MULT_R = 0x4973f715, POOL_SIZE = 4;
@@ -122,5 +120,5 @@ Generator.prototype.choice = function (a, p) {
   return a[k];
 };
 
-global.ConvergeRandom = {defaultRng: function (seed) { return new Generator(seed); }};
-})(typeof window !== "undefined" ? window : this);
+/* np.random.default_rng(seed) */
+export function defaultRng(seed) { return new Generator(seed); }

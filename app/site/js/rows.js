@@ -1,4 +1,4 @@
-/* The player's rows, built in the browser from the twins' token frames (app/site/race.js), for the page's player.
+/* The player's rows, built in the browser from the twins' token frames (app/site/js/diffusion.js, autoregressive.js).
  *
  * The JavaScript copy of what the Python analysis does to a token frame (no text states, no schema 2 states):
  * app/analysis/changes.py SideAnalyzer (display tokens, change codes, settled prefix), app/view/payload.py wire_rows
@@ -7,8 +7,6 @@
  * payload built from the same frames, so this copy cannot drift from the one it mirrors. The end-of-text strings and
  * the token units come from twins.json (`analysis`), written from the Python constants.
  */
-(function (global) {
-"use strict";
 var UNCHANGED = 0, NEW = 1, CHANGED = 2, REMASKED = 3;
 /* what Python's str.strip() removes (str.isspace), so a token of only these is not visible */
 var BLANK = /^[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
@@ -58,7 +56,7 @@ function tokenCodes(a, am, b, bm) {
 }
 
 /* changes.SideAnalyzer for token frames: add(frame) returns its analysed row */
-function analyzer() {
+export function analyzer() {
   var count = 0, prevTok = [], prevMasked = null;
   return {add: function (frame) {
     var tok = displayTokens(frame), masked = masksOf(frame);
@@ -75,7 +73,7 @@ function analyzer() {
 }
 
 /* payload.wire_rows: each row after the first sends only what follows the prefix it shares with the row before */
-function wire(rows) {
+export function wire(rows) {
   var out = [], prev = null, prevCf = null;
   rows.forEach(function (row) {
     var keep = prev ? prefixLen(prev, row.tok) : 0, cs = [];
@@ -169,47 +167,7 @@ function metrics(frames, analysis) {
 }
 
 /* side.summary: a finished side's metrics and settled series */
-function summary(frames, analysis) {
+export function summary(frames, analysis) {
   return frames.length ? {metrics: metrics(frames, analysis), settled: settledSeries(frames, analysis.eos_tokens)}
                        : {metrics: null, settled: []};
 }
-
-/* One race through window.converge.race (app/site/race.js) drawn live in `player` (app/view/player/) as a race on
- * the page is: `mode: live`, one row per frame as it comes, each side's summary at the end. The visitor watched it
- * race at the pace it ran, so when it finishes it stays at its end (`autoplay: false`) until Play is pressed. The
- * static site's page and the served page's browser race (app/ui/browser_race.js) both call this; `extra.start`
- * adds to the first payload and `extra.end` to the last (a caption). `options.signal` (an AbortSignal) stops both
- * sides before their next pass. Returns the promise of the race's {left, right}. */
-var SPECS = {left: "local-diffusion", right: "local-ar"}, races = 0;
-
-function side(key, status, start, rows, more) {
-  return Object.assign({spec: SPECS[key], status: status, message: null, start: start, rows: rows}, more || {});
-}
-
-function race(player, text, options, extra) {
-  var id = "browser-" + (++races) + "-" + Date.now(), seq = 0, made = {left: [], right: []};
-  var rows = {left: analyzer(), right: analyzer()};
-  player.update(Object.assign({run: id, seq: seq, mode: "live", autoplay: false, prompt: text, recording: "",
-                               done: false, message: null, caption: "", warnings: [],
-                               sides: {left: side("left", "running", 0, []), right: side("right", "running", 0, [])}},
-                              (extra || {}).start));
-  var onFrame = function (key, frame) {
-    var row = rows[key].add(frame), sides = {};
-    made[key].push(frame);
-    sides[key] = side(key, "running", row.i, wire([row]));
-    player.update({run: id, seq: ++seq, sides: sides});
-  };
-  return global.converge.analysis.then(function (analysis) {
-    return global.converge.race(text, Object.assign({}, options, {onFrame: onFrame})).then(function (r) {
-      var sides = {};
-      ["left", "right"].forEach(function (key) {  // a side stopped (options.signal) keeps the frames it made
-        sides[key] = side(key, r[key].stopped ? "stopped" : "done", made[key].length, [], summary(made[key], analysis));
-      });
-      player.update(Object.assign({run: id, seq: ++seq, done: true, sides: sides}, (extra || {}).end));
-      return r;
-    });
-  });
-}
-
-global.ConvergeRows = {analyzer: analyzer, wire: wire, summary: summary, race: race};
-})(typeof window !== "undefined" ? window : this);

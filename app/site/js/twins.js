@@ -1,0 +1,50 @@
+/* The race API over twins.json and one model per twin: `twinsOf` makes the twins the samplers read (tokenizer, ids,
+ * the filter's weights) over the models given (the ONNX graphs in the browser, app/site/js/onnx.js; recorded
+ * logits in tests/node/parity.mjs), `api` the race(prompt, options) that checks the settings and races both sides.
+ */
+import { Tokenizer } from "./tokenizer.js";
+import { settingsFor, checkFixed, diffusionGiven, promptIds } from "./options.js";
+import { diffusionRace } from "./diffusion.js";
+import { arRace } from "./autoregressive.js";
+
+/* what race(...) reads: the twins over `models` ({diffusion, ar}), both twins' defaults and declarations, the
+   longest prompt and answer, and the analysis constants app/site/js/rows.js reads */
+export function twinsOf(data, models) {
+  ["diffusion", "ar"].forEach(function (kind) { checkFixed(kind, data.settings[kind], data.declared[kind]); });
+  var tok = new Tokenizer(data.tokenizer), made = {};
+  ["diffusion", "ar"].forEach(function (kind) {
+    made[kind] = {model: models[kind], tok: tok, eos: data.tokenizer.eos_id, mask: data.tokenizer.mask_id,
+                  vocab: data.config[kind].vocab_size, repeatable: data.tokenizer.repeatable, filter: data.filter,
+                  topCandidates: data.top_candidates};
+  });
+  return {twins: made, settings: data.settings, declared: data.declared, maxLen: data.config.diffusion.max_len - 1,
+          analysis: data.analysis};
+}
+
+/* `options`: the diffusion twin's settings by name, the AR twin's under `ar`, both answers' `length`, `onFrame`,
+   and `only` (one side races alone: the bench's per-pass times; the other is null) */
+export function api(loaded) {
+  return function race(prompt, options) {
+    options = options || {};
+    var ds = settingsFor("diffusion", loaded.settings.diffusion, loaded.declared.diffusion, diffusionGiven(options),
+                         options.length);
+    var as = settingsFor("ar", loaded.settings.ar, loaded.declared.ar, options.ar || {}, options.length);
+    var d = loaded.twins.diffusion, a = loaded.twins.ar, onFrame = options.onFrame, only = options.only;
+    var pd = promptIds(d, prompt, ds.gen_length, loaded.maxLen);
+    var tell = function (side) { return onFrame ? function (f) { onFrame(side, f); } : null; };
+    if (only != null && only !== "left" && only !== "right") throw new Error("only must be left or right.");
+    var signal = options.signal;  // an AbortSignal: each side stops before its next pass, keeping its frames
+    return Promise.all([only === "right" ? null : diffusionRace(d, pd, ds, tell("left"), signal),
+                        only === "left" ? null : arRace(a, pd.slice(), as, tell("right"), signal)])
+      .then(function (both) { return {left: both[0], right: both[1], prompt_ids: pd}; });
+  };
+}
+
+/* each twin's offered settings, as the page builds its controls: {kind: {defaults, declared}} */
+export function controls(loaded) {
+  var out = {};
+  ["diffusion", "ar"].forEach(function (kind) {
+    out[kind] = {defaults: Object.assign({}, loaded.settings[kind]), declared: loaded.declared[kind]};
+  });
+  return out;
+}
