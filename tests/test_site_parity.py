@@ -54,7 +54,8 @@ class Recorded:
     decode), its inputs, and its logits appended to `blob` (float32). Anything else is the model's own."""
 
     def __init__(self, model: Any, blob: list[np.ndarray]) -> None:
-        self._model, self._blob, self.calls = model, blob, []  # type: list[dict[str, Any]]
+        self._model, self._blob = model, blob
+        self.calls: list[dict[str, Any]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)

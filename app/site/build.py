@@ -3,10 +3,10 @@
 It holds index.html (the page), page.js, race.js (the samplers, the one JavaScript copy: the ES modules of
 app/site/js/, numpy's seeded generator and the player's rows from token frames among them, bundled into one classic
 script by app/view/bundle.py as the player is), player.js and player.css (the page's player, as the HTML export
-inlines it), the twins' ONNX graphs (app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the commit filter's weights, the sampler
-defaults the browser must match, the analysis constants app/site/js/rows.js reads) and ort/ (onnxruntime-web's WebAssembly
-runtime, pinned in app/site/package.json and installed with `npm ci` here when it is missing). Any static server
-can host it; it asks no other host for anything.
+inlines it), the twins' ONNX graphs (app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the
+commit filter's weights, the sampler defaults the browser must match, the analysis constants app/site/js/rows.js
+reads) and ort/ (onnxruntime-web's WebAssembly runtime, pinned in app/site/package.json and installed with `npm ci`
+here when it is missing). Any static server can host it; it asks no other host for anything.
 """
 
 from __future__ import annotations
