@@ -109,7 +109,7 @@ def golden(folder: Path) -> int:
     from app.sources.local import make_local_ar, make_local_diffusion
 
     blob: list[np.ndarray] = []
-    cases = []
+    cases: list[dict[str, Any]] = []
     for prompt, varied in zip(EVAL_PROMPTS[: len(CASES)], CASES):
         diffusion = {k: v for k, v in varied.items() if k != "ar"}
         left = side_of(make_local_diffusion(gen_length=LENGTH, **diffusion), prompt, blob)
