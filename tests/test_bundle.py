@@ -44,3 +44,25 @@ def test_a_part_that_does_not_bundle_is_refused_with_the_reason(tmp_path: Path, 
 def test_the_player_bundles_every_part_from_its_entry_which_comes_last() -> None:
     found = order(PLAYER_DIR, PLAYER_ENTRY)
     assert set(found) == {p.name for p in PLAYER_DIR.glob("*.js")} and found[-1] == PLAYER_ENTRY
+
+
+def test_an_async_function_is_exported_and_declared_once(tmp_path: Path) -> None:
+    parts(tmp_path, a='import { b } from "./b.js";\nb();\n', b="export async function b() { return 1; }\n")
+    assert bundle(tmp_path, "a.js") == "async function b() { return 1; }\n\nb();\n"
+    parts(tmp_path, a='import { b } from "./b.js";\nasync function b() {}\n')
+    with pytest.raises(BundleError, match="b.js and a.js both declare b"):
+        bundle(tmp_path, "a.js")
+
+
+def test_the_browser_race_bundles_every_module_of_app_site_js_from_its_entry() -> None:
+    """app/site/js/ is one module system: every module is reached from race.js (none loads on its own), and the
+    site's race.js is their bundle inside one function, which hands the window only converge and ConvergeRows."""
+    import re
+
+    from app.site.build import RACE_DIR, RACE_ENTRY, race_script
+
+    found = order(RACE_DIR, RACE_ENTRY)
+    assert set(found) == {p.name for p in RACE_DIR.glob("*.js")} and found[-1] == RACE_ENTRY
+    script = race_script()
+    assert script.startswith("(function () {\n\"use strict\";\n") and script.endswith("})();\n")
+    assert sorted(set(re.findall(r"globalThis\.(\w+) =", script))) == ["ConvergeRows", "converge"]

@@ -269,8 +269,8 @@ def make_local_ar(**settings: Any) -> SamplerSource:
     return SamplerSource("local-ar", lambda: twin("ar"), s, _plain_prompt)
 
 
-# The twins' settings that the visitor's browser races exactly as these sources do (app/site/race.js, the static site's
-# one JavaScript copy of the samplers, with numpy's seeded generator in app/site/rng.js): the site writes their
+# The twins' settings that the visitor's browser races exactly as these sources do (app/site/js/, the static site's
+# one JavaScript copy of the samplers, with numpy's seeded generator in app/site/js/rng.js): the site writes their
 # declarations into twins.json for its page's controls and race.js's checks, and the served page's browser race
 # (app/ui/browser_race.py `spec_of`) marks them, so the three read one list. Pins race on the server only.
 BROWSER_SETTINGS: dict[str, tuple[str, ...]] = {

@@ -5,7 +5,7 @@ site's folder (app/ui/site_files.py serves it), the race box offers "Run on: thi
 browser" by default on a served page, so that a class does not queue on the server's CPUs. The browser's Run has no
 handler on the server (`fn=None`): app/ui/browser_race.js reads the prompt and the twins' settings in the browser,
 loads the site's runtime and samplers from the page's origin, and draws the race in the page's player through
-app/site/rows.js `race` (the static site's one implementation). Once the browser has taken the settings, it clicks
+app/site/js/race.js `draw` (the static site's one implementation). Once the browser has taken the settings, it clicks
 the hidden `#browser-began`, whose one small call (`began`, outside the queue) stops the session's race on the
 server; settings it refuses leave the server's race alone. Choosing which Run button shows is done in the browser
 too. Which twin settings the browser honours comes from app/sources/local.py `BROWSER_SETTINGS`, the list the static

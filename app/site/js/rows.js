@@ -3,9 +3,10 @@
  * The JavaScript copy of what the Python analysis does to a token frame (no text states, no schema 2 states):
  * app/analysis/changes.py SideAnalyzer (display tokens, change codes, settled prefix), app/view/payload.py wire_rows
  * (the compact rows the player merges), and changes.metrics / settled_fraction_series (a finished side's figures).
- * tests/test_site.py builds rows here from the frames of several browser races and checks them equal to the Python
- * payload built from the same frames, so this copy cannot drift from the one it mirrors. The end-of-text strings and
- * the token units come from twins.json (`analysis`), written from the Python constants.
+ * tests/test_site.py builds rows here from the frames of several browser races, and tests/test_site_parity.py from
+ * the frames of the races it replays in Node, and both check them equal to the Python payload built from the same
+ * frames, so this copy cannot drift from the one it mirrors. The end-of-text strings and the token units come from
+ * twins.json (`analysis`), written from the Python constants.
  */
 var UNCHANGED = 0, NEW = 1, CHANGED = 2, REMASKED = 3;
 /* what Python's str.strip() removes (str.isspace), so a token of only these is not visible */

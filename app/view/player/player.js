@@ -15,7 +15,7 @@
  * [[label, text], ...]} with no run shows a lesson's figures of the run shown right under the panels ("This race").
  * `autoplay: true` in a new run's payload plays it from its first frame at once (a lesson's forward process);
  * `autoplay: false` keeps a live race at its end when it finishes, until Play is pressed (a race the visitor already
- * watched at the pace it ran: the browser race, app/site/rows.js), where a finished live race of the built-in models
+ * watched at the pace it ran: the browser race, app/site/js/race.js), where a finished live race of the built-in models
  * otherwise replays from its first frame at the watch pace.
  * (player.onPaint = fn(ms) may also be set later: the benchmark times each paint through it)
  *
