@@ -43,17 +43,18 @@ def first_sentence(text: str) -> str:
 
 def described(path: Path) -> str:
     """What a file of app/ holds, from its own words: a module's docstring, a script's or stylesheet's opening
-    comment, a JSON file's "about"; a file that cannot say is named in NAMED. Raises when a file says nothing."""
+    comment, a JSON file's "about"; a file that cannot say (or a JSON file without "about") is named in NAMED.
+    Raises when a file says nothing."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".py":
         words = ast.get_docstring(ast.parse(text)) or ""
     elif path.suffix in (".js", ".css"):
         words = text[2: text.index("*/")] if text.startswith("/*") else ""
         words = "\n".join(line.strip().lstrip("*").strip() for line in words.splitlines())
+    elif path.suffix == ".json" and text.lstrip().startswith("{") and json.loads(text).get("about"):
+        words = json.loads(text)["about"]
     elif path.name in NAMED:
         words = NAMED[path.name]
-    elif path.suffix == ".json":
-        words = json.loads(text).get("about", "") if text.lstrip().startswith("{") else ""
     else:
         words = ""
     if not words.strip():
