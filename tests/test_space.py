@@ -63,7 +63,7 @@ def test_space_py_serves_the_page_through_the_normal_launch(tmp_path: Path) -> N
         assert "Converge" in page  # the page's title, from app.ui.layout
         if (ROOT / "app" / "site" / "node_modules" / "onnxruntime-web").is_dir():  # the CLI built the browser race's
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/converge-site/race.js", timeout=30) as r:  # site
-                assert r.status == 200 and b"global.converge" in r.read()
+                assert r.status == 200 and b"globalThis.converge = " in r.read()
     finally:
         proc.terminate()
         proc.wait(timeout=30)
