@@ -91,6 +91,12 @@ def stop_session_race(session: str) -> None:
         entry["race"].stop()
 
 
+def stop_now(request: gr.Request) -> None:
+    """Stop's first handler, off the queue (it waits behind nothing, a race included): the session's race is told to
+    stop at once, so its sources end at their next step and both sides record "stopped"."""
+    stop_session_race(session_of(request))
+
+
 def after_stop(request: gr.Request) -> Any:
     """After Stop: ends the session's race, waits for both sides to record how they ended, shows the saved run; after
     a race that had ended on its own, nothing."""
