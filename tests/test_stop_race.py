@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from app.lessons.guided import LESSONS
-from app.trace.frames import SIDES, read_recording
+from app.trace.frames import SIDES
+from app.trace.reading import read_recording
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab
 from tests.test_lesson_page import lesson_index, open_lesson
