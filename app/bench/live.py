@@ -6,9 +6,9 @@ until the race has finished and the player has shown its end, plus REPLAY_S seco
 that follows, it records the main thread's long tasks (a PerformanceObserver of `longtask`: every task over 50 ms),
 and every CLICK_EVERY seconds it clicks the page's empty left margin with a real mouse event, timing each click from
 the event's own time stamp (when the browser received it) to its handler (a listener stamping performance.now()).
-Reported per run and for the worst run: the longest task, how many took over LONG_MS, and the slowest click; the
-targets are no task over LONG_MS and every click answered within CLICK_MS. Skips with the reason where playwright or
-Chromium is missing.
+Reported per run and for the worst run: the updates the player was handed, the longest task, how many took over
+LONG_MS, their total, and the slowest click; the targets are no task over LONG_MS and every click answered within
+CLICK_MS. Skips with the reason where playwright or Chromium is missing.
 """
 
 from __future__ import annotations
@@ -45,6 +45,13 @@ WATCH = """() => {
   });
   w.observer.observe({type: 'longtask', buffered: false});
   w.onClick = (e) => { if (e.clientX < 10) w.clicks.push(performance.now() - e.timeStamp); };
+  const player = document.querySelector('#player .cv-player').convergePlayer;
+  w.updates = 0;
+  if (!player.counted) {  /* counts the updates the page hands the player (each one message of the race) */
+    const update = player.update;
+    player.update = (payload) => { window.__live.updates += 1; return update(payload); };
+    player.counted = true;
+  }
   document.addEventListener('click', w.onClick, true);
 }"""
 COLLECT = """() => {
@@ -52,7 +59,7 @@ COLLECT = """() => {
   w.observer.takeRecords().forEach((e) => w.long.push([e.startTime, e.duration]));
   w.observer.disconnect();
   document.removeEventListener('click', w.onClick, true);
-  return {long: w.long.map((x) => x[1]), clicks: w.clicks};
+  return {long: w.long.map((x) => x[1]), clicks: w.clicks, updates: w.updates};
 }"""
 FINISHED = (f"(() => {{ const p = document.querySelector('{PLAYER}');"
             " return p.dataset.mode === 'live' && ['done', 'stopped', 'error'].includes(p.dataset.status); })()")
@@ -101,7 +108,8 @@ def one_run(page: Any) -> dict[str, Any]:
         page.wait_for_timeout(CLICK_EVERY * 1000)  # the bench's own pace of clicks, not a synchronisation
     got = page.evaluate(COLLECT)
     long, answered = got["long"], got["clicks"]
-    return {"race_s": round(finished_at - started, 2), "long_tasks": len(long),
+    return {"race_s": round(finished_at - started, 2), "updates": got["updates"], "long_tasks": len(long),
+            "long_task_ms_total": round(sum(long)),
             "longest_task_ms": round(max(long, default=0.0), 1),
             "tasks_over_200ms": sum(1 for d in long if d > LONG_MS), "clicks": clicks, "clicks_answered": len(answered),
             "slowest_click_ms": round(max(answered, default=0.0), 1),
