@@ -24,10 +24,7 @@ from app.view.theme import css_rules, theme_json
 from app.view.why import paced, why_line
 
 PLAYER_DIR = Path(__file__).resolve().parent / "player"  # the player's parts (*.js) and player.css
-UPDATE_INTERVAL = 0.25  # seconds between coalesced updates: at most 4 a second reach the browser. Each costs the
-# page's main thread Gradio's handling of one message (it refreshes the loading status of every input the race takes,
-# some 180 widgets) before the player draws it: at 20 a second that work queued into long tasks and a click waited
-# seconds (issue 50 item 3; `python -m app bench --only live`)
+UPDATE_INTERVAL = 0.05  # seconds between coalesced updates: at most 20 a second reach the browser
 
 
 def new_run_id(prefix: str = "run") -> str:
