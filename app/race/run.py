@@ -230,9 +230,9 @@ class Race:
         if last is None:
             return None, None
         at, came = last
-        ended = round(at + time.monotonic() - came, 4)
+        ended = at + time.monotonic() - came  # not rounded: never before the latest frame's own time
         asked = self._ended_at if status == "stopped" else None
-        return ended, (None if asked is None else round(max(0.0, at + asked - came), 4))
+        return ended, (None if asked is None else max(0.0, at + asked - came))
 
     def stop(self) -> None:
         """Ends both sides (and a wait for CPU slots); every frame received so far is on disk once `close` returns."""
