@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from app.engine import stutter
 from app.engine.base import MaskedLM
 from app.engine.options import check, option
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
@@ -41,6 +42,17 @@ class UniformSettings:
                                               "one); off: one position a pass, the most confident.")
     temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05,
                                 help="0 accepts each position's likeliest token; above 0 samples it.")
+    final_temperature: float | None = option(None, "Final temperature", min=0.0, max=2.0, step=0.05, off=True,
+                                             help="The temperature falls linearly from Temperature to this over "
+                                                  "each block's steps (DiffusionGemma's generate(): 0.8 to 0.4); "
+                                                  "off: it stays.")
+    no_repeat: bool = option(False, "Stutter guard",
+                             help="Never accept a token next to the same token: a guess equal to an accepted "
+                                  "neighbour's is not allowed, and of two equal guesses side by side one pass "
+                                  "accepts only the left. Newlines and punctuation may repeat.")
+    stable_passes: int = option(0, "Stability stop (passes, 0 = off)", min=0, max=16, step=1,
+                                help="Accept the whole block at once when the model's guesses at its open positions "
+                                     "have not changed for this many passes (DiffusionGemma's stability_threshold).")
     stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
                                help="End after a block in which an end-of-text was accepted.")
     seed: int = option(0, "Seed", min=0, max=9999, step=1, help="Draws the starting canvas and every re-noising.")
@@ -114,19 +126,57 @@ def accept_rows(entropy: np.ndarray, sure: np.ndarray, bound: float | None, last
     return np.sort(order[np.cumsum(ranked) - ranked <= bound])
 
 
-def _pass(model: MaskedLM, x: np.ndarray, rows: np.ndarray, temperature: float, rng: np.random.Generator
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One call of the network over all of `x`; for the given sequence positions: (entropy of the model's
-    distribution, the token chosen, its probability under that distribution, the distribution). Greedy at
+def temperature_at(s: UniformSettings, k: int, budget: int) -> float:
+    """Pass k's temperature in a block of `budget` passes: Temperature, or with a final temperature a straight fall
+    from Temperature at the first pass to it at the last (DiffusionGemma's linear schedule)."""
+    if s.final_temperature is None or budget <= 1:
+        return s.temperature
+    return s.temperature + (s.final_temperature - s.temperature) * k / (budget - 1)
+
+
+def _pass(model: MaskedLM, x: np.ndarray, P: int, lo: int, hi: int, open_: np.ndarray, accepted: np.ndarray,
+          temperature: float, guard: bool, rng: np.random.Generator
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One call of the network over all of `x`; for the block's open positions: (entropy of the model's
+    distribution, the token chosen, its probability under that distribution, the distribution, the raw likeliest
+    token). With `guard`, no open position may take an accepted neighbour's token (app/engine/stutter.py). Greedy at
     temperature 0, else sampled from the distribution at that temperature."""
-    logits = model.logits(x)[rows]
+    z = model.logits(x)[P + lo : P + hi].astype(np.float64)
+    raw = z.argmax(axis=-1)[open_ - lo]
+    if guard:
+        stutter.no_repeat(z, x, ~accepted, P, lo, model.eos_id, model.repeatable)
+    logits = z[open_ - lo]
     probs = _softmax(logits, 1.0)
     if temperature > 0:
         tempered = _softmax(logits, temperature)
         chosen = np.array([rng.choice(len(p), p=p) for p in tempered], dtype=np.int64)
     else:
         chosen = probs.argmax(axis=-1)
-    return _entropy(probs), chosen, probs[np.arange(len(rows)), chosen], probs
+    return _entropy(probs), chosen, probs[np.arange(len(open_)), chosen], probs, raw
+
+
+def unrepeated(picked: np.ndarray, chosen: np.ndarray, probs: np.ndarray, model: MaskedLM) -> np.ndarray:
+    """The guard on a block's last pass, which must accept every open position: left to right, a position whose
+    guess repeats the guess just accepted at its left takes its next likeliest token instead (they could not see
+    each other). `picked` are the positions, `chosen` and `probs` their guesses and distributions; returns the
+    guesses."""
+    out = chosen.copy()
+    for r in range(1, len(picked)):
+        if picked[r] == picked[r - 1] + 1 and out[r] == out[r - 1] and stutter._guarded(
+                int(out[r]), model.eos_id, model.repeatable):
+            p = probs[r].copy()
+            p[out[r]] = -1.0
+            out[r] = int(p.argmax())
+    return out
+
+
+def stable(history: deque, guess: np.ndarray, open_: np.ndarray, passes: int) -> bool:
+    """The stability stop: whether the model's likeliest tokens at the open positions are the same as at each of
+    the last `passes` passes (DiffusionGemma's StableAndConfidentStoppingCriteria, without its confidence half,
+    which a model this small never meets). `history` holds earlier passes' guesses by answer position."""
+    if not passes or len(history) < passes:
+        return False
+    return all(np.array_equal(h[open_], guess) for h in list(history)[-passes:])
 
 
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings,
@@ -145,19 +195,33 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
     shares = budgets(s)
     for b, budget in enumerate(shares):
         lo, hi = b * s.block_length, (b + 1) * s.block_length
+        history: deque = deque(maxlen=max(1, s.stable_passes))
         for k in range(budget):
             if cancel is not None and cancel.is_set():
                 return
             open_ = lo + np.flatnonzero(~accepted[lo:hi])
-            ent, chosen, sure, probs = _pass(model, x, P + open_, s.temperature, rng)
+            temperature = temperature_at(s, k, budget)
+            ent, chosen, sure, probs, raw = _pass(model, x, P, lo, hi, open_, accepted, temperature, s.no_repeat, rng)
             nfe += 1
             entropy = np.full(L, np.nan)
             entropy[open_] = ent
-            rows = accept_rows(ent, sure, s.entropy_bound, k == budget - 1)
+            settled = stable(history, raw, open_, s.stable_passes)
+            last = k == budget - 1 or settled
+            if settled:
+                chosen = probs.argmax(axis=-1)  # the guesses that held still
+            rows = accept_rows(ent, sure, s.entropy_bound, last)
+            if s.no_repeat and last:
+                chosen = unrepeated(open_, chosen, probs, model)
+            elif s.no_repeat:
+                rows = np.searchsorted(open_, stutter.apart(open_[rows], _by_position(open_, chosen, L),
+                                                            model.eos_id, model.repeatable))
             x[P + open_[rows]] = chosen[rows]
             accepted[open_[rows]] = True
             still = lo + np.flatnonzero(~accepted[lo:hi])
             x[P + still] = rng.choice(pool, size=len(still))  # re-noised: fresh random tokens
+            guess = np.full(L, -1)
+            guess[open_] = raw
+            history.append(guess)
             ended = not len(still) and (b == len(shares) - 1 or (
                 s.stop_at_eos and bool(np.any(x[P : P + hi] == model.eos_id))))
             considered = {int(open_[r]): top_candidates(probs[r]) for r in rows}  # what the model weighed there
@@ -167,6 +231,13 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
                 return
             if not len(still):
                 break
+
+
+def _by_position(open_: np.ndarray, chosen: np.ndarray, L: int) -> np.ndarray:
+    """The open positions' guesses laid out by answer position (-1 elsewhere), as stutter.apart reads them."""
+    out = np.full(L, -1)
+    out[open_] = chosen
+    return out
 
 
 def decode(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings) -> UniformStep:
