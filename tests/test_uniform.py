@@ -34,7 +34,10 @@ def mlm():
 
 
 def run(model, **kw) -> list[uniform.UniformStep]:
+    """The sampler's plain rule: the guard and the stability stop off unless a test turns them on."""
     kw.setdefault("stop_at_eos", False)
+    kw.setdefault("no_repeat", False)
+    kw.setdefault("stable_passes", 0)
     return list(uniform.generate(model, PROMPT, UniformSettings(**kw)))
 
 
@@ -159,8 +162,8 @@ def doubled(ids: np.ndarray) -> int:
 @pytest.mark.parametrize("bound", [None, 0.5, 50.0])
 def test_the_stutter_guard_never_accepts_a_token_beside_the_same_token(mlm, bound) -> None:
     model = Favours(mlm, 20)
-    kw = dict(gen_length=32, steps=32, block_length=8, entropy_bound=bound, stop_at_eos=False)
-    plain = list(uniform.generate(model, PROMPT, UniformSettings(**kw)))[-1]
+    kw = dict(gen_length=32, steps=32, block_length=8, entropy_bound=bound, stop_at_eos=False, stable_passes=0)
+    plain = list(uniform.generate(model, PROMPT, UniformSettings(no_repeat=False, **kw)))[-1]
     guarded = list(uniform.generate(model, PROMPT, UniformSettings(no_repeat=True, **kw)))
     assert doubled(plain.ids) > 10  # without the guard, the favoured token fills the answer
     assert doubled(guarded[-1].ids) == 0 and guarded[-1].accepted.all()
@@ -187,8 +190,8 @@ def test_the_temperature_falls_from_temperature_to_final_temperature_over_each_b
 
 
 def test_the_stability_stop_accepts_the_block_once_the_guesses_hold_still(mlm) -> None:
-    kw = dict(gen_length=32, steps=32, block_length=8, entropy_bound=None, stop_at_eos=False)
-    patient = list(uniform.generate(Still(mlm), PROMPT, UniformSettings(**kw)))
+    kw = dict(gen_length=32, steps=32, block_length=8, entropy_bound=None, stop_at_eos=False, no_repeat=False)
+    patient = list(uniform.generate(Still(mlm), PROMPT, UniformSettings(stable_passes=0, **kw)))
     assert patient[-1].nfe == 32  # one position a pass, eight passes a block
     stopped = list(uniform.generate(Still(mlm), PROMPT, UniformSettings(stable_passes=1, **kw)))
     assert stopped[-1].nfe == 8 and stopped[-1].accepted.all()  # the second pass of each block saw the first's guesses
@@ -197,3 +200,13 @@ def test_the_stability_stop_accepts_the_block_once_the_guesses_hold_still(mlm) -
     assert wary[-1].nfe == 12
     noisy = list(uniform.generate(mlm, PROMPT, UniformSettings(stable_passes=1, **kw)))
     assert noisy[-1].nfe > 8  # a model that reads the fresh noise changes its guesses, so blocks take longer
+
+
+def test_the_doubled_tokens_measure_counts_a_token_that_repeats_the_one_before_it_but_not_layout() -> None:
+    from app.measure.quality import doubled
+
+    repeatable = np.zeros(64, dtype=bool)
+    repeatable[9] = True  # a newline, say: two make a paragraph break
+    assert doubled([([5, 6], [6, 7, 7, 8])], repeatable) == (2, 4)  # against the prompt's last token too
+    assert doubled([([5, 6], [9, 9, 8, 8]), ([1], [])], repeatable) == (1, 4)
+    assert doubled([([5, 6], [9, 9])], None) == (1, 2)  # without a list, every token counts

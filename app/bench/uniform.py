@@ -4,9 +4,9 @@ the AR twin in the same run, with the twins section's own measures.
 On the twins bench's held-out openings (app/bench/twins.py EVAL_PROMPTS), 128 tokens, seeds 0-2: the masked twin at
 the page's defaults and the AR twin greedy (both greedy, so one seed stands for all), and the uniform twin with
 app/engine/uniform.py at its page defaults and the lesson's bolder bound, each seed on its own (its canvas of noise
-depends on the seed) and pooled. Per row: answer tokens per pass, referee perplexity, distinct-2, stutter, recital and
-empty answers (app/measure/quality.py `quality`, `recited`), and for the uniform rows the worst seed (the highest
-referee perplexity) beside the pooled figures.
+depends on the seed) and pooled. Per row: answer tokens per pass, referee perplexity, the share of doubled tokens,
+distinct-2, stutter, recital and empty answers (app/measure/quality.py `quality`, `doubled`, `recited`), and for the
+uniform rows the worst seed (the highest referee perplexity) and its figures beside the pooled ones.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from app.measure.quality import doubled, quality, recited, training_ngrams
 UNIFORM_SETTINGS = {  # 128 tokens; the step budget is the answer length, as the masked twin's defaults
     "uniform_page_defaults": UniformSettings(),
     "uniform_entropy_bound_4": UniformSettings(entropy_bound=4.0),
-    "uniform_one_position_a_pass": UniformSettings(entropy_bound=None),
 }
 
 
@@ -63,6 +62,7 @@ def bench(models_dir: str | None = None) -> dict[str, Any]:
         per_seed = {seed: figures(referee, tok, known, runs, um.repeatable) for seed, runs in runs_by_seed.items()}
         worst = max(per_seed, key=lambda k: per_seed[k]["referee_ppl"] or 0)
         report["rows"][name] = {"pooled": pooled, "seconds": round(seconds, 1), "worst_seed": worst,
+                                "worst": {x: per_seed[worst][x] for x in PER_SEED},
                                 "per_seed": {k: {x: v[x] for x in PER_SEED} for k, v in per_seed.items()}}
 
     t = time.time()

@@ -46,11 +46,11 @@ class UniformSettings:
                                              help="The temperature falls linearly from Temperature to this over "
                                                   "each block's steps (DiffusionGemma's generate(): 0.8 to 0.4); "
                                                   "off: it stays.")
-    no_repeat: bool = option(False, "Stutter guard",
+    no_repeat: bool = option(True, "Stutter guard",
                              help="Never accept a token next to the same token: a guess equal to an accepted "
                                   "neighbour's is not allowed, and of two equal guesses side by side one pass "
                                   "accepts only the left. Newlines and punctuation may repeat.")
-    stable_passes: int = option(0, "Stability stop (passes, 0 = off)", min=0, max=16, step=1,
+    stable_passes: int = option(1, "Stability stop (passes, 0 = off)", min=0, max=16, step=1,
                                 help="Accept the whole block at once when the model's guesses at its open positions "
                                      "have not changed for this many passes (DiffusionGemma's stability_threshold).")
     stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
