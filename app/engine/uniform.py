@@ -6,8 +6,10 @@ the prompt and the whole canvas predicts every position of the current block; th
 bound rule picks (`accept_rows`) are accepted and stay, at least the least uncertain one; the block's other
 positions are re-noised with fresh random tokens; until every position of the block is accepted or its share of the
 steps is spent, when the last pass accepts its guess everywhere. Blocks go left to right; the blocks after the current
-one hold the noise they started with. Every step yields a `UniformStep` (canvas, which positions are accepted and
-which are still noise), so a view can draw the noise as noise.
+one hold the noise they started with. Three rules from issue 51, each a setting: the stutter guard (no position
+accepts an accepted neighbour's token), DiffusionGemma's stability stop (a pass whose guesses at the open positions
+held still accepts the whole block) and its falling temperature. Every step yields a `UniformStep` (canvas, which
+positions are accepted and which are still noise), so a view can draw the noise as noise.
 """
 
 from __future__ import annotations
