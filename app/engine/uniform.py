@@ -178,6 +178,24 @@ def unrepeated(picked: np.ndarray, chosen: np.ndarray, probs: np.ndarray, model:
     return out
 
 
+def unrun(runs: NoRepeatNGram, open_: np.ndarray, chosen: np.ndarray, probs: np.ndarray, x: np.ndarray, P: int,
+          accepted: np.ndarray) -> np.ndarray:
+    """The guard against repeated runs on a pass that accepts every open position (the block's last, or a stable
+    one): left to right, a guess that would complete a run the text already holds, the guesses accepted with it to
+    its left included, takes its likeliest allowed token instead. Returns the guesses."""
+    out = chosen.copy()
+    if not runs.on:
+        return out
+    tokens, written = x.tolist(), [True] * P + accepted.tolist()
+    for r, pos in enumerate(open_.tolist()):
+        row = probs[r : r + 1].copy()
+        runs.ban(row, tokens, written, [P + pos])
+        if row[0, out[r]] == -np.inf:
+            out[r] = int(row[0].argmax())
+        tokens[P + pos], written[P + pos] = int(out[r]), True
+    return out
+
+
 def stable(history: deque, guess: np.ndarray, open_: np.ndarray, passes: int) -> bool:
     """The stability stop: whether the model's likeliest tokens at the open positions are the same as at each of
     the last `passes` passes (DiffusionGemma's StableAndConfidentStoppingCriteria, without its confidence half,
@@ -224,6 +242,8 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
                 rows = runs.fresh(rows, chosen, x.tolist(), [True] * P + accepted.tolist(), (P + open_).tolist())
             if s.no_repeat and last:
                 chosen = unrepeated(open_, chosen, probs, model)
+            if last:  # every open position at once: each guess checked against the text written to its left
+                chosen = unrun(runs, open_, chosen, probs, x, P, accepted)
             elif s.no_repeat:
                 rows = np.searchsorted(open_, stutter.apart(open_[rows], _by_position(open_, chosen, L),
                                                             model.eos_id, model.repeatable))
