@@ -819,7 +819,7 @@ function controls(loaded) {
   return out;
 }
 
-/* the folder opened from disk (file://): the browser lets a page there fetch none of the folder's files, so it says
+/* the folder opened from disk (a file: address): the browser lets a page there fetch none of the folder's files, so it says
    how to open it instead of trying (the single file, which fetches nothing, opens from disk) */
 function fromDisk(base) {
   var folder = decodeURIComponent(new URL(base || "./", global.document.baseURI).pathname).replace(/\/$/, "");
