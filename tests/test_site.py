@@ -474,7 +474,7 @@ def test_the_folder_opened_from_disk_says_how_to_open_it(site: Path, browser: An
         shown = tab.inner_text("body")
     assert said == player_said == (
         "This page was opened from disk, where the browser loads none of its files: open this folder through a web "
-        f"server (python -m http.server -d {site}, then http://localhost:8000/), or build one file that opens from "
+        f"server (python -m http.server -d {site}, and open the address it prints), or build one file that opens from "
         "disk with python -m app site converge.html --single-file.")
     for wrong in ("Failed to fetch", "Choose two sources", "load a recording"):
         assert wrong not in shown

@@ -825,8 +825,8 @@ function fromDisk(base) {
   var folder = decodeURIComponent(new URL(base || "./", global.document.baseURI).pathname).replace(/\/$/, "");
   if (/^\/[A-Za-z]:/.test(folder)) folder = folder.slice(1);  // Windows: /C:/Users/... is C:/Users/...
   return new Error("This page was opened from disk, where the browser loads none of its files: open this folder " +
-                   "through a web server (python -m http.server -d " + folder + ", then http://localhost:8000/), or " +
-                   "build one file that opens from disk with python -m app site converge.html --single-file.");
+                   "through a web server (python -m http.server -d " + folder + ", and open the address it prints), " +
+                   "or build one file that opens from disk with python -m app site converge.html --single-file.");
 }
 
 // the folder's files by default; the single file (app/site/single.js) hands over its inlined ones instead
