@@ -19,7 +19,8 @@ def collected(*args: str) -> set[str]:
 
 
 def test_marks_come_from_the_fixtures_and_imports_a_test_uses() -> None:
-    files = ["tests/test_first_screen.py", "tests/test_clean_tree.py", "tests/test_hf.py", "tests/test_openai_source.py"]
+    files = ["tests/test_first_screen.py", "tests/test_clean_tree.py", "tests/test_hf.py",
+             "tests/test_openai_source.py"]
     marked = {mark: collected("-m", mark, *files) for mark in ("browser", "server", "torch")}
     fast = collected("-m", "not browser and not server and not torch", *files)
     assert marked["browser"] and all("test_first_screen.py" in t for t in marked["browser"])
