@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -46,9 +46,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fails the run when it left the repository other than it found it: a file written, changed or removed."""
+    """Fails the run when it left the repository other than it found it: a file written, changed or removed. A
+    worker of a parallel run hands its reliability tally to the main process instead (pytest_testnodedown)."""
+    from tests import reliability
     from tests.clean_tree import changed, snapshot
 
+    if hasattr(session.config, "workerinput"):
+        session.config.workeroutput["reliability"] = dict(reliability.COUNTS)  # type: ignore[attr-defined]
+        return
     if not _tree:
         return
     left = changed(_tree[0], snapshot(ROOT))
@@ -60,6 +65,44 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_sep("=", "the run left the repository changed", red=True)
             for path in left:
                 reporter.write_line(f"  {path}")
+
+
+# what a test needs, read from the fixtures it uses (transitively) and the libraries its module imports, as marks: the
+# fast lane for the edit loop is `-m "not browser and not server and not torch"` (README)
+SERVER_FIXTURES = {"server_url", "wire_server", "fast_server", "served", "served_app", "run_on_url", "app_url",
+                   "sweeps_url", "launched", "server_run", "server", "url", "page"}
+SERVER_CALLS = ("serve_page(", "serve(", "Popen(", "launch(")  # a server started in the test's own body
+SITE_FIXTURES = {"site", "single"}
+TORCH_IMPORTS = ("import torch", "from transformers", "import transformers", "import diffusers", "from diffusers",
+                 'importorskip("torch"', 'importorskip("transformers"', "tests.hf_families", "from tests import hf_")
+
+
+def _body(item: pytest.Item) -> str:
+    """The source of a test function ("" where it cannot be read)."""
+    import inspect
+
+    try:
+        return inspect.getsource(item.function)
+    except (AttributeError, OSError, TypeError):
+        return ""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test `browser`, `server`, `site` or `torch` from what it uses, so no mark is forgotten by hand."""
+    sources: dict[Path, str] = {}
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if "browser" in used:
+            item.add_marker("browser")
+        if used & SERVER_FIXTURES or any(call in _body(item) for call in SERVER_CALLS):
+            item.add_marker("server")
+        if used & SITE_FIXTURES:
+            item.add_marker("site")
+        path = Path(str(item.fspath))
+        if path not in sources:
+            sources[path] = path.read_text(encoding="utf-8") if path.suffix == ".py" else ""
+        if any(text in sources[path] for text in TORCH_IMPORTS):
+            item.add_marker("torch")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -136,6 +179,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     tally("secret_scans")
     _leaks.extend(f"output of {item.nodeid} ({report.when}): {k}" for k in sentinels.found_in(text))
     return report
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """A parallel run's worker is done: its reliability tally joins the main process's (pytest-xdist)."""
+    from tests import reliability
+
+    reliability.merge(getattr(node, "workeroutput", {}).get("reliability", {}))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -74,6 +74,16 @@ def tally(kind: str, n: int = 1) -> None:
     COUNTS[kind] += n
 
 
+# figures each process sets to the same number (the keys planted, the catalogue's size), not a count of what it did
+ONCE_PER_PROCESS = ("sentinel_keys", "hostile_strings", "hostile_paths")
+
+
+def merge(counts: dict[str, int]) -> None:
+    """Adds another process's tally (a worker of a parallel run): counts add up, a once-per-process figure does not."""
+    for kind, n in counts.items():
+        COUNTS[kind] = max(COUNTS[kind], n) if kind in ONCE_PER_PROCESS else COUNTS[kind] + n
+
+
 NOT_RUN = "not run (no browser check ran: Chromium absent or its tests not selected)"
 
 

@@ -185,7 +185,6 @@ def test_the_exported_file_plays_scrubs_and_changes_speed_offline(exported: tupl
     assert requests == [out.as_uri()] and errors == []
 
 
-@pytest.mark.slow
 def test_record_then_export_from_the_command_line(tmp_path: Path) -> None:
     """The brief's own check: `python -m app record` then `python -m app export --format html`."""
     source = hostile_recording(tmp_path / "source.jsonl")
@@ -214,7 +213,6 @@ def test_the_bench_race_has_two_1000_token_panels(tmp_path: Path) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.slow
 def test_the_player_bench_plays_the_exported_file_to_its_end() -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -124,7 +124,6 @@ def frames_on_disk(path: Path) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.slow
 def test_a_process_killed_mid_race_leaves_a_recording_that_reads_to_its_last_frame(env: str, tmp_path: Path) -> None:
     out = tmp_path / "killed.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "app", "record", "--left", "mercury:stall-after-6",

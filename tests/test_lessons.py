@@ -133,7 +133,6 @@ def race_finished(tab: Any, before: str | None) -> str:
 
 
 @pytest.mark.browser
-@pytest.mark.slow
 def test_a_learner_walks_every_lesson_and_makes_each_change(browser: Any, server_url: str, recordings: Path) -> None:
     with browser_tab(browser, server_url, timeout_ms=120_000) as tab:
         tab.wait_for_selector(f"{ROOT}[data-status='done']")  # the page opens with the first bundled example loaded

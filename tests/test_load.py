@@ -106,7 +106,6 @@ def test_cpu_slots_go_first_come_first_served_and_a_cancelled_waiter_leaves() ->
     assert order == ["first", "second", "third"] and gate.peak == 2 and gate.in_use == 2
 
 
-@pytest.mark.slow
 @pytest.mark.browser
 @needs_twins
 def test_eight_sessions_race_at_once_each_keeps_its_own_frames_and_stop_works_under_load(

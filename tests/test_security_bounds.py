@@ -235,7 +235,6 @@ def bombs(folder: Path) -> dict[str, Path]:
     return out
 
 
-@pytest.mark.slow
 def test_memory_bombs_are_refused_cheaply_with_one_sentence(tmp_path: Path) -> None:
     expected = {"million_tiny_frames": f"recordings over {MAX_FRAMES:,} frames are refused",
                 "two_frames_six_million_tokens": "are not valid (line 2: over 4 MB)",

@@ -234,7 +234,6 @@ def test_api_errors_show_a_clear_message_in_that_sides_panel(page: Any, api_env:
 
 
 @pytest.mark.browser
-@pytest.mark.slow
 @needs_twins
 def test_the_default_pair_races_with_settings_from_the_page(page: Any, recordings: Path) -> None:
     for side, prefix in (("left", "local-diffusion"), ("right", "local-ar")):

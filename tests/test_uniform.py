@@ -19,7 +19,7 @@ class Counted:
 
     def __init__(self, model):
         self.model, self.calls = model, 0
-        for name in ("vocab_size", "mask_id", "eos_id", "pad_id", "max_len"):
+        for name in ("vocab_size", "mask_id", "eos_id", "pad_id", "max_len", "repeatable"):
             setattr(self, name, getattr(model, name))
 
     def logits(self, ids, cache=None, start=0):
@@ -34,7 +34,10 @@ def mlm():
 
 
 def run(model, **kw) -> list[uniform.UniformStep]:
+    """The sampler's plain rule: the guard and the stability stop off unless a test turns them on."""
     kw.setdefault("stop_at_eos", False)
+    kw.setdefault("no_repeat", False)
+    kw.setdefault("stable_passes", 0)
     return list(uniform.generate(model, PROMPT, UniformSettings(**kw)))
 
 
@@ -128,3 +131,82 @@ def test_settings_that_cannot_work_name_the_fix(mlm) -> None:
         UniformSettings(gen_length=32, steps=32, block_length=12).validate()
     with pytest.raises(UserError, match="cannot cover"):
         UniformSettings(gen_length=32, steps=2, block_length=8).validate()
+
+
+class Favours(Counted):
+    """The model with one token far likelier than any other at every position: left alone it writes it twice."""
+
+    def __init__(self, model, token: int):
+        super().__init__(model)
+        self.token = token
+
+    def logits(self, ids, cache=None, start=0):
+        out = super().logits(ids, cache, start).copy()
+        out[:, self.token] += 8.0
+        return out
+
+
+class Still(Counted):
+    """The model with the same logits whatever the canvas holds: its guesses hold still from the first pass."""
+
+    def logits(self, ids, cache=None, start=0):
+        self.calls += 1
+        return self.model.logits(np.arange(len(ids)) % 50 + 3)
+
+
+def doubled(ids: np.ndarray) -> int:
+    seq = [PROMPT[-1], *ids.tolist()]
+    return sum(a == b for a, b in zip(seq, seq[1:]))
+
+
+@pytest.mark.parametrize("bound", [None, 0.5, 50.0])
+def test_the_stutter_guard_never_accepts_a_token_beside_the_same_token(mlm, bound) -> None:
+    model = Favours(mlm, 20)
+    kw = dict(gen_length=32, steps=32, block_length=8, entropy_bound=bound, stop_at_eos=False, stable_passes=0)
+    plain = list(uniform.generate(model, PROMPT, UniformSettings(no_repeat=False, **kw)))[-1]
+    guarded = list(uniform.generate(model, PROMPT, UniformSettings(no_repeat=True, **kw)))
+    assert doubled(plain.ids) > 10  # without the guard, the favoured token fills the answer
+    assert doubled(guarded[-1].ids) == 0 and guarded[-1].accepted.all()
+    assert (guarded[-1].ids == 20).sum() >= 12  # it still writes the favoured token, every other place
+
+
+def test_the_temperature_falls_from_temperature_to_final_temperature_over_each_blocks_steps(mlm) -> None:
+    s = UniformSettings(gen_length=32, steps=32, block_length=16, temperature=0.8, final_temperature=0.4)
+    assert [round(uniform.temperature_at(s, k, 16), 3) for k in (0, 15)] == [0.8, 0.4]
+    assert uniform.temperature_at(UniformSettings(temperature=0.7), 5, 16) == 0.7  # off: it stays
+
+    def likeliest_at_the_last_pass(final: float | None) -> list[bool]:
+        out = []
+        for seed in range(6):
+            steps = run(mlm, gen_length=8, steps=4, block_length=8, temperature=2.0, final_temperature=final,
+                        seed=seed, entropy_bound=None)
+            before, last = steps[-2], steps[-1]
+            logits = mlm.logits(np.concatenate([PROMPT, before.ids]))[len(PROMPT):]
+            out.append(bool((last.ids[last.newly] == logits[last.newly].argmax(axis=-1)).all()))
+        return out
+
+    assert all(likeliest_at_the_last_pass(0.001))  # fallen to near 0: the likeliest token at every open place
+    assert not all(likeliest_at_the_last_pass(None))  # kept at 2: sampled, often not the likeliest
+
+
+def test_the_stability_stop_accepts_the_block_once_the_guesses_hold_still(mlm) -> None:
+    kw = dict(gen_length=32, steps=32, block_length=8, entropy_bound=None, stop_at_eos=False, no_repeat=False)
+    patient = list(uniform.generate(Still(mlm), PROMPT, UniformSettings(stable_passes=0, **kw)))
+    assert patient[-1].nfe == 32  # one position a pass, eight passes a block
+    stopped = list(uniform.generate(Still(mlm), PROMPT, UniformSettings(stable_passes=1, **kw)))
+    assert stopped[-1].nfe == 8 and stopped[-1].accepted.all()  # the second pass of each block saw the first's guesses
+    assert [len(s.newly) for s in stopped[1:3]] == [1, 7]
+    wary = list(uniform.generate(Still(mlm), PROMPT, UniformSettings(stable_passes=2, **kw)))
+    assert wary[-1].nfe == 12
+    noisy = list(uniform.generate(mlm, PROMPT, UniformSettings(stable_passes=1, **kw)))
+    assert noisy[-1].nfe > 8  # a model that reads the fresh noise changes its guesses, so blocks take longer
+
+
+def test_the_doubled_tokens_measure_counts_a_token_that_repeats_the_one_before_it_but_not_layout() -> None:
+    from app.measure.quality import doubled
+
+    repeatable = np.zeros(64, dtype=bool)
+    repeatable[9] = True  # a newline, say: two make a paragraph break
+    assert doubled([([5, 6], [6, 7, 7, 8])], repeatable) == (2, 4)  # against the prompt's last token too
+    assert doubled([([5, 6], [9, 9, 8, 8]), ([1], [])], repeatable) == (1, 4)
+    assert doubled([([5, 6], [9, 9])], None) == (1, 2)  # without a list, every token counts

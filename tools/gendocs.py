@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
-import importlib
-import io
 import json
 import os
 import re
@@ -96,19 +93,14 @@ def rooms_table() -> str:
 
 
 def command_help(name: str) -> str:
-    """What `python -m app NAME --help` prints ("launch" for `python -m app --help`), read in this process."""
-    out = io.StringIO()
-    old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = HELP_COLUMNS
-    try:
-        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-            importlib.import_module(f"app.cli.{name}").main(["--help"])
-    finally:
-        if old is None:
-            os.environ.pop("COLUMNS")
-        else:
-            os.environ["COLUMNS"] = old
-    return out.getvalue().rstrip()
+    """What `python -m app NAME --help` prints ("launch" for `python -m app --help`), run in a fresh process so that
+    no state an earlier caller set in this one (a test's configured limits) shows as a default."""
+    argv = [sys.executable, "-m", "app", *([] if name == "launch" else [name]), "--help"]
+    # as on a fresh install: no Space (whose default host differs), none of the app's own settings from the environment
+    env = {k: v for k, v in os.environ.items() if k != "SPACE_ID" and not k.startswith("CONVERGE_")}
+    env["COLUMNS"] = HELP_COLUMNS
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    return done.stdout.rstrip()
 
 
 def commands_help() -> str:

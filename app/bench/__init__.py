@@ -19,6 +19,7 @@ SECTIONS = {
     "lessons": "app.bench.lessons",
     "export": "app.bench.video",
     "player": "app.bench.player",
+    "live": "app.bench.live",
     "browser": "app.bench.browser",
     "served": "app.bench.served",
     "caps": "app.bench.caps",

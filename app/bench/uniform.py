@@ -4,9 +4,9 @@ the AR twin in the same run, with the twins section's own measures.
 On the twins bench's held-out openings (app/bench/twins.py EVAL_PROMPTS), 128 tokens, seeds 0-2: the masked twin at
 the page's defaults and the AR twin greedy (both greedy, so one seed stands for all), and the uniform twin with
 app/engine/uniform.py at its page defaults and the lesson's bolder bound, each seed on its own (its canvas of noise
-depends on the seed) and pooled. Per row: answer tokens per pass, referee perplexity, distinct-2, stutter, recital and
-empty answers (app/measure/quality.py `quality`, `recited`), and for the uniform rows the worst seed (the highest
-referee perplexity) beside the pooled figures.
+depends on the seed) and pooled. Per row: answer tokens per pass, referee perplexity, the share of doubled tokens,
+distinct-2, stutter, recital and empty answers (app/measure/quality.py `quality`, `doubled`, `recited`), and for the
+uniform rows the worst seed (the highest referee perplexity) and its figures beside the pooled ones.
 """
 
 from __future__ import annotations
@@ -21,22 +21,28 @@ from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION
 from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 from app.engine.uniform import UniformSettings
-from app.measure.quality import quality, recited, training_ngrams
+from app.measure.quality import doubled, quality, recited, training_ngrams
 
 UNIFORM_SETTINGS = {  # 128 tokens; the step budget is the answer length, as the masked twin's defaults
     "uniform_page_defaults": UniformSettings(),
     "uniform_entropy_bound_4": UniformSettings(entropy_bound=4.0),
-    "uniform_one_position_a_pass": UniformSettings(entropy_bound=None),
 }
 
 
-def figures(referee: Any, tok: Any, known: Any, runs: list[tuple[list[int], list[int], int]]) -> dict[str, Any]:
-    """Tokens per pass and the bench's quality figures over (prompt ids, answer ids, passes) runs."""
+PER_SEED = ("answer_tokens_per_pass", "referee_ppl", "doubled", "stutter", "distinct2", "empty_answers")
+
+
+def figures(referee: Any, tok: Any, known: Any, runs: list[tuple[list[int], list[int], int]],
+            repeatable: Any = None) -> dict[str, Any]:
+    """Tokens per pass and the bench's quality figures over (prompt ids, answer ids, passes) runs, with the share of
+    answer tokens that double the token before them (`doubled`)."""
     q, texts = quality(referee, tok, [(p, a) for p, a, _ in runs])
     found, spans = recited(texts, known) if known is not None else (0, 0)
     passes = sum(n for _, _, n in runs)
+    twice, tokens = doubled([(p, a) for p, a, _ in runs], repeatable)
     return {"answers": len(runs), "answer_tokens_per_pass": round(q["answer_tokens"] / passes, 3) if passes else None,
-            "passes": passes, **q, "recited": round(found / spans, 4) if spans else None,
+            "passes": passes, **q, "doubled": round(twice / tokens, 4) if tokens else None,
+            "recited": round(found / spans, 4) if spans else None,
             "empty_answers": sum(not a for _, a, _ in runs), "samples": texts[:3]}
 
 
@@ -52,13 +58,12 @@ def bench(models_dir: str | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {"prompts": len(prompts), "gen_length": 128, "seeds": list(SEEDS), "rows": {}}
 
     def row(name: str, runs_by_seed: dict[int, list], seconds: float) -> None:
-        pooled = figures(referee, tok, known, [r for runs in runs_by_seed.values() for r in runs])
-        per_seed = {seed: figures(referee, tok, known, runs) for seed, runs in runs_by_seed.items()}
+        pooled = figures(referee, tok, known, [r for runs in runs_by_seed.values() for r in runs], um.repeatable)
+        per_seed = {seed: figures(referee, tok, known, runs, um.repeatable) for seed, runs in runs_by_seed.items()}
         worst = max(per_seed, key=lambda k: per_seed[k]["referee_ppl"] or 0)
         report["rows"][name] = {"pooled": pooled, "seconds": round(seconds, 1), "worst_seed": worst,
-                                "per_seed": {k: {x: v[x] for x in ("answer_tokens_per_pass", "referee_ppl",
-                                                                   "distinct2", "stutter", "empty_answers")}
-                                             for k, v in per_seed.items()}}
+                                "worst": {x: per_seed[worst][x] for x in PER_SEED},
+                                "per_seed": {k: {x: v[x] for x in PER_SEED} for k, v in per_seed.items()}}
 
     t = time.time()
     runs = []

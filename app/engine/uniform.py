@@ -6,8 +6,11 @@ the prompt and the whole canvas predicts every position of the current block; th
 bound rule picks (`accept_rows`) are accepted and stay, at least the least uncertain one; the block's other
 positions are re-noised with fresh random tokens; until every position of the block is accepted or its share of the
 steps is spent, when the last pass accepts its guess everywhere. Blocks go left to right; the blocks after the current
-one hold the noise they started with. Every step yields a `UniformStep` (canvas, which positions are accepted and
-which are still noise), so a view can draw the noise as noise.
+one hold the noise they started with. Four rules from issue 51, each a setting: the guard against repeated runs
+both twins share (app/engine/repeats.py), the stutter guard (no position accepts an accepted neighbour's token),
+DiffusionGemma's stability stop (a pass whose guesses at the open positions held still accepts the whole block) and
+its falling temperature. Every step yields a `UniformStep` (canvas, which
+positions are accepted and which are still noise), so a view can draw the noise as noise.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from app.engine import stutter
 from app.engine.base import MaskedLM
 from app.engine.options import TWIN_NO_REPEAT_NGRAM, check, no_repeat_ngram, option
 from app.engine.repeats import NoRepeatNGram
@@ -43,6 +47,17 @@ class UniformSettings:
     temperature: float = option(0.0, "Temperature", min=0.0, max=2.0, step=0.05,
                                 help="0 accepts each position's likeliest token; above 0 samples it.")
     no_repeat_ngram: int = no_repeat_ngram(TWIN_NO_REPEAT_NGRAM)
+    final_temperature: float | None = option(None, "Final temperature", min=0.0, max=2.0, step=0.05, off=True,
+                                             help="The temperature falls linearly from Temperature to this over "
+                                                  "each block's steps (DiffusionGemma's generate(): 0.8 to 0.4); "
+                                                  "off: it stays.")
+    no_repeat: bool = option(True, "Stutter guard",
+                             help="Never accept a token next to the same token: a guess equal to an accepted "
+                                  "neighbour's is not allowed, and of two equal guesses side by side one pass "
+                                  "accepts only the left. Newlines and punctuation may repeat.")
+    stable_passes: int = option(1, "Stability stop (passes, 0 = off)", min=0, max=16, step=1,
+                                help="Accept the whole block at once when the model's guesses at its open positions "
+                                     "have not changed for this many passes (DiffusionGemma's stability_threshold).")
     stop_at_eos: bool = option(True, "Stop early (once the answer is complete)",
                                help="End after a block in which an end-of-text was accepted.")
     seed: int = option(0, "Seed", min=0, max=9999, step=1, help="Draws the starting canvas and every re-noising.")
@@ -116,23 +131,78 @@ def accept_rows(entropy: np.ndarray, sure: np.ndarray, bound: float | None, last
     return np.sort(order[np.cumsum(ranked) - ranked <= bound])
 
 
-def _pass(model: MaskedLM, x: np.ndarray, rows: np.ndarray, temperature: float, rng: np.random.Generator,
-          guard: NoRepeatNGram | None = None, written: list[bool] | None = None
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One call of the network over all of `x`; for the given sequence positions: (entropy of the model's
-    distribution, the token chosen, its probability under that distribution, the distribution), after the `guard`
-    against repeated runs over the `written` (prompt and accepted) positions. Greedy at temperature 0, else sampled
-    from the distribution at that temperature."""
-    logits = np.array(model.logits(x)[rows], dtype=np.float64)
-    if guard is not None and written is not None:
-        guard.ban(logits, x.tolist(), written, rows.tolist())
+def temperature_at(s: UniformSettings, k: int, budget: int) -> float:
+    """Pass k's temperature in a block of `budget` passes: Temperature, or with a final temperature a straight fall
+    from Temperature at the first pass to it at the last (DiffusionGemma's linear schedule)."""
+    if s.final_temperature is None or budget <= 1:
+        return s.temperature
+    return s.temperature + (s.final_temperature - s.temperature) * k / (budget - 1)
+
+
+def _pass(model: MaskedLM, x: np.ndarray, P: int, lo: int, hi: int, open_: np.ndarray, accepted: np.ndarray,
+          temperature: float, guard: bool, rng: np.random.Generator, runs: NoRepeatNGram | None = None
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One call of the network over all of `x`; for the block's open positions: (entropy of the model's
+    distribution, the token chosen, its probability under that distribution, the distribution, the raw likeliest
+    token). With `guard`, no open position may take an accepted neighbour's token (app/engine/stutter.py); `runs`
+    bans a token that would complete a run the prompt and accepted tokens already hold (noise is no text). Greedy at
+    temperature 0, else sampled from the distribution at that temperature."""
+    z = model.logits(x)[P + lo : P + hi].astype(np.float64)
+    raw = z.argmax(axis=-1)[open_ - lo]
+    if guard:
+        stutter.no_repeat(z, x, ~accepted, P, lo, model.eos_id, model.repeatable)
+    logits = z[open_ - lo]
+    if runs is not None:
+        runs.ban(logits, x.tolist(), [True] * P + accepted.tolist(), (P + open_).tolist())
     probs = _softmax(logits, 1.0)
     if temperature > 0:
         tempered = _softmax(logits, temperature)
         chosen = np.array([rng.choice(len(p), p=p) for p in tempered], dtype=np.int64)
     else:
         chosen = probs.argmax(axis=-1)
-    return _entropy(probs), chosen, probs[np.arange(len(rows)), chosen], probs
+    return _entropy(probs), chosen, probs[np.arange(len(open_)), chosen], probs, raw
+
+
+def unrepeated(picked: np.ndarray, chosen: np.ndarray, probs: np.ndarray, model: MaskedLM) -> np.ndarray:
+    """The guard on a block's last pass, which must accept every open position: left to right, a position whose
+    guess repeats the guess just accepted at its left takes its next likeliest token instead (they could not see
+    each other). `picked` are the positions, `chosen` and `probs` their guesses and distributions; returns the
+    guesses."""
+    out = chosen.copy()
+    for r in range(1, len(picked)):
+        if picked[r] == picked[r - 1] + 1 and out[r] == out[r - 1] and stutter._guarded(
+                int(out[r]), model.eos_id, model.repeatable):
+            p = probs[r].copy()
+            p[out[r]] = -1.0
+            out[r] = int(p.argmax())
+    return out
+
+
+def unrun(runs: NoRepeatNGram, open_: np.ndarray, chosen: np.ndarray, probs: np.ndarray, x: np.ndarray, P: int,
+          accepted: np.ndarray) -> np.ndarray:
+    """The guard against repeated runs on a pass that accepts every open position (the block's last, or a stable
+    one): left to right, a guess that would complete a run the text already holds, the guesses accepted with it to
+    its left included, takes its likeliest allowed token instead. Returns the guesses."""
+    out = chosen.copy()
+    if not runs.on:
+        return out
+    tokens, written = x.tolist(), [True] * P + accepted.tolist()
+    for r, pos in enumerate(open_.tolist()):
+        row = probs[r : r + 1].copy()
+        runs.ban(row, tokens, written, [P + pos])
+        if row[0, out[r]] == -np.inf:
+            out[r] = int(row[0].argmax())
+        tokens[P + pos], written[P + pos] = int(out[r]), True
+    return out
+
+
+def stable(history: deque, guess: np.ndarray, open_: np.ndarray, passes: int) -> bool:
+    """The stability stop: whether the model's likeliest tokens at the open positions are the same as at each of
+    the last `passes` passes (DiffusionGemma's StableAndConfidentStoppingCriteria, without its confidence half,
+    which a model this small never meets). `history` holds earlier passes' guesses by answer position."""
+    if not passes or len(history) < passes:
+        return False
+    return all(np.array_equal(h[open_], guess) for h in list(history)[-passes:])
 
 
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings,
@@ -147,27 +217,43 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
     x = np.concatenate([prompt, rng.choice(pool, size=L)])
     accepted = np.zeros(L, dtype=bool)
     nfe = 0
-    guard = NoRepeatNGram(s.no_repeat_ngram, model.eos_id)
+    runs = NoRepeatNGram(s.no_repeat_ngram, model.eos_id)
     yield UniformStep(0, x[P:].copy(), accepted.copy(), np.full(L, np.nan))
     shares = budgets(s)
     for b, budget in enumerate(shares):
         lo, hi = b * s.block_length, (b + 1) * s.block_length
+        history: deque = deque(maxlen=max(1, s.stable_passes))
         for k in range(budget):
             if cancel is not None and cancel.is_set():
                 return
             open_ = lo + np.flatnonzero(~accepted[lo:hi])
-            written = [True] * P + accepted.tolist()  # noise is no text: the guard reads the accepted tokens only
-            ent, chosen, sure, probs = _pass(model, x, P + open_, s.temperature, rng, guard, written)
+            temperature = temperature_at(s, k, budget)
+            ent, chosen, sure, probs, raw = _pass(model, x, P, lo, hi, open_, accepted, temperature, s.no_repeat, rng,
+                                                  runs)
             nfe += 1
             entropy = np.full(L, np.nan)
             entropy[open_] = ent
-            rows = accept_rows(ent, sure, s.entropy_bound, k == budget - 1)
-            if k < budget - 1:  # rows accepted together could not see each other (the last pass accepts all)
-                rows = guard.fresh(rows, chosen, x.tolist(), written, (P + open_).tolist())
+            settled = stable(history, raw, open_, s.stable_passes)
+            last = k == budget - 1 or settled
+            if settled:
+                chosen = probs.argmax(axis=-1)  # the guesses that held still
+            rows = accept_rows(ent, sure, s.entropy_bound, last)
+            if not last:  # rows accepted together could not see each other (the last pass accepts all)
+                rows = runs.fresh(rows, chosen, x.tolist(), [True] * P + accepted.tolist(), (P + open_).tolist())
+            if s.no_repeat and last:
+                chosen = unrepeated(open_, chosen, probs, model)
+            if last:  # every open position at once: each guess checked against the text written to its left
+                chosen = unrun(runs, open_, chosen, probs, x, P, accepted)
+            elif s.no_repeat:
+                rows = np.searchsorted(open_, stutter.apart(open_[rows], _by_position(open_, chosen, L),
+                                                            model.eos_id, model.repeatable))
             x[P + open_[rows]] = chosen[rows]
             accepted[open_[rows]] = True
             still = lo + np.flatnonzero(~accepted[lo:hi])
             x[P + still] = rng.choice(pool, size=len(still))  # re-noised: fresh random tokens
+            guess = np.full(L, -1)
+            guess[open_] = raw
+            history.append(guess)
             ended = not len(still) and (b == len(shares) - 1 or (
                 s.stop_at_eos and bool(np.any(x[P : P + hi] == model.eos_id))))
             considered = {int(open_[r]): top_candidates(probs[r]) for r in rows}  # what the model weighed there
@@ -177,6 +263,13 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Unif
                 return
             if not len(still):
                 break
+
+
+def _by_position(open_: np.ndarray, chosen: np.ndarray, L: int) -> np.ndarray:
+    """The open positions' guesses laid out by answer position (-1 elsewhere), as stutter.apart reads them."""
+    out = np.full(L, -1)
+    out[open_] = chosen
+    return out
 
 
 def decode(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings) -> UniformStep:

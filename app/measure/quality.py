@@ -94,6 +94,18 @@ def repeats_a_sentence(text: str) -> bool:
     return len(said) != len(set(said))
 
 
+def doubled(runs: Iterable[tuple[Sequence[int], Sequence[int]]], repeatable: np.ndarray | None) -> tuple[int, int]:
+    """(answer tokens that repeat the token just before them, answer tokens) over (prompt ids, answer ids) runs: the
+    uniform twin's "TheThe". The answer's first token counts against the prompt's last; tokens `repeatable` marks
+    (newlines, punctuation: stutter.wordless) may repeat and do not count."""
+    repeats = tokens = 0
+    for prompt, answer in runs:
+        seq = [*prompt[-1:], *answer]
+        tokens += len(answer)
+        repeats += sum(a == b and not (repeatable is not None and repeatable[a]) for a, b in zip(seq, seq[1:]))
+    return repeats, tokens
+
+
 RECITAL_N = 8  # an 8-word run found verbatim in the training text is recited, not written
 
 

@@ -204,8 +204,10 @@ class Race:
     def _stream_side(self, side: str, source: Source) -> None:
         status, message = "done", source.notice  # a setting the source changed, said once more
         frames = source.stream(self.prompt, self.cancel, defer=source.defers)
+        last: tuple[float, float] | None = None  # the latest frame's time on the side's clock, and when it came
         try:
             for frame in frames:
+                last = (frame.t, time.monotonic())
                 self._handoff.put((side, "frame", frame))
                 if self.cancel.is_set():
                     break
@@ -220,7 +222,17 @@ class Race:
         finally:
             if isinstance(frames, Generator):  # its own cleanup (an open connection) runs now, not when collected
                 frames.close()
-        self._handoff.put((side, "end", (status, message)))
+        self._handoff.put((side, "end", (status, message, *self._clock_at_end(last, status))))
+
+    def _clock_at_end(self, last: tuple[float, float] | None, status: str) -> tuple[float | None, float | None]:
+        """(when the side ended, when it was told to stop) on its own clock, read off its latest frame's time and
+        arrival: what a recording keeps to show how soon a side stopped; None where it made no frame or ran on."""
+        if last is None:
+            return None, None
+        at, came = last
+        ended = at + time.monotonic() - came  # not rounded: never before the latest frame's own time
+        asked = self._ended_at if status == "stopped" else None
+        return ended, (None if asked is None else max(0.0, at + asked - came))
 
     def stop(self) -> None:
         """Ends both sides (and a wait for CPU slots); every frame received so far is on disk once `close` returns."""
@@ -257,7 +269,7 @@ class Race:
             elif kind == "status" and s.status not in ("waiting", "running"):
                 pass  # a side that has ended keeps its end
             else:
-                s.status, s.message = payload
+                s.status, s.message = payload[:2]
             self._changed = True
             try:
                 item = self._queue.get_nowait()

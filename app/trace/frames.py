@@ -303,13 +303,17 @@ class RecordingWriter:
     def frame(self, side: str, frame: Frame) -> None:
         self._write({"type": "frame", "side": side, **frame.to_json()}, capped=True)
 
-    def end(self, side: str, status: str, message: str | None = None, t: float | None = None) -> None:
-        """Marks how a side ended: done, stopped or error (with the message the user saw)."""
+    def end(self, side: str, status: str, message: str | None = None, t: float | None = None,
+            stop_t: float | None = None) -> None:
+        """Marks how a side ended: done, stopped or error (with the message the user saw), at `t` on its clock; a
+        stopped side also says when it was told to stop (`stop_t`), so a reader sees how soon it did."""
         entry: dict[str, Any] = {"type": "end", "side": side, "status": status}
         if message:
             entry["message"] = message
         if t is not None:
             entry["t"] = t
+        if stop_t is not None:
+            entry["stop_t"] = stop_t
         self._write(entry)
 
     def close(self) -> None:

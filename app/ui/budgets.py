@@ -146,8 +146,9 @@ HANDLERS: dict[str, Handler] = {
                        "one listing of the visitor's own folder (at most 100 runs)"),
     UNLOAD: Handler("the end of a session (its page closed)", 4, QUEUED_PER_ADDRESS,
                     "forgets the session's hand-stepped runs; Gradio runs it, no visitor calls it"),
-    VIEW: Handler("handlers that change only what the page shows", OFF_QUEUE.connections, OFF_QUEUE.connections
-                  + OFF_QUEUE.waiting, "the page-load handler, an example prompt, a lesson's text and settings"),
+    VIEW: Handler("handlers that change only what the page shows, and Stop", OFF_QUEUE.connections,
+                  OFF_QUEUE.connections + OFF_QUEUE.waiting, "the page-load handler, an example prompt, a lesson's "
+                  "text and settings; Stop sets the stop of the session's own race"),
 }
 
 

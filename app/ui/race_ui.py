@@ -27,7 +27,7 @@ from app.ui.live import live_updates
 from app.ui.loading import while_loading
 from app.ui.page_assets import STOP_JS
 from app.ui.player_ui import to_player
-from app.ui.sessions import after_stop, remember, session_of, visitor_of
+from app.ui.sessions import after_stop, remember, session_of, stop_now, visitor_of
 from app.ui.sources_ui import SideControls, shown_backend, side_controls
 from app.ui.visitor import Visitor, visitor_source
 from app.view.payload import UPDATE_INTERVAL, live_payload, message_payload, new_run_id, notice_payload
@@ -146,10 +146,11 @@ def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
 
 
 def wire_stop(box: RaceBox, races: list[Any], shown: list[Any], refresh: Callable[[Any], Any]) -> None:
-    """Stop cancels the `races` (Run's and the lessons') and pauses any replay in the player, then shows the saved run
-    and refreshes the library."""
-    refresh(box.stop_btn.click(fn=None, cancels=races, js=STOP_JS).then(after_stop, inputs=None, outputs=shown,
-                                                                      **READS, **QUIET))
+    """Stop pauses any replay in the player, tells the session's race to stop at once (off the queue: a click that
+    waited its turn behind the race it stops came after the race had finished) and cancels the `races` (Run's and the
+    lessons', one still loading its models included); then it shows the saved run and refreshes the library."""
+    stop = box.stop_btn.click(stop_now, inputs=None, outputs=None, cancels=races, js=STOP_JS, queue=False, **QUIET)
+    refresh(stop.then(after_stop, inputs=None, outputs=shown, **READS, **QUIET))
 
 
 def prompt_refusal(prompt: str, run_id: str) -> dict[str, Any] | None:

@@ -91,6 +91,19 @@ def stop_session_race(session: str) -> None:
         entry["race"].stop()
 
 
+def stop_now(request: gr.Request) -> None:
+    """Stop's first handler, off the queue (it waits behind nothing, a race included): the session's race is told to
+    stop at once, so its sources end at their next step and both sides record "stopped". The entry notes it, so
+    `after_stop` shows the saved run even when the race's own last update, made as it stopped, was cancelled on its
+    way to the page."""
+    with _sessions_lock:
+        entry = _sessions.get(session_of(request))
+    race = entry["race"] if entry else None
+    if entry and race is not None and race.running():
+        entry["stopped"] = True
+        race.stop()
+
+
 def after_stop(request: gr.Request) -> Any:
     """After Stop: ends the session's race, waits for both sides to record how they ended, shows the saved run; after
     a race that had ended on its own, nothing."""
@@ -98,8 +111,9 @@ def after_stop(request: gr.Request) -> Any:
         entry = _sessions.get(session_of(request))
     if not entry:
         return gr.skip()
-    if entry.get("shown"):  # it ended on its own and the player showed its end: the player keeps what it shows now
-        return gr.skip()  # (a replay Stop paused, a recording loaded since)
+    stopped = entry.pop("stopped", False)  # this Stop stopped it (said once: a later Stop only pauses a replay)
+    if entry.get("shown") and not stopped:  # it ended on its own and the player showed its end: the player keeps
+        return gr.skip()  # what it shows now (a replay Stop paused, a recording loaded since)
     race: Race | None = entry["race"]
     if race is not None:
         race.stop()

@@ -10,14 +10,14 @@ import { api, controls } from "./twins.js";
 import { load, fromFolder } from "./onnx.js";
 import { analyzer, wire, summary } from "./rows.js";
 
-/* the folder opened from disk (file://): the browser lets a page there fetch none of the folder's files, so it says
-   how to open it instead of trying (the single file, which fetches nothing, opens from disk) */
+/* the folder opened from disk (a file: address): the browser lets a page there fetch none of the folder's files, so
+   it says how to open it instead of trying (the single file, which fetches nothing, opens from disk) */
 function fromDisk(base) {
   var folder = decodeURIComponent(new URL(base || "./", globalThis.document.baseURI).pathname).replace(/\/$/, "");
   if (/^\/[A-Za-z]:/.test(folder)) folder = folder.slice(1);  // Windows: /C:/Users/... is C:/Users/...
   return new Error("This page was opened from disk, where the browser loads none of its files: open this folder " +
-                   "through a web server (python -m http.server -d " + folder + ", then http://localhost:8000/), or " +
-                   "build one file that opens from disk with python -m app site converge.html --single-file.");
+                   "through a web server (python -m http.server -d " + folder + ", and open the address it prints), " +
+                   "or build one file that opens from disk with python -m app site converge.html --single-file.");
 }
 
 /* the folder's files by default; the single file (app/site/single.js) hands over its inlined ones instead */
