@@ -55,6 +55,9 @@ PREVIOUS_DEFAULTS = replace(TWIN_DIFFUSION, temperature=0.5, filter=0.6, no_repe
 # masked twin with its stutter guard and no repeated run of 7 tokens
 AR_BEFORE_GUARD = ARSettings(gen_length=TWIN_AR.gen_length)
 DIFFUSION_BEFORE_GUARD = replace(TWIN_DIFFUSION, no_repeat=True, no_repeat_ngram=7)
+# the guards `python -m scripts.twin_guard --compare` gives both twins alike, (run length, stutter guard) each: runs of
+# 4 alone (the defaults before the neighbour guard), then with the stutter guard, then longer runs with and without it
+GUARD_CONFIGS = ((4, False), (4, True), (5, False), (5, True), (6, False), (6, True))
 GUARD_KEYS = ("answers", "stutter", "answers_repeating_a_sentence", "empty_answers", "referee_ppl",
               "referee_ppl_by_seed", "worst_seed", "answer_tokens_per_pass")
 # the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the bolder level it had before
@@ -101,7 +104,8 @@ TARGETS = ("diffusion twin at the page's defaults, pooled over the held-out open
 # the result below reads as one call
 def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_PROMPTS,
           seeds: tuple[int, ...] = SEEDS, curve_only: bool = False,
-          held_out_stories: int | None = None, guard_only: bool = False) -> dict[str, Any]:
+          held_out_stories: int | None = None, guard_only: bool = False,
+          guards: tuple[tuple[int, bool], ...] = ()) -> dict[str, Any]:
     """The twins at the page's defaults on held-out openings and on the page's own prompts (128 tokens), pooled over
     `seeds`: answer tokens per pass, commits per step and how many were not the leftmost masked position; referee
     perplexity (an AR model trained with another seed that taught neither twin), distinct-2, stutter (adjacent
@@ -110,7 +114,8 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
     both twins at their defaults on the first sentences of the held-out training stories (the first
     `held_out_stories` of them; all by default); both twins alone on the first screen's prompt; and `guard`: both
     twins before and after the guard against repeated runs they now share, on the openings and the first screen's
-    prompt, with sentence repeats and the worst seed's perplexity (only that with `guard_only`)."""
+    prompt, with sentence repeats and the worst seed's perplexity (only that with `guard_only`; with `guards`, both
+    twins under each (run length, stutter guard) of them alike instead of before and after)."""
     from app.engine import autoregressive, diffusion
     from app.engine.model import DEFAULT_MODELS_DIR, load_twin
     from app.engine.parallel import decode_order, summarise
@@ -205,8 +210,21 @@ def bench(models_dir: str | Path | None = None, prompts: tuple[str, ...] = EVAL_
             out[name] = {"settings": row["settings"], **{k: row[k] for k in GUARD_KEYS if k in row}}
         return out
 
+    def compare() -> dict[str, Any]:
+        """Both twins under each of `guards` alike, as `guard` measures them: which guards to give both sides."""
+        on = (*prompts, RACE_PROMPT)
+        out: dict[str, Any] = {"prompts": len(on), "seeds": list(seeds), "gen_length": TWIN_AR.gen_length}
+        for n, neighbour in guards:
+            name = f"runs_of_{n}" + ("_and_stutter_guard" if neighbour else "")
+            for kind, row in (("ar", ar_runs(replace(TWIN_AR, no_repeat_ngram=n, no_repeat=neighbour), on)),
+                              ("diffusion", diffusion_runs(replace(TWIN_DIFFUSION, no_repeat_ngram=n,
+                                                                   no_repeat=neighbour), on))):
+                out[f"{kind}_{name}"] = {"settings": row["settings"], **{k: row[k] for k in GUARD_KEYS if k in row},
+                                         "samples": row["samples"][:2]}
+        return out
+
     if guard_only:
-        return {"guard": guard()}
+        return {"guard": compare() if guards else guard()}
 
     ar = TWIN_AR
     page_prompts = {}

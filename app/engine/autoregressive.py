@@ -8,8 +8,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from app.engine import stutter
 from app.engine.base import CausalLM
-from app.engine.options import TWIN_NO_REPEAT_NGRAM, check, no_repeat_ngram, option
+from app.engine.options import TWIN_NO_REPEAT_NGRAM, TWIN_STUTTER_GUARD, check, no_repeat_ngram, option, stutter_guard
 from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import LENGTHS, check_prompt, top_candidates
 
@@ -24,6 +25,7 @@ class ARSettings:
     top_k: int = option(0, "Top-k (0 = off)", min=0, max=200, step=1, help="Sample among the k most likely tokens.")
     top_p: float = option(1.0, "Top-p", min=0.05, max=1.0, step=0.05,
                           help="Then among the fewest tokens whose probability reaches p (nucleus sampling).")
+    no_repeat: bool = stutter_guard(False)
     no_repeat_ngram: int = no_repeat_ngram(0)
     min_length: int = option(0, "Shortest answer (tokens)", min=0, max="gen_length", step=1,
                              help="End-of-text cannot be written before this many answer tokens (1: never an empty "
@@ -43,7 +45,7 @@ class ARSettings:
 # The built-in AR twin's defaults: greedy, with the guard against repeated runs every twin runs alike (app/engine/
 # repeats.py) and never an empty answer, as the masked twin (the class defaults, off, are Hugging Face's, kept for
 # hf-ar models).
-TWIN_AR = ARSettings(no_repeat_ngram=TWIN_NO_REPEAT_NGRAM, min_length=1)
+TWIN_AR = ARSettings(no_repeat=TWIN_STUTTER_GUARD, no_repeat_ngram=TWIN_NO_REPEAT_NGRAM, min_length=1)
 
 
 @dataclass
@@ -97,6 +99,9 @@ def generate(model: CausalLM, prompt_ids: list[int] | np.ndarray, settings: ARSe
         z = np.array(logits, dtype=np.float64)[: model.vocab_size]
         if i < s.min_length:
             z[model.eos_id] = -np.inf
+        if s.no_repeat:  # the stutter guard left to right: never the token just written
+            written = ids[-1] if ids else (int(prompt[-1]) if len(prompt) else None)
+            stutter.no_repeat_left(z, written, model.eos_id, model.repeatable)
         if guard.on:  # the next position is the only one unwritten: transformers' rule exactly
             seq = [*prompt.tolist(), *ids, -1]
             guard.ban(z[None], seq, [True] * (len(seq) - 1) + [False], [len(seq) - 1])

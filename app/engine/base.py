@@ -99,6 +99,7 @@ class CausalLM(Protocol):
     vocab_size: int
     eos_id: int
     max_len: int
+    repeatable: np.ndarray | None  # tokens the stutter guard lets repeat (stutter.wordless); None: all but end-of-text
 
     def prefill(self, ids: np.ndarray) -> tuple[Any, np.ndarray]:
         """Runs the prompt; returns (cache, logits of the next token, shape (V,))."""

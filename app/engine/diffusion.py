@@ -19,7 +19,7 @@ import numpy as np
 from app.engine import stutter
 from app.engine.base import Judge, MaskedLM
 from app.engine.commit_filter import features
-from app.engine.options import TWIN_NO_REPEAT_NGRAM, check, no_repeat_ngram, option
+from app.engine.options import TWIN_NO_REPEAT_NGRAM, TWIN_STUTTER_GUARD, check, no_repeat_ngram, option, stutter_guard
 from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
 from app.errors import UserError
@@ -68,11 +68,7 @@ class DiffusionSettings:
                            help="Chance to reopen an earlier token of the block, scaled by its doubt (ReMDM).")
     eos_discount: float = option(1.0, "End-of-text score factor", min=0.0, max=1.0, step=0.05,
                                  help="Below 1 delays committing end-of-text (shows less EOS flooding).")
-    no_repeat: bool = option(False, "Stutter guard",
-                             help="Never write a token next to the same token: a guess equal to a written neighbour's "
-                                  "is not allowed, and of two equal guesses side by side one pass commits only the "
-                                  "left (positions committed together cannot see each other). Newlines and "
-                                  "punctuation may repeat: a paragraph break is two newlines.")
+    no_repeat: bool = stutter_guard(False)
     no_repeat_ngram: int = no_repeat_ngram(0)
     min_gap: int = option(1, "Commit spacing (1 = off)", min=1, max=16, step=1,
                           help="The least distance between two positions one pass commits: the extra commits "
@@ -118,7 +114,7 @@ class DiffusionSettings:
 # of TWIN_NO_REPEAT_NGRAM tokens, app/engine/repeats.py), so the stutter guard, which the AR twin has no counterpart
 # of, is off: with the shared guard the twin stays under 1% stutter without it (`python -m app bench --only twins`).
 TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.0, filter=0.65,
-                                   no_repeat_ngram=TWIN_NO_REPEAT_NGRAM, min_length=1)
+                                   no_repeat=TWIN_STUTTER_GUARD, no_repeat_ngram=TWIN_NO_REPEAT_NGRAM, min_length=1)
 
 
 @dataclass

@@ -296,6 +296,7 @@ class ARLM:
         c = net.config
         self.vocab_size, self.eos_id = c.vocab_size, c.eos_id
         self.max_len = c.max_len - 1
+        self.repeatable: np.ndarray | None = None  # load_twin sets it from the tokenizer (stutter.wordless)
 
     def prefill(self, ids: np.ndarray) -> tuple[KVCache, np.ndarray]:
         """Runs the prompt (may be empty); returns (cache, next-token logits (V,))."""
@@ -384,11 +385,12 @@ def load_twin(kind: str, models_dir: str | Path = DEFAULT_MODELS_DIR) -> tuple[A
     for stale in [k for k in _LOADED if k[0] == kind]:  # one copy per kind: a retrained twin replaces the old one
         del _LOADED[stale]
     model = adapter(net)
+    from app.engine.stutter import wordless
+
+    model.repeatable = wordless([tok.decode([i]) for i in range(config.vocab_size)])  # every twin's stutter guard
     if isinstance(model, MaskedDiffusionLM):
         from app.engine.commit_filter import load
-        from app.engine.stutter import wordless
 
-        model.repeatable = wordless([tok.decode([i]) for i in range(config.vocab_size)])
         try:
             model.commit_filter = load(filter_path) if filter_path.is_file() else None
         except Exception as e:  # a damaged filter is as unusable as damaged weights

@@ -61,6 +61,10 @@ TWIN_NO_REPEAT_NGRAM = 4  # the twins' guard: no repeated run of 4 tokens (greed
 # decoding with the same guard on both sides (`python -m app bench --only twins`, "guard")
 
 
+TWIN_STUTTER_GUARD = False  # the twins' neighbour guard (`no_repeat`, app/engine/stutter.py), given to every twin
+# alike, as the guard above
+
+
 def no_repeat_ngram(default: int) -> Any:
     """The guard against repeated runs (app/engine/repeats.py), declared alike for every sampler that runs it: the AR,
     masked and uniform twins' settings each hold it as `no_repeat_ngram`, as transformers' generate() holds
@@ -69,6 +73,17 @@ def no_repeat_ngram(default: int) -> Any:
                   help="Never complete a run of this many tokens that the prompt or answer already has (as Hugging "
                        "Face's no_repeat_ngram_size): breaks the loops greedy decoding falls into. Both twins run it "
                        "alike.")
+
+
+def stutter_guard(default: bool) -> Any:
+    """The neighbour guard (app/engine/stutter.py), declared alike for every sampler that runs it: the AR and masked
+    twins' settings each hold it as `no_repeat`, so a race can give both sides the same guards."""
+    return option(default, "Stutter guard",
+                  help="Never write a token next to the same token: left to right, never the token just written; in "
+                       "diffusion, a guess equal to a written neighbour's is not allowed, and of two equal guesses "
+                       "side by side one pass commits only the left (positions committed together cannot see each "
+                       "other). Newlines and punctuation may repeat: a paragraph break is two newlines. Both twins "
+                       "run it alike.")
 
 
 def _value_type(hint: Any) -> type:

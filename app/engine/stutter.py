@@ -1,6 +1,7 @@
-"""The masked sampler's stutter guard, beside the guard against repeated runs every twin sampler shares
-(app/engine/repeats.py): no guess that repeats a written neighbour (applied to a pass's logits), and, of two rows side
-by side that one pass would commit with the same guess, only the left (they could not see each other)."""
+"""The stutter guard (never a token next to the same token), beside the guard against repeated runs every twin
+sampler shares (app/engine/repeats.py): in the masked sampler no guess that repeats a written neighbour (applied to a
+pass's logits), and, of two rows side by side that one pass would commit with the same guess, only the left (they
+could not see each other); in the AR sampler its left-to-right form, never the token just written."""
 
 from __future__ import annotations
 
@@ -32,6 +33,14 @@ def no_repeat(z: np.ndarray, x: np.ndarray, masked: np.ndarray, prompt_len: int,
             token = int(x[prompt_len + nb])
             if _guarded(token, eos_id, repeatable):
                 z[r, token] = -np.inf
+
+
+def no_repeat_left(z: np.ndarray, left: int | None, eos_id: int, repeatable: np.ndarray | None = None) -> None:
+    """The guard left to right (the AR sampler): the next token's logits `z` may not take the token just written
+    (`left`: the answer's last token, or the prompt's last before the first; None: nothing written), unless that
+    token may repeat (`_guarded`). Left to right a position's only written neighbour is its left one."""
+    if left is not None and _guarded(left, eos_id, repeatable):
+        z[left] = -np.inf
 
 
 def apart(pick: np.ndarray, chosen: np.ndarray, eos_id: int, repeatable: np.ndarray | None = None) -> np.ndarray:

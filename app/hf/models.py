@@ -198,6 +198,7 @@ class HFCausalLM:
         self.max_len = max_len
         self.vocab_size = int(model.config.vocab_size)
         self.placement = runs_on
+        self.repeatable: np.ndarray | None = None  # every token but end-of-text is guarded by the stutter guard
 
     def _run(self, ids: np.ndarray, cache: dict[str, Any]) -> np.ndarray:
         import torch

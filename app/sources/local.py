@@ -277,7 +277,8 @@ BROWSER_SETTINGS: dict[str, tuple[str, ...]] = {
     "local-diffusion": ("gen_length", "steps", "block_length", "scoring", "schedule", "temperature", "top_k",
                         "threshold", "factor", "filter", "remask", "eos_discount", "no_repeat", "no_repeat_ngram",
                         "min_gap", "min_length", "stop_at_eos", "prefix_cache", "dual_cache", "lookahead", "seed"),
-    "local-ar": ("gen_length", "temperature", "top_k", "top_p", "no_repeat_ngram", "min_length", "stop_at_eos", "seed"),
+    "local-ar": ("gen_length", "temperature", "top_k", "top_p", "no_repeat", "no_repeat_ngram", "min_length",
+                 "stop_at_eos", "seed"),
 }
 
 register(SourceKind(prefix="local-diffusion", make=make_local_diffusion, label="Built-in diffusion twin",

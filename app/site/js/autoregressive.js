@@ -6,6 +6,7 @@ import { defaultRng } from "./rng.js";
 import { argmax, npSum, softmax, ranked, now, tell, stopped, pyRound4, topCandidates,
          namedCandidates } from "./sampling.js";
 import { ngramBan } from "./repeats.js";
+import { noRepeatLeft } from "./stutter.js";
 
 /* one token from next-token logits: [id, its probability under the model's softmax, that softmax]; greedy at
    temperature 0, else sampled as `pick` does: the tempered distribution ordered (stable), cut to top_k, then to the
@@ -39,6 +40,7 @@ export async function arRace(twin, prompt, s, onFrame, signal) {
     cache = out.cache;
     var z = Float64Array.from(out.logits);
     if (i < s.min_length) z[eos] = -Infinity;
+    if (s.no_repeat) noRepeatLeft(z, ids.length ? ids[ids.length - 1] : prompt[prompt.length - 1], twin);
     var seq = prompt.concat(ids, [-1]), written = seq.map(function (t, k) { return k < seq.length - 1; });
     ngramBan([z], seq, written, [seq.length - 1], s.no_repeat_ngram, eos);  // transformers' rule: the next position
     var got = pick(z, s, rng), token = got[0];

@@ -1,8 +1,8 @@
-/* The masked twin's stutter guard (app/engine/stutter.py `no_repeat`): a guarded token never written beside itself,
- * and what the guards read of a run (which positions are written, the block's positions).
+/* The twins' stutter guard (app/engine/stutter.py `no_repeat`, `no_repeat_left`): a guarded token never written beside
+ * itself, and what the guards read of a run (which positions are written, the block's positions).
  */
 
-/* ---- the masked twin's stutter guard (app/engine/stutter.py) ---- */
+/* ---- the stutter guard (app/engine/stutter.py) ---- */
 
 export function guarded(token, eos, repeatable) { return token !== eos && !repeatable[token]; }
 
@@ -14,6 +14,12 @@ export function noRepeat(z, run, lo, twin) {
       if (guarded(token, twin.eos, twin.repeatable)) z[r][token] = -Infinity;
     });
   }
+}
+
+/* the guard left to right (the AR twin, stutter.py `no_repeat_left`): never the token just written, `left` (the
+   prompt's last before the first; undefined: nothing written) */
+export function noRepeatLeft(z, left, twin) {
+  if (left !== undefined && guarded(left, twin.eos, twin.repeatable)) z[left] = -Infinity;
 }
 
 export function writtenOf(run) {
