@@ -92,6 +92,8 @@ def test_the_twins_bench_reports_the_defaults_beside_the_filter_and_guards_on_an
     guard = out["guard"]  # issue 51: both twins before and after the guard they share, in the same run
     assert guard["ar_after"]["settings"]["no_repeat_ngram"] == TWIN_DIFFUSION.no_repeat_ngram > 0
     assert guard["ar_before"]["settings"]["no_repeat_ngram"] == 0
+    for key in ("no_repeat_ngram", "no_repeat"):  # the same guards on both sides of the race
+        assert guard["ar_after"]["settings"][key] == guard["diffusion_after"]["settings"][key]
     for row in ("ar_before", "ar_after", "diffusion_before", "diffusion_after"):
         assert guard[row]["answers"] == 6 and guard[row]["referee_ppl"] > 1  # two openings and the race prompt
         assert guard[row]["worst_seed"]["seed"] in (0, 1) and set(guard[row]["referee_ppl_by_seed"]) == {0, 1}

@@ -3,6 +3,8 @@ right, the gap-aware rule for diffusion, one declaration on by default for each 
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pytest
 
@@ -10,9 +12,10 @@ from app.engine import autoregressive, diffusion, uniform
 from app.engine.autoregressive import TWIN_AR, ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
 from app.engine.model import ModelConfig, random_model
-from app.engine.options import TWIN_NO_REPEAT_NGRAM, declared, settings_spec
+from app.engine.options import TWIN_NO_REPEAT_NGRAM, TWIN_STUTTER_GUARD, declared, settings_spec
 from app.engine.repeats import NoRepeatNGram
 from app.engine.uniform import UniformSettings
+from tests.fixtures import needs_twins
 
 EOS = 0
 
@@ -115,4 +118,44 @@ def test_every_twin_declares_the_one_guard_alike_and_on_by_default() -> None:
         spec = settings_spec(twin)["no_repeat_ngram"]
         assert spec["default"] == TWIN_NO_REPEAT_NGRAM and "no_repeat_ngram_size" in spec["info"]
     assert ARSettings().no_repeat_ngram == DiffusionSettings().no_repeat_ngram == 0  # Hugging Face models: off
-    assert not TWIN_DIFFUSION.no_repeat  # no guard the AR twin lacks
+
+
+def test_every_twin_declares_the_stutter_guard_alike_and_runs_it_by_default() -> None:
+    """The stutter guard (`no_repeat`) is one declaration for the AR, masked and uniform twins, at the same default for
+    each (no guard one side lacks), shown in each twin's settings; Hugging Face models keep it off."""
+    options = [declared(cls)["no_repeat"][1] for cls in (ARSettings, DiffusionSettings, UniformSettings)]
+    assert options[0] == options[1] == options[2]
+    assert TWIN_STUTTER_GUARD
+    for twin in (TWIN_AR, TWIN_DIFFUSION, UniformSettings()):
+        assert twin.no_repeat is TWIN_STUTTER_GUARD
+        assert settings_spec(twin)["no_repeat"]["label"] == "Stutter guard"
+    assert not ARSettings().no_repeat and not DiffusionSettings().no_repeat
+
+
+def test_a_word_written_twice_with_no_space_counts_as_a_glued_double() -> None:
+    """The stutter guard keeps " They" from following " They" but not "They" (another token): "TheyThey" is the
+    stutter the word pairs miss, so the guard's rows count it."""
+    from app.measure.quality import glued, stutter
+
+    texts = ["They TheyThey played.", "Mama said the book book was fun.", "TheThe end"]
+    assert glued(texts) == 2  # "theythey" and "thethe"; "mama" is a word
+    assert stutter(["They TheyThey played."])[0] == 0  # what the word pairs alone would say
+
+
+@needs_twins
+def test_twin_guard_compare_gives_both_twins_each_guard_alike() -> None:
+    """`python -m scripts.twin_guard --compare`: one row per twin and guard, both twins under the same run length
+    and stutter guard, with the guard rows' figures."""
+    from app.bench.twins import EVAL_PROMPTS, GUARD_KEYS, bench
+    from scripts.twin_guard import guard_config
+
+    guards = (guard_config("4:off"), guard_config("4:on"))
+    assert guards == ((4, False), (4, True))
+    with pytest.raises(argparse.ArgumentTypeError, match="RUN:on"):
+        guard_config("4:maybe")
+    out = bench(prompts=EVAL_PROMPTS[:1], seeds=(0,), guard_only=True, guards=guards)["guard"]
+    for name, (n, on) in (("runs_of_4", guards[0]), ("runs_of_4_and_stutter_guard", guards[1])):
+        for kind in ("ar", "diffusion"):
+            row = out[f"{kind}_{name}"]
+            assert (row["settings"]["no_repeat_ngram"], row["settings"]["no_repeat"]) == (n, on)
+            assert row["answers"] == 2 and set(GUARD_KEYS) <= set(row)

@@ -380,6 +380,33 @@ def test_the_stutter_guard_never_writes_a_token_next_to_itself() -> None:
     assert found[True] == 0
 
 
+def test_the_ar_twins_stutter_guard_never_writes_the_token_just_written() -> None:
+    """The guard left to right: a random causal model with a tiny vocabulary repeats its last token often (the
+    prompt's last included); with the guard no answer does."""
+    small = random_model(ModelConfig(vocab_size=8, n_layer=1, n_head=2, n_embd=16, max_len=97, causal=True,
+                                     mask_id=1, eos_id=0, pad_id=2), seed=3)
+    prompt = [5, 6, 7]
+    found = {False: 0, True: 0}
+    for guard in (False, True):
+        for seed in range(4):
+            s = ARSettings(gen_length=40, temperature=1.0, seed=seed, no_repeat=guard, stop_at_eos=False)
+            ids = list(autoregressive.generate(small, prompt, s))[-1].ids
+            found[guard] += _adjacent_repeats(np.array([prompt[-1], *ids]), small.eos_id)
+    assert found[False] > 5  # the test can fail: without the guard this model stutters
+    assert found[True] == 0
+
+
+def test_the_ar_twins_stutter_guard_lets_newlines_punctuation_and_end_of_text_repeat() -> None:
+    repeatable = stutter.wordless(["", "\n", "!", " book", "a"])
+    for left, banned in ((3, [3]), (4, [4]), (1, []), (2, []), (0, []), (None, [])):
+        z = np.zeros(5)
+        stutter.no_repeat_left(z, left, eos_id=0, repeatable=repeatable)
+        assert np.flatnonzero(np.isinf(z)).tolist() == banned, left
+    z = np.zeros(5)
+    stutter.no_repeat_left(z, 2, eos_id=0)  # a model that declares nothing repeatable: every token but end-of-text
+    assert np.isinf(z[2])
+
+
 def test_the_stutter_guard_commits_only_the_left_of_two_equal_guesses_side_by_side() -> None:
     chosen = np.array([3, 3, 3, 4])
     assert stutter.apart(np.array([0, 1, 2, 3]), chosen, eos_id=0).tolist() == [0, 3]

@@ -58,7 +58,7 @@ DIFFUSION_BEFORE_GUARD = replace(TWIN_DIFFUSION, no_repeat=True, no_repeat_ngram
 # the guards `python -m scripts.twin_guard --compare` gives both twins alike, (run length, stutter guard) each: runs of
 # 4 alone (the defaults before the neighbour guard), then with the stutter guard, then longer runs with and without it
 GUARD_CONFIGS = ((4, False), (4, True), (5, False), (5, True), (6, False), (6, True))
-GUARD_KEYS = ("answers", "stutter", "answers_repeating_a_sentence", "empty_answers", "referee_ppl",
+GUARD_KEYS = ("answers", "stutter", "glued_doubles", "answers_repeating_a_sentence", "empty_answers", "referee_ppl",
               "referee_ppl_by_seed", "worst_seed", "answer_tokens_per_pass")
 # the page's defaults with the learned commit filter (app/engine/commit_filter.py) at the bolder level it had before
 FILTERED = replace(TWIN_DIFFUSION, filter=0.6)

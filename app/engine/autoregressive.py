@@ -42,9 +42,9 @@ class ARSettings:
         return asdict(self)
 
 
-# The built-in AR twin's defaults: greedy, with the guard against repeated runs every twin runs alike (app/engine/
-# repeats.py) and never an empty answer, as the masked twin (the class defaults, off, are Hugging Face's, kept for
-# hf-ar models).
+# The built-in AR twin's defaults: greedy, with the guards against repetition every twin runs alike (no repeated run,
+# app/engine/repeats.py; the stutter guard, app/engine/stutter.py) and never an empty answer, as the masked twin (the
+# class defaults, off, are Hugging Face's, kept for hf-ar models).
 TWIN_AR = ARSettings(no_repeat=TWIN_STUTTER_GUARD, no_repeat_ngram=TWIN_NO_REPEAT_NGRAM, min_length=1)
 
 

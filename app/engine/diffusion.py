@@ -110,9 +110,9 @@ class DiffusionSettings:
 # 0.9) in entropy order and blocks of 16, the learned commit filter at 0.65 and never an empty answer. The level was
 # chosen by `python -m scripts.choose_twin_defaults --trajectory` for the twin of round 5 (the most tokens per pass
 # within the fresh-stories issue's quality bounds on prompts the bench does not use; assets/models/MODEL_CARD.md,
-# "Sampler defaults"; docs/twins.md). Its guard against repetition is the one every twin runs alike (no repeated run
-# of TWIN_NO_REPEAT_NGRAM tokens, app/engine/repeats.py), so the stutter guard, which the AR twin has no counterpart
-# of, is off: with the shared guard the twin stays under 1% stutter without it (`python -m app bench --only twins`).
+# "Sampler defaults"; docs/twins.md). Its guards against repetition are the ones every twin runs alike: no repeated
+# run of TWIN_NO_REPEAT_NGRAM tokens (app/engine/repeats.py) and the stutter guard at TWIN_STUTTER_GUARD
+# (app/engine/stutter.py), which the AR twin runs left to right (`python -m scripts.twin_guard --compare`).
 TWIN_DIFFUSION = DiffusionSettings(block_length=16, scoring="entropy", temperature=0.0, filter=0.65,
                                    no_repeat=TWIN_STUTTER_GUARD, no_repeat_ngram=TWIN_NO_REPEAT_NGRAM, min_length=1)
 

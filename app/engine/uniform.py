@@ -24,7 +24,7 @@ import numpy as np
 
 from app.engine import stutter
 from app.engine.base import MaskedLM
-from app.engine.options import TWIN_NO_REPEAT_NGRAM, check, no_repeat_ngram, option
+from app.engine.options import TWIN_NO_REPEAT_NGRAM, TWIN_STUTTER_GUARD, check, no_repeat_ngram, option, stutter_guard
 from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
 
@@ -51,10 +51,7 @@ class UniformSettings:
                                              help="The temperature falls linearly from Temperature to this over "
                                                   "each block's steps (DiffusionGemma's generate(): 0.8 to 0.4); "
                                                   "off: it stays.")
-    no_repeat: bool = option(True, "Stutter guard",
-                             help="Never accept a token next to the same token: a guess equal to an accepted "
-                                  "neighbour's is not allowed, and of two equal guesses side by side one pass "
-                                  "accepts only the left. Newlines and punctuation may repeat.")
+    no_repeat: bool = stutter_guard(TWIN_STUTTER_GUARD)
     stable_passes: int = option(1, "Stability stop (passes, 0 = off)", min=0, max=16, step=1,
                                 help="Accept the whole block at once when the model's guesses at its open positions "
                                      "have not changed for this many passes (DiffusionGemma's stability_threshold).")

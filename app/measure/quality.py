@@ -81,6 +81,13 @@ def stutter(texts: Iterable[str]) -> tuple[int, int]:
     return repeats, pairs
 
 
+def glued(texts: Iterable[str]) -> int:
+    """Words that are one word written twice with no space between ("TheyThey"): a stutter the word pairs of `stutter`
+    miss, which the stutter guard can make of one (" They" then "They" are two tokens that are not alike)."""
+    return sum(len(w) >= 6 and len(w) % 2 == 0 and w[:len(w) // 2] == w[len(w) // 2:] and w.isalpha()
+               for text in texts for w in words(text))  # halves of 3 letters or more: "mama" is a word
+
+
 def sentences(text: str) -> list[tuple[str, ...]]:
     """The text's sentences as `words` reads them, split after . ! or ? (and a closing quote) and at line breaks."""
     parts = re.split(r"(?<=[.!?])[\"'\u201d]?\s+|\n+", text)
@@ -153,7 +160,8 @@ def quality(referee: Any, tok: Any, runs: Sequence[tuple[list[int], list[int]]])
     return {"answer_tokens": tokens, "referee_ppl": round(math.exp(nlls / tokens), 2) if tokens else None,
             "distinct2": mean([distinct2(t) for t in texts]),
             "stutter": round(repeats / pairs, 4) if pairs else None, "stuttered_pairs": repeats,
-            "word_pairs": pairs, "answers_repeating_a_sentence": sum(map(repeats_a_sentence, texts))}, texts
+            "word_pairs": pairs, "glued_doubles": glued(texts),
+            "answers_repeating_a_sentence": sum(map(repeats_a_sentence, texts))}, texts
 
 
 def mean(values: Sequence[float | None]) -> float | None:
