@@ -32,8 +32,8 @@ CASES: tuple[dict[str, Any], ...] = (
     {"block_length": 8, "steps": 16, "scoring": "confidence"},
     {"block_length": 32, "schedule": "dream", "scoring": "margin", "steps": 12},
     {"block_length": 16, "schedule": "dllm", "steps": 20, "no_repeat_ngram": 3, "ar": {"no_repeat_ngram": 3}},
-    {"factor": 1.0, "eos_discount": 0.5, "no_repeat": True, "no_repeat_ngram": 0,
-     "ar": {"no_repeat_ngram": 0, "min_length": 0}},
+    {"factor": 1.0, "eos_discount": 0.5, "no_repeat": False, "no_repeat_ngram": 0,
+     "ar": {"no_repeat": False, "no_repeat_ngram": 0, "min_length": 0}},
     {"no_repeat_ngram": 2, "temperature": 0.7, "seed": 2,
      "ar": {"no_repeat_ngram": 2, "temperature": 0.7, "seed": 2, "min_length": 16}},
     {"min_gap": 3, "stop_at_eos": False, "filter": 0, "ar": {"stop_at_eos": False}},
@@ -46,6 +46,7 @@ CASES: tuple[dict[str, Any], ...] = (
     {"remask": 0.3, "temperature": 0.5, "seed": 9999, "threshold": 0,
      "ar": {"temperature": 1.5, "top_k": 5, "top_p": 0.5, "seed": 9999}},
     {"scoring": "random", "seed": 1, "schedule": "dream", "ar": {"temperature": 0.9, "seed": 1, "stop_at_eos": False}},
+    {"ar": {"temperature": 1.0, "seed": 0}},  # where the AR twin's stutter guard bites: unguarded it writes a token twice
 )
 
 
