@@ -46,7 +46,8 @@ CASES: tuple[dict[str, Any], ...] = (
     {"remask": 0.3, "temperature": 0.5, "seed": 9999, "threshold": 0,
      "ar": {"temperature": 1.5, "top_k": 5, "top_p": 0.5, "seed": 9999}},
     {"scoring": "random", "seed": 1, "schedule": "dream", "ar": {"temperature": 0.9, "seed": 1, "stop_at_eos": False}},
-    {"ar": {"temperature": 1.0, "seed": 0}},  # where the AR twin's stutter guard bites: unguarded it writes a token twice
+    # where the AR twin's stutter guard bites: unguarded it writes a token twice
+    {"ar": {"temperature": 1.0, "seed": 0}},
 )
 
 
