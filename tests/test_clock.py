@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from app.cli.record import record
 from app.export.html import export_html
 from app.lessons.guided import MERCURY_EXAMPLE
 from app.trace.reading import read_recording
-from app.ui.live import record
 from tests.fixtures import needs_twins
 from tests.test_presenter import ROOT, attr, open_page, press, wait_attr
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from app.cli.record import record
 from app.trace.frames import Frame
 from app.trace.reading import read_recording
-from app.ui.live import record
 from app.view.payload import recording_payload
 from app.view.side import SENTENCES, cut_at, cut_note, recorded_sides
 from tests.fixtures import needs_twins

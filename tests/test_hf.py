@@ -185,8 +185,8 @@ def test_auto_placement_on_this_machine_runs_where_torch_finds_an_accelerator() 
 
 
 def test_cpu_with_auto_dtype_runs_in_float32_and_the_header_records_it(tiny: dict[str, Path], tmp_path: Path) -> None:
+    from app.cli.record import record
     from app.trace.reading import read_recording
-    from app.ui.live import record
 
     out = tmp_path / "hf.jsonl"
     final = record("once upon a time", f"hf-diffusion:{tiny['bert']}", f"hf-ar:{tiny['gpt2']}", out, settings={

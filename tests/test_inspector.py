@@ -79,7 +79,7 @@ LAST_FRAME = "() => { window.converge.seek(1e9); window.converge.paint(); }"
 def twins_race(path: Path) -> Path:
     """A real race of the built-in twins (64 tokens each; the diffusion side commits one token a step and reopens
     tokens: the twin is sure of so much that at its defaults it finishes before remasking finds a doubt)."""
-    from app.ui.live import record
+    from app.cli.record import record
 
     record("Once upon a time", "local-diffusion", "local-ar", path, settings={
         "left": {"gen_length": 64, "remask": 0.9, "filter": None, "threshold": None}, "right": {"gen_length": 64}})

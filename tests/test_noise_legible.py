@@ -52,7 +52,7 @@ def test_the_heatmaps_noise_and_masked_colours_are_at_least_10_lstar_apart() -> 
 
 @pytest.fixture(scope="module")
 def uniform_race(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from app.ui.live import record
+    from app.cli.record import record
 
     out = tmp_path_factory.mktemp("noise") / "race.jsonl"
     record(PROMPT, "local-uniform", "local-ar", out, settings={"left": {"gen_length": 32, "steps": 32},

@@ -82,15 +82,15 @@ def test_the_picker_lists_prompt_sources_and_date_newest_first_and_filters_by_ty
         tab.keyboard.press("o")
         tab.wait_for_selector(f"{ROOT}[data-picker='open'] .cv-picker-item")
         items = tab.evaluate(f"""() => [...document.querySelectorAll('{ROOT} .cv-picker-item')].map((e) => [
-          e.dataset.id, e.querySelector('.cv-picker-prompt-line').textContent,
-          e.querySelector('.cv-picker-about').textContent])""")
+          e.dataset.id, e.querySelector('.cv-picker-name').textContent,
+          e.querySelector('.cv-picker-prompt-line').textContent, e.querySelector('.cv-picker-about').textContent])""")
         assert len(items) >= 3
-        for entry_id, prompt, about in items:
+        for entry_id, name, prompt, about in items:
             assert prompt and prompt != entry_id.split("/", 1)[1], entry_id  # the prompt or caption, not the file name
-            sources, date, kind = about.split(" \u00b7 ")
-            assert "local-" in sources or "mercury" in sources or "openai" in sources, about
+            assert "local-" in name or "mercury" in name or "openai" in name or "Lesson" in name, name
+            date, kind = about.split(" \u00b7 ")
             assert date[:2] == "20" and date.endswith("UTC") and kind in ("example", "yours"), about
-        dates = [about.split(" \u00b7 ")[1] for _, _, about in items]
+        dates = [about.split(" \u00b7 ")[0] for _, _, _, about in items]
         assert dates == sorted(dates, reverse=True)  # newest first
         tab.fill(f"{ROOT} .cv-picker-filter", "mercury")
         shown = tab.evaluate(f"""() => [...document.querySelectorAll('{ROOT} .cv-picker-item')]

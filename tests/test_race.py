@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from app.cli.record import record
 from app.race.run import Race
 from app.trace.frames import Frame, RecordingWriter, make_header
 from app.trace.reading import read_recording
-from app.ui.live import live_updates, record
+from app.ui.live import live_updates
 from tests.fixtures import needs_twins
 
 

@@ -161,7 +161,7 @@ def test_pins_go_only_to_a_side_whose_source_writes_around_them(case: str, model
 
 def recorded(case: str, models: dict[str, Path], given: dict[str, Any], out: Path) -> tuple[dict[str, Any], Any]:
     """The left side's header entry, and its end, of a race where the case's source runs with `given`."""
-    from app.ui.live import record
+    from app.cli.record import record
 
     record("Once upon a time", spec_of(case, models), "local-ar", out,
            settings={"left": given, "right": {"gen_length": 4}})

@@ -62,8 +62,8 @@ def test_the_view_draws_block_chunks_as_new_tokens_not_as_a_redrawn_draft(sglang
 
 def test_a_served_diffusion_model_races_the_built_in_ar_twin_and_is_recorded(sglang: SGLangServer,
                                                                             tmp_path: Path) -> None:
+    from app.cli.record import record
     from app.trace.reading import read_recording
-    from app.ui.live import record
 
     out = tmp_path / "sglang.jsonl"
     final = record(PROMPT, f"openai:{MODEL}", "local-ar", out, settings={

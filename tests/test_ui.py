@@ -642,7 +642,7 @@ def test_an_export_with_nothing_in_the_player_says_what_to_do() -> None:
 
 
 def test_wire_rows_carry_the_inspectors_confidences_and_candidates(tmp_path: Path) -> None:
-    from app.ui.live import record
+    from app.cli.record import record
 
     out = tmp_path / "twins.jsonl"
     record("Once upon a time", "local-diffusion", "local-ar", out,

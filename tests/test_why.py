@@ -14,11 +14,11 @@ from typing import Any, Iterator
 
 import pytest
 
+from app.cli.record import record
 from app.export.html import export_html
 from app.lessons.guided import LESSONS
 from app.trace.frames import Frame, RecordingWriter, make_header
 from app.trace.reading import read_recording
-from app.ui.live import record
 from app.view import why
 from app.view.payload import load_payload
 from tests.fixtures import needs_twins

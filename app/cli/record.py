@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from app.cli import COMMANDS
 from app.cli.parsers import command_parser
@@ -26,7 +28,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pin", action="append", default=[], metavar="POSITION:TEXT",
                         help="fix TEXT at answer position POSITION of the left (diffusion) side (repeatable)")
     args = parser.parse_args(argv)
-    from app.ui.live import record as run_record
 
     try:
         settings = {"left": json.loads(args.left_settings), "right": json.loads(args.right_settings)}
@@ -54,7 +55,7 @@ def main(argv: list[str]) -> int:
     from app.hf.download import watch
 
     with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
-        final = run_record(args.prompt, left, right, args.out, settings=settings)
+        final = record(args.prompt, left, right, args.out, settings=settings)
     failed = False
     for side, entry in final["sides"].items():
         m = entry.get("metrics") or {}
@@ -84,3 +85,16 @@ def refused(left: str, right: str, settings: dict[str, dict[str, object]]) -> bo
         print(e, file=sys.stderr)
         return True
     return False
+
+
+def record(prompt: str, left: str, right: str, out: str | Path,
+           settings: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Runs a race headless on this machine (trusted: no visitor's policy applies) and writes the recording; returns
+    the final update, read as the page reads a race."""
+    from app.race.run import Race
+    from app.ui.live import live_updates
+
+    final: dict[str, Any] = {}
+    for update in live_updates(Race(prompt, left, right, settings=settings, out=out), interval=0.2):
+        final = update
+    return final

@@ -4,7 +4,6 @@ with the page, which runs races, so that the view below it only draws what it is
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Generator
 
 from app.analysis.changes import SideAnalyzer
@@ -55,12 +54,3 @@ def live_updates(race: Race, interval: float = 0.05) -> Generator[dict[str, Any]
             yield view.update(final)
     finally:
         ticks.close()  # a consumer that stops listening stops the race now, not when this is collected
-
-
-def record(prompt: str, left: str, right: str, out: str | Path,
-           settings: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Runs a race headless and writes the recording; returns the final update."""
-    final: dict[str, Any] = {}
-    for update in live_updates(Race(prompt, left, right, settings=settings, out=out), interval=0.2):
-        final = update
-    return final
