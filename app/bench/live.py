@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from app.bench.player import CHROMIUM
-from app.bench.served import ROOT, _free_port, get
+from app.bench.player import NO_CHROMIUM, NO_PLAYWRIGHT, chromium
+from app.bench.served import app_process
 from app.lessons.guided import LESSONS
 
 RUNS = 3
@@ -68,26 +65,8 @@ FINISHED = (f"(() => {{ const p = document.querySelector('{PLAYER}');"
 @contextlib.contextmanager
 def page_app(folder: Path) -> Iterator[int]:
     """The whole app (the local page) in its own process on 127.0.0.1, its recordings in `folder`; yields its port."""
-    port = _free_port()
-    env = {**os.environ, "CONVERGE_RECORDINGS": str(folder / "recordings"), "PYTHONPATH": str(ROOT)}
-    with open(folder / "server.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], cwd=ROOT, env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    try:
-        while True:
-            try:
-                get(port, "127.0.0.1", "/config")
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the page did not start: "
-                                       + (folder / "server.log").read_text(errors="replace")[-500:]) from None
-                time.sleep(0.2)  # polling interval while the server starts
+    with app_process(folder, SERVE) as (port, _):
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def one_run(page: Any) -> dict[str, Any]:
@@ -123,16 +102,16 @@ def bench(runs: int = RUNS) -> dict[str, Any]:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ImportError:
-        return {"skipped": "playwright is not installed (pip install playwright)"}
-    chromium = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
-    if not chromium:
-        return {"skipped": f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"}
+        return dict(NO_PLAYWRIGHT)
+    path = chromium()
+    if not path:
+        return dict(NO_CHROMIUM)
     out: dict[str, Any] = {"lesson": LESSON + 1, "viewport": "1366x768", "runs": runs, "targets": {
         "longest_task_ms": LONG_MS, "slowest_click_ms": CLICK_MS}, "load_average": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory() as tmp, page_app(Path(tmp)) as port:
         try:
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+                browser = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
                 try:
                     out["chromium"] = browser.version
                     page = browser.new_page(viewport={"width": 1366, "height": 768})

@@ -22,6 +22,13 @@ from typing import Any
 from app.trace.frames import Frame, RecordingWriter, make_header
 
 CHROMIUM = "/usr/bin/chromium"
+NO_CHROMIUM = {"skipped": f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"}
+NO_PLAYWRIGHT = {"skipped": "playwright is not installed (pip install playwright)"}
+
+
+def chromium() -> str | None:
+    """Debian's Chromium, or one on the PATH; None where there is none (a bench section then says it skipped)."""
+    return CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
 TARGET_MS = 1000 / 60
 
 _WORDS = ("the model writes every token at once and keeps the ones it is sure of while the other side "
@@ -110,10 +117,10 @@ def bench(seconds: float = 6.0, n_tokens: int = 1000) -> dict[str, Any]:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ImportError:
-        return {"skipped": "playwright is not installed (pip install playwright)"}
-    chromium = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
-    if not chromium:
-        return {"skipped": f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"}
+        return dict(NO_PLAYWRIGHT)
+    path = chromium()
+    if not path:
+        return dict(NO_CHROMIUM)
     from app.export.html import export_html
 
     out: dict[str, Any] = {"tokens_per_panel": n_tokens, "race_seconds": seconds, "speed": 1,
@@ -126,7 +133,7 @@ def bench(seconds: float = 6.0, n_tokens: int = 1000) -> dict[str, Any]:
         out["html_bytes"] = page_file.stat().st_size
         try:
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+                browser = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
                 try:
                     out["chromium"] = browser.version
                     page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -66,13 +66,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def served_app(site: Path, folder: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    """The whole app under the served policy with `site`, in its own process on 127.0.0.1 with its recordings in
-    `folder`; yields (port, process) once its config answers."""
+def app_process(folder: Path, script: str, *args: str, what: str = "the page"
+                ) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """The app started by `script` (Python run with the port and `args`) in its own process on 127.0.0.1, its
+    recordings in `folder`; yields (port, process) once its config answers, and stops it after."""
     port = _free_port()
     env = {**os.environ, "CONVERGE_RECORDINGS": str(folder / "recordings"), "PYTHONPATH": str(ROOT)}
     with open(folder / "server.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port), str(site)], cwd=ROOT, env=env, stdout=log,
+        proc = subprocess.Popen([sys.executable, "-c", script, str(port), *args], cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
     try:
@@ -82,13 +83,21 @@ def served_app(site: Path, folder: Path) -> Iterator[tuple[int, subprocess.Popen
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the served page did not start: "
+                    raise RuntimeError(f"{what} did not start: "
                                        + (folder / "server.log").read_text(errors="replace")[-500:]) from None
                 time.sleep(0.2)  # polling interval while the server starts
         yield port, proc
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@contextlib.contextmanager
+def served_app(site: Path, folder: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """The whole app under the served policy with `site`, in its own process on 127.0.0.1 with its recordings in
+    `folder`; yields (port, process) once its config answers."""
+    with app_process(folder, SERVE, str(site), what="the served page") as started:
+        yield started
 
 
 def _connection(port: int, source: str) -> http.client.HTTPConnection:
