@@ -24,9 +24,11 @@ import numpy as np
 
 from app.engine import stutter
 from app.engine.base import MaskedLM
+from app.engine.draft import Plan
 from app.engine.options import TWIN_NO_REPEAT_NGRAM, TWIN_STUTTER_GUARD, check, no_repeat_ngram, option, stutter_guard
 from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
+from app.errors import UserError
 
 
 @dataclass
@@ -202,23 +204,43 @@ def stable(history: deque, guess: np.ndarray, open_: np.ndarray, passes: int) ->
     return all(np.array_equal(h[open_], guess) for h in list(history)[-passes:])
 
 
+def start_from(model: MaskedLM, x: np.ndarray, P: int, L: int, draft: Plan) -> np.ndarray:
+    """Lays a revision's draft on the noise canvas `x` (in place): its tokens accepted, its re-noised positions and
+    those past its end left as the noise drawn; returns which positions are accepted."""
+    n = len(draft.tokens)
+    if n > L:
+        raise UserError(f"The draft is {n} tokens but the answer is {L}: "
+                        f"raise the answer length to {n} or more, or shorten the draft.")
+    accepted = np.zeros(L, dtype=bool)
+    accepted[:n] = draft.kept
+    x[P : P + n] = np.where(draft.kept, np.asarray(draft.tokens, dtype=np.int64), x[P : P + n])
+    return accepted
+
+
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings,
-             cancel: threading.Event | None = None) -> Iterator[UniformStep]:
+             cancel: threading.Event | None = None, draft: Plan | None = None) -> Iterator[UniformStep]:
     """Yields the all-noise start (nfe 0), then one UniformStep per call of the network; the last has done=True.
-    nfe counts every call; each runs over the prompt and the whole canvas (no cache: every position may change)."""
+    nfe counts every call; each runs over the prompt and the whole canvas (no cache: every position may change).
+    A `draft` (a revision's Plan) starts the canvas from its tokens, accepted, with its re-noised positions (and any
+    past its end) noise: the accept-and-re-noise rule works on those; a block the draft fills takes no pass."""
     s = settings.validate()
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
     P, L = len(prompt), s.gen_length
     rng = np.random.default_rng(s.seed)
     pool = noise_ids(model)
     x = np.concatenate([prompt, rng.choice(pool, size=L)])
-    accepted = np.zeros(L, dtype=bool)
-    nfe = 0
+    accepted = np.zeros(L, dtype=bool) if draft is None else start_from(model, x, P, L, draft)
+    nfe = 0 if draft is None else draft.nfe
     runs = NoRepeatNGram(s.no_repeat_ngram, model.eos_id)
-    yield UniformStep(0, x[P:].copy(), accepted.copy(), np.full(L, np.nan))
+    yield UniformStep(0, x[P:].copy(), accepted.copy(), np.full(L, np.nan), nfe=nfe)
     shares = budgets(s)
     for b, budget in enumerate(shares):
         lo, hi = b * s.block_length, (b + 1) * s.block_length
+        if accepted[lo:hi].all():  # a block the draft filled: nothing to denoise, unless the answer ends in it
+            if b == len(shares) - 1 or (s.stop_at_eos and bool(np.any(x[P : P + hi] == model.eos_id))):
+                yield UniformStep(nfe, x[P:].copy(), accepted.copy(), np.full(L, np.nan), (lo, hi), [], nfe, True)
+                return
+            continue
         history: deque = deque(maxlen=max(1, s.stable_passes))
         for k in range(budget):
             if cancel is not None and cancel.is_set():
