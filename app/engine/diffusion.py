@@ -7,6 +7,9 @@ where the model keeps one, and ReMDM-style remasking. Every step yields a `Step`
 app/engine/stepper.py also drives, one commit at a time, for a learner choosing the commits.
 """
 
+# long: one masked sampler: its settings, its Run, how a run starts (all masked, pins, a draft), each pass and each
+# commit; its parts read and write the one Run, and app/engine/stepper.py drives them one by one.
+
 from __future__ import annotations
 
 import math

@@ -204,6 +204,16 @@ def stable(history: deque, guess: np.ndarray, open_: np.ndarray, passes: int) ->
     return all(np.array_equal(h[open_], guess) for h in list(history)[-passes:])
 
 
+def canvas(model: MaskedLM, prompt: np.ndarray, L: int, rng: np.random.Generator, pool: np.ndarray,
+           draft: Plan | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The start: the prompt then L random tokens, none accepted, no pass taken; or, from a revision's `draft`, its
+    tokens laid on the noise (`start_from`) and the passes that chose its re-noised positions."""
+    x = np.concatenate([prompt, rng.choice(pool, size=L)])
+    if draft is None:
+        return x, np.zeros(L, dtype=bool), 0
+    return x, start_from(model, x, len(prompt), L, draft), draft.nfe
+
+
 def start_from(model: MaskedLM, x: np.ndarray, P: int, L: int, draft: Plan) -> np.ndarray:
     """Lays a revision's draft on the noise canvas `x` (in place): its tokens accepted, its re-noised positions and
     those past its end left as the noise drawn; returns which positions are accepted."""
@@ -219,24 +229,19 @@ def start_from(model: MaskedLM, x: np.ndarray, P: int, L: int, draft: Plan) -> n
 
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings,
              cancel: threading.Event | None = None, draft: Plan | None = None) -> Iterator[UniformStep]:
-    """Yields the all-noise start (nfe 0), then one UniformStep per call of the network; the last has done=True.
-    nfe counts every call; each runs over the prompt and the whole canvas (no cache: every position may change).
-    A `draft` (a revision's Plan) starts the canvas from its tokens, accepted, with its re-noised positions (and any
-    past its end) noise: the accept-and-re-noise rule works on those; a block the draft fills takes no pass."""
+    """Yields the all-noise start (or a `draft`'s, `canvas`), then one UniformStep per call of the network, the last
+    done; nfe counts every call, each over the prompt and the whole canvas (no cache: every position may change)."""
     s = settings.validate()
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
     P, L = len(prompt), s.gen_length
-    rng = np.random.default_rng(s.seed)
-    pool = noise_ids(model)
-    x = np.concatenate([prompt, rng.choice(pool, size=L)])
-    accepted = np.zeros(L, dtype=bool) if draft is None else start_from(model, x, P, L, draft)
-    nfe = 0 if draft is None else draft.nfe
+    rng, pool = np.random.default_rng(s.seed), noise_ids(model)
+    x, accepted, nfe = canvas(model, prompt, L, rng, pool, draft)
     runs = NoRepeatNGram(s.no_repeat_ngram, model.eos_id)
     yield UniformStep(0, x[P:].copy(), accepted.copy(), np.full(L, np.nan), nfe=nfe)
     shares = budgets(s)
     for b, budget in enumerate(shares):
         lo, hi = b * s.block_length, (b + 1) * s.block_length
-        if accepted[lo:hi].all():  # a block the draft filled: nothing to denoise, unless the answer ends in it
+        if accepted[lo:hi].all():  # a block the draft filled takes no pass; the answer may end in it
             if b == len(shares) - 1 or (s.stop_at_eos and bool(np.any(x[P : P + hi] == model.eos_id))):
                 yield UniformStep(nfe, x[P:].copy(), accepted.copy(), np.full(L, np.nan), (lo, hi), [], nfe, True)
                 return
