@@ -104,8 +104,8 @@ def test_a_source_that_cannot_start_from_a_draft_writes_from_nothing_and_says_so
     header, frames, ends = raced(tmp_path, "local-diffusion", "openai:test-model", Revision(DRAFT, share=0.3),
                                  {"left": SMALL})
     assert header["sources"]["right"]["draft"]["mode"] == "cannot"
-    assert ends["right"]["message"] == ("openai:test-model cannot start from a draft (a chat API takes a prompt, not a draft "
-                                        "to revise), so it writes from nothing.")
+    assert ends["right"]["message"] == ("openai:test-model cannot start from a draft (a chat API takes a prompt, not "
+                                        "a draft to revise), so it writes from nothing.")
     assert ends["right"]["status"] == "done" and frames["right"] and "revision" not in frames["right"][-1]
 
 
@@ -169,3 +169,22 @@ def test_a_header_draft_that_is_no_object_with_text_is_dropped_and_the_recording
     rec = read_recording(path)
     assert "draft" not in rec.header and "draft" not in rec.header["sources"]["left"]
     assert rec.frames["left"][-1].text == "a"
+
+
+def test_the_metrics_count_what_each_side_kept_from_the_draft_and_edited(tmp_path: Path) -> None:
+    from app.analysis.changes import metrics
+
+    _, frames, _ = raced(tmp_path, "local-diffusion", "local-ar", Revision(DRAFT, share=0.5, where="0:12", seed=2),
+                         {"left": SMALL, "right": {"gen_length": 32}})
+    rec = read_recording(tmp_path / "race.jsonl")
+    for side in ("left", "right"):
+        letters = frames[side][-1]["revision"]
+        m = metrics(rec.frames[side])
+        assert (m["draft_kept"], m["draft_edited"]) == (letters.count("k"), letters.count("e"))
+    left = metrics(rec.frames["left"])
+    assert left["draft_kept"] >= 12  # the draft's tokens past the span stand (no remask)
+    plain = tmp_path / "plain.jsonl"
+    for _ in live_updates(Race(PROMPT, "local-ar", "local-ar", settings={"left": {"gen_length": 8},
+                                                                       "right": {"gen_length": 8}}, out=plain)):
+        pass
+    assert "draft_kept" not in metrics(read_recording(plain).frames["left"])
