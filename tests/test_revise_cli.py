@@ -106,3 +106,21 @@ def test_the_flags_through_python_dash_m() -> None:
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["draft"]["plan"]["mode"] == "revise" and out["text"]
+
+
+def test_stats_prints_what_each_side_kept_from_the_draft_and_edited(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from app.analysis.changes import metrics
+    from app.cli.stats import main as stats
+
+    out = tmp_path / "drafted.jsonl"
+    assert record(["--prompt", PROMPT, "--out", str(out), "--left-settings", '{"gen_length": 32, "steps": 32, '
+                   '"block_length": 16}', "--right-settings", '{"gen_length": 32}', "--start-from", DRAFT,
+                   "--renoise", "40%"]) == 0
+    capsys.readouterr()
+    assert stats([str(out)]) == 0
+    printed = capsys.readouterr().out
+    rec = read_recording(out)
+    for name in ("draft_kept", "draft_edited"):
+        row = next(line for line in printed.splitlines() if line.startswith(name))
+        assert row.split()[1:] == [str(metrics(rec.frames[s])[name]) for s in ("left", "right")]
