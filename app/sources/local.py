@@ -182,11 +182,12 @@ def _framed(t: float, st: Any, build: Callable[[], dict[str, Any]], defer: bool,
 
 
 def diffusion_frame(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int, t: float,
-                    pinned: list[int] | None = None) -> Frame:
+                    pinned: list[int] | None = None, plan: Plan | None = None) -> Frame:
     """One diffusion Step as the ready Frame `diffusion_frames` would make of it, stamped at `t` (for a run stepped
-    by hand, app/lessons/by_hand.py); `pinned`: the pinned positions, passed for the first step only."""
-    return _framed(t, st, functools.partial(_diffusion_fields, tok, st, eos_id, prompt_len, pinned), False,
-                   st.refreshes)
+    by hand, app/lessons/by_hand.py, or a family's own sampler); `pinned`: the pinned positions, passed for the first
+    step only; `plan`: a revision's, whose `revision` letters each frame then carries."""
+    return _framed(t, st, functools.partial(_diffusion_fields, tok, st, eos_id, prompt_len, pinned, _revising(plan)),
+                   False, st.refreshes)
 
 
 def _revising(plan: Plan | None) -> Plan | None:
