@@ -18,7 +18,8 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    help="start from a draft instead of nothing: TEXT as typed, or @RECORDING[#side] for the final "
                         "answer of that side (default left) of a recording (a file, or a library id like "
                         "example/NAME.jsonl); @@ starts a typed draft with @. A diffusion side revises it in place; an "
-                        "AR side keeps it up to the first re-noised position and writes the rest again")
+                        "AR side keeps it up to the first re-noised position and writes the rest again (default: none, "
+                        "start from nothing)")
     p.add_argument("--renoise", default=None, metavar="SHARE",
                    help=f"with --start-from: the share of the draft's tokens to re-noise, 0 to 1 or 0%% to 100%% "
                         f"(default: {DEFAULT_SHARE:g})")
