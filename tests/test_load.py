@@ -20,6 +20,7 @@ from app.race.run import Race
 from app.sources.base import REGISTRY, load_plugins
 from app.trace.frames import SIDES, Frame
 from app.trace.reading import read_recording
+from app.ui.draft_ui import DraftBox
 from tests.fixtures import api_client, needs_twins
 from tests.pages import free_port, wait_for_page, watch_errors
 from tests.reliability import tally
@@ -45,14 +46,15 @@ def app_url() -> Iterator[str]:
 
 def race_args(api: dict[str, Any], prompt: str, sides: dict[str, tuple[str, str, dict[str, Any]]]) -> list[Any]:
     """The /race endpoint's arguments: the prompt, the pins (none), then per side its kind, argument, key and every
-    kind's settings (defaults, except those given), in the order the page builds them."""
+    kind's settings (defaults, except those given), in the order the page builds them, then "Start from" (its
+    defaults: nothing)."""
     load_plugins()
     args = [p["parameter_default"] if p.get("parameter_has_default") else None if p.get("component") == "Number" else ""
             for p in api["parameters"]]  # a number left empty (the model's own value) is sent as null, as a page does
     args[0], args[1] = prompt, ""
     order = [(prefix, name) for prefix, kind in REGISTRY.items() for name in kind.settings]
     width = 3 + len(order)
-    assert len(args) == 2 + 2 * width, "the race endpoint's inputs changed shape"
+    assert len(args) == 2 + 2 * width + len(DraftBox.__dataclass_fields__), "the race endpoint's inputs changed shape"
     for n, side in enumerate(SIDES):
         kind, arg, settings = sides[side]
         at = 2 + n * width

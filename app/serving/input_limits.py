@@ -26,6 +26,7 @@ class Limit:
 LIMITS: dict[str, Limit] = {
     "prompt": Limit("The prompt", 20_000),
     "pins": Limit("The pinned text", 4_000),
+    "draft": Limit("The draft to start from", 20_000),  # as long as a prompt: a run's answer pasted back
     "model": Limit("A model name", 300),
     "key": Limit("An API key", 512),
     "base_url": Limit("A base URL", 500),

@@ -30,6 +30,7 @@ TEXT_FIELDS: dict[str, str] = {
     "sampler-model-name": "model", "sweep-pass-cost-hf": "model", "library-name": "name", "player-clock": "choice",
     "presenter-load": "choice",  # the presenter picker's recording id (app/ui/presenter_picker.js)
     "browser-kept": "browser-race",  # a race run in the visitor's browser, to save (app/ui/browser_race.py)
+    "draft-text": "draft", "draft-recording": "choice", "renoise-span": "choice",  # "Start from" (app/ui/draft_ui.py)
 }
 TYPE_FIELDS: dict[str, str] = {
     "Dropdown": "choice", "Radio": "choice", "Slider": "number", "Number": "number", "Checkbox": "flag",

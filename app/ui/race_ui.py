@@ -8,6 +8,7 @@ from typing import Any, Callable, Generator, Iterator
 
 import gradio as gr
 
+from app.engine.draft import Revision
 from app.engine.pins import PINS_REFUSAL
 from app.errors import UserError
 from app.lessons.prompts import EXAMPLE_PROMPTS, QUESTIONS, STORY
@@ -22,12 +23,13 @@ from app.trace.scrub import known_keys, scrub_text
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, written
 from app.ui.browser_race import ON_SERVER, TWINS, default_place, place_box
 from app.ui.budgets import queued
+from app.ui.draft_ui import DraftBox, draft_box, revision_of
 from app.ui.events import QUIET, READS
 from app.ui.live import live_updates
 from app.ui.loading import while_loading
 from app.ui.page_assets import STOP_JS
 from app.ui.player_ui import to_player
-from app.ui.sessions import after_stop, remember, session_of, stop_now, visitor_of
+from app.ui.sessions import after_stop, last_race, remember, session_of, stop_now, visitor_of
 from app.ui.sources_ui import SideControls, shown_backend, side_controls
 from app.ui.visitor import Visitor, visitor_source
 from app.view.payload import UPDATE_INTERVAL, live_payload, message_payload, new_run_id, notice_payload
@@ -53,6 +55,7 @@ class RaceBox:
     place: Any = None  # "Run on: this server / your browser" (app/ui/browser_race.py), when the page offers it
     browser_run: Any = None  # the browser's Run, which races the twins on the visitor's device
     questions: Any = None  # the question chips, shown only while a side races a chat model (`asks`)
+    draft: DraftBox | None = None  # "Start from": the draft a race may start from (app/ui/draft_ui.py)
 
 
 def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
@@ -77,6 +80,7 @@ def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
                                   placeholder="48:The end.",
                                   info="An autoregressive model cannot see text that comes after what it "
                                        "writes, so it ignores pins and continues the prompt.")
+            draft = draft_box()
         controls = {}
         for side, default in zip(SIDES, defaults):
             with gr.Column(scale=3, min_width=220):
@@ -86,7 +90,7 @@ def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
             server = place is None or tuple(defaults) != TWINS or default_place(policy) == ON_SERVER
             run_btn = gr.Button("Run", variant="primary", elem_id="run", visible=server)
             stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box, place, browser_run, questions)
+    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box, place, browser_run, questions, draft)
 
 
 def asks(kinds: list[Any]) -> bool:
@@ -130,14 +134,15 @@ def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
     the player and what it holds (`shown`), and returns the race event; `refresh(event)` refreshes the library after
     it."""
     left, right = box.controls["left"], box.controls["right"]
-    inputs = [owner, box.prompt, box.pins, *left.inputs(), *right.inputs()]
+    drafts = box.draft.inputs() if box.draft is not None else []
+    inputs = [owner, box.prompt, box.pins, *left.inputs(), *right.inputs(), *drafts]
 
     def start_race(event: Any, api_name: str | bool = False, lesson: tuple[Any, Callable[[Any], str]] | None = None
                    ) -> Any:
         """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends. `lesson`, for a
         lesson's race: (an input, the lesson's name from its value), which the recording's header keeps."""
         extra, name = ([lesson[0]], lesson[1]) if lesson else ([], None)
-        race = event.then(run_race(left, right, policy, name), inputs=inputs + extra, outputs=shown,
+        race = event.then(run_race(left, right, policy, name, len(drafts)), inputs=inputs + extra, outputs=shown,
                           **queued("race"), show_progress="hidden",
                           api_name=api_name)
         refresh(race)
@@ -196,14 +201,17 @@ def unfit_pins(race: Race) -> str | None:
 
 
 def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
-             lesson: Callable[[Any], str] | None = None) -> Any:
+             lesson: Callable[[Any], str] | None = None, n_draft: int = 0) -> Any:
     """The Run handler: starts a race under `policy` and yields coalesced player payloads until it ends or is
-    cancelled; the run is saved in the visitor's own library. With `lesson`, the handler takes one more input, last,
-    from which `lesson` names the guided lesson that set the race up (its recording's header keeps it)."""
+    cancelled; the run is saved in the visitor's own library. After the sides' inputs come `n_draft` "Start from"
+    inputs (app/ui/draft_ui.py; a lesson's race ignores them: it runs as the lesson says). With `lesson`, the handler
+    takes one more input, last, from which `lesson` names the guided lesson that set the race up (its recording's
+    header keeps it)."""
     n_left, n_sides = len(left.inputs()), len(left.inputs()) + len(right.inputs())
 
     def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Updates:
-        named = lesson(values[n_sides]) if lesson is not None else None
+        named = lesson(values[n_sides + n_draft]) if lesson is not None else None
+        drafted = list(values[n_sides:n_sides + n_draft])
         values = values[:n_sides]
         visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
@@ -217,11 +225,17 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
             yield to_player(notice_payload(PINS_REFUSAL)), gr.skip()
             return
         unreadable = pins_refusal(pins)  # bad input is refused before the race: no half-failed run is saved
+        try:
+            draft = revision_of(drafted, visitor, last_race(session_of(request))) if drafted and not named else None
+        except UserError as e:
+            unreadable = unreadable or str(e)
+        if unreadable is None and draft is not None and (pins or "").strip():
+            unreadable = "Pins and a draft both fix text before the run: start from the draft or pin text, not both."
         if unreadable is not None:
             yield to_player(notice_payload(unreadable)), gr.skip()
             return
         refused: list[str] = []  # why the race is shown but not saved (a disk bound), if it is
-        race = yield from _loaded(visitor, prompt, sides, refused, run_id, named)
+        race = yield from _loaded(visitor, prompt, sides, refused, run_id, named, draft)
         if race is not None:
             yield from _raced(race, run_id, refused, session_of(request), visitor)
 
@@ -229,7 +243,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
 
 
 def _loaded(visitor: Visitor, prompt: str, sides: dict[str, tuple[str, dict[str, Any], dict[str, Any]]],
-            refused: list[str], run_id: str, lesson: str | None = None
+            refused: list[str], run_id: str, lesson: str | None = None, draft: Revision | None = None
             ) -> Generator[tuple[Any, Any], None, Race | None]:
     """Builds the race (a guided `lesson`'s, when named) on a worker thread, saying "Loading..." meanwhile; returns it
     (None when its recording file could not be made, or when a side's pins do not fit its model: then it is closed
@@ -245,7 +259,7 @@ def _loaded(visitor: Visitor, prompt: str, sides: dict[str, tuple[str, dict[str,
         cap = 0 if refused else (RUN_MAX_BYTES if visitor.owner is not None else None)
         return Race(prompt, lspec, rspec, settings={"left": lset, "right": rset},
                     secrets={"left": lkey, "right": rkey}, make=visitor_source(visitor),
-                    folder=user_dir(visitor.owner), max_bytes=cap, lesson=lesson)
+                    folder=user_dir(visitor.owner), max_bytes=cap, lesson=lesson, draft=draft)
 
     keys = known_keys({"left": lkey, "right": rkey})
     loading = while_loading(build, scrub_text(f"{lspec} and {rspec}", keys), abandon=_abandon)

@@ -83,6 +83,13 @@ def remember(session: str, entry: dict[str, Any]) -> None:
             del _sessions[stale]
 
 
+def last_race(session: str) -> Path | None:
+    """The recording of the session's latest race (the last race's side a draft may start from), None before one."""
+    with _sessions_lock:
+        entry = _sessions.get(session)
+    return Path(entry["path"]) if entry else None
+
+
 def stop_session_race(session: str) -> None:
     """Stops the session's race on this server, if one is running: a visitor watches one race at a time."""
     with _sessions_lock:
