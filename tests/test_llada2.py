@@ -23,6 +23,7 @@ from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
     LLADA2_MASK,
     build_llada2,
     counted_run,
+    forward_calls,
     llada2_tokenizer,
     no_cache_offered,
     past_the_tokenizer,
@@ -251,3 +252,84 @@ def test_an_id_past_the_llada2_tokenizer_is_drawn_as_its_placeholder(llada2: Pat
     llada2_tokenizer(folder, LLADA2_MASK + 1)
     frames = past_the_tokenizer(f"hf-diffusion:{folder}", 157000, PROMPT, **RUN)
     assert unknown_token(157000) in frames[-1].tokens and unknown_token(157000) in frames[-1].text
+
+
+DRAFT = "once upon a time there was a little cat who liked to play in the sun"  # 16 tokens of the 24
+
+
+def _planned(llada2: Path, editing: float | None, where: str = "random") -> tuple:
+    """A source, its plan from DRAFT (a third re-noised) and the prompt's ids."""
+    from app.engine.draft import Revision
+
+    src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=editing)
+    return src, src.plan(PROMPT, Revision(DRAFT, share=0.3, where=where, seed=2)), src.encode(PROMPT)
+
+
+@pytest.mark.parametrize("editing", [0.5, None])
+def test_a_draft_is_in_each_blocks_window_before_its_first_pass_and_the_answer_is_the_pipelines(
+        llada2: Path, editing: float | None) -> None:
+    """Started from a draft, the model's first pass over each block reads the draft with masks at the re-noised
+    positions (and past the draft), and the answer is LLaDA2Pipeline's called the same way, token for token."""
+    from app.hf import llada2 as engine
+
+    src, plan, prompt = _planned(llada2, editing)
+    assert plan.mode == "revise" and len(plan.tokens) == 16 and len(plan.renoised) == 5
+    model, p = src.model.model, len(prompt)
+    read: list[list[int]] = []
+    hook = model.register_forward_pre_hook(lambda _m, args: read.append(args[0][0].tolist()))
+    try:
+        steps = list(engine.run(model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit, draft=plan.tokens,
+                                renoised=plan.renoised))
+    finally:
+        hook.remove()
+    seeded = [LLADA2_MASK if i in plan.renoised else t for i, t in enumerate(plan.tokens)] + [LLADA2_MASK] * 8
+    assert steps[0].ids.tolist() == seeded
+    firsts = {len(window): window for window in reversed(read)}  # each window's first pass
+    assert sorted(firsts) == [8, 16, 24, 32]
+    for end, window in firsts.items():
+        assert window[max(p, end - 8):end] == (seeded + [LLADA2_MASK] * 8)[max(0, end - 8 - p):end - p]
+    pipe = diffusers.LLaDA2Pipeline(model=engine.block_causal(model, 8, {p + i: t for i, t in enumerate(plan.tokens)
+                                                                         if i not in plan.renoised}),
+                                    scheduler=engine.authors_scheduler(diffusers))
+    pipe.set_progress_bar_config(disable=True)
+    with torch.inference_mode():
+        theirs = pipe(input_ids=torch.tensor([prompt]), use_chat_template=False, gen_length=24, block_length=8,
+                      num_inference_steps=8, temperature=0.0, threshold=0.9, editing_threshold=editing,
+                      max_post_steps=16, eos_early_stop=False, mask_token_id=LLADA2_MASK, eos_token_id=LLADA2_EOS,
+                      output_type="seq", generator=torch.Generator().manual_seed(0)).sequences[0].tolist()
+    assert steps[-1].ids.tolist() == theirs
+    scratch = list(engine.run(model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit))
+    assert scratch[-1].ids.tolist() != theirs
+    if editing is None:  # nothing rewrites a written token: every kept draft token stands
+        assert all(theirs[i] == t for i, t in enumerate(plan.tokens) if i not in plan.renoised)
+
+
+def test_a_llada2_draft_shows_masks_where_re_noised_and_every_frame_its_revision(llada2: Path) -> None:
+    from app.trace.frames import Frame
+
+    src, plan, _ = _planned(llada2, None)
+    frames = list(src.stream(PROMPT, threading.Event(), plan=plan))
+    first = frames[0]
+    assert [i for i, m in enumerate(first.masked) if m] == [*plan.renoised, *range(16, 24)]
+    assert first.revision == "".join("r" if i in plan.renoised else "k" for i in range(16)) + "." * 8
+    for frame in frames:
+        assert frame.revision is not None and len(frame.revision) == len(frame.tokens)
+        assert Frame.from_json(frame.to_json()).revision == frame.revision
+        assert all(letter == "r" for letter, m in zip(frame.revision, frame.masked) if m and letter != ".")
+    last = frames[-1]
+    assert "r" not in last.revision  # every re-noised position filled, and with editing off every kept token stands
+    assert all(last.revision[i] == "k" for i in range(min(16, len(last.revision))) if i not in plan.renoised)
+
+
+def test_llada2_unsure_positions_come_from_one_forward_pass_counted_in_nfe(llada2: Path) -> None:
+    from app.engine.draft import Revision
+    from app.hf import llada2 as engine
+
+    src, _, prompt = _planned(llada2, 0.5)
+    with forward_calls(src.model.model) as calls:
+        plan = src.plan(PROMPT, Revision(DRAFT, share=0.25, where="unsure", seed=2))
+        assert calls[0] == 1
+        last = list(src.stream(PROMPT, threading.Event(), plan=plan))[-1]
+    assert last.nfe == calls[0]
+    entropy, cost = engine.uncertainty(src.model.model, LLADA2_MASK, prompt, plan.tokens, src.opts)
+    assert cost == 1 and plan.renoised == tuple(sorted(np.argsort(-entropy, kind="stable")[:4].tolist()))

@@ -15,9 +15,10 @@ from typing import Any, Iterator
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
+from app.engine.draft import Plan, Revision, choose, letters
 from app.engine.options import check, coerce, declared, option
 from app.engine.pins import AR_PINS
-from app.errors import UserError
+from app.errors import UserError, counted
 from app.hf.config import model_type
 from app.hf.diffusion_gemma import MODEL_TYPES as GEMMA_TYPES
 from app.hf.diffusion_gemma import GemmaSettings
@@ -97,18 +98,47 @@ class BlockDiffusionSource(SamplerSource):
     def __init__(self, *args: Any, edit: PipelineSettings, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.edit = edit
+        self.planned: tuple[Plan, int] | None = None  # the last plan and the network calls it made
+
+    def plan(self, prompt: str, revision: Revision) -> Plan:
+        """This side's start from `revision`'s draft (issue 53): its tokens in the model's tokenizer, cut to the
+        answer length, and the positions to re-noise (`unsure`: one forward pass, `llada2.uncertainty`)."""
+        from app.hf import llada2
+
+        ids = [int(i) for i in self.tok.encode(revision.text)]
+        if not ids:
+            raise UserError("The draft has no tokens in this model's tokenizer: type a draft with words in it.")
+        n = self.opts.gen_length
+        note = (f"{self.name} writes {counted(n, 'token')}: the draft's other {len(ids) - n} are dropped."
+                if len(ids) > n else "")
+        entropy, calls = None, 0
+        if revision.where == "unsure":
+            m = self.model
+            entropy, calls = llada2.uncertainty(m.model, m.mask_id, self.encode(prompt), ids[:n], self.opts)
+        plan = Plan(tuple(ids[:n]), choose(len(ids[:n]), revision, entropy), "revise", note=note)
+        self.planned = (plan, calls)
+        return plan
 
     def settings(self) -> dict[str, Any]:
         return {**super().settings(), **self.edit.to_json()}
 
-    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False,
+               plan: Plan | None = None) -> Iterator[Frame]:
+        """Frames of the pipeline's passes, from `plan`'s draft when given, each then with its `revision` letters."""
         from app.hf import llada2
 
         clock = Clock()
         ids = self.encode(prompt)
         m = self.model
-        for st in llada2.run(m.model, m.mask_id, m.eos_id, ids, self.opts, self.edit, cancel):
-            yield diffusion_frame(self.tok, st, m.eos_id, len(ids), clock())
+        spent = self.planned[1] if plan is not None and self.planned and self.planned[0] is plan else 0
+        draft, renoised = (plan.tokens, plan.renoised) if plan is not None else ((), ())
+        for st in llada2.run(m.model, m.mask_id, m.eos_id, ids, self.opts, self.edit, cancel, draft, renoised, spent):
+            frame = diffusion_frame(self.tok, st, m.eos_id, len(ids), clock())
+            if plan is not None:
+                n = len(frame.tokens)
+                frame.revision = letters([str(t) for t in plan.tokens], plan.renoised,
+                                         [str(int(i)) for i in st.ids[:n]], list(st.masked[:n]))
+            yield frame
 
 
 @functools.lru_cache(maxsize=4)
