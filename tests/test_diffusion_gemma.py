@@ -214,34 +214,37 @@ def test_generate_takes_its_settings_as_flags(tiny: Path, capsys: pytest.Capture
 DRAFT = "there was a little cat"  # five tokens: a first canvas of 8 holds it and three positions past it
 
 
-def started(tiny: Path, where: str = "random", share: float = 0.4, text: str = DRAFT, **settings: Any) -> Any:
+def started(tiny: Path, where: str = "random", share: float = 0.4, text: str = DRAFT, device: str = "cpu",
+            **settings: Any) -> Any:
     """A source and its plan from `text` (issue 53), at QUICK's settings and seed 3 unless given."""
     from app.engine.draft import Revision
 
-    src = source(tiny, **{**QUICK, "seed": 3, **settings})
+    src = source(tiny, device, **{**QUICK, "seed": 3, **settings})
     return src, src.plan(PROMPT, Revision(text, share=share, where=where, seed=1))
 
 
-def test_a_draft_is_generates_own_first_canvas_and_the_answer_is_generates_from_it(tiny: Path) -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_draft_is_generates_own_first_canvas_and_the_answer_is_generates_from_it(tiny: Path, device: str) -> None:
     """Started from a draft, the run is generate() given `decoder_input_ids`: the draft's tokens, and at each
     re-noised position and past the draft the noise generate()'s sampler draws (uniform over the vocabulary from
     torch's generator, seeded first), as a user of transformers would write it."""
     from app.hf import diffusion_gemma
 
-    src, plan = started(tiny)
+    src, plan = started(tiny, device=device)
     assert plan.mode == "revise" and plan.tokens == tuple(src.tok.encode(DRAFT)) and len(plan.renoised) == 2
     ids, lm = src.encode(PROMPT), src.model
     steps = list(diffusion_gemma.run(lm, ids, src.opts, draft=plan.tokens, renoised=plan.renoised))
     torch.manual_seed(3)
-    canvas = torch.randint(0, lm.vocab_size, (1, lm.canvas_length))
+    canvas = torch.randint(0, lm.vocab_size, (1, lm.canvas_length), device=device)
     kept = [i for i in range(len(plan.tokens)) if i not in plan.renoised]
-    canvas[0, kept] = torch.tensor([plan.tokens[i] for i in kept])
+    canvas[0, kept] = torch.tensor([plan.tokens[i] for i in kept], device=device)
     assert steps[0].ids.tolist() == canvas[0].tolist()
-    answer = lm.model.generate(torch.tensor([ids]), decoder_input_ids=canvas.clone(),
+    prompt = torch.tensor([ids], device=device)
+    answer = lm.model.generate(prompt, decoder_input_ids=canvas.clone(),
                                **diffusion_gemma.generate_kwargs(src.opts)).sequences[0, len(ids):].tolist()
     assert steps[-1].ids.tolist() == answer
     torch.manual_seed(3)
-    assert answer != lm.model.generate(torch.tensor([ids]), **diffusion_gemma.generate_kwargs(src.opts)
+    assert answer != lm.model.generate(prompt, **diffusion_gemma.generate_kwargs(src.opts)
                                        ).sequences[0, len(ids):].tolist()  # from nothing: another run
 
 

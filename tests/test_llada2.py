@@ -304,6 +304,38 @@ def test_a_draft_is_in_each_blocks_window_before_its_first_pass_and_the_answer_i
         assert all(theirs[i] == t for i, t in enumerate(plan.tokens) if i not in plan.renoised)
 
 
+def test_the_pipelines_callback_rewrites_a_window_only_after_its_first_pass_reads_it_masked(llada2: Path) -> None:
+    """Why app/hf/llada2.py writes a draft into the window the pipeline hands its model: a draft returned as the
+    callback's `block_x` on a block's first pass reaches the model a pass late (that pass read the block masked)."""
+    from app.hf import llada2 as engine
+
+    src, plan, prompt = _planned(llada2, None)
+    model, p = src.model.model, len(prompt)
+    read: list[list[int]] = []
+    hook = model.register_forward_pre_hook(lambda _m, args: read.append(args[0][0].tolist()))
+
+    def draft_in(_pipe, _step: int, _t: int, kw: dict) -> dict:
+        window = kw["block_x"].clone()
+        for i, t in enumerate(plan.tokens):
+            if p + i < window.shape[1] and i not in plan.renoised:
+                window[0, p + i] = t
+        return {"block_x": window}
+
+    pipe = diffusers.LLaDA2Pipeline(model=engine.block_causal(model, 8), scheduler=engine.authors_scheduler(diffusers))
+    pipe.set_progress_bar_config(disable=True)
+    try:
+        with torch.inference_mode():
+            pipe(input_ids=torch.tensor([prompt]), use_chat_template=False, gen_length=24, block_length=8,
+                 num_inference_steps=8, temperature=0.0, threshold=0.9, editing_threshold=None, eos_early_stop=False,
+                 mask_token_id=LLADA2_MASK, eos_token_id=LLADA2_EOS, output_type="seq",
+                 callback_on_step_end=draft_in, callback_on_step_end_tensor_inputs=["block_x"])
+    finally:
+        hook.remove()
+    assert read[0][p:] == [LLADA2_MASK] * (8 - p)  # the first pass: the block's answer positions all masked
+    kept = [i for i in range(8 - p) if i not in plan.renoised]
+    assert kept and [read[1][p + i] for i in kept] == [plan.tokens[i] for i in kept]  # the draft: a pass late
+
+
 def test_a_llada2_draft_shows_masks_where_re_noised_and_every_frame_its_revision(llada2: Path) -> None:
     from app.trace.frames import Frame
 
