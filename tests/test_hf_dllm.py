@@ -20,8 +20,8 @@ from tests.hf_families import (  # noqa: E402
     build_modernbert_chat,
     counted_run,
     dllm_on_path,
-    forward_calls,
     drawn,
+    forward_calls,
     no_cache_offered,
     past_the_tokenizer,
 )
