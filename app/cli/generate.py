@@ -12,9 +12,11 @@ import sys
 import threading
 from typing import Any
 
+from app.cli.drafts import add_flags, revision_of
 from app.cli.parsers import command_parser
 from app.engine.autoregressive import TWIN_AR, ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
+from app.engine.draft import Revision
 from app.engine.options import Option, bounds, declared, number
 from app.engine.uniform import UniformSettings
 from app.errors import UserError
@@ -120,14 +122,19 @@ def parser() -> argparse.ArgumentParser:
         pins = {"action": "append", "metavar": "POSITION:TEXT"}  # pins: one flag each
         extra: dict[str, Any] = pins if kind is tuple else {}
         p.add_argument("--" + (o.cli or name).replace("_", "-"), dest=name, default=None, help=text, **extra)
+    add_flags(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
     p.add_argument("--trace", action="store_true", help="with --json, include every frame")
     return p
 
 
-def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = False) -> dict[str, Any]:
-    """Runs one source to its final frame; raises UserError with the user-facing sentence."""
+def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = False,
+        draft: Revision | None = None) -> dict[str, Any]:
+    """Runs one source to its final frame, from `draft` when given (its plan and any note in the result); raises
+    UserError with the user-facing sentence."""
     src = make_source(source, **settings)
+    if draft is not None:
+        src.revise(draft, prompt)
     frames = list(src.stream(prompt, threading.Event()))
     if not frames or not frames[-1].final:
         raise UserError(f"{source} stopped before its final frame.")
@@ -137,6 +144,9 @@ def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = 
     out = {"source": source, "prompt": prompt, "text": last.text or "", "frames": len(frames), "nfe": nfe,
            "seconds": round(last.t, 4), "tokens": tokens,
            "tokens_per_forward": round(tokens / nfe, 3) if nfe else None, "settings": src.settings()}
+    if draft is not None:
+        out["draft"] = {**draft.to_json(), "plan": src.draft_json()}
+        out["notice"] = src.notice
     if keep_frames:
         out["trace"] = [f.to_json() for f in frames]
     return out
@@ -144,17 +154,21 @@ def run(source: str, prompt: str, settings: dict[str, Any], keep_frames: bool = 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("source", "prompt", "json", "trace")}
+    flags = ("source", "prompt", "json", "trace", "start_from", "renoise", "renoise_where", "renoise_seed")
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in flags}
     from app.hf.download import watch
 
     try:
+        draft = revision_of(args)
         with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
-            result = run(args.source, args.prompt, given, keep_frames=args.trace)
+            result = run(args.source, args.prompt, given, keep_frames=args.trace, draft=draft)
     except UserError as e:
         print(str(e), file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
+        if result.get("notice"):
+            print(result["notice"], file=sys.stderr)
         print(result["text"])
     return 0

@@ -3,13 +3,16 @@ saved as a recording."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from app.cli import COMMANDS
+from app.cli.drafts import add_flags, revision_of
 from app.cli.parsers import command_parser
+from app.engine.draft import Revision
 from app.errors import counted
 
 
@@ -27,6 +30,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--right-settings", default="{}", help="JSON object of settings for the right source")
     parser.add_argument("--pin", action="append", default=[], metavar="POSITION:TEXT",
                         help="fix TEXT at answer position POSITION of the left (diffusion) side (repeatable)")
+    add_flags(parser)
     args = parser.parse_args(argv)
 
     try:
@@ -50,12 +54,13 @@ def main(argv: list[str]) -> int:
                     "right": {**(chosen.right_settings if not args.right else {}), **settings["right"]}}
     if args.pin:
         settings["left"]["pins"] = args.pin
-    if refused(left, right, settings):
+    draft = read_draft(args)
+    if draft is False or refused(left, right, settings):
         return 2
     from app.hf.download import watch
 
     with watch(lambda line: print(line, file=sys.stderr, flush=True)):  # a model's first download, as it goes
-        final = record(args.prompt, left, right, args.out, settings=settings)
+        final = record(args.prompt, left, right, args.out, settings=settings, draft=draft)
     failed = False
     for side, entry in final["sides"].items():
         m = entry.get("metrics") or {}
@@ -68,6 +73,17 @@ def main(argv: list[str]) -> int:
         print(line)
     print(f"saved {args.out}")
     return 1 if failed else 0
+
+
+def read_draft(args: argparse.Namespace) -> Revision | None | Literal[False]:
+    """The revision the draft flags ask for (None: none), or False once their UserError is said on stderr."""
+    from app.errors import UserError
+
+    try:
+        return revision_of(args)
+    except UserError as e:
+        print(e, file=sys.stderr)
+        return False
 
 
 def refused(left: str, right: str, settings: dict[str, dict[str, object]]) -> bool:
@@ -88,13 +104,13 @@ def refused(left: str, right: str, settings: dict[str, dict[str, object]]) -> bo
 
 
 def record(prompt: str, left: str, right: str, out: str | Path,
-           settings: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Runs a race headless on this machine (trusted: no visitor's policy applies) and writes the recording; returns
-    the final update, read as the page reads a race."""
+           settings: dict[str, dict[str, Any]] | None = None, draft: Revision | None = None) -> dict[str, Any]:
+    """Runs a race headless on this machine (trusted: no visitor's policy applies), from `draft` when given, and
+    writes the recording; returns the final update, read as the page reads a race."""
     from app.race.run import Race
     from app.ui.live import live_updates
 
     final: dict[str, Any] = {}
-    for update in live_updates(Race(prompt, left, right, settings=settings, out=out), interval=0.2):
+    for update in live_updates(Race(prompt, left, right, settings=settings, out=out, draft=draft), interval=0.2):
         final = update
     return final

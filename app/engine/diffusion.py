@@ -7,6 +7,9 @@ where the model keeps one, and ReMDM-style remasking. Every step yields a `Step`
 app/engine/stepper.py also drives, one commit at a time, for a learner choosing the commits.
 """
 
+# long: one masked sampler: its settings, its Run, how a run starts (all masked, pins, a draft), each pass and each
+# commit; its parts read and write the one Run, and app/engine/stepper.py drives them one by one.
+
 from __future__ import annotations
 
 import math
@@ -19,6 +22,7 @@ import numpy as np
 from app.engine import stutter
 from app.engine.base import Judge, MaskedLM
 from app.engine.commit_filter import features
+from app.engine.draft import Plan
 from app.engine.options import TWIN_NO_REPEAT_NGRAM, TWIN_STUTTER_GUARD, check, no_repeat_ngram, option, stutter_guard
 from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
@@ -253,6 +257,7 @@ class Run:
     step: int = 0
     refreshes: int = 0
     done: bool = False
+    drafted: np.ndarray | None = None  # a revision's draft tokens still standing as the draft wrote them
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -288,8 +293,9 @@ class Pass:
 
 
 def begin(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
-          pins: dict[int, int] | None = None, commit_filter: Judge | None = None) -> Run:
-    """A run before its first pass: the answer all masked but for the pins; settings (`honoured`) and prompt checked."""
+          pins: dict[int, int] | None = None, commit_filter: Judge | None = None, draft: Plan | None = None) -> Run:
+    """A run before its first pass: the answer all masked but for the pins, or a revision's `draft` (app/engine/
+    draft.py) committed but for its re-noised positions; settings (`honoured`) and prompt checked."""
     s = honoured(model, settings.validate())
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
     judge = commit_filter or (model.commit_filter if s.filter is not None else None)
@@ -302,7 +308,27 @@ def begin(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diffusi
               np.zeros(L, dtype=np.int64), judge, np.random.default_rng(s.seed))
     for pos, token in (pins or {}).items():
         run.x[P + pos], run.masked[pos], run.conf[pos], run.pinned[pos] = token, False, 1.0, True
+    if draft is not None:
+        start_from(model, run, draft)
     return run
+
+
+def start_from(model: MaskedLM, run: Run, draft: Plan) -> None:
+    """Lays a revision's draft on the answer: its tokens committed (not pinned: the sampler may remask them as its
+    settings say), its re-noised positions masked, past its end masked; the passes that chose them counted."""
+    n, P = len(draft.tokens), run.prompt_len
+    if n > run.s.gen_length:
+        raise UserError(f"The draft is {n} tokens but the answer is {run.s.gen_length}: "
+                        f"raise the answer length to {n} or more, or shorten the draft.")
+    if run.pinned.any():
+        raise UserError("Pins and a draft both fix text before the run: start from the draft or pin text, not both.")
+    kept = draft.kept
+    run.x[P : P + n] = np.where(kept, np.asarray(draft.tokens, dtype=np.int64), model.mask_id)
+    run.masked[:n] = ~kept
+    run.conf[:n] = np.where(kept, 1.0, 0.0)
+    run.drafted = np.zeros(run.s.gen_length, dtype=bool)
+    run.drafted[:n] = kept
+    run.nfe = draft.nfe
 
 
 def next_block(run: Run) -> bool:
@@ -448,6 +474,10 @@ def commit(model: MaskedLM, run: Run, now: Pass, rows: np.ndarray, tokens: np.nd
     run.x[P + commit] = tokens
     run.masked[commit] = False
     run.conf[commit] = now.probs[rows, tokens]
+    if run.drafted is not None:  # a draft token's confidence is the model's belief in it now, which remask reads
+        run.drafted[commit] = False
+        mine = np.flatnonzero(run.drafted[lo:hi] & ~run.masked[lo:hi])
+        run.conf[lo + mine] = now.probs[mine, run.x[P + lo + mine]]
 
     reopened = np.array([], dtype=np.int64)
     if remask and s.remask > 0 and run.budget - (run.passes - 1) > 1:
@@ -456,6 +486,8 @@ def commit(model: MaskedLM, run: Run, now: Pass, rows: np.ndarray, tokens: np.nd
         reopened = earlier[run.rng.random(len(earlier)) < chance]
         run.x[P + reopened] = model.mask_id
         run.masked[reopened] = True
+        if run.drafted is not None:
+            run.drafted[reopened] = False
         run.conf[reopened] = now.sure[reopened - lo]
 
     # what the model weighed at the moments that matter for the inspector: commits and reopenings
@@ -469,11 +501,13 @@ def commit(model: MaskedLM, run: Run, now: Pass, rows: np.ndarray, tokens: np.nd
 
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: DiffusionSettings,
              cancel: threading.Event | None = None, pins: dict[int, int] | None = None,
-             commit_filter: Judge | None = None) -> Iterator[Step]:
+             commit_filter: Judge | None = None, draft: Plan | None = None) -> Iterator[Step]:
     """Yields the all-masked start, then one Step per forward pass; the last has done=True.
 
     `pins` ({answer position: token id}, app/engine/pins.py) are given from the start: never masked,
-    committed or remasked, so the model writes around them (infilling).
+    committed or remasked, so the model writes around them (infilling). A `draft` (a revision's Plan) starts the
+    answer from its tokens, committed, with its re-noised positions masked: the sampler fills those (and, with
+    remask, may reopen a draft token it doubts); a block the draft fills takes no pass.
 
     With `settings.filter`, the model's own commit filter (or `commit_filter`: anything with the
     `observe(feature rows, positions, guesses) -> scores` of app/engine/commit_filter.py) adds the positions it
@@ -484,8 +518,8 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
     (as in Fast-dLLM), so every step is exactly one pass; `refreshes` counts those block-start passes. A model without
     one (BD3LM's block cache) fills its cache at each block start in a pass of its own, counted in nfe and
     refreshes too; without the cache (off, or a model that keeps none: `honoured`) each step is one whole pass."""
-    run = begin(model, prompt_ids, settings, pins, commit_filter)
-    yield run.snapshot()
+    run = begin(model, prompt_ids, settings, pins, commit_filter, draft)
+    yield replace(run.snapshot(), nfe=run.nfe)
     while next_block(run):
         if cancel is not None and cancel.is_set():
             return
@@ -493,3 +527,6 @@ def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: Diff
         yield commit(model, run, now, now.rule)
         if run.done:
             return
+    if not run.done:  # a draft with nothing left to fill: the answer is the draft, in no pass
+        run.done = True
+        yield replace(run.snapshot(), nfe=run.nfe, done=True)

@@ -24,9 +24,11 @@ import numpy as np
 
 from app.engine import stutter
 from app.engine.base import MaskedLM
+from app.engine.draft import Plan
 from app.engine.options import TWIN_NO_REPEAT_NGRAM, TWIN_STUTTER_GUARD, check, no_repeat_ngram, option, stutter_guard
 from app.engine.repeats import NoRepeatNGram
 from app.engine.sampling import BLOCKS, LENGTHS, check_blocks, check_prompt, top_candidates
+from app.errors import UserError
 
 
 @dataclass
@@ -202,23 +204,48 @@ def stable(history: deque, guess: np.ndarray, open_: np.ndarray, passes: int) ->
     return all(np.array_equal(h[open_], guess) for h in list(history)[-passes:])
 
 
+def canvas(model: MaskedLM, prompt: np.ndarray, L: int, rng: np.random.Generator, pool: np.ndarray,
+           draft: Plan | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The start: the prompt then L random tokens, none accepted, no pass taken; or, from a revision's `draft`, its
+    tokens laid on the noise (`start_from`) and the passes that chose its re-noised positions."""
+    x = np.concatenate([prompt, rng.choice(pool, size=L)])
+    if draft is None:
+        return x, np.zeros(L, dtype=bool), 0
+    return x, start_from(model, x, len(prompt), L, draft), draft.nfe
+
+
+def start_from(model: MaskedLM, x: np.ndarray, P: int, L: int, draft: Plan) -> np.ndarray:
+    """Lays a revision's draft on the noise canvas `x` (in place): its tokens accepted, its re-noised positions and
+    those past its end left as the noise drawn; returns which positions are accepted."""
+    n = len(draft.tokens)
+    if n > L:
+        raise UserError(f"The draft is {n} tokens but the answer is {L}: "
+                        f"raise the answer length to {n} or more, or shorten the draft.")
+    accepted = np.zeros(L, dtype=bool)
+    accepted[:n] = draft.kept
+    x[P : P + n] = np.where(draft.kept, np.asarray(draft.tokens, dtype=np.int64), x[P : P + n])
+    return accepted
+
+
 def generate(model: MaskedLM, prompt_ids: list[int] | np.ndarray, settings: UniformSettings,
-             cancel: threading.Event | None = None) -> Iterator[UniformStep]:
-    """Yields the all-noise start (nfe 0), then one UniformStep per call of the network; the last has done=True.
-    nfe counts every call; each runs over the prompt and the whole canvas (no cache: every position may change)."""
+             cancel: threading.Event | None = None, draft: Plan | None = None) -> Iterator[UniformStep]:
+    """Yields the all-noise start (or a `draft`'s, `canvas`), then one UniformStep per call of the network, the last
+    done; nfe counts every call, each over the prompt and the whole canvas (no cache: every position may change)."""
     s = settings.validate()
     prompt = check_prompt(prompt_ids, s.gen_length, model.max_len)
     P, L = len(prompt), s.gen_length
-    rng = np.random.default_rng(s.seed)
-    pool = noise_ids(model)
-    x = np.concatenate([prompt, rng.choice(pool, size=L)])
-    accepted = np.zeros(L, dtype=bool)
-    nfe = 0
+    rng, pool = np.random.default_rng(s.seed), noise_ids(model)
+    x, accepted, nfe = canvas(model, prompt, L, rng, pool, draft)
     runs = NoRepeatNGram(s.no_repeat_ngram, model.eos_id)
-    yield UniformStep(0, x[P:].copy(), accepted.copy(), np.full(L, np.nan))
+    yield UniformStep(0, x[P:].copy(), accepted.copy(), np.full(L, np.nan), nfe=nfe)
     shares = budgets(s)
     for b, budget in enumerate(shares):
         lo, hi = b * s.block_length, (b + 1) * s.block_length
+        if accepted[lo:hi].all():  # a block the draft filled takes no pass; the answer may end in it
+            if b == len(shares) - 1 or (s.stop_at_eos and bool(np.any(x[P : P + hi] == model.eos_id))):
+                yield UniformStep(nfe, x[P:].copy(), accepted.copy(), np.full(L, np.nan), (lo, hi), [], nfe, True)
+                return
+            continue
         history: deque = deque(maxlen=max(1, s.stable_passes))
         for k in range(budget):
             if cancel is not None and cancel.is_set():

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generator
 
+from app.engine.draft import Revision
 from app.errors import UserError
 from app.race.compute import COMPUTE
 from app.race.limits import race_limit, stopped_at_limit
@@ -69,14 +70,16 @@ class Race:
     def __init__(self, prompt: str, left: str, right: str, settings: dict[str, dict[str, Any]] | None = None,
                  secrets: dict[str, dict[str, Any]] | None = None, out: str | Path | None = None,
                  make: Callable[..., Source] = make_source, folder: str | Path | None = None,
-                 limit: float | None = None, max_bytes: int | None = None, lesson: str | None = None) -> None:
+                 limit: float | None = None, max_bytes: int | None = None, lesson: str | None = None,
+                 draft: Revision | None = None) -> None:
         """`settings` go to each source, which records those it applied (`settings()`); `secrets` (keys typed into the
         page) go to the source only, never to disk;
         `make(spec, **settings, **secrets)` builds each side (the page passes one that applies its trust policy);
         the recording is `out`, or a new file in `folder` (default: recordings_dir()); `limit` is the race's
         wall-clock limit in seconds (default: app.race.limits.race_limit()); `max_bytes` caps the recording's frames
         (0: the race runs and is shown but nothing is saved, see RecordingWriter); `lesson` names the guided lesson
-        that set the race up, in the header (lists name the run by it).
+        that set the race up, in the header (lists name the run by it); `draft`, the race's one revision (issue 53):
+        each side starts from it by its own means (`Source.revise`), the header keeping it and each side's plan.
         Every key the race could hold is scrubbed from the prompt, the header, each frame and each message."""
         settings = settings or {}
         self.limit = race_limit() if limit is None else float(limit)
@@ -100,20 +103,33 @@ class Race:
             except TypeError as e:
                 self.sides[side] = Side(spec=spec, source=None, status="error",
                                         message=scrub_text(f"Bad settings for {spec}: {e}.", self._keys))
+        if draft is not None:
+            self._plan_sides(draft)
         self.sources: dict[str, Any] = scrub_value({  # as the header records them: what each source applied, and
             side: {"name": s.spec, "settings": s.source.settings() if s.source else {}}  # nothing for one never made
+            | ({"draft": s.source.draft_json()} if draft is not None and s.source else {})
             for side, s in self.sides.items()
         }, self._keys)
         named = recording_name(self.sides["left"].spec, self.sides["right"].spec)
         self.path = Path(out) if out else Path(folder or recordings_dir()) / named
-        self.writer = RecordingWriter(self.path, make_header(prompt, self.sources, lesson),
-                                      max_bytes=max_bytes)
+        header = make_header(prompt, self.sources, lesson, scrub_value(draft.to_json(), self._keys) if draft else None)
+        self.writer = RecordingWriter(self.path, header, max_bytes=max_bytes)
         for side, s in self.sides.items():
             if s.source is None:
                 self.writer.end(side, "error", s.message)
         self._threads: list[threading.Thread] = []
         self._timer: threading.Timer | None = None
         self._changed = False
+
+    def _plan_sides(self, draft: Revision) -> None:
+        """Each made side's plan for the draft (`Source.revise`); a side whose draft cannot fit ends in its error."""
+        for s in self.sides.values():
+            if s.source is None:
+                continue
+            try:
+                s.source.revise(draft, self.prompt)
+            except UserError as e:
+                s.source, s.status, s.message = None, "error", scrub_text(str(e), self._keys)
 
     def start(self) -> "Race":
         """Starts both sides; sides running a local model first wait, in arrival order, for free CPU slots."""

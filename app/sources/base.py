@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Iterator, Protocol
 
+from app.engine.draft import Plan, Revision
 from app.engine.options import declared, settings_spec
 from app.errors import UserError
 from app.trace.frames import Frame
@@ -39,6 +40,15 @@ class Source(Protocol):
         overlapping), so the page refuses them before either side runs; nothing for a source without pins."""
         ...
 
+    def revise(self, revision: Revision, prompt: str) -> Plan:
+        """Its plan for starting from `revision`'s draft (app/sources/revise.py), kept for its next `stream`, which
+        then starts from it; a UserError when the draft cannot fit. A plan that is not `revise` says why in `notice`."""
+        ...
+
+    def draft_json(self) -> dict[str, Any] | None:
+        """Its plan as the header's sources entry keeps it (`Plan.to_json`, the draft as its display strings)."""
+        ...
+
 
 class SourceBase:
     """The defaults of a Source's optional parts: not CPU-bound, decodes its own frames, changed no setting.
@@ -47,9 +57,30 @@ class SourceBase:
     cpu_bound = False
     defers = False
     notice: str | None = None
+    plan: Plan | None = None  # set by `revise`: the draft its next stream starts from
+    cannot_why = "it takes no text to start from"  # why it cannot start from a draft, in `cannot`'s sentence
 
     def check_pins(self) -> None:
         """A source that takes no pins has none to refuse."""
+
+    def revise(self, revision: Revision, prompt: str) -> Plan:
+        """A source with no way to start from text writes from nothing and says so (app/sources/revise.py `cannot`)."""
+        from app.sources.revise import cannot
+
+        return self.planned(cannot(self.name, self.cannot_why))  # type: ignore[attr-defined]
+
+    def draft_json(self) -> dict[str, Any] | None:
+        """Its plan as the header keeps it; a source without a tokenizer of its own shows no draft tokens."""
+        from app.sources.revise import header_entry
+
+        return header_entry(self.plan, None) if self.plan is not None else None
+
+    def planned(self, plan: Plan) -> Plan:
+        """Keeps `plan` for the next stream and adds its note (an AR prefix, a source that cannot) to `notice`."""
+        self.plan = plan
+        if plan.note:
+            self.notice = f"{self.notice} {plan.note}" if self.notice else plan.note
+        return plan
 
 
 @dataclass

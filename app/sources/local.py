@@ -7,6 +7,7 @@ at the first end-of-text and carries the answer text. The Hugging Face sources r
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import unicodedata
@@ -17,12 +18,14 @@ import numpy as np
 from app.engine import autoregressive, diffusion, uniform
 from app.engine.autoregressive import TWIN_AR, ARSettings
 from app.engine.diffusion import TWIN_DIFFUSION, DiffusionSettings
+from app.engine.draft import Plan, Revision, causal_surprisal, surprisal
 from app.engine.options import coerce, lines
 from app.engine.pins import AR_PINS, parse_pin, resolve_pins
 from app.engine.sampling import check_prompt
 from app.engine.uniform import UniformSettings
 from app.errors import UserError
 from app.sources.base import SourceBase, SourceKind, register
+from app.sources.revise import header_entry, plan_for, revision_letters
 from app.trace.frames import Clock, Frame, clean_text
 
 EOS_MARK = "<eos>"
@@ -80,9 +83,20 @@ def named_candidates(tok: Any, cands: list[tuple[int, float]], eos_id: int) -> l
 
 
 def _diffusion_fields(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int,
-                      pinned: list[int] | None) -> dict[str, Any]:
+                      pinned: list[int] | None, plan: Plan | None = None) -> dict[str, Any]:
     """A diffusion Step's display fields: strings, masks, confidences, candidates (the last cut at end-of-text),
-    and `pinned`, the positions given before the run (the caller passes them for the first step only)."""
+    `pinned`, the positions given before the run (the caller passes them for the first step only), and with a
+    revision's `plan` each token's `revision` letter."""
+    out = _diffusion_display(tok, st, eos_id, prompt_len, pinned)
+    if plan is not None:
+        n = len(out["tokens"])
+        out["revision"] = revision_letters(plan, st.ids[:n], st.masked[:n])
+    return out
+
+
+def _diffusion_display(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int,
+                       pinned: list[int] | None) -> dict[str, Any]:
+    """`_diffusion_fields` but the revision letters."""
     cands: list[list[Any]] | None = [[pos, named_candidates(tok, c, eos_id)]
                                      for pos, c in sorted(st.candidates.items())] or None
     if not st.done:
@@ -99,8 +113,18 @@ def _diffusion_fields(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int
             "pinned": [i for i in pinned or () if i < n] or None}
 
 
-def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
-    """An AR step's display fields: the token strings, confidences, candidates, and the text when it is done."""
+def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int,
+              plan: Plan | None = None) -> dict[str, Any]:
+    """An AR step's display fields: the token strings, confidences, candidates, and the text when it is done; with a
+    revision's `plan` (a prefix kept), the `revision` letters of the kept prefix and what it writes after it."""
+    out = _ar_display(tok, st, eos_id, prompt_len)
+    if plan is not None:
+        out["revision"] = revision_letters(plan, st.ids, [False] * len(st.ids)) or None
+    return out
+
+
+def _ar_display(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
+    """`_ar_fields` but the revision letters."""
     return {"tokens": tok.token_strings(st.ids) if st.ids else [], "confidence": [round(c, 4) for c in st.confidence],
             "committed": [st.step - 1] if len(st.ids) == st.step else None,
             "candidates": [[st.step - 1, named_candidates(tok, st.candidates, eos_id)]] if st.candidates else None,
@@ -108,10 +132,21 @@ def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int
             "usage": {"prompt_tokens": prompt_len, "completion_tokens": len(st.ids)} if st.done else None}
 
 
-def _uniform_fields(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
+def _uniform_fields(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: int,
+                    plan: Plan | None = None) -> dict[str, Any]:
     """A uniform-state step's display fields: every position's token, the random ones too, with its state ("a"
     accepted, "n" noise: a random token not yet accepted), each predicted position's entropy and the candidates of
-    those accepted; the last step cut at end-of-text, with the text."""
+    those accepted; the last step cut at end-of-text, with the text; with a revision's `plan`, the `revision`
+    letters."""
+    out = _uniform_display(tok, st, eos_id, prompt_len)
+    if plan is not None:
+        n = len(out["tokens"])
+        out["revision"] = revision_letters(plan, st.ids[:n], ~st.accepted[:n])
+    return out
+
+
+def _uniform_display(tok: Any, st: uniform.UniformStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
+    """`_uniform_fields` but the revision letters."""
     cands: list[list[Any]] = [[pos, named_candidates(tok, c, eos_id)] for pos, c in sorted(st.candidates.items())]
     if not st.done:
         tokens = _strings(tok, st.ids, st.accepted, eos_id)  # runs of accepted tokens decode together, as they read
@@ -154,30 +189,65 @@ def diffusion_frame(tok: Any, st: diffusion.Step, eos_id: int, prompt_len: int, 
                    st.refreshes)
 
 
+def _revising(plan: Plan | None) -> Plan | None:
+    """The plan a sampler starts from: a `revise` plan; None for no draft or a side that writes from nothing."""
+    return plan if plan is not None and plan.mode != "cannot" else None
+
+
 def diffusion_frames(model: Any, tok: Any, prompt_ids: list[int], s: DiffusionSettings,
-                     cancel: threading.Event, clock: Clock, defer: bool = False) -> Iterator[Frame]:
+                     cancel: threading.Event, clock: Clock, defer: bool = False,
+                     plan: Plan | None = None) -> Iterator[Frame]:
     """Runs the diffusion sampler and turns each Step into a Frame (the last cut at end-of-text, with text); the
-    first frame lists the pinned positions, which stay as given in every later one."""
+    first frame lists the pinned positions, which stay as given in every later one. With a revision's `plan` the
+    run starts from its draft, the re-noised positions masked, and each frame carries its `revision` letters."""
     pins = resolve_pins(tok, s.pins, s.gen_length)
-    for st in diffusion.generate(model, prompt_ids, s, cancel, pins):
+    draft = _revising(plan)
+    for st in diffusion.generate(model, prompt_ids, s, cancel, pins, draft=draft):
         given = sorted(pins) if st.step == 0 else None
-        build = functools.partial(_diffusion_fields, tok, st, model.eos_id, len(prompt_ids), given)
+        build = functools.partial(_diffusion_fields, tok, st, model.eos_id, len(prompt_ids), given, draft)
         yield _framed(clock(), st, build, defer, st.refreshes)
 
 
 def ar_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings,
-              cancel: threading.Event, clock: Clock, defer: bool = False) -> Iterator[Frame]:
-    """Runs the AR sampler: one Frame per token, the last final with the answer text."""
-    for st in autoregressive.generate(model, prompt_ids, s, cancel):
-        build = functools.partial(_ar_fields, tok, st, model.eos_id, len(prompt_ids))
-        yield _framed(clock(), st, build, defer)
+              cancel: threading.Event, clock: Clock, defer: bool = False,
+              plan: Plan | None = None) -> Iterator[Frame]:
+    """Runs the AR sampler: one Frame per token, the last final with the answer text. With a revision's `prefix`
+    plan it keeps the draft's first `kept_prefix` tokens (a first frame shows them) and writes the rest after them."""
+    draft = _revising(plan)
+    if draft is None:
+        for st in autoregressive.generate(model, prompt_ids, s, cancel):
+            build = functools.partial(_ar_fields, tok, st, model.eos_id, len(prompt_ids))
+            yield _framed(clock(), st, build, defer)
+        return
+    yield from _ar_prefix_frames(model, tok, prompt_ids, s, cancel, clock, defer, draft)
+
+
+def _ar_prefix_frames(model: Any, tok: Any, prompt_ids: list[int], s: ARSettings, cancel: threading.Event,
+                      clock: Clock, defer: bool, draft: Plan) -> Iterator[Frame]:
+    """The AR sampler after a kept prefix of the draft: each step's answer is the prefix then what it wrote, its nfe
+    counting the passes that chose the positions; the prefix alone when it fills the answer."""
+    head = list(draft.tokens[: draft.kept_prefix or 0])
+    start = autoregressive.ARStep(0, head, [1.0] * len(head), draft.nfe, done=len(head) >= s.gen_length)
+    yield _framed(clock(), start, functools.partial(_ar_fields, tok, start, model.eos_id, len(prompt_ids), draft),
+                  defer)
+    if start.done:
+        return
+    rest = dataclasses.replace(s, gen_length=s.gen_length - len(head), min_length=max(0, s.min_length - len(head)))
+    for st in autoregressive.generate(model, [*prompt_ids, *head], rest, cancel):
+        whole = autoregressive.ARStep(len(head) + st.step, head + st.ids, [1.0] * len(head) + st.confidence,
+                                      st.nfe + draft.nfe, st.done, st.candidates)
+        build = functools.partial(_ar_fields, tok, whole, model.eos_id, len(prompt_ids), draft)
+        yield _framed(clock(), whole, build, defer)
 
 
 def uniform_frames(model: Any, tok: Any, prompt_ids: list[int], s: UniformSettings,
-                   cancel: threading.Event, clock: Clock, defer: bool = False) -> Iterator[Frame]:
-    """Runs the uniform-state sampler: the all-noise canvas first, then one Frame per call of the network."""
-    for st in uniform.generate(model, prompt_ids, s, cancel):
-        build = functools.partial(_uniform_fields, tok, st, model.eos_id, len(prompt_ids))
+                   cancel: threading.Event, clock: Clock, defer: bool = False,
+                   plan: Plan | None = None) -> Iterator[Frame]:
+    """Runs the uniform-state sampler: the all-noise canvas first, then one Frame per call of the network. With a
+    revision's `plan` the canvas starts from its draft, the re-noised positions noise, each frame with its letters."""
+    draft = _revising(plan)
+    for st in uniform.generate(model, prompt_ids, s, cancel, draft=draft):
+        build = functools.partial(_uniform_fields, tok, st, model.eos_id, len(prompt_ids), draft)
         yield _framed(clock(), st, build, defer)
 
 
@@ -228,11 +298,34 @@ class SamplerSource(SourceBase):
         if pins:
             resolve_pins(self.tok, pins, self.opts.gen_length)
 
+    def revise(self, revision: Revision, prompt: str) -> Plan:
+        """Its plan for `revision` (app/sources/revise.py `plan_for`), the draft in its own tokenizer: in place on a
+        masked or uniform model, `unsure` read from one forward pass; a prefix kept on an AR model, `unsure` read
+        left to right. A family that decodes its own way (its own `stream`: LLaDA2's pipeline, DiffusionGemma's
+        generate) cannot, until it has a `revise` of its own."""
+        if type(self).stream is not SamplerSource.stream:
+            return super().revise(revision, prompt)
+        ids, draft = self.encode(prompt), list(self.tok.encode(clean_text(revision.text)))
+        if isinstance(self.opts, ARSettings):
+            plan = plan_for(revision, self.name, draft, "prefix", self.opts.gen_length,
+                            lambda: causal_surprisal(self.model, ids, draft), doubt_passes=len(draft))
+        else:
+            plan = plan_for(revision, self.name, draft, "revise", self.opts.gen_length,
+                            lambda: surprisal(self.model, ids, draft))
+        return self.planned(plan)
+
+    def draft_json(self) -> dict[str, Any] | None:
+        """Its plan as the header keeps it, the draft's tokens as this tokenizer shows them."""
+        if self.plan is None:
+            return None
+        return header_entry(self.plan, self.tok.token_strings(list(self.plan.tokens)) if self.plan.tokens else None)
+
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
-        """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""
+        """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`; after
+        `revise`, the run starts from its plan."""
         clock = Clock()
         ids = self.encode(prompt)
-        yield from FRAMES[type(self.opts)](self.model, self.tok, ids, self.opts, cancel, clock, defer)
+        yield from FRAMES[type(self.opts)](self.model, self.tok, ids, self.opts, cancel, clock, defer, self.plan)
 
 
 @functools.lru_cache(maxsize=4)

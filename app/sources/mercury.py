@@ -55,6 +55,8 @@ class MercurySource(SourceBase):
     `notice` is a sentence for the user when a setting was changed to one Mercury accepts (the temperature is
     clamped to 0.5-1.0); the race shows it as the side's message and records it with how the side ended."""
 
+    cannot_why = "its API takes a prompt, not a draft to revise"  # in app/sources/revise.py `cannot`
+
     def __init__(self, model: str = "", *, api_key: str | None = None, **settings: Any) -> None:
         model = (model or "").strip()
         self.name = f"mercury:{model}" if model else "mercury"

@@ -352,6 +352,8 @@ class ChatSettings:
 class OpenAIChatSource(SourceBase):
     """An OpenAI-compatible chat model typing its answer: streamed deltas appended."""
 
+    cannot_why = "a chat API takes a prompt, not a draft to revise"  # in app/sources/revise.py `cannot`
+
     def __init__(self, model: str, *, api_key: str | None = None, **settings: Any) -> None:
         model = (model or "").strip()
         if not model:

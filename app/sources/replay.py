@@ -33,6 +33,8 @@ class ReplaySource(SourceBase):
     """Yields a recorded side's frames at their recorded times, scaled by `speed`: each frame is stamped with the time
     it is replayed at, so a replay at half speed reports twice the seconds."""
 
+    cannot_why = "it replays a recorded run"  # in app/sources/revise.py `cannot`
+
     def __init__(self, arg: str, *, paths: bool = True, owner: str | None = None, **settings: Any) -> None:
         """`paths`: whether a file path is accepted besides a library id; `owner`: whose "user/" recordings ids name."""
         name, _, side = arg.partition("#")

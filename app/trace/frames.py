@@ -23,7 +23,7 @@ SCHEMA = 2  # 2 added per-position states and insertions/deletions; schema 1 rec
 SCHEMAS_READ = (1, 2)
 # A position's state, one letter each in Frame.states: what the model's canvas holds there at this frame.
 STATES = {"m": "masked", "n": "noise", "d": "draft", "a": "accepted"}
-REVISION = "ker."  # a frame's `revision` letters (app/engine/draft.py: kept, edited, re-noised, past the draft)
+REVISION_LETTERS = "ker."  # a frame's `revision`: kept, edited, re-noised, past the draft (app/engine/draft.py)
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
 # What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, docs/figures.md):
 MAX_FRAMES = 50_000  # frames in one recording, both sides together
@@ -127,8 +127,9 @@ class Frame:
     inserted: list[int] | None = None
     deleted: list[int] | None = None
     entropy: list[float | None] | None = None
-    # Issue 53: a side started from a draft, one letter a token (app/engine/draft.py `letters`): "k" the draft's own
-    # token, "e" one the draft did not have there, "r" a re-noised position still open, "." past the draft's end
+    # Schema 2, a side that started from a draft (issue 53, app/engine/draft.py `letters`): one letter a token, "k"
+    # the draft's token kept, "e" edited (another token than the draft's there), "r" re-noised and still open (mask or
+    # noise), "." past the draft's end; None for a side that did not start from one.
     revision: str | None = None
     # builds the display fields later (a local source decoding off its clock); never recorded
     pending: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
@@ -189,8 +190,8 @@ class Frame:
             raise ValueError(f"'states' must be a string of one letter ({''.join(STATES)}) per token")
         revision = d.get("revision")
         if revision is not None and (not isinstance(revision, str) or len(revision) != len(tokens)
-                                     or not set(revision) <= set(REVISION)):
-            raise ValueError(f"'revision' must be a string of one letter ({REVISION}) per token")
+                                     or not set(revision) <= set(REVISION_LETTERS)):
+            raise ValueError(f"'revision' must be a string of one letter ({REVISION_LETTERS}) per token")
         inserted, deleted = _opt_list(d, "inserted", int, None), _opt_list(d, "deleted", int, None)
         for key, value in (("inserted", inserted), ("deleted", deleted)):
             if value is not None and any(isinstance(p, bool) or p < 0 for p in value):
@@ -249,12 +250,16 @@ class Clock:
         return time.monotonic() - self.start
 
 
-def make_header(prompt: str, sources: dict[str, dict[str, Any]], lesson: str | None = None) -> dict[str, Any]:
+def make_header(prompt: str, sources: dict[str, dict[str, Any]], lesson: str | None = None,
+                draft: dict[str, Any] | None = None) -> dict[str, Any]:
     """The recording's first line: schema, app version, prompt, each side's source name and settings (never a key),
-    and for a race a guided lesson set up, `lesson`: the lesson it is (docs/recording.md), which names it in lists."""
+    for a race a guided lesson set up, `lesson`: the lesson it is (docs/recording.md), which names it in lists, and
+    for a race that started from a draft, `draft`: what was asked (app/engine/draft.py `Revision.to_json`)."""
     header = {"type": "header", "schema": SCHEMA, "app_version": __version__,
               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "prompt": prompt, "sources": sources}
+    if draft:
+        header["draft"] = draft
     return {**header, "lesson": lesson} if lesson else header
 
 

@@ -123,7 +123,16 @@ def _header_sources(sources: dict[str, Any]) -> dict[str, Any]:
             settings = entry.get("settings")
             out[side] = {**entry, "name": str(entry.get("name", side)),
                          "settings": settings if isinstance(settings, dict) else {}}
+            if not isinstance(entry.get("draft", {}), dict):  # a side's plan (issue 53): an object or nothing
+                del out[side]["draft"]
     return out
+
+
+def _header_draft(header: dict[str, Any]) -> None:
+    """Keeps the header's `draft` (what a race started from, issue 53) only when it is an object with a text."""
+    draft = header.get("draft")
+    if draft is not None and not (isinstance(draft, dict) and isinstance(draft.get("text"), str)):
+        del header["draft"]
 
 
 def _check_file(p: Path, max_bytes: int) -> None:
@@ -253,4 +262,5 @@ def _read_header(name: str, lines: Iterator[tuple[int, str | None, bool]]) -> di
     if not isinstance(header.get("prompt", ""), str) or not isinstance(header.get("sources", {}), dict):
         raise RecordingError(f"{name} has a malformed header.")
     header["sources"] = _header_sources(header.get("sources", {}))
+    _header_draft(header)
     return header
