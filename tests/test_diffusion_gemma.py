@@ -220,7 +220,7 @@ def started(tiny: Path, where: str = "random", share: float = 0.4, text: str = D
     from app.engine.draft import Revision
 
     src = source(tiny, device, **{**QUICK, "seed": 3, **settings})
-    return src, src.plan(PROMPT, Revision(text, share=share, where=where, seed=1))
+    return src, src.revise(Revision(text, share=share, where=where, seed=1), PROMPT)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -253,7 +253,7 @@ def test_the_first_frame_shows_the_draft_with_noise_where_re_noised_and_every_fr
     from app.trace.frames import Frame
 
     src, plan = started(tiny)
-    frames = list(src.stream(PROMPT, threading.Event(), plan=plan))
+    frames = list(src.stream(PROMPT, threading.Event()))
     steps = list(diffusion_gemma.run(src.model, src.encode(PROMPT), src.opts, draft=plan.tokens,
                                      renoised=plan.renoised))  # the same run: its token ids, frame by frame
     first, n = frames[0], len(plan.tokens)
@@ -270,19 +270,19 @@ def test_the_first_frame_shows_the_draft_with_noise_where_re_noised_and_every_fr
             kept = "k" if i < n and st.ids[i] == plan.tokens[i] else "e"
             assert letter == ("." if i >= n else "r" if state == "n" else kept)
     assert set(frames[-1].revision) <= set("ke.")  # all accepted: nothing left open
-    assert list(src.stream(PROMPT, threading.Event()))[0].revision is None  # from nothing: no letters
+    assert frames_of(source(tiny, **QUICK))[0].revision is None  # from nothing: no letters
 
 
-def test_unsure_positions_come_from_one_forward_pass_counted_in_nfe(tiny: Path) -> None:
+def test_unsure_positions_are_the_least_likely_draft_tokens_from_one_forward_pass_counted_in_nfe(tiny: Path) -> None:
     from app.engine.draft import Revision
 
     src, _ = started(tiny)
     lm, ids = src.model, src.encode(PROMPT)
     inner = lm.model.model
     with forward_calls(inner.encoder) as encoder, forward_calls(inner.decoder) as decoder:
-        plan = src.plan(PROMPT, Revision(DRAFT, share=0.4, where="unsure", seed=1))
-        assert encoder[0] == decoder[0] == 1
-        last = list(src.stream(PROMPT, threading.Event(), plan=plan))[-1]
+        plan = src.revise(Revision(DRAFT, share=0.4, where="unsure", seed=1), PROMPT)
+        assert encoder[0] == decoder[0] == 1 and plan.nfe == 2
+        last = frames_of(src)[-1]
     assert last.nfe == encoder[0] + decoder[0] and last.refreshes == encoder[0] - 1  # the pass is no refresh
     canvas = torch.randint(0, lm.vocab_size, (1, 8), generator=torch.Generator().manual_seed(1))
     canvas[0, :5] = torch.tensor(plan.tokens)
@@ -290,10 +290,32 @@ def test_unsure_positions_come_from_one_forward_pass_counted_in_nfe(tiny: Path) 
         logits = lm.model(input_ids=torch.tensor([ids]), position_ids=torch.arange(len(ids))[None],
                           decoder_input_ids=canvas,
                           decoder_position_ids=torch.arange(len(ids), len(ids) + 8)[None]).logits[0, :5]
-    entropy = torch.distributions.Categorical(logits=logits).entropy()
-    assert plan.renoised == tuple(sorted(torch.argsort(entropy, descending=True)[:2].tolist()))
+    surprisal = -torch.log_softmax(logits, dim=-1)[torch.arange(5), torch.tensor(plan.tokens)]  # -log p(draft token)
+    assert plan.renoised == tuple(sorted(torch.argsort(surprisal, descending=True)[:2].tolist()))
 
 
 def test_a_draft_longer_than_a_canvas_keeps_one_canvas_and_says_so(tiny: Path) -> None:
     _, plan = started(tiny, text="there was a little cat who liked to play in the sun")
     assert len(plan.tokens) == 8 and "first canvas" in plan.note and "writes the other 4 afresh" in plan.note
+
+
+def test_a_race_from_a_draft_records_diffusion_gemmas_plan_and_its_letters(tiny: Path, tmp_path: Path) -> None:
+    """In a race started from a draft, the DiffusionGemma side plans by its own `revise` (not the masked sampler's,
+    nor a `cannot`): the header keeps its plan, its first recorded frame is generate()'s seeded canvas."""
+    import json
+
+    from app.engine.draft import Revision
+    from app.race.run import Race
+    from app.ui.live import live_updates
+
+    out = tmp_path / "race.jsonl"
+    race = Race(PROMPT, f"hf-diffusion:{tiny}", "local-ar", out=out, draft=Revision(DRAFT, share=0.4, seed=1),
+                settings={"left": {"device": "cpu", **QUICK}, "right": {"gen_length": 8}})
+    for _ in live_updates(race, interval=0.1):
+        pass
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    plan = lines[0]["sources"]["left"]["draft"]
+    assert plan["mode"] == "revise" and plan["length"] == 5 and len(plan["renoised"]) == 2
+    left = [line for line in lines if line.get("type") == "frame" and line["side"] == "left"]
+    assert left[0]["revision"] == "".join("r" if i in plan["renoised"] else "k" for i in range(5)) + "..."
+    assert all(len(f["revision"]) == len(f["tokens"]) for f in left) and left[-1]["final"]

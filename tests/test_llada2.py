@@ -262,7 +262,7 @@ def _planned(llada2: Path, editing: float | None, where: str = "random") -> tupl
     from app.engine.draft import Revision
 
     src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=editing)
-    return src, src.plan(PROMPT, Revision(DRAFT, share=0.3, where=where, seed=2)), src.encode(PROMPT)
+    return src, src.revise(Revision(DRAFT, share=0.3, where=where, seed=2), PROMPT), src.encode(PROMPT)
 
 
 @pytest.mark.parametrize("editing", [0.5, None])
@@ -340,7 +340,7 @@ def test_a_llada2_draft_shows_masks_where_re_noised_and_every_frame_its_revision
     from app.trace.frames import Frame
 
     src, plan, _ = _planned(llada2, None)
-    frames = list(src.stream(PROMPT, threading.Event(), plan=plan))
+    frames = list(src.stream(PROMPT, threading.Event()))
     first = frames[0]
     assert [i for i, m in enumerate(first.masked) if m] == [*plan.renoised, *range(16, 24)]
     assert first.revision == "".join("r" if i in plan.renoised else "k" for i in range(16)) + "." * 8
@@ -353,15 +353,43 @@ def test_a_llada2_draft_shows_masks_where_re_noised_and_every_frame_its_revision
     assert all(last.revision[i] == "k" for i in range(min(16, len(last.revision))) if i not in plan.renoised)
 
 
-def test_llada2_unsure_positions_come_from_one_forward_pass_counted_in_nfe(llada2: Path) -> None:
+def test_llada2_unsure_positions_are_the_least_likely_draft_tokens_from_one_pass_counted_in_nfe(llada2: Path) -> None:
     from app.engine.draft import Revision
     from app.hf import llada2 as engine
 
     src, _, prompt = _planned(llada2, 0.5)
     with forward_calls(src.model.model) as calls:
-        plan = src.plan(PROMPT, Revision(DRAFT, share=0.25, where="unsure", seed=2))
-        assert calls[0] == 1
-        last = list(src.stream(PROMPT, threading.Event(), plan=plan))[-1]
+        plan = src.revise(Revision(DRAFT, share=0.25, where="unsure", seed=2), PROMPT)
+        assert calls[0] == 1 and plan.nfe == 1
+        last = list(src.stream(PROMPT, threading.Event()))[-1]
     assert last.nfe == calls[0]
-    entropy, cost = engine.uncertainty(src.model.model, LLADA2_MASK, prompt, plan.tokens, src.opts)
-    assert cost == 1 and plan.renoised == tuple(sorted(np.argsort(-entropy, kind="stable")[:4].tolist()))
+    seen = torch.full((1, 32), LLADA2_MASK)  # the prompt and the draft in whole blocks, read block-causally
+    seen[0, :len(prompt) + 16] = torch.tensor(prompt + list(plan.tokens))
+    with torch.inference_mode():
+        logits = engine.block_causal(src.model.model, 8)(seen, position_ids=torch.arange(32)[None]).logits[0]
+    surprisal = -torch.log_softmax(logits[len(prompt):len(prompt) + 16].float(), -1)[torch.arange(16),
+                                                                                     torch.tensor(plan.tokens)]
+    assert plan.renoised == tuple(sorted(torch.argsort(surprisal, descending=True, stable=True)[:4].tolist()))
+
+
+def test_a_race_from_a_draft_records_llada2s_plan_and_its_letters(llada2: Path, tmp_path: Path) -> None:
+    """In a race started from a draft, the LLaDA2.x side plans by its own `revise` and runs its pipeline from the
+    draft: the header keeps its plan, its first recorded frame shows the draft masked where re-noised."""
+    import json
+
+    from app.engine.draft import Revision
+    from app.race.run import Race
+    from app.ui.live import live_updates
+
+    out = tmp_path / "race.jsonl"
+    race = Race(PROMPT, f"hf-diffusion:{llada2}", "local-ar", out=out, draft=Revision(DRAFT, share=0.3, seed=2),
+                settings={"left": {**RUN, "editing_threshold": None}, "right": {"gen_length": 8}})
+    for _ in live_updates(race, interval=0.1):
+        pass
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    plan = lines[0]["sources"]["left"]["draft"]
+    assert plan["mode"] == "revise" and plan["length"] == 16 and len(plan["renoised"]) == 5
+    left = [line for line in lines if line.get("type") == "frame" and line["side"] == "left"]
+    assert left[0]["revision"] == "".join("r" if i in plan["renoised"] else "k" for i in range(16)) + "." * 8
+    assert [i for i, m in enumerate(left[0]["masked"]) if m] == [*plan["renoised"], *range(16, 24)]
+    assert all(len(f["revision"]) == len(f["tokens"]) for f in left) and left[-1]["final"]

@@ -20,8 +20,8 @@ Started from a draft (issue 53, app/engine/draft.py), the first canvas is genera
 draft's tokens, with each re-noised position (and any past the draft) drawn as generate() draws a canvas's random
 start, by its sampler's own `initialize_canvas` (uniform over the vocabulary); generate() then accepts and re-noises
 by its own rule, a draft token included. Only the first canvas can be seeded so (generate() pops
-`decoder_input_ids` once): a draft longer than a canvas is cut to one (`seed_canvas`). `uncertainty` reads the
-model's entropy over the draft from one plain forward pass, counted in the run's `nfe`.
+`decoder_input_ids` once): a draft longer than a canvas is cut to one (`seed_canvas`). `surprisal` reads how unlikely
+the model finds each draft token (`unsure`) from one plain forward pass, counted in the run's `nfe`.
 
 generate() runs eagerly (`disable_compile`): a compiled sampler would not call the proxy's Python. Capturing costs a
 device-to-host copy of the logits each step, so timings taken this way are labelled as captured (`CAPTURED`);
@@ -160,11 +160,12 @@ def seed_canvas(lm: DiffusionGemmaLM, s: GemmaSettings, draft: Sequence[int], re
     return canvas
 
 
-def uncertainty(lm: DiffusionGemmaLM, prompt_ids: list[int], draft: Sequence[int],
-                seed: int = 0) -> tuple[np.ndarray, int]:
-    """Each draft position's entropy (nats) from one plain forward pass of the model (its encoder over the prompt,
-    its decoder over the draft's first canvas, laid out as generate() lays out a first canvas; past the draft, noise
-    drawn from `seed`), and the network calls it cost (2: the encoder's and the decoder's), for the run's `nfe`."""
+def surprisal(lm: DiffusionGemmaLM, prompt_ids: list[int], draft: Sequence[int],
+              seed: int = 0) -> tuple[np.ndarray, int]:
+    """Each draft token's surprisal (-log p, nats: app/engine/draft.py's `unsure` measure) from one plain forward pass
+    of the model (its encoder over the prompt, its decoder over the draft's first canvas, laid out as generate() lays
+    out a first canvas; past the draft, noise drawn from `seed`), and the network calls it cost (2: the encoder's and
+    the decoder's), for the run's `nfe`."""
     import torch
 
     model, length = lm.model, lm.canvas_length
@@ -187,9 +188,9 @@ def uncertainty(lm: DiffusionGemmaLM, prompt_ids: list[int], draft: Sequence[int
     finally:
         for hook in hooks:
             hook.remove()
-    probs = torch.softmax(logits.float(), dim=-1)
-    entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum(-1)
-    return entropy.cpu().numpy().astype(np.float64), calls[0]
+    log_p = torch.log_softmax(logits.float(), dim=-1)
+    tokens = torch.tensor([int(t) for t in draft[:n]], dtype=torch.long, device=log_p.device)
+    return (-log_p[torch.arange(n, device=log_p.device), tokens]).cpu().numpy().astype(np.float64), calls[0]
 
 
 @dataclass
@@ -381,7 +382,7 @@ def run(lm: DiffusionGemmaLM, prompt_ids: list[int], s: GemmaSettings, cancel: t
     """DiffusionGemma's generate() on `prompt_ids` at `s`, seeded with `torch.manual_seed(s.seed)`: a step for each
     canvas's random start, each denoising step and each canvas appended, as they happen, then the answer generate()
     returned, done. Given a `draft` (token ids) and the answer positions of it to re-noise, the first canvas starts
-    from it (`seed_canvas`); `spent`: network calls made for this run before it (`uncertainty`'s), counted in `nfe`.
+    from it (`seed_canvas`); `spent`: network calls made for this run before it (`surprisal`'s), counted in `nfe`.
     Stops at the next step once `cancel` is set or the caller stops reading."""
     if not prompt_ids:
         raise UserError("The prompt is empty: type a prompt.")

@@ -26,8 +26,8 @@ draft written there would come a pass late (the block's first pass reading it al
 pass wrote ending the run). The draft is written instead into the window the pipeline hands its model, before the
 block's first pass (`block_causal`'s `seed`): that window is the pipeline's own tensor, so its scheduler, its
 end-of-text check and its callback all read the draft. The pipeline decides whether masks remain before that pass,
-so a block the draft fills with nothing re-noised gets one pass it counts as filling. `uncertainty` reads the
-model's entropy over the draft from one plain forward pass, counted in the run's `nfe`.
+so a block the draft fills with nothing re-noised gets one pass it counts as filling. `surprisal` reads how unlikely
+the model finds each draft token (`unsure`) from one plain forward pass, counted in the run's `nfe`.
 
 tests/test_llada2.py checks, on a tiny LLaDA2.1 built from its own code, that the answers agree token for token,
 with edits, at temperature 0.
@@ -136,11 +136,11 @@ def block_causal(model: Any, block_length: int, seed: dict[int, int] | None = No
     return BlockCausal()
 
 
-def uncertainty(model: Any, mask_id: int, prompt_ids: list[int], draft: Sequence[int],
-                s: DiffusionSettings) -> tuple[np.ndarray, int]:
-    """Each draft position's entropy (nats) from one plain forward pass of the model over the prompt and the draft,
-    laid out as the pipeline lays out its sequence (whole blocks, masks past the draft) and attending block-causally
-    as the run does; and the network calls it cost (1), for the run's `nfe`."""
+def surprisal(model: Any, mask_id: int, prompt_ids: list[int], draft: Sequence[int],
+              s: DiffusionSettings) -> tuple[np.ndarray, int]:
+    """Each draft token's surprisal (-log p, nats: app/engine/draft.py's `unsure` measure) from one plain forward pass
+    of the model over the prompt and the draft, laid out as the pipeline lays out its sequence (whole blocks, masks
+    past the draft) and attending block-causally as the run does; and the network calls it cost (1), for `nfe`."""
     import torch
 
     n, length, p = min(len(draft), s.gen_length), s.block_length, len(prompt_ids)
@@ -151,9 +151,8 @@ def uncertainty(model: Any, mask_id: int, prompt_ids: list[int], draft: Sequence
     with torch.inference_mode():
         x = x.to(model.device)
         logits = block_causal(model, length)(x, position_ids=torch.arange(total, device=x.device)[None]).logits
-    probs = torch.softmax(logits[0, p:p + n].float(), dim=-1)
-    entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum(-1)
-    return entropy.cpu().numpy().astype(np.float64), 1
+    log_p = torch.log_softmax(logits[0, p:p + n].float(), dim=-1).cpu()
+    return (-log_p[torch.arange(n), x[0, p:p + n].cpu()]).numpy().astype(np.float64), 1
 
 
 def authors_scheduler(diffusers: Any) -> Any:
@@ -181,7 +180,7 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
     """LLaDA2.x's block diffusion on `prompt_ids`: an all-masked first Step (given a `draft`, token ids, the draft
     with masks at its `renoised` answer positions and past it), one per pass of the pipeline as it happens
     (answer-relative positions; `committed` lists the masks filled, an edited token simply changes), then the last
-    pass's again, done. `spent`: network calls made for this run before it (`uncertainty`'s), counted in `nfe`.
+    pass's again, done. `spent`: network calls made for this run before it (`surprisal`'s), counted in `nfe`.
     Stops at the next pass once `cancel` is set or the caller stops reading.
 
     Blocks are aligned to the whole sequence, prompt included, as LLaDA2's sampler aligns them; each gets `steps` x

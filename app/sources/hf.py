@@ -15,10 +15,10 @@ from typing import Any, Iterator
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
-from app.engine.draft import Plan, Revision, choose, letters
+from app.engine.draft import Plan, Revision
 from app.engine.options import check, coerce, declared, option
 from app.engine.pins import AR_PINS
-from app.errors import UserError, counted
+from app.errors import UserError
 from app.hf.config import model_type
 from app.hf.diffusion_gemma import MODEL_TYPES as GEMMA_TYPES
 from app.hf.diffusion_gemma import GemmaSettings
@@ -28,7 +28,8 @@ from app.sources.base import Backend, SourceKind, register
 from app.sources.hf_gemma import GemmaSource, gemma_prompt
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
 from app.sources.pairs import known_type
-from app.trace.frames import Clock, Frame
+from app.sources.revise import plan_for, revision_letters
+from app.trace.frames import Clock, Frame, clean_text
 
 
 @dataclass
@@ -98,46 +99,33 @@ class BlockDiffusionSource(SamplerSource):
     def __init__(self, *args: Any, edit: PipelineSettings, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.edit = edit
-        self.planned: tuple[Plan, int] | None = None  # the last plan and the network calls it made
 
-    def plan(self, prompt: str, revision: Revision) -> Plan:
-        """This side's start from `revision`'s draft (issue 53): its tokens in the model's tokenizer, cut to the
-        answer length, and the positions to re-noise (`unsure`: one forward pass, `llada2.uncertainty`)."""
+    def revise(self, revision: Revision, prompt: str) -> Plan:
+        """Its plan for `revision` (app/sources/revise.py `plan_for`), kept for the next `stream`: the draft in the
+        model's tokenizer, `unsure` read from one block-causal forward pass (`llada2.surprisal`, counted in nfe)."""
         from app.hf import llada2
 
-        ids = [int(i) for i in self.tok.encode(revision.text)]
-        if not ids:
-            raise UserError("The draft has no tokens in this model's tokenizer: type a draft with words in it.")
-        n = self.opts.gen_length
-        note = (f"{self.name} writes {counted(n, 'token')}: the draft's other {len(ids) - n} are dropped."
-                if len(ids) > n else "")
-        entropy, calls = None, 0
-        if revision.where == "unsure":
-            m = self.model
-            entropy, calls = llada2.uncertainty(m.model, m.mask_id, self.encode(prompt), ids[:n], self.opts)
-        plan = Plan(tuple(ids[:n]), choose(len(ids[:n]), revision, entropy), "revise", note=note)
-        self.planned = (plan, calls)
-        return plan
+        m, draft = self.model, [int(i) for i in self.tok.encode(clean_text(revision.text))]
+        doubt = lambda: llada2.surprisal(m.model, m.mask_id, self.encode(prompt), draft, self.opts)[0]  # noqa: E731
+        return self.planned(plan_for(revision, self.name, draft, "revise", self.opts.gen_length, doubt))
 
     def settings(self) -> dict[str, Any]:
         return {**super().settings(), **self.edit.to_json()}
 
-    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False,
-               plan: Plan | None = None) -> Iterator[Frame]:
-        """Frames of the pipeline's passes, from `plan`'s draft when given, each then with its `revision` letters."""
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """Frames of the pipeline's passes, from its plan's draft after `revise`, each then with its `revision`."""
         from app.hf import llada2
 
         clock = Clock()
         ids = self.encode(prompt)
         m = self.model
-        spent = self.planned[1] if plan is not None and self.planned and self.planned[0] is plan else 0
-        draft, renoised = (plan.tokens, plan.renoised) if plan is not None else ((), ())
+        plan = self.plan if self.plan is not None and self.plan.mode == "revise" else None
+        draft, renoised, spent = (plan.tokens, plan.renoised, plan.nfe) if plan is not None else ((), (), 0)
         for st in llada2.run(m.model, m.mask_id, m.eos_id, ids, self.opts, self.edit, cancel, draft, renoised, spent):
             frame = diffusion_frame(self.tok, st, m.eos_id, len(ids), clock())
             if plan is not None:
                 n = len(frame.tokens)
-                frame.revision = letters([str(t) for t in plan.tokens], plan.renoised,
-                                         [str(int(i)) for i in st.ids[:n]], list(st.masked[:n]))
+                frame.revision = revision_letters(plan, st.ids[:n], st.masked[:n])
             yield frame
 
 

@@ -9,25 +9,27 @@ diffusion side's last frame is. A later canvas's start lists its positions as `i
 positions the cut dropped as `deleted`, so no alignment is guessed. Every frame's note says its timing was taken
 with every step captured.
 
-Started from a draft (issue 53, `GemmaSource.plan` then `stream(..., plan=)`), the first frame is the first canvas
+Started from a draft (issue 53, `GemmaSource.revise` then `stream`), the first frame is the first canvas
 generate() was given: the draft's tokens shown as the draft ("d", not accepted: generate() may still re-noise them)
-and noise ("n") at the re-noised positions; every frame carries `revision` (app/engine/draft.py `letters`, by token
-id), a noise position within the draft reading as re-noised.
+and noise ("n") at the re-noised positions; every frame carries `revision` (app/sources/revise.py
+`revision_letters`, by token id), a noise position within the draft reading as re-noised.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from app.engine.draft import Plan, Revision, choose, letters
-from app.errors import UserError, counted
+from app.engine.draft import Plan, Revision
+from app.errors import counted
 from app.hf.diffusion_gemma import CAPTURED, GemmaStep, resolve
 from app.sources.local import EOS_MARK, SamplerSource, legible, named_candidates
-from app.trace.frames import Clock, Frame
+from app.sources.revise import plan_for, revision_letters
+from app.trace.frames import Clock, Frame, clean_text
 
 
 def strings(tok: Any, ids: np.ndarray, eos_ids: list[int]) -> list[str]:
@@ -55,14 +57,6 @@ def note(st: GemmaStep, canvas_length: int) -> str:
             f"{CAPTURED}.")
 
 
-def revision(plan: Plan, ids: np.ndarray, states: str) -> str:
-    """A frame's `revision` letters against the plan's draft, compared by token id: a noise position within the
-    draft is re-noised (by the user's share or by generate()'s own rule), still open."""
-    noise = [s == "n" for s in states]
-    gone = set(plan.renoised) | {i for i, n in enumerate(noise[:len(plan.tokens)]) if n}
-    return letters([str(t) for t in plan.tokens], gone, [str(int(i)) for i in ids], noise)
-
-
 def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_length: int,
            plan: Plan | None = None) -> dict[str, Any]:
     """A step's display fields: strings, states, confidences, candidates, entropies (a denoising step's canvas),
@@ -74,7 +68,7 @@ def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_
            "confidence": np.round(st.confidence[:n], 4).tolist(), "committed": st.committed or None,
            "candidates": cands or None, "note": note(st, canvas_length)}
     if plan is not None:
-        out["revision"] = revision(plan, st.ids[:n], st.states[:n])
+        out["revision"] = revision_letters(plan, st.ids[:n], [state == "n" for state in st.states[:n]])
     if st.entropy is not None:  # a denoising step: the current canvas's positions, none for the finished ones
         done = len(st.ids) - len(st.entropy)
         out["entropy"] = [None] * done + np.round(st.entropy.astype(np.float64), 4).tolist()
@@ -94,41 +88,36 @@ class GemmaSource(SamplerSource):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.opts = resolve(self.model.model, self.opts)
-        self.planned: tuple[Plan, int] | None = None  # the last plan and the network calls it made
 
-    def plan(self, prompt: str, revision: Revision) -> Plan:
-        """This side's start from `revision`'s draft: its tokens in DiffusionGemma's tokenizer (one canvas's worth:
-        generate() seeds only its first canvas, and the plan's note says so when the draft is longer), and the
-        positions to re-noise, `unsure` ones read from one forward pass (`uncertainty`, counted in the run's nfe
-        when `stream` is given this plan)."""
+    def revise(self, revision: Revision, prompt: str) -> Plan:
+        """Its plan for `revision` (app/sources/revise.py `plan_for`), kept for the next `stream`: the draft in
+        DiffusionGemma's tokenizer, one canvas's worth (generate() seeds only its first canvas; the plan's note says
+        so when the draft is longer), `unsure` read from one forward pass (`surprisal`: the encoder's call and the
+        decoder's, counted in the run's nfe)."""
         from app.hf import diffusion_gemma
 
         m = self.model
-        ids = [int(i) for i in self.tok.encode(revision.text)]
-        if not ids:
-            raise UserError("The draft has no tokens in DiffusionGemma's tokenizer: type a draft with words in it.")
-        tokens, note = ids[:m.canvas_length], ""
+        ids = [int(i) for i in self.tok.encode(clean_text(revision.text))]
+        tokens = ids[:m.canvas_length]
+        plan = plan_for(revision, self.name, tokens, "revise", m.canvas_length,
+                        lambda: diffusion_gemma.surprisal(m, self.encode(prompt), tokens, revision.seed)[0],
+                        doubt_passes=2)
         if len(ids) > m.canvas_length:
-            note = (f"DiffusionGemma's generate() starts only its first canvas from a draft: it kept the draft's first "
-                    f"{counted(m.canvas_length, 'token')} and writes the other {len(ids) - m.canvas_length} afresh.")
-        entropy, calls = None, 0
-        if revision.where == "unsure":
-            entropy, calls = diffusion_gemma.uncertainty(m, self.encode(prompt), tokens, revision.seed)
-        plan = Plan(tuple(tokens), choose(len(tokens), revision, entropy), "revise", note=note)
-        self.planned = (plan, calls)
-        return plan
+            plan = replace(plan, note=f"DiffusionGemma's generate() starts only its first canvas from a draft: it "
+                                      f"kept the draft's first {counted(m.canvas_length, 'token')} and writes the "
+                                      f"other {len(ids) - m.canvas_length} afresh.")
+        return self.planned(plan)
 
-    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False,
-               plan: Plan | None = None) -> Iterator[Frame]:
-        """Frames stamped on this source's clock, from `plan`'s draft when given (`plan`); with `defer`, each
-        frame's strings wait for `Frame.ready()`."""
+    def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """Frames stamped on this source's clock, from its plan's draft after `revise`; with `defer`, each frame's
+        strings wait for `Frame.ready()`."""
         from app.hf import diffusion_gemma
 
         clock = Clock()
         ids = self.encode(prompt)
         m = self.model
-        spent = self.planned[1] if plan is not None and self.planned and self.planned[0] is plan else 0
-        draft, renoised = (plan.tokens, plan.renoised) if plan is not None else ((), ())
+        plan = self.plan if self.plan is not None and self.plan.mode == "revise" else None
+        draft, renoised, spent = (plan.tokens, plan.renoised, plan.nfe) if plan is not None else ((), (), 0)
         for st in diffusion_gemma.run(m, ids, self.opts, cancel, draft, renoised, spent):
             frame = Frame(t=clock(), step=st.step, final=st.done, nfe=st.nfe, refreshes=st.refreshes)
             frame.pending = functools.partial(fields, self.tok, st, m.eos_ids, len(ids), m.canvas_length, plan)
