@@ -209,3 +209,113 @@ def test_generate_takes_its_settings_as_flags(tiny: Path, capsys: pytest.Capture
     src = source(tiny, max_new_tokens=8, max_denoising_steps=3, entropy_bound=0.5, t_min=0.2, t_max=0.9,
                  stability_threshold=2, confidence_threshold=0.01, seed=4)
     assert capsys.readouterr().out.strip() == frames_of(src)[-1].text.strip()
+
+
+DRAFT = "there was a little cat"  # five tokens: a first canvas of 8 holds it and three positions past it
+
+
+def started(tiny: Path, where: str = "random", share: float = 0.4, text: str = DRAFT, device: str = "cpu",
+            **settings: Any) -> Any:
+    """A source and its plan from `text` (issue 53), at QUICK's settings and seed 3 unless given."""
+    from app.engine.draft import Revision
+
+    src = source(tiny, device, **{**QUICK, "seed": 3, **settings})
+    return src, src.revise(Revision(text, share=share, where=where, seed=1), PROMPT)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_draft_is_generates_own_first_canvas_and_the_answer_is_generates_from_it(tiny: Path, device: str) -> None:
+    """Started from a draft, the run is generate() given `decoder_input_ids`: the draft's tokens, and at each
+    re-noised position and past the draft the noise generate()'s sampler draws (uniform over the vocabulary from
+    torch's generator, seeded first), as a user of transformers would write it."""
+    from app.hf import diffusion_gemma
+
+    src, plan = started(tiny, device=device)
+    assert plan.mode == "revise" and plan.tokens == tuple(src.tok.encode(DRAFT)) and len(plan.renoised) == 2
+    ids, lm = src.encode(PROMPT), src.model
+    steps = list(diffusion_gemma.run(lm, ids, src.opts, draft=plan.tokens, renoised=plan.renoised))
+    torch.manual_seed(3)
+    canvas = torch.randint(0, lm.vocab_size, (1, lm.canvas_length), device=device)
+    kept = [i for i in range(len(plan.tokens)) if i not in plan.renoised]
+    canvas[0, kept] = torch.tensor([plan.tokens[i] for i in kept], device=device)
+    assert steps[0].ids.tolist() == canvas[0].tolist()
+    prompt = torch.tensor([ids], device=device)
+    answer = lm.model.generate(prompt, decoder_input_ids=canvas.clone(),
+                               **diffusion_gemma.generate_kwargs(src.opts)).sequences[0, len(ids):].tolist()
+    assert steps[-1].ids.tolist() == answer
+    torch.manual_seed(3)
+    assert answer != lm.model.generate(prompt, **diffusion_gemma.generate_kwargs(src.opts)
+                                       ).sequences[0, len(ids):].tolist()  # from nothing: another run
+
+
+def test_the_first_frame_shows_the_draft_with_noise_where_re_noised_and_every_frame_its_revision(tiny: Path) -> None:
+    from app.hf import diffusion_gemma
+    from app.trace.frames import Frame
+
+    src, plan = started(tiny)
+    frames = list(src.stream(PROMPT, threading.Event()))
+    steps = list(diffusion_gemma.run(src.model, src.encode(PROMPT), src.opts, draft=plan.tokens,
+                                     renoised=plan.renoised))  # the same run: its token ids, frame by frame
+    first, n = frames[0], len(plan.tokens)
+    drafted = "".join("n" if i in plan.renoised else "d" for i in range(n))
+    assert first.states == drafted + "n" * (8 - n)
+    assert first.revision == drafted.replace("n", "r").replace("d", "k") + "." * (8 - n)
+    assert [first.tokens[i] for i in range(n) if i not in plan.renoised] == \
+        [t for i, t in enumerate(src.tok.token_strings(list(plan.tokens))) if i not in plan.renoised]
+    assert len(frames) == len(steps)
+    for frame, st in zip(frames, steps):
+        assert frame.revision is not None and len(frame.revision) == len(frame.tokens)
+        assert Frame.from_json(frame.to_json()).revision == frame.revision
+        for i, (letter, state) in enumerate(zip(frame.revision, frame.states)):
+            kept = "k" if i < n and st.ids[i] == plan.tokens[i] else "e"
+            assert letter == ("." if i >= n else "r" if state == "n" else kept)
+    assert set(frames[-1].revision) <= set("ke.")  # all accepted: nothing left open
+    assert frames_of(source(tiny, **QUICK))[0].revision is None  # from nothing: no letters
+
+
+def test_unsure_positions_are_the_least_likely_draft_tokens_from_one_forward_pass_counted_in_nfe(tiny: Path) -> None:
+    from app.engine.draft import Revision
+
+    src, _ = started(tiny)
+    lm, ids = src.model, src.encode(PROMPT)
+    inner = lm.model.model
+    with forward_calls(inner.encoder) as encoder, forward_calls(inner.decoder) as decoder:
+        plan = src.revise(Revision(DRAFT, share=0.4, where="unsure", seed=1), PROMPT)
+        assert encoder[0] == decoder[0] == 1 and plan.nfe == 2
+        last = frames_of(src)[-1]
+    assert last.nfe == encoder[0] + decoder[0] and last.refreshes == encoder[0] - 1  # the pass is no refresh
+    canvas = torch.randint(0, lm.vocab_size, (1, 8), generator=torch.Generator().manual_seed(1))
+    canvas[0, :5] = torch.tensor(plan.tokens)
+    with torch.inference_mode():
+        logits = lm.model(input_ids=torch.tensor([ids]), position_ids=torch.arange(len(ids))[None],
+                          decoder_input_ids=canvas,
+                          decoder_position_ids=torch.arange(len(ids), len(ids) + 8)[None]).logits[0, :5]
+    surprisal = -torch.log_softmax(logits, dim=-1)[torch.arange(5), torch.tensor(plan.tokens)]  # -log p(draft token)
+    assert plan.renoised == tuple(sorted(torch.argsort(surprisal, descending=True)[:2].tolist()))
+
+
+def test_a_draft_longer_than_a_canvas_keeps_one_canvas_and_says_so(tiny: Path) -> None:
+    _, plan = started(tiny, text="there was a little cat who liked to play in the sun")
+    assert len(plan.tokens) == 8 and "first canvas" in plan.note and "writes the other 4 afresh" in plan.note
+
+
+def test_a_race_from_a_draft_records_diffusion_gemmas_plan_and_its_letters(tiny: Path, tmp_path: Path) -> None:
+    """In a race started from a draft, the DiffusionGemma side plans by its own `revise` (not the masked sampler's,
+    nor a `cannot`): the header keeps its plan, its first recorded frame is generate()'s seeded canvas."""
+    import json
+
+    from app.engine.draft import Revision
+    from app.race.run import Race
+    from app.ui.live import live_updates
+
+    out = tmp_path / "race.jsonl"
+    race = Race(PROMPT, f"hf-diffusion:{tiny}", "local-ar", out=out, draft=Revision(DRAFT, share=0.4, seed=1),
+                settings={"left": {"device": "cpu", **QUICK}, "right": {"gen_length": 8}})
+    for _ in live_updates(race, interval=0.1):
+        pass
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    plan = lines[0]["sources"]["left"]["draft"]
+    assert plan["mode"] == "revise" and plan["length"] == 5 and len(plan["renoised"]) == 2
+    left = [line for line in lines if line.get("type") == "frame" and line["side"] == "left"]
+    assert left[0]["revision"] == "".join("r" if i in plan["renoised"] else "k" for i in range(5)) + "..."
+    assert all(len(f["revision"]) == len(f["tokens"]) for f in left) and left[-1]["final"]

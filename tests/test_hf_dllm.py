@@ -21,6 +21,7 @@ from tests.hf_families import (  # noqa: E402
     counted_run,
     dllm_on_path,
     drawn,
+    forward_calls,
     no_cache_offered,
     past_the_tokenizer,
 )
@@ -171,6 +172,29 @@ def test_block_attention_runs_the_prefix_once_a_block_then_only_the_block(a2d: P
     assert prefixes == [padded, padded + 8, padded + 16]
     assert len(widths) - len(prefixes) == 12  # block steps
     assert steps[-1].nfe == len(widths) and steps[-1].refreshes == len(prefixes)  # every call of the network counts
+
+
+DRAFT_TEXT = "once upon a time there was a little cat"  # 16 tokens in the A2D tokenizer
+
+
+def test_block_attention_reads_a_whole_draft_in_one_pass_as_its_blocks_read_it(a2d: Path) -> None:
+    """Without its cache, the block model's logits are one pass over the prompt and a draft (issue 53's `unsure`),
+    laid out as the decode lays them out: each answer block's rows agree with that block decoded against its cache."""
+    src = make_source(f"hf-diffusion:{a2d}", trust_remote_code=True, device="cpu", gen_length=16, block_length=8,
+                      block_attention=True)
+    model, prompt = src.model, src.encode(PROMPT)
+    draft = np.array(src.tok.encode(DRAFT_TEXT)[:16])
+    ids, p = np.concatenate([prompt, draft]), len(prompt)
+    with forward_calls(model.model) as calls:
+        whole = model.logits(ids, start=p)
+    assert calls[0] == 1 and whole.shape == (16, model.vocab_size)
+    for k in (0, 8):
+        cached = model.logits(ids[:p + k + 8], cache=model.prefix_cache(ids[:p + k]), start=p + k)
+        np.testing.assert_allclose(whole[k:k + 8], cached, atol=1e-4)
+    from app.engine.draft import Revision
+
+    plan = src.revise(Revision(DRAFT_TEXT, share=0.25, where="unsure"), PROMPT)  # the masked sampler's unsure pass
+    assert plan.mode == "revise" and plan.nfe == 1 and len(plan.renoised) == 4
 
 
 def test_block_attention_is_not_an_ar_setting(a2d: Path) -> None:

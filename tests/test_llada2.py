@@ -23,6 +23,7 @@ from tests.hf_families import (  # noqa: E402  (needs torch and transformers)
     LLADA2_MASK,
     build_llada2,
     counted_run,
+    forward_calls,
     llada2_tokenizer,
     no_cache_offered,
     past_the_tokenizer,
@@ -251,3 +252,144 @@ def test_an_id_past_the_llada2_tokenizer_is_drawn_as_its_placeholder(llada2: Pat
     llada2_tokenizer(folder, LLADA2_MASK + 1)
     frames = past_the_tokenizer(f"hf-diffusion:{folder}", 157000, PROMPT, **RUN)
     assert unknown_token(157000) in frames[-1].tokens and unknown_token(157000) in frames[-1].text
+
+
+DRAFT = "once upon a time there was a little cat who liked to play in the sun"  # 16 tokens of the 24
+
+
+def _planned(llada2: Path, editing: float | None, where: str = "random") -> tuple:
+    """A source, its plan from DRAFT (a third re-noised) and the prompt's ids."""
+    from app.engine.draft import Revision
+
+    src = make_source(f"hf-diffusion:{llada2}", **RUN, editing_threshold=editing)
+    return src, src.revise(Revision(DRAFT, share=0.3, where=where, seed=2), PROMPT), src.encode(PROMPT)
+
+
+@pytest.mark.parametrize("editing", [0.5, None])
+def test_a_draft_is_in_each_blocks_window_before_its_first_pass_and_the_answer_is_the_pipelines(
+        llada2: Path, editing: float | None) -> None:
+    """Started from a draft, the model's first pass over each block reads the draft with masks at the re-noised
+    positions (and past the draft), and the answer is LLaDA2Pipeline's called the same way, token for token."""
+    from app.hf import llada2 as engine
+
+    src, plan, prompt = _planned(llada2, editing)
+    assert plan.mode == "revise" and len(plan.tokens) == 16 and len(plan.renoised) == 5
+    model, p = src.model.model, len(prompt)
+    read: list[list[int]] = []
+    hook = model.register_forward_pre_hook(lambda _m, args: read.append(args[0][0].tolist()))
+    try:
+        steps = list(engine.run(model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit, draft=plan.tokens,
+                                renoised=plan.renoised))
+    finally:
+        hook.remove()
+    seeded = [LLADA2_MASK if i in plan.renoised else t for i, t in enumerate(plan.tokens)] + [LLADA2_MASK] * 8
+    assert steps[0].ids.tolist() == seeded
+    firsts = {len(window): window for window in reversed(read)}  # each window's first pass
+    assert sorted(firsts) == [8, 16, 24, 32]
+    for end, window in firsts.items():
+        assert window[max(p, end - 8):end] == (seeded + [LLADA2_MASK] * 8)[max(0, end - 8 - p):end - p]
+    pipe = diffusers.LLaDA2Pipeline(model=engine.block_causal(model, 8, {p + i: t for i, t in enumerate(plan.tokens)
+                                                                         if i not in plan.renoised}),
+                                    scheduler=engine.authors_scheduler(diffusers))
+    pipe.set_progress_bar_config(disable=True)
+    with torch.inference_mode():
+        theirs = pipe(input_ids=torch.tensor([prompt]), use_chat_template=False, gen_length=24, block_length=8,
+                      num_inference_steps=8, temperature=0.0, threshold=0.9, editing_threshold=editing,
+                      max_post_steps=16, eos_early_stop=False, mask_token_id=LLADA2_MASK, eos_token_id=LLADA2_EOS,
+                      output_type="seq", generator=torch.Generator().manual_seed(0)).sequences[0].tolist()
+    assert steps[-1].ids.tolist() == theirs
+    scratch = list(engine.run(model, LLADA2_MASK, LLADA2_EOS, prompt, src.opts, src.edit))
+    assert scratch[-1].ids.tolist() != theirs
+    if editing is None:  # nothing rewrites a written token: every kept draft token stands
+        assert all(theirs[i] == t for i, t in enumerate(plan.tokens) if i not in plan.renoised)
+
+
+def test_the_pipelines_callback_rewrites_a_window_only_after_its_first_pass_reads_it_masked(llada2: Path) -> None:
+    """Why app/hf/llada2.py writes a draft into the window the pipeline hands its model: a draft returned as the
+    callback's `block_x` on a block's first pass reaches the model a pass late (that pass read the block masked)."""
+    from app.hf import llada2 as engine
+
+    src, plan, prompt = _planned(llada2, None)
+    model, p = src.model.model, len(prompt)
+    read: list[list[int]] = []
+    hook = model.register_forward_pre_hook(lambda _m, args: read.append(args[0][0].tolist()))
+
+    def draft_in(_pipe, _step: int, _t: int, kw: dict) -> dict:
+        window = kw["block_x"].clone()
+        for i, t in enumerate(plan.tokens):
+            if p + i < window.shape[1] and i not in plan.renoised:
+                window[0, p + i] = t
+        return {"block_x": window}
+
+    pipe = diffusers.LLaDA2Pipeline(model=engine.block_causal(model, 8), scheduler=engine.authors_scheduler(diffusers))
+    pipe.set_progress_bar_config(disable=True)
+    try:
+        with torch.inference_mode():
+            pipe(input_ids=torch.tensor([prompt]), use_chat_template=False, gen_length=24, block_length=8,
+                 num_inference_steps=8, temperature=0.0, threshold=0.9, editing_threshold=None, eos_early_stop=False,
+                 mask_token_id=LLADA2_MASK, eos_token_id=LLADA2_EOS, output_type="seq",
+                 callback_on_step_end=draft_in, callback_on_step_end_tensor_inputs=["block_x"])
+    finally:
+        hook.remove()
+    assert read[0][p:] == [LLADA2_MASK] * (8 - p)  # the first pass: the block's answer positions all masked
+    kept = [i for i in range(8 - p) if i not in plan.renoised]
+    assert kept and [read[1][p + i] for i in kept] == [plan.tokens[i] for i in kept]  # the draft: a pass late
+
+
+def test_a_llada2_draft_shows_masks_where_re_noised_and_every_frame_its_revision(llada2: Path) -> None:
+    from app.trace.frames import Frame
+
+    src, plan, _ = _planned(llada2, None)
+    frames = list(src.stream(PROMPT, threading.Event()))
+    first = frames[0]
+    assert [i for i, m in enumerate(first.masked) if m] == [*plan.renoised, *range(16, 24)]
+    assert first.revision == "".join("r" if i in plan.renoised else "k" for i in range(16)) + "." * 8
+    for frame in frames:
+        assert frame.revision is not None and len(frame.revision) == len(frame.tokens)
+        assert Frame.from_json(frame.to_json()).revision == frame.revision
+        assert all(letter == "r" for letter, m in zip(frame.revision, frame.masked) if m and letter != ".")
+    last = frames[-1]
+    assert "r" not in last.revision  # every re-noised position filled, and with editing off every kept token stands
+    assert all(last.revision[i] == "k" for i in range(min(16, len(last.revision))) if i not in plan.renoised)
+
+
+def test_llada2_unsure_positions_are_the_least_likely_draft_tokens_from_one_pass_counted_in_nfe(llada2: Path) -> None:
+    from app.engine.draft import Revision
+    from app.hf import llada2 as engine
+
+    src, _, prompt = _planned(llada2, 0.5)
+    with forward_calls(src.model.model) as calls:
+        plan = src.revise(Revision(DRAFT, share=0.25, where="unsure", seed=2), PROMPT)
+        assert calls[0] == 1 and plan.nfe == 1
+        last = list(src.stream(PROMPT, threading.Event()))[-1]
+    assert last.nfe == calls[0]
+    seen = torch.full((1, 32), LLADA2_MASK)  # the prompt and the draft in whole blocks, read block-causally
+    seen[0, :len(prompt) + 16] = torch.tensor(prompt + list(plan.tokens))
+    with torch.inference_mode():
+        logits = engine.block_causal(src.model.model, 8)(seen, position_ids=torch.arange(32)[None]).logits[0]
+    surprisal = -torch.log_softmax(logits[len(prompt):len(prompt) + 16].float(), -1)[torch.arange(16),
+                                                                                     torch.tensor(plan.tokens)]
+    assert plan.renoised == tuple(sorted(torch.argsort(surprisal, descending=True, stable=True)[:4].tolist()))
+
+
+def test_a_race_from_a_draft_records_llada2s_plan_and_its_letters(llada2: Path, tmp_path: Path) -> None:
+    """In a race started from a draft, the LLaDA2.x side plans by its own `revise` and runs its pipeline from the
+    draft: the header keeps its plan, its first recorded frame shows the draft masked where re-noised."""
+    import json
+
+    from app.engine.draft import Revision
+    from app.race.run import Race
+    from app.ui.live import live_updates
+
+    out = tmp_path / "race.jsonl"
+    race = Race(PROMPT, f"hf-diffusion:{llada2}", "local-ar", out=out, draft=Revision(DRAFT, share=0.3, seed=2),
+                settings={"left": {**RUN, "editing_threshold": None}, "right": {"gen_length": 8}})
+    for _ in live_updates(race, interval=0.1):
+        pass
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    plan = lines[0]["sources"]["left"]["draft"]
+    assert plan["mode"] == "revise" and plan["length"] == 16 and len(plan["renoised"]) == 5
+    left = [line for line in lines if line.get("type") == "frame" and line["side"] == "left"]
+    assert left[0]["revision"] == "".join("r" if i in plan["renoised"] else "k" for i in range(16)) + "." * 8
+    assert [i for i, m in enumerate(left[0]["masked"]) if m] == [*plan["renoised"], *range(16, 24)]
+    assert all(len(f["revision"]) == len(f["tokens"]) for f in left) and left[-1]["final"]

@@ -68,6 +68,22 @@ def test_entropy_round_trips_with_nulls_and_bad_ones_are_named(tmp_path: Path) -
     assert Frame.from_json({"t": 0, "step": 0, "tokens": ["a"]}).entropy is None  # older frames: none
 
 
+def test_revision_letters_round_trip_and_bad_ones_are_named(tmp_path: Path) -> None:
+    """A frame of a side started from a draft (issue 53) keeps its `revision`, one letter of k, e, r, . a token."""
+    path = tmp_path / "v.jsonl"
+    w = RecordingWriter(path, make_header("hi", {}))
+    good = Frame(t=0.0, step=1, tokens=["the", "qx", "cat", "sat"], states="ana" + "a", revision="kre.")
+    w.frame("left", good)
+    for bad in ("kr", "krex", 3):
+        w._write({"type": "frame", "side": "left", "t": 0.1, "step": 2, "tokens": ["a", "b", "c", "d"],
+                  "revision": bad})
+    w.close()
+    rec = read_recording(path)
+    assert rec.frames["left"] == [good] and rec.frames["left"][0].revision == "kre."
+    assert len(rec.warnings) == 1 and "'revision' must be" in rec.warnings[0]
+    assert Frame.from_json({"t": 0, "step": 0, "tokens": ["a"]}).revision is None  # older frames: no draft
+
+
 def test_a_schema_1_recording_still_reads(tmp_path: Path) -> None:
     path = tmp_path / "old.jsonl"
     path.write_text('{"type": "header", "schema": 1, "prompt": "p", "sources": {}}\n'

@@ -7,6 +7,10 @@ runs only the current block against that cache. `HFBlockLM` does the same behind
 dllm's sampler lays it out so that the answer agrees token for token: the prefix is left-padded with the padding id to a
 whole number of blocks, padding is neither query nor key and takes no position, and blocks are counted from the left of
 the padded row (so the answer's blocks start right after the prompt).
+
+Started from a draft (issue 53), it decodes through Converge's masked sampler like any masked model; the one pass
+that reads where the model is least sure of the draft (`unsure`) is `logits` without a cache: the whole sequence,
+laid out the same way, in one block-causal pass.
 """
 
 from __future__ import annotations
@@ -67,11 +71,12 @@ class HFBlockLM(MaskedLMBase):
     def logits(self, ids: np.ndarray, cache: Any | None = None, start: int = 0,
                stop: int | None = None) -> np.ndarray:
         """Logits of the block ids[start:start + block] only, against the cached prefix ids[:start] (never given
-        `stop`: the block is all it recomputes)."""
+        `stop`: the block is all it recomputes); without a cache, of ids[start:] from one block-causal pass over
+        all of ids, left-padded to whole blocks as the cache's prefix is (a pass over a draft, `unsure`)."""
         import torch
 
         if cache is None:
-            raise UserError("Block attention decodes with its block cache: turn the prefix cache on.")
+            return self._whole(ids, start)
         block = torch.as_tensor(np.asarray(ids[start:start + self.block], dtype=np.int64)).to(self.placement["device"])
         prefix = cache["ids"]
         mask, pos = block_layout(torch.cat([prefix, block]), self.block, self.pad_id)
@@ -79,6 +84,21 @@ class HFBlockLM(MaskedLMBase):
         with torch.inference_mode():
             out = self.model(input_ids=block[None], attention_mask=mask[:, :, n:, :], position_ids=pos[:, n:],
                              past_key_values=copy.deepcopy(cache["past"]), use_cache=False).logits[0].float()
+            out[:, [i for i in self.banned if i < out.shape[1]]] = -torch.inf
+            return out.cpu().numpy()
+
+
+    def _whole(self, ids: np.ndarray, start: int) -> np.ndarray:
+        """Logits of ids[start:] from one pass over all of ids with the block layout `prefix_cache` gives them."""
+        import torch
+
+        ids = np.asarray(ids, dtype=np.int64)
+        pad = (-len(ids)) % self.block if start == 0 else (-start) % self.block  # the prompt's blocks as decoded
+        x = torch.as_tensor(np.concatenate([np.full(pad, self.pad_id, dtype=np.int64), ids]))
+        x = x.to(self.placement["device"])
+        mask, pos = block_layout(x, self.block, self.pad_id)
+        with torch.inference_mode():
+            out = self.model(input_ids=x[None], attention_mask=mask, position_ids=pos).logits[0, pad + start:].float()
             out[:, [i for i in self.banned if i < out.shape[1]]] = -torch.inf
             return out.cpu().numpy()
 

@@ -16,6 +16,13 @@ Nothing of its sampler is re-implemented. Three observers watch generate() run, 
 - forward hooks on the encoder and the decoder, counting every call of the network (`nfe`; the encoder's, over the
   prompt and each committed canvas, also as `refreshes`).
 
+Started from a draft (issue 53, app/engine/draft.py), the first canvas is generate()'s own `decoder_input_ids`: the
+draft's tokens, with each re-noised position (and any past the draft) drawn as generate() draws a canvas's random
+start, by its sampler's own `initialize_canvas` (uniform over the vocabulary); generate() then accepts and re-noises
+by its own rule, a draft token included. Only the first canvas can be seeded so (generate() pops
+`decoder_input_ids` once): a draft longer than a canvas is cut to one (`seed_canvas`). `surprisal` reads how unlikely
+the model finds each draft token (`unsure`) from one plain forward pass, counted in the run's `nfe`.
+
 generate() runs eagerly (`disable_compile`): a compiled sampler would not call the proxy's Python. Capturing costs a
 device-to-host copy of the logits each step, so timings taken this way are labelled as captured (`CAPTURED`);
 `python -m app bench --only diffusion-gemma` measures what that costs.
@@ -26,7 +33,7 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -139,6 +146,53 @@ def load(name: str, device: str = "auto", dtype: str = "auto") -> tuple[Diffusio
     return DiffusionGemmaLM(model, eos_ids, runs_on=runs_on), HFTokenizer(tok, None, eos_ids[0] if eos_ids else -1)
 
 
+def seed_canvas(lm: DiffusionGemmaLM, s: GemmaSettings, draft: Sequence[int], renoised: Sequence[int]) -> Any:
+    """The first canvas (1, canvas_length) generate() is given as `decoder_input_ids`: `draft`'s tokens (the first
+    canvas's worth), and at each of `renoised` and past the draft the noise generate()'s own sampler draws for a
+    canvas's random start (`initialize_canvas`, from torch's global generator: the caller seeds it first)."""
+    import torch
+
+    model = lm.model
+    config, _ = model._prepare_generation_config(None, **generate_kwargs(s))
+    canvas = model._prepare_sampler(config).initialize_canvas(batch_size=1, device=torch.device(lm.placement["device"]))
+    kept = [i for i in range(min(len(draft), lm.canvas_length)) if i not in set(renoised)]
+    canvas[0, kept] = torch.tensor([int(draft[i]) for i in kept], dtype=canvas.dtype, device=canvas.device)
+    return canvas
+
+
+def surprisal(lm: DiffusionGemmaLM, prompt_ids: list[int], draft: Sequence[int],
+              seed: int = 0) -> tuple[np.ndarray, int]:
+    """Each draft token's surprisal (-log p, nats: app/engine/draft.py's `unsure` measure) from one plain forward pass
+    of the model (its encoder over the prompt, its decoder over the draft's first canvas, laid out as generate() lays
+    out a first canvas; past the draft, noise drawn from `seed`), and the network calls it cost (2: the encoder's and
+    the decoder's), for the run's `nfe`."""
+    import torch
+
+    model, length = lm.model, lm.canvas_length
+    n = min(len(draft), length)
+    device = torch.device(lm.placement["device"])
+    canvas = torch.randint(0, lm.vocab_size, (1, length), generator=torch.Generator().manual_seed(seed)).to(device)
+    canvas[0, :n] = torch.tensor([int(t) for t in draft[:n]], dtype=torch.long, device=device)
+    p = len(prompt_ids)
+    calls = [0]
+
+    def count(*_: Any) -> None:
+        calls[0] += 1
+
+    hooks = [model.model.encoder.register_forward_hook(count), model.model.decoder.register_forward_hook(count)]
+    try:
+        with lm.lock, torch.inference_mode():
+            logits = model(input_ids=torch.tensor([prompt_ids], dtype=torch.long, device=device),
+                           position_ids=torch.arange(p, device=device)[None], decoder_input_ids=canvas,
+                           decoder_position_ids=torch.arange(p, p + length, device=device)[None]).logits[0, :n]
+    finally:
+        for hook in hooks:
+            hook.remove()
+    log_p = torch.log_softmax(logits.float(), dim=-1)
+    tokens = torch.tensor([int(t) for t in draft[:n]], dtype=torch.long, device=log_p.device)
+    return (-log_p[torch.arange(n, device=log_p.device), tokens]).cpu().numpy().astype(np.float64), calls[0]
+
+
 @dataclass
 class GemmaStep:
     """The answer after one event of a run: `ids` are the finished canvases then the current one (accepted tokens and
@@ -166,9 +220,13 @@ class _Capture:
 
     _takes_logits = True
 
-    def __init__(self, lm: DiffusionGemmaLM, out: queue.Queue, stop: threading.Event) -> None:
+    def __init__(self, lm: DiffusionGemmaLM, out: queue.Queue, stop: threading.Event,
+                 spent: int = 0) -> None:
         self.lm, self.out, self.stop = lm, out, stop
-        self.calls = {"encoder": 0, "decoder": 0}
+        self.calls = {"encoder": 0, "decoder": 0, "before": spent}  # `spent`: calls made for the run before it
+        # the first canvas when generate() is given one (`decoder_input_ids`), and which of its positions hold the draft
+        self.seed: tuple[np.ndarray, np.ndarray] | None = None
+        self.drafted = np.zeros(0, dtype=bool)  # positions of the current canvas showing the draft, not yet read
         self.done: list[np.ndarray] = []  # the finished canvases, as generate() appended them
         self.done_confidence: list[np.ndarray] = []
         self.canvas = np.zeros(0, dtype=np.int64)  # what the next decoder pass reads
@@ -192,11 +250,16 @@ class _Capture:
             raise Stopped
 
     def started(self, canvas: Any) -> None:
-        """The sampler drew canvas `index`'s random start: every position is noise."""
+        """The sampler drew canvas `index`'s random start: every position is noise; the first canvas, when
+        generate() was given one, is that canvas instead (generate() draws a random start all the same, unused),
+        its draft positions shown as the draft ("d")."""
         self._check()
         self.index += 1
         self.denoising = 0
         self.canvas = canvas[0].cpu().numpy().astype(np.int64)
+        self.drafted = np.zeros(len(self.canvas), dtype=bool)
+        if self.index == 0 and self.seed is not None:
+            self.canvas, self.drafted = self.seed
         self.accepted = np.zeros(len(self.canvas), dtype=bool)
         self.confidence = np.zeros(len(self.canvas), dtype=np.float32)
         self._emit()
@@ -231,6 +294,7 @@ class _Capture:
         candidates = {offset + int(i): [(int(t), float(p)) for t, p in zip(ids[i], values[i])]
                       for i in np.flatnonzero(new)}
         self.canvas, self.accepted, self.confidence = canvas, accepted, values[:, 0].astype(np.float32)
+        self.drafted = np.zeros(len(canvas), dtype=bool)
         self._emit([offset + int(i) for i in np.flatnonzero(new)], candidates, entropy)
 
     def end(self) -> None:
@@ -239,7 +303,8 @@ class _Capture:
     def _emit(self, committed: list[int] | None = None, candidates: dict[int, list[tuple[int, float]]] | None = None,
               entropy: np.ndarray | None = None) -> None:
         ids = np.concatenate([*self.done, self.canvas])
-        states = "a" * sum(len(c) for c in self.done) + "".join("a" if a else "n" for a in self.accepted)
+        states = "a" * sum(len(c) for c in self.done) + "".join(
+            "a" if a else "d" if d else "n" for a, d in zip(self.accepted, self.drafted))
         self.out.put(GemmaStep(self.steps, ids, states, np.concatenate([*self.done_confidence, self.confidence]),
                                self.index, self.denoising, sum(self.calls.values()), self.calls["encoder"],
                                committed or [], candidates or {}, entropy))
@@ -281,20 +346,28 @@ class _Observed:
         return canvas
 
 
-def _generate(lm: DiffusionGemmaLM, prompt_ids: list[int], s: GemmaSettings, cap: _Capture) -> np.ndarray:
-    """Runs generate() once with `cap` watching (its hooks and sampler proxy removed after); the answer it
-    returned, prompt excluded."""
+def _generate(lm: DiffusionGemmaLM, prompt_ids: list[int], s: GemmaSettings, cap: _Capture,
+              draft: Sequence[int] = (), renoised: Sequence[int] = ()) -> np.ndarray:
+    """Runs generate() once with `cap` watching (its hooks and sampler proxy removed after), given the first canvas
+    `seed_canvas` makes of a non-empty `draft`; the answer it returned, prompt excluded."""
     import torch
 
     model = lm.model
+    torch.manual_seed(s.seed)
+    kwargs = generate_kwargs(s)
+    if len(draft):
+        canvas = seed_canvas(lm, s, draft, renoised)
+        drafted = np.zeros(lm.canvas_length, dtype=bool)
+        drafted[[i for i in range(min(len(draft), lm.canvas_length)) if i not in set(renoised)]] = True
+        cap.seed = (canvas[0].cpu().numpy().astype(np.int64), drafted)
+        kwargs["decoder_input_ids"] = canvas
     prepare = model._prepare_sampler
     model._prepare_sampler = lambda config: _Observed(prepare(config), cap)
     hooks = [model.model.encoder.register_forward_hook(cap.count("encoder")),
              model.model.decoder.register_forward_hook(cap.count("decoder"))]
     try:
-        torch.manual_seed(s.seed)
         ids = torch.tensor([prompt_ids], dtype=torch.long, device=lm.placement["device"])
-        out = model.generate(ids, streamer=cap, **generate_kwargs(s))
+        out = model.generate(ids, streamer=cap, **kwargs)
     finally:
         for hook in hooks:
             hook.remove()
@@ -303,21 +376,24 @@ def _generate(lm: DiffusionGemmaLM, prompt_ids: list[int], s: GemmaSettings, cap
     return sequences[0, len(prompt_ids):].cpu().numpy().astype(np.int64)
 
 
-def run(lm: DiffusionGemmaLM, prompt_ids: list[int], s: GemmaSettings,
-        cancel: threading.Event | None = None) -> Iterator[GemmaStep]:
+def run(lm: DiffusionGemmaLM, prompt_ids: list[int], s: GemmaSettings, cancel: threading.Event | None = None,
+        draft: Sequence[int] = (), renoised: Sequence[int] = (),
+        spent: int = 0) -> Iterator[GemmaStep]:
     """DiffusionGemma's generate() on `prompt_ids` at `s`, seeded with `torch.manual_seed(s.seed)`: a step for each
     canvas's random start, each denoising step and each canvas appended, as they happen, then the answer generate()
-    returned, done. Stops at the next step once `cancel` is set or the caller stops reading."""
+    returned, done. Given a `draft` (token ids) and the answer positions of it to re-noise, the first canvas starts
+    from it (`seed_canvas`); `spent`: network calls made for this run before it (`surprisal`'s), counted in `nfe`.
+    Stops at the next step once `cancel` is set or the caller stops reading."""
     if not prompt_ids:
         raise UserError("The prompt is empty: type a prompt.")
     out: queue.Queue = queue.Queue()
     stop = threading.Event()
-    cap = _Capture(lm, out, stop)
+    cap = _Capture(lm, out, stop, spent)
 
     def work() -> None:
         try:
             with lm.lock:
-                answer = _generate(lm, prompt_ids, s, cap)
+                answer = _generate(lm, prompt_ids, s, cap, draft, renoised)
             out.put(cap.final(answer))
             out.put(None)
         except BaseException as err:  # handed to the consumer, which raises it on its own thread

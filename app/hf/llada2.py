@@ -19,6 +19,16 @@ them. app/sources/hf.py declares that pair as the LLaDA2.x backend, so the page,
 accept and keep nothing else (its own `minimal_topk` only caps the passes, which `steps` sets, and its
 `sampling_method` "auto" follows the temperature: neither is offered).
 
+Started from a draft (issue 53, app/engine/draft.py), each block's window starts as the draft with masks at the
+re-noised positions (and past the draft), so the pipeline fills those masks and, with editing on, may rewrite a
+draft token by its own rule. LLaDA2Pipeline's one per-pass hook, its callback's `block_x`, runs after a pass: a
+draft written there would come a pass late (the block's first pass reading it all masked, and an end-of-text that
+pass wrote ending the run). The draft is written instead into the window the pipeline hands its model, before the
+block's first pass (`block_causal`'s `seed`): that window is the pipeline's own tensor, so its scheduler, its
+end-of-text check and its callback all read the draft. The pipeline decides whether masks remain before that pass,
+so a block the draft fills with nothing re-noised gets one pass it counts as filling. `surprisal` reads how unlikely
+the model finds each draft token (`unsure`) from one plain forward pass, counted in the run's `nfe`.
+
 tests/test_llada2.py checks, on a tiny LLaDA2.1 built from its own code, that the answers agree token for token,
 with edits, at temperature 0.
 """
@@ -28,7 +38,7 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -87,10 +97,14 @@ def _diffusers() -> Any:
     return diffusers
 
 
-def block_causal(model: Any, block_length: int) -> Any:
+def block_causal(model: Any, block_length: int, seed: dict[int, int] | None = None) -> Any:
     """`model` behind a module that replaces the pipeline's 2D attention mask with the block-causal mask LLaDA2's
-    own generate() builds (0 where a block sees a position, -inf elsewhere, in the model's dtype)."""
+    own generate() builds (0 where a block sees a position, -inf elsewhere, in the model's dtype). `seed` ({sequence
+    position: token}, a draft's kept tokens): written into the window the pipeline hands the model, in place, on
+    the first pass over each block, before the model reads it."""
     import torch
+
+    seeded: set[int] = set()  # the windows (by their end) already given their draft
 
     class BlockCausal(torch.nn.Module):
         """LLaDA2 seen through its own generate()'s attention mask."""
@@ -108,12 +122,37 @@ def block_causal(model: Any, block_length: int) -> Any:
             return self.inner.dtype
 
         def forward(self, input_ids: Any, attention_mask: Any = None, position_ids: Any = None) -> Any:
+            end = input_ids.shape[1]
+            if seed and end not in seeded:
+                seeded.add(end)
+                for i in range(end - block_length, end):
+                    if i in seed:
+                        input_ids[:, i] = seed[i]
             blocks = input_ids.shape[1] // block_length
             seen = torch.tril(torch.ones(blocks, blocks, device=input_ids.device))
             seen = seen.repeat_interleave(block_length, 0).repeat_interleave(block_length, 1)[None, None]
             return self.inner(input_ids, attention_mask=seen.log().to(self.inner.dtype), position_ids=position_ids)
 
     return BlockCausal()
+
+
+def surprisal(model: Any, mask_id: int, prompt_ids: list[int], draft: Sequence[int],
+              s: DiffusionSettings) -> tuple[np.ndarray, int]:
+    """Each draft token's surprisal (-log p, nats: app/engine/draft.py's `unsure` measure) from one plain forward pass
+    of the model over the prompt and the draft, laid out as the pipeline lays out its sequence (whole blocks, masks
+    past the draft) and attending block-causally as the run does; and the network calls it cost (1), for `nfe`."""
+    import torch
+
+    n, length, p = min(len(draft), s.gen_length), s.block_length, len(prompt_ids)
+    total = (p + s.gen_length + length - 1) // length * length
+    x = torch.full((1, total), mask_id, dtype=torch.long)
+    x[0, :p] = torch.tensor(prompt_ids, dtype=torch.long)
+    x[0, p:p + n] = torch.tensor([int(t) for t in draft[:n]], dtype=torch.long)
+    with torch.inference_mode():
+        x = x.to(model.device)
+        logits = block_causal(model, length)(x, position_ids=torch.arange(total, device=x.device)[None]).logits
+    log_p = torch.log_softmax(logits[0, p:p + n].float(), dim=-1).cpu()
+    return (-log_p[torch.arange(n), x[0, p:p + n].cpu()]).numpy().astype(np.float64), 1
 
 
 def authors_scheduler(diffusers: Any) -> Any:
@@ -136,10 +175,13 @@ def authors_scheduler(diffusers: Any) -> Any:
 # long: the pipeline's per-pass callback and its worker thread are closures over this run's answer, confidences,
 # queue and stop flag, which the generator owns so that it can stop the worker when its reader stops
 def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: DiffusionSettings, e: PipelineSettings,
-        cancel: threading.Event | None = None) -> Iterator[Step]:
-    """LLaDA2.x's block diffusion on `prompt_ids`: an all-masked first Step, one per pass of the pipeline as it
-    happens (answer-relative positions; `committed` lists the masks filled, an edited token simply changes), then the
-    last pass's again, done. Stops at the next pass once `cancel` is set or the caller stops reading.
+        cancel: threading.Event | None = None, draft: Sequence[int] = (), renoised: Sequence[int] = (),
+        spent: int = 0) -> Iterator[Step]:
+    """LLaDA2.x's block diffusion on `prompt_ids`: an all-masked first Step (given a `draft`, token ids, the draft
+    with masks at its `renoised` answer positions and past it), one per pass of the pipeline as it happens
+    (answer-relative positions; `committed` lists the masks filled, an edited token simply changes), then the last
+    pass's again, done. `spent`: network calls made for this run before it (`surprisal`'s), counted in `nfe`.
+    Stops at the next pass once `cancel` is set or the caller stops reading.
 
     Blocks are aligned to the whole sequence, prompt included, as LLaDA2's sampler aligns them; each gets `steps` x
     block length / answer length passes (one a token at the default steps). Of `s` only the settings in `TAKES`
@@ -149,6 +191,9 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
     d = _diffusers()
     n, length = s.gen_length, s.block_length
     answer = np.full(n, mask_id, dtype=np.int64)
+    gone = set(renoised)
+    kept = {i: int(t) for i, t in enumerate(draft[:n]) if i not in gone}
+    answer[list(kept)] = list(kept.values())
     confidence = np.zeros(n, dtype=np.float32)
     out: queue.Queue = queue.Queue()
     p = len(prompt_ids)
@@ -169,12 +214,14 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
                 confidence[i - p] = probs[i - start]
             answer[i - p] = window[i]
         out.put(Step(step=index + 1, ids=answer.copy(), masked=answer == mask_id, confidence=confidence.copy(),
-                     committed=committed, nfe=index + 1))
+                     committed=committed, nfe=spent + index + 1))
         return {}
 
     def work() -> None:
         try:
-            pipe = d.LLaDA2Pipeline(model=block_causal(model, length), scheduler=authors_scheduler(d), tokenizer=None)
+            seed = {p + i: t for i, t in kept.items()}
+            pipe = d.LLaDA2Pipeline(model=block_causal(model, length, seed), scheduler=authors_scheduler(d),
+                                    tokenizer=None)
             pipe.set_progress_bar_config(disable=True)
             with torch.inference_mode():
                 pipe(input_ids=torch.tensor([prompt_ids], dtype=torch.long), use_chat_template=False, gen_length=n,
@@ -190,7 +237,7 @@ def run(model: Any, mask_id: int, eos_id: int, prompt_ids: list[int], s: Diffusi
             out.put(err)
 
     worker = threading.Thread(target=work, name="llada2-pipeline", daemon=True)
-    last = Step(step=0, ids=answer.copy(), masked=answer == mask_id, confidence=confidence.copy())
+    last = Step(step=0, ids=answer.copy(), masked=answer == mask_id, confidence=confidence.copy(), nfe=spent)
     try:
         yield last
         for last in relay(worker, out, cancel, "LLaDA2's pipeline"):

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from app.engine.autoregressive import ARSettings
 from app.engine.diffusion import DiffusionSettings
+from app.engine.draft import Plan, Revision
 from app.engine.options import check, coerce, declared, option
 from app.engine.pins import AR_PINS
 from app.errors import UserError
@@ -27,7 +28,8 @@ from app.sources.base import Backend, SourceKind, register
 from app.sources.hf_gemma import GemmaSource, gemma_prompt
 from app.sources.local import SamplerSource, diffusion_frame, sampler_settings
 from app.sources.pairs import known_type
-from app.trace.frames import Clock, Frame
+from app.sources.revise import plan_for, revision_letters
+from app.trace.frames import Clock, Frame, clean_text
 
 
 @dataclass
@@ -98,17 +100,33 @@ class BlockDiffusionSource(SamplerSource):
         super().__init__(*args, **kwargs)
         self.edit = edit
 
+    def revise(self, revision: Revision, prompt: str) -> Plan:
+        """Its plan for `revision` (app/sources/revise.py `plan_for`), kept for the next `stream`: the draft in the
+        model's tokenizer, `unsure` read from one block-causal forward pass (`llada2.surprisal`, counted in nfe)."""
+        from app.hf import llada2
+
+        m, draft = self.model, [int(i) for i in self.tok.encode(clean_text(revision.text))]
+        doubt = lambda: llada2.surprisal(m.model, m.mask_id, self.encode(prompt), draft, self.opts)[0]  # noqa: E731
+        return self.planned(plan_for(revision, self.name, draft, "revise", self.opts.gen_length, doubt))
+
     def settings(self) -> dict[str, Any]:
         return {**super().settings(), **self.edit.to_json()}
 
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
+        """Frames of the pipeline's passes, from its plan's draft after `revise`, each then with its `revision`."""
         from app.hf import llada2
 
         clock = Clock()
         ids = self.encode(prompt)
         m = self.model
-        for st in llada2.run(m.model, m.mask_id, m.eos_id, ids, self.opts, self.edit, cancel):
-            yield diffusion_frame(self.tok, st, m.eos_id, len(ids), clock())
+        plan = self.plan if self.plan is not None and self.plan.mode == "revise" else None
+        draft, renoised, spent = (plan.tokens, plan.renoised, plan.nfe) if plan is not None else ((), (), 0)
+        for st in llada2.run(m.model, m.mask_id, m.eos_id, ids, self.opts, self.edit, cancel, draft, renoised, spent):
+            frame = diffusion_frame(self.tok, st, m.eos_id, len(ids), clock())
+            if plan is not None:
+                n = len(frame.tokens)
+                frame.revision = revision_letters(plan, st.ids[:n], st.masked[:n])
+            yield frame
 
 
 @functools.lru_cache(maxsize=4)

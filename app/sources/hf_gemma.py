@@ -8,20 +8,28 @@ draft, all accepted). The last frame is the answer generate() returned, cut at t
 diffusion side's last frame is. A later canvas's start lists its positions as `inserted`, and the last frame the
 positions the cut dropped as `deleted`, so no alignment is guessed. Every frame's note says its timing was taken
 with every step captured.
+
+Started from a draft (issue 53, `GemmaSource.revise` then `stream`), the first frame is the first canvas
+generate() was given: the draft's tokens shown as the draft ("d", not accepted: generate() may still re-noise them)
+and noise ("n") at the re-noised positions; every frame carries `revision` (app/sources/revise.py
+`revision_letters`, by token id), a noise position within the draft reading as re-noised.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from app.engine.draft import Plan, Revision
 from app.errors import counted
 from app.hf.diffusion_gemma import CAPTURED, GemmaStep, resolve
 from app.sources.local import EOS_MARK, SamplerSource, legible, named_candidates
-from app.trace.frames import Clock, Frame
+from app.sources.revise import plan_for, revision_letters
+from app.trace.frames import Clock, Frame, clean_text
 
 
 def strings(tok: Any, ids: np.ndarray, eos_ids: list[int]) -> list[str]:
@@ -49,15 +57,18 @@ def note(st: GemmaStep, canvas_length: int) -> str:
             f"{CAPTURED}.")
 
 
-def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_length: int) -> dict[str, Any]:
-    """A step's display fields: strings, states, confidences, candidates, entropies (a denoising step's canvas); the
-    last cut at end-of-text, with text."""
+def fields(tok: Any, st: GemmaStep, eos_ids: list[int], prompt_len: int, canvas_length: int,
+           plan: Plan | None = None) -> dict[str, Any]:
+    """A step's display fields: strings, states, confidences, candidates, entropies (a denoising step's canvas),
+    the `revision` letters when the run started from `plan`'s draft; the last cut at end-of-text, with text."""
     cands = [[pos, named_candidates(tok, c, eos_ids[0] if eos_ids else -1)] for pos, c in sorted(st.candidates.items())]
     n = answer_length(st.ids, eos_ids) if st.done else len(st.ids)
     shown = [legible(t) if state == "n" else t for t, state in zip(strings(tok, st.ids[:n], eos_ids), st.states[:n])]
-    out = {"tokens": shown, "states": st.states[:n],
+    out: dict[str, Any] = {"tokens": shown, "states": st.states[:n],
            "confidence": np.round(st.confidence[:n], 4).tolist(), "committed": st.committed or None,
            "candidates": cands or None, "note": note(st, canvas_length)}
+    if plan is not None:
+        out["revision"] = revision_letters(plan, st.ids[:n], [state == "n" for state in st.states[:n]])
     if st.entropy is not None:  # a denoising step: the current canvas's positions, none for the finished ones
         done = len(st.ids) - len(st.entropy)
         out["entropy"] = [None] * done + np.round(st.entropy.astype(np.float64), 4).tolist()
@@ -78,16 +89,38 @@ class GemmaSource(SamplerSource):
         super().__init__(*args, **kwargs)
         self.opts = resolve(self.model.model, self.opts)
 
+    def revise(self, revision: Revision, prompt: str) -> Plan:
+        """Its plan for `revision` (app/sources/revise.py `plan_for`), kept for the next `stream`: the draft in
+        DiffusionGemma's tokenizer, one canvas's worth (generate() seeds only its first canvas; the plan's note says
+        so when the draft is longer), `unsure` read from one forward pass (`surprisal`: the encoder's call and the
+        decoder's, counted in the run's nfe)."""
+        from app.hf import diffusion_gemma
+
+        m = self.model
+        ids = [int(i) for i in self.tok.encode(clean_text(revision.text))]
+        tokens = ids[:m.canvas_length]
+        plan = plan_for(revision, self.name, tokens, "revise", m.canvas_length,
+                        lambda: diffusion_gemma.surprisal(m, self.encode(prompt), tokens, revision.seed)[0],
+                        doubt_passes=2)
+        if len(ids) > m.canvas_length:
+            plan = replace(plan, note=f"DiffusionGemma's generate() starts only its first canvas from a draft: it "
+                                      f"kept the draft's first {counted(m.canvas_length, 'token')} and writes the "
+                                      f"other {len(ids) - m.canvas_length} afresh.")
+        return self.planned(plan)
+
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
-        """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`."""
+        """Frames stamped on this source's clock, from its plan's draft after `revise`; with `defer`, each frame's
+        strings wait for `Frame.ready()`."""
         from app.hf import diffusion_gemma
 
         clock = Clock()
         ids = self.encode(prompt)
         m = self.model
-        for st in diffusion_gemma.run(m, ids, self.opts, cancel):
+        plan = self.plan if self.plan is not None and self.plan.mode == "revise" else None
+        draft, renoised, spent = (plan.tokens, plan.renoised, plan.nfe) if plan is not None else ((), (), 0)
+        for st in diffusion_gemma.run(m, ids, self.opts, cancel, draft, renoised, spent):
             frame = Frame(t=clock(), step=st.step, final=st.done, nfe=st.nfe, refreshes=st.refreshes)
-            frame.pending = functools.partial(fields, self.tok, st, m.eos_ids, len(ids), m.canvas_length)
+            frame.pending = functools.partial(fields, self.tok, st, m.eos_ids, len(ids), m.canvas_length, plan)
             yield frame if defer else frame.ready()
 
 
