@@ -176,6 +176,17 @@ def test_video_frames_draw_the_draft_states_and_list_them_in_the_legend(tmp_path
     assert not {"kept", "revised", "reopened"} & set(plain.legend_names)
 
 
+def test_the_video_writes_each_sides_draft_line_under_its_title(tmp_path: Path) -> None:
+    def strip(path: Path) -> int:
+        scene = Scene(load(path), (1280, 720))
+        scene.draw(0.35)
+        x0, y0, _, _ = scene.panels[1]  # the prefix side: its note
+        box = scene.canvas[y0 + scene.msg_y:y0 + scene.msg_y + scene.msg_h, x0 + scene.inner_x:x0 + scene.inner_x
+                           + scene.inner_w]
+        return int((box.min(axis=-1) < 128).sum())  # ink on the white strip
+    assert strip(revising_race(tmp_path)) > 0 and strip(plain_race(tmp_path)) == 0
+
+
 def test_a_gif_holds_the_draft_states_colours(tmp_path: Path) -> None:
     path = revising_race(tmp_path)
     out = export_video(path, tmp_path / "revise.gif", fmt="gif", fps=10, size=(640, 360))
