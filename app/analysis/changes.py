@@ -37,6 +37,7 @@ import re
 from itertools import accumulate
 from typing import Any, Callable, Iterable, Iterator
 
+from app.analysis import revision as rv
 from app.analysis import states as st
 from app.trace.cancel import checkpoint
 from app.trace.frames import DISPLAY_TOKEN, SCHEMA, Frame
@@ -263,7 +264,8 @@ class SideAnalyzer:
     6 inserted: app/analysis/states.py), conf (3 decimals or None), nfe, final, sp: the leading run of positions
     that hold the same unmasked token as in the previous frame (the part that looks settled live), and
     as the frame has them, pin (the positions given before the run) and note (a line shown with the frame); a
-    schema 2 frame adds st, back and del (SideAnalyzer._edits), and ent (each position's entropy) when it has one.
+    schema 2 frame adds st, back and del (SideAnalyzer._edits), ent (each position's entropy) when it has one, and rv
+    (its `revision` letters, app/analysis/revision.py) on a side that started from a draft.
     A text state that shrinks adds del too (text_deletions), unless the rows are a schema 1 recording's, which play
     as they always did.
     """
@@ -303,6 +305,10 @@ class SideAnalyzer:
                "ch": codes, "conf": [round(c, 3) for c in conf] if conf is not None else None,
                "nfe": frame.nfe, "final": frame.final, "sp": sp, "cand": frame.candidates, "pin": frame.pinned,
                "note": frame.note, "by": frame.chosen_by, **extra}
+        if frame.revision is not None and not text:  # a side that started from a draft: its letters (revision.py)
+            row["rv"] = frame.revision
+            if not self.count:
+                row["ch"] = rv.first_codes(codes, frame.revision)
         if frame.entropy is not None and not text:  # schema 2: each predicted position's entropy (nats)
             row["ent"] = [None if e is None else round(e, 3) for e in frame.entropy]
         self.count += 1
@@ -475,7 +481,11 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
                usage_tokens=usage_tokens, answer_tokens=answer, token_unit=unit,
                time_per_token=_ratio(t_final, answer) if answer else None,
                refreshes=max(refreshes) if refreshes else None)
+<<<<<<< HEAD
     out.update(draft_counts(frames))
+=======
+    out.update(rv.counts(frames))  # a side that started from a draft: kept and edited (absent without one)
+>>>>>>> h-rev-view
     return out
 
 

@@ -23,7 +23,8 @@ SCHEMA = 2  # 2 added per-position states and insertions/deletions; schema 1 rec
 SCHEMAS_READ = (1, 2)
 # A position's state, one letter each in Frame.states: what the model's canvas holds there at this frame.
 STATES = {"m": "masked", "n": "noise", "d": "draft", "a": "accepted"}
-REVISION_LETTERS = "ker."  # a frame's `revision`: kept, edited, re-noised, past the draft (app/engine/draft.py)
+# a revising side's `revision` letters (app/engine/draft.py letters): kept, edited, re-noised still open, past the draft
+REVISION = {"k": "kept", "e": "edited", "r": "renoised", ".": "beyond"}
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
 # What the player and the exports can take, chosen by measurement (`python -m app bench --only caps`, docs/figures.md):
 MAX_FRAMES = 50_000  # frames in one recording, both sides together
@@ -127,9 +128,8 @@ class Frame:
     inserted: list[int] | None = None
     deleted: list[int] | None = None
     entropy: list[float | None] | None = None
-    # Schema 2, a side that started from a draft (issue 53, app/engine/draft.py `letters`): one letter a token, "k"
-    # the draft's token kept, "e" edited (another token than the draft's there), "r" re-noised and still open (mask or
-    # noise), "." past the draft's end; None for a side that did not start from one.
+    # Issue 53: on a side that started from a draft, one letter of REVISION per token (k the draft's own token, e one
+    # the draft did not have there, r a re-noised position still open, . past the draft's end); None: no draft.
     revision: str | None = None
     # builds the display fields later (a local source decoding off its clock); never recorded
     pending: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
@@ -190,8 +190,8 @@ class Frame:
             raise ValueError(f"'states' must be a string of one letter ({''.join(STATES)}) per token")
         revision = d.get("revision")
         if revision is not None and (not isinstance(revision, str) or len(revision) != len(tokens)
-                                     or not set(revision) <= set(REVISION_LETTERS)):
-            raise ValueError(f"'revision' must be a string of one letter ({REVISION_LETTERS}) per token")
+                                     or not set(revision) <= REVISION.keys()):
+            raise ValueError(f"'revision' must be a string of one letter ({''.join(REVISION)}) per token")
         inserted, deleted = _opt_list(d, "inserted", int, None), _opt_list(d, "deleted", int, None)
         for key, value in (("inserted", inserted), ("deleted", deleted)):
             if value is not None and any(isinstance(p, bool) or p < 0 for p in value):

@@ -10,7 +10,7 @@ from app.analysis.changes import SideAnalyzer
 from app.analysis.labels import side_labels
 from app.race.run import Race
 from app.sources.base import setting_defaults
-from app.view.side import cut_note, entry, summary
+from app.view.side import cut_note, draft_entry, entry, summary
 from app.view.why import paced, why_line
 
 
@@ -39,7 +39,9 @@ class LiveView:
             elif final:
                 done = summary(s.frames)
             cut = cut_note(self.race.sources.get(side, {}), s.frames) if done is not None else None
-            sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, start, rows, done, cut)
+            draft = draft_entry(self.race.sources.get(side, {})) if start == 0 else None  # until its first frames
+            sides[side] = entry(s.spec, self.labels.get(side, s.spec), s.status, s.message, start, rows, done, cut,
+                                draft)
         out = {"prompt": self.race.prompt, "recording": self.race.path.name, "done": final, "sides": sides}
         why = why_line([paced(entry["label"], entry.get("metrics"), self.race.sides[side].frames)
                         for side, entry in sides.items()]) if final else None

@@ -40,7 +40,8 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Each row sends only its tokens after the prefix it shares with the row before (`keep`), its length
     `n` and its change codes as flat [position, code, ...] pairs (`cs`); empty m / nfe / final / pin / note / by are
-    left out; a schema 2 row adds its states (`st`, a letter a position) and its deleted tokens (`dl`).
+    left out; a schema 2 row adds its states (`st`, a letter a position) and its deleted tokens (`dl`), and a row of
+    a side that started from a draft its revision letters (`rv`, a letter a position).
     The first row goes whole, so every payload stands alone. For the token inspector, sources that report
     confidences add `cf` (one whole percent per position, after the `cfk` leading ones it shares with the row
     before, so a typing side sends one number a token) and `cd` (the top candidates, in percent, of the
@@ -56,7 +57,7 @@ def wire_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         keep = prefix_len(prev, tok) if prev is not None else 0
         w = {"i": row["i"], "t": row["t"], "step": row["step"], "sp": row.get("sp", 0), "n": len(tok), "keep": keep,
              "tok": tok[keep:], "cs": [x for i, c in enumerate(row["ch"]) if c for x in (i, c)]}
-        for key in ("m", "nfe", "final", "pin", "note", "by", "st"):
+        for key in ("m", "nfe", "final", "pin", "note", "by", "st", "rv"):
             if row.get(key):
                 w[key] = row[key]
         if row.get("del"):

@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.analysis import states
+from app.analysis import revision, states
 from app.analysis.changes import SideAnalyzer, metrics, settled_fraction_series
 from app.analysis.labels import side_labels
+from app.errors import counted
 from app.trace.frames import SIDES, Frame, Recording
 from app.view.theme import TERMINAL, THEME
 
@@ -29,42 +30,56 @@ SENTENCES: dict[str, str] = THEME["sentences"]
 STOPPED = SENTENCES["stopped"]
 
 # Cell styles, in the order the video's glyph cache indexes them (theme.json styles of the same names); the schema 2
-# ones (noise, edited, renoised, inserted, deleted) come last, so a schema 1 recording draws as it always did.
+# ones (noise, edited, renoised, inserted, deleted) come last, so a schema 1 recording draws as it always did, and a
+# revising side's (issue 53: kept from the draft, revised = edited from the draft, reopened = re-noised, still open)
+# after them.
 CELLS = ("unchanged", "masked", "draft", "new", "changed", "remasked", "pinned", "noise", "edited", "renoised",
-         "inserted", "deleted")
-UNCHANGED, MASKED, DRAFT, NEW, CHANGED, REMASKED, PINNED, NOISE, EDITED, RENOISED, INSERTED, DELETED = range(len(CELLS))
+         "inserted", "deleted", "kept", "revised", "reopened")
+(UNCHANGED, MASKED, DRAFT, NEW, CHANGED, REMASKED, PINNED, NOISE, EDITED, RENOISED, INSERTED, DELETED, KEPT, REVISED,
+ REOPENED) = range(len(CELLS))
 CODE_CELLS = (NEW, CHANGED, REMASKED, EDITED, RENOISED, INSERTED)  # change codes 1.. (app/analysis/states.py)
 
 
-def cell_style(masked: bool, code: int, draft: bool, pinned: bool = False, noise: bool = False) -> int:
+def cell_style(masked: bool, code: int, draft: bool, pinned: bool = False, noise: bool = False,
+               letter: str = "") -> int:
     """A cell's style: pinned text (given before the run) first, then its change code against the frame before,
-    then the mask, then noise (a random token), then draft (text that may still change), else unchanged."""
+    then a re-noised draft position still open (`letter`: the frame's revision letter), then the mask, then noise
+    (a random token), then draft (text that may still change), then kept from the draft or edited from it, else
+    unchanged."""
     if pinned:
         return PINNED
     if code:
         return CODE_CELLS[code - 1]
-    return MASKED if masked else NOISE if noise else DRAFT if draft else UNCHANGED
+    if letter == revision.RENOISED:
+        return REOPENED
+    if masked or noise or draft:
+        return MASKED if masked else NOISE if noise else DRAFT
+    return KEPT if letter == revision.KEPT else REVISED if letter == revision.EDITED else UNCHANGED
 
 
 def cell_styles(row: dict[str, Any], settled_all: bool, pinned: frozenset[int] = frozenset()) -> list[int]:
     """Every position's style in an analysed row; `settled_all`: the row is the final one of a side that finished,
     so a typing side's text past its settled prefix is no longer draft; `pinned`: the side's given positions; a
     schema 2 row's states (`st`) say which positions are noise and which drafts."""
-    masks, codes, states = row["m"], row["ch"], row.get("st")
+    masks, codes, states, letters = row["m"], row["ch"], row.get("st"), row.get("rv") or ""
     if states is not None:
-        return [cell_style(states[i] == "m", code, states[i] == "d", i in pinned, states[i] == "n")
+        return [cell_style(states[i] == "m", code, states[i] == "d", i in pinned, states[i] == "n", letters[i:i + 1])
                 for i, code in enumerate(codes)]
     draft_from = row["sp"] if masks is None and not settled_all else len(codes)
-    return [cell_style(bool(masks and masks[i]), code, i >= draft_from, i in pinned) for i, code in enumerate(codes)]
+    return [cell_style(bool(masks and masks[i]), code, i >= draft_from, i in pinned, False, letters[i:i + 1])
+            for i, code in enumerate(codes)]
 
 
 def seen_in(rows: list[dict[str, Any]]) -> set[str]:
     """The schema 2 legend entries and heat keys a side's rows show (theme.json only_if_seen): noise, drafted,
-    edited, renoised, inserted, deleted; empty for a schema 1 side."""
+    edited, renoised, inserted, deleted, and a revising side's kept, revised and reopened; empty for a schema 1
+    side."""
     seen: set[str] = set()
     for row in rows:
         if row.get("del"):  # a schema 2 token row's, or a text state's that shrank
             seen.add("deleted")
+        letters = row.get("rv") or ""
+        seen.update(name for letter, name in (("k", "kept"), ("e", "revised"), ("r", "reopened")) if letter in letters)
         states = row.get("st")
         if states is None:
             continue
@@ -158,14 +173,44 @@ def side_message(status: str, message: str | None, cut: str | None = None) -> st
 
 
 def entry(spec: str, label: str, status: str, message: str | None, start: int, rows: list[dict[str, Any]],
-          done: dict[str, Any] | None = None, cut: str | None = None) -> dict[str, Any]:
+          done: dict[str, Any] | None = None, cut: str | None = None,
+          draft: dict[str, Any] | None = None) -> dict[str, Any]:
     """A side as the player's payload carries it: title, status, message (`cut`: the note of an answer cut at its
-    length) and rows from index `start`, plus `done` (its summary) once it has ended."""
-    out = {"spec": spec, "label": label, "status": status, "message": side_message(status, message, cut),
-           "start": start, "rows": rows}
+    length) and rows from index `start`, plus `done` (its summary) once it has ended, and `draft` (draft_entry) for
+    a side that started from a draft."""
+    out: dict[str, Any] = {"spec": spec, "label": label, "status": status,
+                           "message": side_message(status, message, cut), "start": start, "rows": rows}
+    if draft is not None:
+        out["draft"] = draft
     if done is not None:
         out.update(done)
     return out
+
+
+def draft_line(plan: dict[str, Any]) -> str:
+    """The panel's line for a side that started from a draft: its plan's own note (an AR side's prefix, a source
+    that cannot revise), else what its mode did, counted from the plan."""
+    if plan.get("note"):
+        return str(plan["note"])
+    length, gone = plan["length"], len(plan["renoised"])
+    if plan["mode"] == "prefix":
+        kept = plan.get("kept_prefix", 0)
+        return (f"Kept the draft's first {counted(kept, 'token')} and wrote the rest again: an autoregressive model "
+                "cannot revise in place.")
+    if plan["mode"] == "cannot":
+        return "This source cannot start from a draft, so it wrote its answer from nothing."
+    return (f"Started from the draft: {gone} of its {counted(length, 'token')} re-noised, the rest kept as "
+            "written until the model revises them.")
+
+
+def draft_entry(source: dict[str, Any]) -> dict[str, Any] | None:
+    """What the player draws of a side's draft (its header's plan, app/analysis/revision.py plan): the mode, the
+    panel's line, the draft's tokens (the inspector starts each position's history at its draft token) and the
+    re-noised positions; None for a side without a draft."""
+    plan = revision.plan(source)
+    if plan is None:
+        return None
+    return {"mode": plan["mode"], "line": draft_line(plan), "tokens": plan["tokens"], "renoised": plan["renoised"]}
 
 
 def caption(header: dict[str, Any]) -> str:
@@ -189,6 +234,11 @@ class RecordedSide:
     done: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def draft(self) -> dict[str, Any] | None:
+        """The side's draft as the player draws it (draft_entry), or None."""
+        return draft_entry(self.source)
+
+    @property
     def spec(self) -> str:
         return str(self.source.get("name", self.key))
 
@@ -206,7 +256,7 @@ class RecordedSide:
 
     def entry(self) -> dict[str, Any]:
         """This side as a payload entry, its rows as analysed (not yet compacted for the wire)."""
-        return entry(self.spec, self.label, self.status, self.message, 0, self.rows, self.done)
+        return entry(self.spec, self.label, self.status, self.message, 0, self.rows, self.done, draft=self.draft)
 
 
 def _sources(rec: Recording) -> dict[str, dict[str, Any]]:

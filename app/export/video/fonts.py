@@ -25,6 +25,10 @@ from app.export.video.palette import (
     REMASK_MARK,
     RENOISE,
     RENOISE_MARK,
+    REOPENED,
+    REOPENED_MARK,
+    REVISED,
+    REVISED_MARK,
     STYLE_AREA,
     STYLE_BG,
     STYLE_FG,
@@ -192,7 +196,20 @@ class Glyphs:
         if remask.any():
             self._box(out, remask, REMASK_MARK, 1)
         self._schema2_marks(out, sty, alpha)
+        self._draft_marks(out, sty)
         return out
+
+    def _draft_marks(self, out: np.ndarray, sty: np.ndarray) -> None:
+        """A revising side's marks (issue 53), as the page's: a token edited from the draft underlined, solid, and a
+        re-noised draft position still open underlined in dashes, each as thick as a stroke (kept has its paper)."""
+        rows = slice(self.under, min(self.bottom, self.under + self.stroke))
+        revised, reopened = sty == REVISED, sty == REOPENED
+        if revised.any():
+            out[revised, rows] = REVISED_MARK
+        if reopened.any():
+            dash = np.arange(self.cw) % 4 < 2
+            out[reopened, rows] = np.where(dash[None, None, :, None], np.array(REOPENED_MARK, np.uint8),
+                                           out[reopened, rows])
 
     def _box(self, out: np.ndarray, where: np.ndarray, colour: tuple[int, int, int], dash: int) -> None:
         """An outline round the glyph band of the cells `where`, every `dash`-th pixel pair drawn (1: solid)."""

@@ -15,11 +15,11 @@ MASK_FG, SWATCH_EDGE, NEW, CHANGED = rgb("mask"), rgb("swatch-edge"), rgb("new")
 LINE = {"left": rgb("left"), "right": rgb("right")}
 # Heatmap cells in priority order (a cell covering several positions or frames shows the highest): the order
 # of theme.json's heat (empty, unchanged, masked, given, new, changed, remasked and among them schema 2's noise,
-# drafted, inserted, edited, renoised, deleted), which HeatStrip's codes follow.
+# drafted, inserted, edited, renoised, deleted, and a revising side's revised), which HeatStrip's codes follow.
 HEAT_NAMES = list(THEME["heat"])
 HEAT = np.array([hex_rgb(THEME["heat"][name]) for name in HEAT_NAMES], np.uint8)
-H_UNCHANGED, H_MASKED, H_GIVEN, H_NOISE, H_DRAFTED, H_DELETED = (
-    HEAT_NAMES.index(name) for name in ("unchanged", "masked", "given", "noise", "drafted", "deleted"))
+H_UNCHANGED, H_MASKED, H_GIVEN, H_NOISE, H_DRAFTED, H_DELETED, H_REVISED = (
+    HEAT_NAMES.index(name) for name in ("unchanged", "masked", "given", "noise", "drafted", "deleted", "revised"))
 CODE_HEAT = np.array([HEAT_NAMES.index(name) for name in ("unchanged", "fresh", "changed", "remasked", "edited",
                                                           "renoised", "inserted")], np.uint8)
 BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].items()}
@@ -29,6 +29,7 @@ BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].
 NORMAL, MASKED, DRAFT, FRESH, CHANGE, REMASK = (CELLS.index(name) for name in
                                                  ("unchanged", "masked", "draft", "new", "changed", "remasked"))
 NOISE, RENOISE, DELETE = (CELLS.index(name) for name in ("noise", "renoised", "deleted"))
+KEPT, REVISED, REOPENED = (CELLS.index(name) for name in ("kept", "revised", "reopened"))  # from a draft (issue 53)
 UI, UI_MUTED = len(CELLS), len(CELLS) + 1
 _CELLS = [THEME["styles"][name] for name in CELLS]
 STYLE_FG = np.array([rgb(st["ink"]) for st in _CELLS] + [FG, MUTED], np.uint16)
@@ -37,6 +38,7 @@ STYLE_BG = np.array([rgb(st["paper"]) for st in _CELLS] + [WHITE, WHITE], np.uin
 STYLE_AREA = np.array([PANEL] * len(CELLS) + [WHITE] * 2, np.uint16)
 FRESH_MARK, DRAFT_MARK, REMASK_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("new", "draft", "remasked"))
 RENOISE_MARK, DELETE_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("renoised", "deleted"))
+REVISED_MARK, REOPENED_MARK = (rgb(THEME["styles"][name]["mark"]) for name in ("revised", "reopened"))
 NOISE_INK = rgb("noise")  # noise's speckle
 TICK = rgb("remasked")  # the heatmap's frame marks, in the darkest ink
 LEGEND = [(CELLS.index(name), MASK if THEME["styles"][name].get("glyph") == "mask" else THEME["sample"],
@@ -49,4 +51,5 @@ ONLY_IF_SEEN = frozenset(THEME["only_if_seen"])
 _SCHEMA2 = ONLY_IF_SEEN - {"pinned", "given"}
 HEAT_FIXED = [tuple(HEAT[i].tolist()) for i, name in enumerate(HEAT_NAMES) if name not in _SCHEMA2]
 HEAT_SCHEMA2 = [tuple(HEAT[i].tolist()) for i, name in enumerate(HEAT_NAMES) if name in _SCHEMA2] + [
-    rgb(name) for name in ("noise", "edited", "inserted", "renoised", "deleted")]  # and their token styles' colours
+    rgb(name) for name in ("noise", "edited", "inserted", "renoised", "deleted",  # and their token styles' colours,
+                           "kept", "revised-bg", "revised", "reopened")]  # a revising side's among them

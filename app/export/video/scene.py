@@ -272,6 +272,7 @@ class Scene:
         message = tr.message if status in TERMINAL else ""
         row = tr.rows[idx] if idx >= 0 else None
         note = (row.get("note") or "") if row is not None and not message else ""  # the frame's note, as the page's
+        note = note or ("" if message else tr.draft_line)  # else a revising side's line (the page's own line)
         if tr.drawn.get("message") != (message, status, note):
             tr.drawn["message"] = (message, status, note)
             self.put(x0 + self.inner_x, y0 + self.msg_y, self._note(note) if note else self._message(message, status))
@@ -450,12 +451,13 @@ class Scene:
 
     def palette_sample(self) -> Image.Image:
         """The background and every badge: what a GIF palette must cover beside its fixed colours; info["schema2"]
-        says the race draws schema 2's states, whose colours the palette then holds too."""
+        says the race draws schema 2's states (or a revising side's), whose colours the palette then holds too."""
         parts = [self.canvas.copy()]
         for status in BADGE:
             fill, edge = BADGE[status]
             parts.append(np.broadcast_to(np.array(fill, np.uint8), (8, self.W, 3)))
             parts.append(np.broadcast_to(np.array(edge, np.uint8), (8, self.W, 3)))
         sample = Image.fromarray(np.concatenate(parts))
-        sample.info["schema2"] = any(row.get("st") is not None for tr in self.tracks for row in tr.rows)
+        sample.info["schema2"] = any(row.get("st") is not None or row.get("rv") is not None
+                                     for tr in self.tracks for row in tr.rows)
         return sample

@@ -20,6 +20,7 @@ from app.export.video.palette import (
     H_GIVEN,
     H_MASKED,
     H_NOISE,
+    H_REVISED,
     H_UNCHANGED,
     HEAT,
     WHITE,
@@ -62,6 +63,9 @@ class HeatStrip:
             if row.get("st") is not None:
                 states = np.frombuffer(row["st"].encode("ascii"), np.uint8)
                 quiet = np.where(states == ord("n"), H_NOISE, np.where(states == ord("d"), H_DRAFTED, quiet))
+            if row.get("rv") is not None:  # a revising side: a quiet token edited from the draft has its own cell
+                letters = np.frombuffer(row["rv"].encode("ascii"), np.uint8)
+                quiet = np.where((letters == ord("e")) & (quiet == H_UNCHANGED), H_REVISED, quiet)
             codes[:len(ch)] = np.where(ch == 0, quiet, CODE_HEAT[ch])
             given = self.pinned[self.pinned < len(ch)]
             codes[given] = H_GIVEN
@@ -114,6 +118,8 @@ class Track:
         self.keys = [float(f.nfe or 0) if self.on_passes else f.t for f in self.frames]
         self.reach = list(accumulate(self.keys, max))
         self.ended, self.end_status, self.message = side.ended, side.status, side.message or ""
+        draft = side.draft
+        self.draft_line = draft["line"] if draft else ""  # a side that started from a draft: what it did with it
         self.width = max((len(r["tok"]) for r in self.rows), default=0)
         self.columns = heat_columns(self.rows)
         self.in_place = side.in_place()

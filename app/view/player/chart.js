@@ -76,11 +76,13 @@ export function chartPart(p) {
       }
       ctx.stroke();
     });
+    drawKept(ctx, x, y, lines.kept, isDark);
     ctx.setLineDash([]);
     chartScale = { x: x, top: padT, height: ph };
     setAttr(chart, "data-kind-left", kinds.left);
     setAttr(chart, "data-kind-right", kinds.right);
-    setText(chartNote, chartWords(kinds, passes, lines.off));
+    setText(chartNote, chartWords(kinds, passes, lines.off) + (lines.kept.left.length || lines.kept.right.length
+      ? " \u00B7 thin dotted: the share of each side's draft still as written (kept from the draft)" : ""));
     setAttr(chart, "aria-label", passes ? "Convergence over forward passes for both sides"
       : "Convergence over time for both sides");
   }
@@ -89,7 +91,7 @@ export function chartPart(p) {
      largest x (at least 1) and the sides left off the pass axis */
   function chartSeries(passes) {
     var denom = Math.max(1, state.sides.left.maxLen, state.sides.right.maxLen);
-    var series = {}, kinds = {}, tMax = 0, off = [];
+    var series = {}, kinds = {}, tMax = 0, off = [], kept = {};
     SIDES.forEach(function (s) {
       var side = state.sides[s];
       if (side.settled) { series[s] = side.settled; kinds[s] = "settled"; }
@@ -99,8 +101,44 @@ export function chartPart(p) {
         else { if (lastRow(side) >= 0) off.push(displayName(side, s)); series[s] = []; kinds[s] = "none"; }
       }
       series[s].forEach(function (p) { if (p[0] > tMax) tMax = p[0]; });
+      kept[s] = keptSeries(state.sides[s], passes);
     });
-    return { series: series, kinds: kinds, tMax: tMax > 0 ? tMax : 1, off: off };
+    return { series: series, kinds: kinds, tMax: tMax > 0 ? tMax : 1, off: off, kept: kept };
+  }
+
+  /* a side that started from a draft: at each frame, the share of its draft positions holding the draft's own token
+     (revision letters k over every letter but "."), on the chart's axis; empty for any other side */
+  function keptSeries(side, passes) {
+    var out = [];
+    side.rows.forEach(function (row) {
+      if (!row || !row.rv || (passes && row.nfe == null)) return;
+      var kept = 0, of = 0;
+      for (var k = 0; k < row.rv.length; k++) {
+        if (row.rv[k] !== ".") of++;
+        if (row.rv[k] === "k") kept++;
+      }
+      out.push([passes ? row.nfe : row.t, of ? kept / of : 0]);
+    });
+    return out;
+  }
+
+  function drawKept(ctx, x, y, kept, isDark) {
+    /* each revising side's kept share as a thin dotted step line in its colour; the last share in data-draft-SIDE */
+    SIDES.forEach(function (s) {
+      var pts = kept[s];
+      setAttr(chart, "data-draft-" + s, pts.length ? pts[pts.length - 1][1].toFixed(3) : "");
+      if (!pts.length) return;
+      ctx.strokeStyle = isDark ? LINE[s].dark : LINE[s].color;
+      ctx.setLineDash([2, 3]);
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      ctx.moveTo(x(pts[0][0]), y(pts[0][1]));
+      for (var i = 1; i < pts.length; i++) {
+        ctx.lineTo(x(pts[i][0]), y(pts[i - 1][1]));
+        ctx.lineTo(x(pts[i][0]), y(pts[i][1]));
+      }
+      ctx.stroke();
+    });
   }
 
   /* the note under the chart: what each line is, and the x axis */

@@ -31,8 +31,12 @@ export var METRICS = [
   ["nfe", "Forward passes (every call of the network)", count],
   ["refreshes", "of which cache refreshes (block starts)", count],
   ["tokens_per_s", "Tokens / s", fixed1],
-  ["tokens_per_nfe", "Tokens per forward pass", fixed2]
+  ["tokens_per_nfe", "Tokens per forward pass", fixed2],
+  /* a side that started from a draft (issue 53), from its last frame's letters; the rows show only when one did */
+  ["draft_kept", "Kept from the draft (tokens)", count],
+  ["draft_edited", "Edited from the draft (tokens)", count]
 ];
+export var DRAFT_METRICS = { draft_kept: 1, draft_edited: 1 };
 export var KEYS = [
   ["Space", "play / pause"],
   ["\u2190  \u2192", "one frame back / forward"],
@@ -131,17 +135,20 @@ HEAT_RANK[HEAT32.inserted] = 1; HEAT_RANK[HEAT32.renoised] = 2; HEAT_RANK[HEAT32
 HEAT_RANK[HEAT32.deleted] = 3;
 export var MIN_ROW = 3; /* CSS pixels: the least height a heatmap row is drawn at (more frames are merged) */
 
-/* a token's class by style = masked | change code << 1 | draft << 4 | inspected << 5 | pinned << 6 | noise << 7
-   (pinned, text given before the run, wins over the rest but the inspection outline; codes 4-6 are schema 2's
-   edited, re-noised and inserted: app/analysis/states.py) */
+/* a token's class by style = masked | change code << 1 | draft << 4 | inspected << 5 | pinned << 6 | noise << 7 |
+   revision << 8 (pinned, text given before the run, wins over the rest but the inspection outline; codes 4-6 are
+   schema 2's edited, re-noised and inserted: app/analysis/states.py; revision, on a side that started from a draft:
+   1 kept from the draft, 2 edited from it, 3 re-noised and still open, as app/view/side.py cell_style rules) */
 export var STYLES = THEME.styles;
 export var CODE_STYLE = [null, "new", "changed", "remasked", "edited", "renoised", "inserted"];
 export var DRAFT = 16;
 export var SEL = 32;
 export var PINNED = 64;
 export var NOISE = 128;
+export var REV = 256;
+export var REV_STYLE = [null, "kept", "revised", "reopened"];
 export var TOKEN_CLASS = [];
-for (var style = 0; style < 256; style++) {
+for (var style = 0; style < 1024; style++) {
   var c = style >> 1 & 7, cls = "cv-tok";
   if (style & PINNED) cls += " " + STYLES.pinned["class"];
   else {
@@ -149,6 +156,7 @@ for (var style = 0; style < 256; style++) {
     if (style & NOISE) cls += " " + STYLES.noise["class"];
     if (CODE_STYLE[c]) cls += " " + STYLES[CODE_STYLE[c]]["class"];
     else if (style & DRAFT) cls += " " + STYLES.draft["class"];
+    if (REV_STYLE[style >> 8]) cls += " " + STYLES[REV_STYLE[style >> 8]]["class"];
   }
   if (style & SEL) cls += " " + STYLES.inspected["class"];
   TOKEN_CLASS.push(cls);
@@ -157,6 +165,7 @@ export var DELETED_CLASS = "cv-tok " + STYLES.deleted["class"]; /* a token this 
 export var ONLY_IF_SEEN = {}; /* legend entries shown only once what they name occurs (pins, the schema 2 states) */
 THEME.only_if_seen.forEach(function (name) { ONLY_IF_SEEN[name] = 1; });
 export var STATE_WORDS = { n: STYLES.noise.label, d: STYLES.draft.label, a: "accepted" }; /* the inspector's */
+export var REV_WORDS = { k: STYLES.kept.label, e: STYLES.revised.label, r: STYLES.reopened.label };
 export var CODE_HEAT = [null, "fresh", "changed", "remasked", "edited", "renoised", "inserted"];
 
 /* a side's pinned positions as flags by position, from the positions its first row lists */
@@ -166,11 +175,21 @@ export function pinFlags(positions) {
   return flags;
 }
 
-export function cellColour(code, masked, pinned, state) {
+export function cellColour(code, masked, pinned, state, letter) {
   if (pinned) return HEAT32.given;
   if (CODE_HEAT[code]) return HEAT32[CODE_HEAT[code]];
   if (masked) return HEAT32.masked;
-  return state === "n" ? HEAT32.noise : state === "d" ? HEAT32.drafted : HEAT32.unchanged;
+  return state === "n" ? HEAT32.noise : state === "d" ? HEAT32.drafted : letter === "e" ? HEAT32.revised
+    : HEAT32.unchanged;
+}
+
+/* a quiet cell's revision bits (REV_STYLE) from its letter on a side that started from a draft: a re-noised position
+   still open over its mask or noise, else kept or edited from the draft unless masked, noise or a draft */
+export function revBits(letter, code, open) {
+  if (!letter || code) return 0;
+  if (letter === "r") return 3 * REV;
+  if (open) return 0;
+  return letter === "k" ? REV : letter === "e" ? 2 * REV : 0;
 }
 
 /* the positions of the row before that a schema 2 row's positions continue (-1: inserted), from its inserted
@@ -218,7 +237,8 @@ export function lineColumns(rows) {
 
 export function newSide() {
   return { spec: "", label: "", status: "idle", message: "", rows: [], gaps: 0, metrics: null, settled: null,
-           maxLen: 0, seen: {}, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0, pinned: null };
+           maxLen: 0, seen: {}, heat: null, heatW: 0, heatRows: 0, heatDrawn: 0, live: [], end: 0, pinned: null,
+           draft: null };
 }
 
 export function legendItem(cls, sample, label) {

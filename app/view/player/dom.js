@@ -1,7 +1,7 @@
 /* Converge player: the DOM, built once per player from fixed strings and textContent; what changes later is
    set by the other parts through setText / setAttr. Returns the nodes the other parts draw into. */
-import { HEAT, KEYS, MASK, METRICS, ONLY_IF_SEEN, SIDES, SPEEDS, STYLES, button, el, legendItem, paceText, sideWord,
-  speedText
+import { DRAFT_METRICS, HEAT, KEYS, MASK, METRICS, ONLY_IF_SEEN, SIDES, SPEEDS, STYLES, button, el, legendItem,
+  paceText, sideWord, speedText
 } from "./common.js";
 /* Copies each node of `part` into `ui`, the nodes the other parts draw into. */
 function into(ui, part) {
@@ -130,6 +130,8 @@ function buildSide(s, inspectHintId) {
   var message = el("p", "cv-message", "", { role: "alert" });
   var note = el("p", "cv-note", "", { "aria-live": "off" }); /* the shown frame's note, when it has one */
   note.hidden = true;
+  var draftNote = el("p", "cv-draft-note", ""); /* a side that started from a draft: what it did with it */
+  draftNote.hidden = true;
   /* focusable so the keyboard can inspect positions; never a live region: it changes every frame */
   var text = el("div", "cv-text", null, {
     tabindex: "0", role: "group", "aria-label": sideWord(s) + " output", "aria-live": "off",
@@ -141,11 +143,13 @@ function buildSide(s, inspectHintId) {
   section.appendChild(figs);
   section.appendChild(message);
   section.appendChild(note);
+  section.appendChild(draftNote);
   section.appendChild(text);
   section.appendChild(el("p", "cv-caption", "Changes per frame (top: first frame)"));
   var hm = buildHeat(s);
   section.appendChild(hm.heatWrap);
-  return into({ section: section, name: name, badge: badge, counter: counter, message: message, note: note, text: text,
+  return into({ section: section, name: name, badge: badge, counter: counter, message: message, note: note,
+                draftNote: draftNote, text: text,
                 inner: inner, elapsed: elapsed, rate: rate, rateLabel: rateLabel, elapsedLabel: elapsedLabel,
                 blocks: [], shown: [], shownText: [], shownPre: [], tail: "", lastLen: 0, atEnd: true, pin: false },
               hm);
@@ -261,6 +265,7 @@ function buildMetrics() {
       cells[m[0]][s] = el("td", null, "\u2014", { "data-side": s });
       tr.appendChild(cells[m[0]][s]);
     });
+    if (DRAFT_METRICS[m[0]]) tr.hidden = true; /* only for a race that started from a draft */
     tbody.appendChild(tr);
   });
   table.appendChild(tbody);

@@ -1,6 +1,6 @@
 /* Converge player: the token inspector, one position's history (events, confidence sparkline, candidates). */
-import { BLOCK, CODE_HEAT, HEAT, HOVER_MS, LINE, MAX_EVENTS, SIDES, SPARK, SPARK_PAD, STATE_WORDS, STYLES,
-  displayName, el, gridStyle, isDark, lineColumns, quoted, setAttr, setText, sideWord, themeColour
+import { BLOCK, CODE_HEAT, HEAT, HOVER_MS, LINE, MAX_EVENTS, REV_WORDS, SIDES, SPARK, SPARK_PAD, STATE_WORDS,
+  STYLES, displayName, el, gridStyle, isDark, lineColumns, quoted, setAttr, setText, sideWord, themeColour
 } from "./common.js";
 
 // long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
@@ -177,7 +177,16 @@ export function inspectorPart(p) {
       var tok = here && code !== 3 && !(row.m && row.m[q]) ? row.tok[q] : null;
       if (code || cands) events.push({ r: r, code: code, cands: cands, at: q, tok: tok });
     }
-    return { conf: conf, masked: masked, events: events, hasConf: hasConf, masks: masks, at: at };
+    var h = { conf: conf, masked: masked, events: events, hasConf: hasConf, masks: masks, at: at };
+    return draftStart(h, side.draft, at.length ? at[0] : -1);
+  }
+
+  function draftStart(h, draft, first) {
+    /* a side that started from a draft: the position's history starts at its draft token (the position it has in
+       the first frame), kept as written or re-noised */
+    h.draft = draft && first >= 0 && first < draft.tokens.length ? draft.tokens[first] : null;
+    h.reopened = !!(draft && draft.renoised[first]);
+    return h;
   }
 
   function positionsOf(side, p, idx) {
@@ -194,7 +203,7 @@ export function inspectorPart(p) {
   }
 
   function listEvents(h, side) {
-    var items = [], commits = 0;
+    var items = h.draft != null ? [draftItem(h)] : [], commits = 0;
     for (var k = 0; k < h.events.length && items.length < MAX_EVENTS; k++) {
       var e = h.events[k], row = side.rows[e.r];
       var word = e.code === 1 ? (row.st ? (row.st[e.at] === "d" ? "drafted" : "accepted")
@@ -220,15 +229,23 @@ export function inspectorPart(p) {
       if (en) li.appendChild(document.createTextNode(" \u00B7 " + en));
       items.push(li);
     }
-    if (h.events.length > items.length) {
-      items.push(el("li", "cv-insp-more", "\u2026 and " + (h.events.length - items.length) + " more (not listed)"));
-    }
-    if (!h.events.length) items.push(el("li", "cv-insp-more", "No change at this position yet."));
+    if (h.events.length > k) items.push(el("li", "cv-insp-more", "\u2026 and " + (h.events.length - k) + " more (not listed)"));
+    if (!items.length) items.push(el("li", "cv-insp-more", "No change at this position yet."));
     inspEvents.replaceChildren.apply(inspEvents, items);
     inspNote.hidden = h.hasConf;
     setText(inspNote, "This source reports no confidences (API sources do not), so there is no confidence line " +
       "and there are no candidates: the list shows when this position changed.");
     sparkWrap.hidden = sparkNote.hidden = !h.hasConf;
+  }
+
+  function draftItem(h) {
+    /* the first line of a revising side's history: the position's draft token, kept as written or re-noised */
+    var li = el("li", "cv-insp-event", null, { "data-code": "draft" });
+    li.appendChild(el("span", "cv-insp-when", "before the run"));
+    li.appendChild(document.createTextNode(" the draft's "));
+    li.appendChild(el("span", "cv-insp-tok", quoted(h.draft)));
+    li.appendChild(document.createTextNode(h.reopened ? ", re-noised at the start" : ", kept as written"));
+    return li;
   }
 
   function drawSpark(h, s, p) {
@@ -296,6 +313,15 @@ export function inspectorPart(p) {
     return e == null ? "" : "entropy " + e.toFixed(2) + " nats";
   }
 
+  function revWords(row, p) {
+    /* " · kept from the draft", " · edited from the draft (...) · the draft had “x”", " · re-noised ..." where the
+       row carries revision letters */
+    var letter = row.rv && p < row.rv.length ? row.rv[p] : "";
+    if (!REV_WORDS[letter]) return "";
+    var had = letter === "e" && inspHistory && inspHistory.draft != null;
+    return " \u00B7 " + REV_WORDS[letter] + (had ? " \u00B7 the draft had " + quoted(inspHistory.draft) : "");
+  }
+
   function sparkY(v) { return 4 + (1 - v / 100) * (SPARK[1] - 8); }
 
   function paintNow(side, idx, p) {
@@ -312,6 +338,7 @@ export function inspectorPart(p) {
         var cf = row.cf && p < row.cf.length ? row.cf[p] : -1;
         text += masked ? "masked" : quoted(row.tok[p]);
         if (row.st && !masked) text += " \u00B7 " + (STATE_WORDS[row.st[p]] || "");
+        text += revWords(row, p);
         if (side.pinned && side.pinned[p]) text += " \u00B7 " + STYLES.pinned.label;
         else if (cf >= 0) text += (masked ? " \u00B7 top candidate at " : " \u00B7 confidence ") + cf + " %";
         var en = entropyAt(row, p);

@@ -1,7 +1,7 @@
 /* Converge player: each side's panel (title, badge, figures, text) and heatmap, and the metrics table. */
-import { BLOCK, DELETED_CLASS, DRAFT, HEAT32, HEAT_RANK, MASK, METRICS, MIN_ROW, NOISE, PINNED, SEL, SIDES,
-  STATUS_TEXT, TOKEN_CLASS, cellColour, counted, displayName, el, lastRow, lineColumns, setAttr, setText, sideWord,
-  str, unitCount, visibleCount
+import { BLOCK, DELETED_CLASS, DRAFT, DRAFT_METRICS, HEAT32, HEAT_RANK, MASK, METRICS, MIN_ROW, NOISE, PINNED, SEL,
+  SIDES, STATUS_TEXT, TOKEN_CLASS, cellColour, counted, displayName, el, lastRow, lineColumns, revBits, setAttr,
+  setText, sideWord, str, unitCount, visibleCount
 } from "./common.js";
 
 // long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
@@ -33,6 +33,10 @@ export function panelsPart(p) {
     var note = row ? row.note : "";
     setText(v.note, note);
     if (v.note.hidden !== !note) v.note.hidden = !note;
+    var draftLine = side.draft ? side.draft.line : ""; /* a side that started from a draft: what it did with it */
+    setText(v.draftNote, draftLine);
+    if (v.draftNote.hidden !== !draftLine) v.draftNote.hidden = !draftLine;
+    setAttr(v.draftNote, "data-mode", side.draft ? side.draft.mode : "");
     v.idx = idx;
     paintTokens(v, row, side, idx, done, state.inspect && state.inspect.side === s ? state.inspect.pos : -1);
     paintHeat(v, side, scrubbing ? idx : -1);
@@ -97,7 +101,7 @@ export function panelsPart(p) {
        node when unstyled), so a 1,000-token panel is a few hundred inline boxes instead of a thousand and
        the browser's text layout and paint, which grow with that count, stay cheap. */
     var tok = row ? row.tok : [];
-    var m = row && row.m, ch = row && row.ch, states = row && row.st;
+    var m = row && row.m, ch = row && row.ch, states = row && row.st, letters = row && row.rv;
     var pre = deletedBefore(row), tail = pre[tok.length] || "";
     var settledAll = done && side.status === "done" && idx === side.rows.length - 1;
     var sp = row && typeof row.sp === "number" ? row.sp : 0;
@@ -118,7 +122,8 @@ export function panelsPart(p) {
          browser knows, the inspected position and whether the row shown is a finished side's last */
       var state = states ? states[i] : "";
       var draft = code === 0 && (states ? state === "d" : i >= draftFrom) ? DRAFT : 0;
-      var style = (pinned && pinned[i] ? PINNED : masked | code << 1 | draft | (state === "n" ? NOISE : 0)) |
+      var rev = letters ? revBits(letters[i], code, masked || state === "n" || draft) : 0;
+      var style = (pinned && pinned[i] ? PINNED : masked | code << 1 | draft | (state === "n" ? NOISE : 0) | rev) |
         (i === sel ? SEL : 0);
       var text = masked ? MASK : tok[i], gone = pre[i] || "";
       if (shown[i] !== style || shownText[i] !== text || (shownPre[i] || "") !== gone) {
@@ -277,7 +282,8 @@ export function panelsPart(p) {
       for (var c = 0; c < (cols ? cols.length : w); c++) {
         if (!row || c >= row.tok.length) { buf32[base + c] = HEAT32.empty; continue; }
         buf32[base + (cols ? cols[c] : c)] = cellColour(row.ch ? row.ch[c] : 0, !!(row.m && row.m[c]),
-                                                        !!(pinned && pinned[c]), st ? st[c] : "");
+                                                        !!(pinned && pinned[c]), st ? st[c] : "",
+                                                        row.rv ? row.rv[c] : "");
       }
       if (lay && lay.gone[r]) lay.gone[r].forEach(function (col) { buf32[base + col] = HEAT32.deleted; });
       else if (row && row.dl && !st) {  /* a text state that shrank: as many deleted cells past its end */
@@ -390,12 +396,15 @@ export function panelsPart(p) {
     var differ = !!(ml && mr && ml.answer_tokens !== mr.answer_tokens);
     var perToken = cells.time_per_token.left.parentNode;
     if (perToken.hidden === differ) perToken.hidden = !differ;
+    var drafted = SIDES.some(function (s) { var m = state.sides[s].metrics; return !!(m && m.draft_kept != null); });
+    for (var key in DRAFT_METRICS) if (cells[key].left.parentNode.hidden === drafted) cells[key].left.parentNode.hidden = !drafted;
     SIDES.forEach(function (s) {
       var side = state.sides[s], m = side.metrics;
       METRICS.forEach(function (def) {
         var cell = cells[def[0]][s];
         var text;
         if (m && def[0] === "answer_tokens") text = m.answer_tokens == null ? "\u2014" : unitCount(m.answer_tokens, m.token_unit);
+        else if (m && def[0] === "draft_kept" && m.draft_kept != null) text = m.draft_kept + " of " + m.draft_positions;
         else if (m) text = def[2](m[def[0]]);
         else if (def[0] === "frames") text = side.rows.length ? String(side.rows.length) : "\u2014";
         else text = side.status === "running" ? "\u2026" : "\u2014";

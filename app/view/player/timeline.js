@@ -33,6 +33,7 @@ function expand(w, prev) {
            note: w.note == null ? "" : str(w.note),
            by: w.by === "user" || w.by === "model" ? w.by : null,
            st: typeof w.st === "string" && w.st.length === tok.length ? w.st : null, dl: deletions(w.dl || w["del"]),
+           rv: typeof w.rv === "string" && w.rv.length === tok.length ? w.rv : null,
            en: entropies(w.en || w.ent, tok.length) };
 }
 
@@ -90,10 +91,18 @@ export function mergeSide(side, entry) {
     noteSeen(side.seen, row);
     if (start + k < side.heatRows) side.heatRows = side.heatDrawn = start + k;
   }
+  if (entry.draft) side.draft = draftOf(entry.draft);
   if (entry.metrics) side.metrics = JSON.parse(JSON.stringify(entry.metrics));
   if (entry.settled && entry.settled.length) {
     side.settled = entry.settled.map(function (p) { return [p[0], p[1]]; });
   }
+}
+
+function draftOf(d) {
+  /* a side's draft as the payload sends it (app/view/side.py draft_entry), copied: its mode, the panel's line, its
+     tokens and the positions it re-noised */
+  return { mode: str(d.mode), line: str(d.line), tokens: Array.isArray(d.tokens) ? d.tokens.map(str) : [],
+           renoised: pinFlags(Array.isArray(d.renoised) ? d.renoised : []) };
 }
 
 function noteSeen(seen, row) {
@@ -116,6 +125,12 @@ function noteSeen(seen, row) {
     if (row.st.indexOf("d") >= 0) seen.draft = seen.drafted = 1;
   }
   if (row.dl) seen.deleted = 1;
+  /* a side that started from a draft: its revision letters (app/analysis/revision.py) */
+  if (row.rv) {
+    if (row.rv.indexOf("k") >= 0) seen.kept = 1;
+    if (row.rv.indexOf("e") >= 0) seen.revised = 1;
+    if (row.rv.indexOf("r") >= 0) seen.reopened = 1;
+  }
   /* only a schema 2 token row moves columns; a text state that shrank keeps a column a display token */
   if ((row.dl && row.st) || seen.inserted) seen.aligned = 1;
 }
