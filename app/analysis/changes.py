@@ -438,7 +438,7 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
     completion_tokens for API sources), else the visible display tokens (a token source's pieces, in the unit it
     raced in even when stopped before its count; a text source's words and symbols). nfe: the largest frame nfe, every
     call of the network; refreshes: of those, the block-start cache refreshes. A side that started from a draft adds
-    `draft_counts`.
+    `app/analysis/revision.py` `counts`.
     """
     out: dict[str, Any] = {"ttft": None, "t_final": None, "frames": len(frames), "tokens": 0,
                            "tokens_per_s": None, "nfe": None, "tokens_per_nfe": None,
@@ -481,20 +481,6 @@ def metrics(frames: list[Frame]) -> dict[str, Any]:
                usage_tokens=usage_tokens, answer_tokens=answer, token_unit=unit,
                time_per_token=_ratio(t_final, answer) if answer else None,
                refreshes=max(refreshes) if refreshes else None)
-<<<<<<< HEAD
-    out.update(draft_counts(frames))
-=======
     out.update(rv.counts(frames))  # a side that started from a draft: kept and edited (absent without one)
->>>>>>> h-rev-view
     return out
 
-
-def draft_counts(frames: list[Frame]) -> dict[str, Any]:
-    """For a side that started from a draft (its frames carry `revision`, issue 53), at its latest such frame:
-    `draft_kept`, the draft's tokens still there as written ("kept from the draft"), `draft_edited`, draft positions
-    holding another token ("edited"); the draft's length is its side's plan in the header. Nothing for a side without a
-    draft."""
-    last = next((f.revision for f in reversed(frames) if f.revision is not None), None)
-    if last is None:
-        return {}
-    return {"draft_kept": last.count("k"), "draft_edited": last.count("e")}

@@ -26,10 +26,10 @@ def first_codes(codes: list[int], letters: str | None) -> list[int]:
 
 
 def counts(frames: list[Frame]) -> dict[str, int]:
-    """The metrics a revising side adds, from its last frame's letters: `draft_kept` (the draft's own tokens),
+    """The metrics a revising side adds, from its latest frame's letters: `draft_kept` (the draft's own tokens),
     `draft_edited` (tokens the draft did not have there) and `draft_positions` (the draft positions the answer
     covers); empty for a side without a draft."""
-    letters = frames[-1].revision if frames else None
+    letters = next((f.revision for f in reversed(frames) if f.revision is not None), None)
     if letters is None:
         return {}
     return {"draft_kept": letters.count(KEPT), "draft_edited": letters.count(EDITED),
