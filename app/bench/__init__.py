@@ -26,6 +26,7 @@ SECTIONS = {
     "budgets": "app.bench.budgets",
     "disk": "app.bench.disk",
     "diffusion-gemma": "app.bench.diffusion_gemma",
+    "board": "app.bench.board",
 }
 
 
