@@ -109,17 +109,21 @@ def seeded(entrant: Entrant, seed: int, takes_seed: Callable[[str], bool]) -> di
 
 
 class Board:
-    """Races `heats`, writing each side's row to `csv_path` as its race ends; `score(prompt, answer)` gives a story's
-    referee perplexity (None where it cannot). Rows already in the CSV are kept and their races skipped."""
+    """Races `heats`, writing each side's row to `csv_path` as its race ends (None: the rows are kept in `rows` only,
+    and no race is saved unless `race_options` says where); `score(prompt, answer)` gives a story's referee perplexity
+    (None where it cannot); `race_options` go to each Race (the page passes its visitor's `make`, and `max_bytes=0`).
+    Rows already in the CSV are kept and their races skipped."""
 
-    def __init__(self, heats: Sequence[Heat], csv_path: str | Path, score: Callable[[str, str], float | None],
-                 takes_seed: Callable[[str], bool] = lambda spec: False) -> None:
+    def __init__(self, heats: Sequence[Heat], csv_path: str | Path | None, score: Callable[[str, str], float | None],
+                 takes_seed: Callable[[str], bool] = lambda spec: False,
+                 race_options: dict[str, Any] | None = None) -> None:
         self.heats = list(heats)
-        self.csv_path = Path(csv_path)
-        self.folder = self.csv_path.with_name(self.csv_path.stem + "-races")
+        self.csv_path = Path(csv_path) if csv_path is not None else None
+        self.folder = self.csv_path.with_name(self.csv_path.stem + "-races") if self.csv_path else None
         self.score = score
         self.takes_seed = takes_seed
-        self.rows = read_rows(self.csv_path)
+        self.race_options = race_options or {}
+        self.rows = read_rows(self.csv_path) if self.csv_path else []
         self.done = {row_key(r) for r in self.rows}
 
     def pending(self) -> list[Heat]:
@@ -130,7 +134,12 @@ class Board:
         return str(heat.index), str(heat.seed), entrant.label
 
     def run(self) -> Iterator[Heat]:
-        """Races every pending heat in turn, yielding each once its rows are on disk."""
+        """Races every pending heat in turn, yielding each once its rows are kept (and on disk, with a CSV)."""
+        if self.csv_path is None or self.folder is None:
+            for heat in self.pending():
+                self._keep(self.race(heat))
+                yield heat
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         new = not self.csv_path.is_file() or self.csv_path.stat().st_size == 0
         with self.csv_path.open("a", encoding="utf-8", newline="") as f:
@@ -139,24 +148,31 @@ class Board:
                 writer.writeheader()
                 f.flush()
             for heat in self.pending():
-                for row in self.race(heat):
-                    if row_key(row) not in self.done:
-                        writer.writerow(row)
-                        self.rows.append(row)
-                        self.done.add(row_key(row))
+                writer.writerows(self._keep(self.race(heat)))
                 f.flush()
                 yield heat
 
+    def _keep(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows not kept yet (an odd last entrant's second run of the first is not), now kept."""
+        fresh = [row for row in rows if row_key(row) not in self.done]
+        self.rows += fresh
+        self.done |= {row_key(row) for row in fresh}
+        return fresh
+
     def race(self, heat: Heat) -> list[dict[str, Any]]:
-        """Runs one heat headless (trusted, as `python -m app record` does) and returns its two rows."""
+        """Runs one heat headless (trusted, as `python -m app record` does, unless `race_options` brings the page's
+        `make`) and returns its two rows."""
         name = f"p{heat.index:03d}-s{heat.seed}-" + re.sub(r"[^\w.=-]+", "_", f"{heat.left.label}-{heat.right.label}")
-        out = self.folder / f"{name[:120]}.jsonl"
+        out = self.folder / f"{name[:120]}.jsonl" if self.folder is not None else None
         settings = {"left": seeded(heat.left, heat.seed, self.takes_seed),
                     "right": seeded(heat.right, heat.seed, self.takes_seed)}
-        race = Race(heat.prompt.text, heat.left.spec, heat.right.spec, settings=settings, out=out)
+        race = Race(heat.prompt.text, heat.left.spec, heat.right.spec, settings=settings, out=out,
+                    **self.race_options)
         for _ in race.ticks(0.2):
             pass
-        link = out.relative_to(self.csv_path.parent).as_posix()
+        saved = race.path.is_file() and self.race_options.get("max_bytes") != 0
+        link = "" if not saved else (race.path.relative_to(self.csv_path.parent).as_posix() if self.csv_path
+                                     and race.path.is_relative_to(self.csv_path.parent) else str(race.path))
         return [self.row(heat, entrant, race.sides[side].frames, race.sides[side].status,
                          race.sides[side].message, link)
                 for side, entrant in (("left", heat.left), ("right", heat.right))]

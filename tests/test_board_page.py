@@ -1,0 +1,92 @@
+"""The page's Board area (issue 54, item 3): both twins over held-out openings, the table and the curve filling in as
+races end, and a what-to-notice line whose every number the test recomputes from the table on screen; its handler
+runs under its own declared budget and saves nothing."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.fixtures import needs_twins
+from tests.pages import browser_tab, serve_page
+
+
+def test_the_boards_budget_names_the_openings_the_page_races() -> None:
+    from app.ui.board_tab import PROMPTS
+    from app.ui.budgets import HANDLERS
+
+    assert f"over {PROMPTS} held-out openings" in HANDLERS["board"].cost and HANDLERS["board"].heavy
+    assert HANDLERS["board"].disk_per_hour == 0 and "nothing saved" in HANDLERS["board"].cost
+    page = (Path(__file__).resolve().parent.parent / "docs" / "page.md").read_text(encoding="utf-8")
+    assert f"over {PROMPTS} story openings they never trained on" in page
+
+
+def expected_note(rows: list[dict[str, Any]]) -> list[str]:
+    """The figures the note must quote, recomputed from the shown rows (side, passes, answer tokens, perplexity)."""
+    figures = []
+    for side in ("diffusion twin", "AR twin"):
+        mine = [r for r in rows if r["side"] == side]
+        rate = sum(float(r["answer tokens"]) for r in mine) / sum(float(r["passes"]) for r in mine)
+        ppl = [float(r["referee perplexity"]) for r in mine]
+        figures += [f"{rate:.2f}", f"{statistics.median(ppl):.2f}", f"{max(ppl):.2f}"]
+    by_opening: dict[str, dict[str, float]] = {}
+    for r in rows:
+        by_opening.setdefault(str(r["opening"]), {})[r["side"]] = float(r["referee perplexity"])
+    worse = sum(v["diffusion twin"] > v["AR twin"] for v in by_opening.values())
+    figures.append(f"cost quality on {worse} of {len(by_opening)} openings")
+    return figures
+
+
+@needs_twins
+def test_the_handler_fills_a_row_per_opening_and_side_and_its_note_quotes_them() -> None:
+    from app.ui.board_tab import run_handler
+
+    updates = list(run_handler(prompts=2)())
+    assert updates[0][2] == "Racing opening 1 of 2..." and updates[1][2] == "Racing opening 2 of 2..."
+    figure, table, note = updates[-1]
+    rows = table.to_dict("records")
+    assert [(r["opening"], r["side"]) for r in rows] == [(1, "diffusion twin"), (1, "AR twin"), (2, "diffusion twin"),
+                                                         (2, "AR twin")]
+    for figure_text in expected_note(rows):
+        assert figure_text in note
+    assert len(figure.data) == 2 and {t.name for t in figure.data} == {"local-diffusion", "local-ar"}
+
+
+@pytest.fixture
+def board_url() -> Iterator[str]:
+    """A small page holding only the Board area, racing two openings."""
+    import gradio as gr
+
+    from app.ui.board_tab import board_tab
+
+    with gr.Blocks(analytics_enabled=False) as demo:
+        board_tab(prompts=2)
+    with serve_page(demo) as url:
+        yield url
+
+
+@pytest.mark.browser
+@needs_twins
+def test_the_board_fills_its_table_and_curve_in_the_browser_and_its_note_quotes_the_table(
+        browser: Any, board_url: str) -> None:
+    with browser_tab(browser, board_url, height=1200) as tab:
+        tab.wait_for_selector("#board-note >> text=Not run yet")
+        tab.click("#board-run")
+        tab.wait_for_function("document.querySelector('#board-note').textContent.includes('What to notice')",
+                              timeout=240_000)
+        tab.wait_for_selector("#board-plot .js-plotly-plot svg.main-svg")
+        traces = tab.evaluate("() => document.querySelector('#board-plot .js-plotly-plot').data.map(t => t.name)")
+        assert sorted(traces) == ["local-ar", "local-diffusion"]
+        rows_css = "#board-table [role=row].virtual-row"
+        tab.wait_for_function(f"document.querySelectorAll('{rows_css}').length === 4")
+        cells = tab.eval_on_selector_all(rows_css, """rows => rows.map(row =>
+            [...row.querySelectorAll('[role=gridcell]')].map(cell => cell.innerText.trim()))""")
+        names = ["opening", "side", "passes", "answer tokens", "tokens a pass", "seconds", "referee perplexity"]
+        rows = [dict(zip(names, cell)) for cell in cells]
+        assert len(rows) == 4
+        text = tab.inner_text("#board-note")
+        for figure_text in expected_note(rows):
+            assert figure_text in text
