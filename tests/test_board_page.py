@@ -35,9 +35,19 @@ def expected_note(rows: list[dict[str, Any]]) -> list[str]:
     by_opening: dict[str, dict[str, float]] = {}
     for r in rows:
         by_opening.setdefault(str(r["opening"]), {})[r["side"]] = float(r["referee perplexity"])
-    worse = sum(v["diffusion twin"] > v["AR twin"] for v in by_opening.values())
-    figures.append(f"cost quality on {worse} of {len(by_opening)} openings")
+    worse = [k for k, v in by_opening.items() if v["diffusion twin"] > v["AR twin"]]
+    better = [k for k in by_opening if k not in worse]
+    figures.append(f"cost quality on {len(worse)} of {len(by_opening)} openings")
+    figures.append(f"did not on {len(better)} ({named(better)})")
+    figures.append(f"perplexity above the AR twin's: {named(worse)})")
     return figures
+
+
+def named(openings: list[str]) -> str:
+    """The openings as the note names them: "none", "2", "1 and 2", "1, 2 and 4"."""
+    if not openings:
+        return "none"
+    return openings[0] if len(openings) == 1 else ", ".join(openings[:-1]) + " and " + openings[-1]
 
 
 @needs_twins

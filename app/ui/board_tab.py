@@ -38,21 +38,30 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
     out = table[list(COLUMNS)].rename(columns=COLUMNS)
     out["opening"] = pd.to_numeric(out["opening"]) + 1
     out["side"] = out["side"].map(dict(SIDES)).fillna(out["side"])
-    return out
+    return out.round({"tokens a pass": 2, "seconds": 2})
+
+
+def openings(numbers: list[int]) -> str:
+    """Openings named for a sentence, counted from 1: "none", "2", "1 and 3", "1, 3 and 4"."""
+    named = [str(n + 1) for n in numbers]
+    return "none" if not named else named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
 def note(table: pd.DataFrame) -> str:
-    """What to notice, from the rows: each twin's tokens a pass and median and worst perplexity, and on how many
-    openings the diffusion twin's more tokens a pass cost quality (its perplexity above the AR twin's) and not."""
+    """What to notice, from the rows: each twin's tokens a pass and median and worst perplexity, and on which
+    openings the diffusion twin's more tokens a pass cost quality (its perplexity above the AR twin's) and on which
+    they did not."""
     sides = summary(table).set_index("label")
     d, a = (sides.loc[spec] for spec, _ in SIDES)
     both = table.pivot_table(index="prompt_index", columns="label", values="quality").dropna()
-    worse = int((both[SIDES[0][0]] > both[SIDES[1][0]]).sum())
+    both.index = pd.to_numeric(both.index)
+    worse = both[SIDES[0][0]] > both[SIDES[1][0]]
     return (f"**What to notice:** over {len(both)} openings the diffusion twin wrote {d['tokens_per_pass']:.2f} "
             f"tokens a pass (median perplexity {d['median_quality']:.2f}, worst {d['worst_quality']:.2f}) and the AR "
             f"twin {a['tokens_per_pass']:.2f} (median {a['median_quality']:.2f}, worst {a['worst_quality']:.2f}). "
-            f"More tokens a pass cost quality on {worse} of {len(both)} openings (the diffusion twin's perplexity "
-            f"above the AR twin's) and did not on {len(both) - worse}.")
+            f"More tokens a pass cost quality on {int(worse.sum())} of {len(both)} openings (the diffusion twin's "
+            f"perplexity above the AR twin's: {openings(sorted(both.index[worse]))}) and did not on "
+            f"{int((~worse).sum())} ({openings(sorted(both.index[~worse]))}): one race would have told either story.")
 
 
 def run_handler(prompts: int = PROMPTS, policy: Policy = LOCAL) -> Callable[[], Iterator[tuple[Any, Any, str]]]:
