@@ -10,6 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from app.board.prompts import prompt_set
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, serve_page
 
@@ -17,9 +18,10 @@ from tests.pages import browser_tab, serve_page
 def test_the_boards_budget_names_the_openings_the_page_races() -> None:
     from app.ui.board_tab import PROMPTS
     from app.ui.budgets import HANDLERS
+    from app.ui.budgets import HANDLERS as GROUPS
 
-    assert f"over {PROMPTS} held-out openings" in HANDLERS["board"].cost and HANDLERS["board"].heavy
-    assert HANDLERS["board"].disk_per_hour == 0 and "nothing saved" in HANDLERS["board"].cost
+    assert f"over {PROMPTS} held-out openings" in GROUPS["board"].cost and GROUPS["board"].heavy
+    assert GROUPS["board"].disk_per_hour == HANDLERS["race"].disk_per_hour  # saved as a race is
     page = (Path(__file__).resolve().parent.parent / "docs" / "page.md").read_text(encoding="utf-8")
     assert f"over {PROMPTS} story openings they never trained on" in page
 
@@ -51,13 +53,16 @@ def named(openings: list[str]) -> str:
 
 
 @needs_twins
-def test_the_handler_fills_a_row_per_opening_and_side_and_its_note_quotes_them() -> None:
+def test_the_handler_fills_a_row_per_opening_and_side_and_its_note_quotes_them(recordings: Path) -> None:
     from app.ui.board_tab import run_handler
+    from app.ui.visitor import Visitor
 
-    updates = list(run_handler(prompts=2)())
+    updates = list(run_handler(prompts=2)(Visitor()))
     assert updates[0][2] == "Racing opening 1 of 2..." and updates[1][2] == "Racing opening 2 of 2..."
-    figure, table, note = updates[-1]
+    figure, table, note, names = updates[-1]
     rows = table.to_dict("records")
+    assert [r["race"] for r in rows] == names and names[0] == names[1] != names[2] == names[3]  # a race a pair
+    assert all((recordings / name).is_file() for name in names)
     assert [(r["opening"], r["side"]) for r in rows] == [(1, "diffusion twin"), (1, "AR twin"), (2, "diffusion twin"),
                                                          (2, "AR twin")]
     for figure_text in expected_note(rows):
@@ -67,13 +72,15 @@ def test_the_handler_fills_a_row_per_opening_and_side_and_its_note_quotes_them()
 
 @pytest.fixture
 def board_url() -> Iterator[str]:
-    """A small page holding only the Board area, racing two openings."""
+    """A small page holding the player and the Board area, racing two openings."""
     import gradio as gr
 
     from app.ui.board_tab import board_tab
+    from app.ui.player_ui import player_box
 
     with gr.Blocks(analytics_enabled=False) as demo:
-        board_tab(prompts=2)
+        player = player_box()
+        board_tab(prompts=2, shown_in=[player, gr.State(None)])
     with serve_page(demo) as url:
         yield url
 
@@ -94,9 +101,15 @@ def test_the_board_fills_its_table_and_curve_in_the_browser_and_its_note_quotes_
         tab.wait_for_function(f"document.querySelectorAll('{rows_css}').length === 4")
         cells = tab.eval_on_selector_all(rows_css, """rows => rows.map(row =>
             [...row.querySelectorAll('[role=gridcell]')].map(cell => cell.innerText.trim()))""")
-        names = ["opening", "side", "passes", "answer tokens", "tokens a pass", "seconds", "referee perplexity"]
+        names = ["opening", "side", "passes", "answer tokens", "tokens a pass", "seconds", "referee perplexity", "race"]
         rows = [dict(zip(names, cell)) for cell in cells]
+        assert [r["race"] for r in rows][::2] == [r["race"] for r in rows][1::2] and rows[0]["race"] != rows[2]["race"]
         assert len(rows) == 4
         text = tab.inner_text("#board-note")
         for figure_text in expected_note(rows):
             assert figure_text in text
+        # a row opens its race in the player: the second opening's
+        tab.locator(f"{rows_css} [role=gridcell]", has_text=rows[2]["race"]).first.click()
+        tab.wait_for_selector("#player .cv-player[data-mode=replay][data-status=done]")
+        second = prompt_set("stories")[1].text
+        tab.wait_for_function("t => document.querySelector('#player').textContent.includes(t)", arg=second)

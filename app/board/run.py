@@ -110,19 +110,22 @@ def seeded(entrant: Entrant, seed: int, takes_seed: Callable[[str], bool]) -> di
 
 class Board:
     """Races `heats`, writing each side's row to `csv_path` as its race ends (None: the rows are kept in `rows` only,
-    and no race is saved unless `race_options` says where); `score(prompt, answer)` gives a story's referee perplexity
-    (None where it cannot); `race_options` go to each Race (the page passes its visitor's `make`, and `max_bytes=0`).
-    Rows already in the CSV are kept and their races skipped."""
+    each race saved where `race_options` says); `score(prompt, answer)` gives a story's referee perplexity (None where
+    it cannot); `race_options` (or a function giving them afresh for each race) go to each Race (the page passes its
+    visitor's `make`, folder and size cap); `on_saved(path)` hears of each recording written. Rows already in the CSV
+    are kept and their races skipped."""
 
     def __init__(self, heats: Sequence[Heat], csv_path: str | Path | None, score: Callable[[str, str], float | None],
                  takes_seed: Callable[[str], bool] = lambda spec: False,
-                 race_options: dict[str, Any] | None = None) -> None:
+                 race_options: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+                 on_saved: Callable[[Path], None] | None = None) -> None:
         self.heats = list(heats)
         self.csv_path = Path(csv_path) if csv_path is not None else None
         self.folder = self.csv_path.with_name(self.csv_path.stem + "-races") if self.csv_path else None
         self.score = score
         self.takes_seed = takes_seed
         self.race_options = race_options or {}
+        self.on_saved = on_saved
         self.rows = read_rows(self.csv_path) if self.csv_path else []
         self.done = {row_key(r) for r in self.rows}
 
@@ -166,11 +169,13 @@ class Board:
         out = self.folder / f"{name[:120]}.jsonl" if self.folder is not None else None
         settings = {"left": seeded(heat.left, heat.seed, self.takes_seed),
                     "right": seeded(heat.right, heat.seed, self.takes_seed)}
-        race = Race(heat.prompt.text, heat.left.spec, heat.right.spec, settings=settings, out=out,
-                    **self.race_options)
+        options = self.race_options() if callable(self.race_options) else self.race_options
+        race = Race(heat.prompt.text, heat.left.spec, heat.right.spec, settings=settings, out=out, **options)
         for _ in race.ticks(0.2):
             pass
-        saved = race.path.is_file() and self.race_options.get("max_bytes") != 0
+        saved = race.path.is_file() and options.get("max_bytes") != 0
+        if saved and self.on_saved is not None:
+            self.on_saved(race.path)
         link = "" if not saved else (race.path.relative_to(self.csv_path.parent).as_posix() if self.csv_path
                                      and race.path.is_relative_to(self.csv_path.parent) else str(race.path))
         return [self.row(heat, entrant, race.sides[side].frames, race.sides[side].status,

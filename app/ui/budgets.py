@@ -133,8 +133,8 @@ HANDLERS: dict[str, Handler] = {
                     heavy=True),
     "sweep": Handler("sweeps", 1, 1, "a fixed grid of twin runs on one CPU slot; ends at Stop", heavy=True),
     "board": Handler("the twins' board", 1, 1, "both twins at their defaults over 6 held-out openings, one race at a "
-                     "time, each bounded as a race is (a CPU slot a side, the race time limit); nothing saved",
-                     heavy=True),
+                     "time, each bounded and saved as a race is (a CPU slot a side, the race time limit, its recording "
+                     "at most 64 MB)", ADDRESS_HOUR_BYTES, heavy=True),
     "recording": Handler("reads of a whole recording (Load, Upload, Download, after Stop, a browser race's save)", 2,
                          QUEUED_PER_ADDRESS, "one recording within the caps (64 MB, 8,000,000 cells)",
                          ADDRESS_HOUR_BYTES),

@@ -90,7 +90,7 @@ def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
         with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
             sweeps_tab(policy=policy)
         with gr.Accordion("Board: the twins over many prompts", open=False, elem_id="board"):
-            board_tab(policy=policy)
+            board_tab(policy=policy, owner=owner, shown_in=shown)
         for controls in race.controls.values():
             wire_sources(controls, policy)
         wire_pins(race, policy)
