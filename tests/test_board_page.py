@@ -113,3 +113,21 @@ def test_the_board_fills_its_table_and_curve_in_the_browser_and_its_note_quotes_
         tab.wait_for_selector("#player .cv-player[data-mode=replay][data-status=done]")
         second = prompt_set("stories")[1].text
         tab.wait_for_function("t => document.querySelector('#player').textContent.includes(t)", arg=second)
+
+
+@needs_twins
+def test_on_a_served_page_a_boards_races_are_the_visitors_and_spend_their_hourly_disk_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.serving.policy import from_launch
+    from app.trace import store
+    from app.ui.board_tab import run_handler
+    from app.ui.visitor import Visitor, new_owner
+
+    monkeypatch.setattr(store, "ADDRESS_HOUR_BYTES", 1)  # the first race's recording spends the address's hour
+    owner = new_owner()
+    *_, (_, table, note, names) = run_handler(prompts=2)(Visitor(from_launch("0.0.0.0", False, env={}), owner,
+                                                                 "10.54.0.1"))
+    races = table["race"].tolist()
+    assert races[0] == races[1] != "not saved" and races[2:] == ["not saved", "not saved"]
+    assert names == [races[0], races[0]] and (store.user_dir(owner) / races[0]).is_file()
+    assert "What to notice" in note  # the unsaved race still counts on the board
