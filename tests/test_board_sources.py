@@ -55,6 +55,9 @@ def test_a_setting_the_source_does_not_take_is_refused_before_anything_runs(
     assert "no_such" in capsys.readouterr().err and not out.exists()
     assert main(["--vary", "steps=8,16", "--out", str(out)]) == 2
     assert "--source and --vary go together" in capsys.readouterr().err and not out.exists()
+    out.write_text("name,score\nx,1\n", encoding="utf-8")  # a CSV that is not a board's is never appended to
+    assert main(["--out", str(out)]) == 2
+    assert "is not a board's CSV" in capsys.readouterr().err and out.read_text(encoding="utf-8") == "name,score\nx,1\n"
 
 
 @needs_twins

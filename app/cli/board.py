@@ -76,11 +76,11 @@ def planned(args: Any) -> tuple[Any, Path, Path | None]:
         prompts = prompt_set(args.prompts or ("stories" if twins else "questions"))[:args.limit]
         if args.seeds < 1 or (args.limit is not None and args.limit < 1):
             raise UserError("--seeds and --limit take a whole number of at least 1.")
+        out = Path(args.out)
+        csv_path = out.with_suffix(".csv") if out.suffix == ".html" else out
+        board = Board(plan(entrants, prompts, args.seeds), csv_path, referee(), takes_seed)  # reads the CSV to resume
     except UserError as e:
         raise ValueError(str(e)) from e
-    out = Path(args.out)
-    csv_path = out.with_suffix(".csv") if out.suffix == ".html" else out
-    board = Board(plan(entrants, prompts, args.seeds), csv_path, referee(), takes_seed)
     return board, csv_path, out if out.suffix == ".html" else None
 
 
