@@ -188,3 +188,15 @@ def test_ctrl_c_keeps_the_races_that_finished_and_the_same_command_resumes(tmp_p
     assert rows[:len(kept)] == kept and len(rows) == 12
     assert len({(r["prompt_index"], r["seed"], r["label"]) for r in rows}) == 12
     assert f"/{(12 - len(kept)) // 2} races" in err  # the rerun raced only what was missing
+
+
+@needs_twins
+def test_the_bench_section_times_the_board_against_the_same_races_alone() -> None:
+    from app.bench import SECTIONS, section
+
+    assert SECTIONS["board"] == "app.bench.board"
+    out = section("board")(repeats=1, prompts=1)
+    assert out["races"] == 1 and out["rounds"] == 1
+    assert len(out["races_alone_wall_seconds"]) == len(out["board_wall_seconds"]) == 1
+    own = out["scoring_share_median"] + out["bookkeeping_share_median"]
+    assert out["own_share_median"] >= own - 1e-3 and out["met"] == (out["own_share_median"] < 0.05)
