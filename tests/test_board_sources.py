@@ -97,3 +97,20 @@ def test_a_board_of_tiny_hugging_face_models_counts_each_sides_passes(tmp_path: 
     assert all(int(r["passes"]) == 4 and float(r["tokens_per_pass"]) == 2.0 for r in diffusion)
     assert all(int(r["passes"]) == int(r["answer_tokens"]) == 8 for r in ar)
     assert {r["match"] for r in rows} <= {"exact", "found", "no"}
+
+
+def test_a_key_given_as_a_setting_is_scrubbed_from_every_answer_and_never_written(
+        fast_env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "INCEPTION_API_KEY"):  # the key reaches the sources only as a setting
+        monkeypatch.delenv(name)
+    questions = tmp_path / "echo.txt"
+    questions.write_text("ECHO:hello\thello\n", encoding="utf-8")
+    out = tmp_path / "keys.html"
+    given = f'{{"api_key": "{DEFAULT_KEY}"}}'
+    assert main(["--left", "openai:gpt-test", "--right", "mercury:mercury-2", "--left-settings", given,
+                 "--right-settings", given, "--prompts", str(questions), "--out", str(out)]) == 0
+    rows = read(tmp_path / "keys.csv")
+    assert [(r["status"], r["match"]) for r in rows] == [("done", "exact"), ("done", "exact")]
+    assert all(r["settings"] == "{}" for r in rows)
+    for path in (tmp_path / "keys.csv", out, tmp_path / "keys-summary.csv", *(tmp_path / "keys-races").iterdir()):
+        assert DEFAULT_KEY not in path.read_text(encoding="utf-8"), path

@@ -9,7 +9,7 @@ import csv
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -21,6 +21,7 @@ from app.trace.frames import Frame
 
 COLUMNS = ("prompt_index", "prompt", "expected", "seed", "label", "method", "spec", "settings", "status", "passes",
            "answer_tokens", "tokens_per_pass", "seconds", "quality", "quality_kind", "match", "answer", "recording")
+SECRET = ("api_key",)  # settings that are keys: given to the race as secrets, never written in a row
 
 
 @dataclass(frozen=True)
@@ -169,8 +170,10 @@ class Board:
         out = self.folder / f"{name[:120]}.jsonl" if self.folder is not None else None
         settings = {"left": seeded(heat.left, heat.seed, self.takes_seed),
                     "right": seeded(heat.right, heat.seed, self.takes_seed)}
+        secrets = {side: {k: given.pop(k) for k in SECRET if k in given} for side, given in settings.items()}
         options = self.race_options() if callable(self.race_options) else self.race_options
-        race = Race(heat.prompt.text, heat.left.spec, heat.right.spec, settings=settings, out=out, **options)
+        race = Race(heat.prompt.text, heat.left.spec, heat.right.spec, settings=settings, out=out,
+                    **{"secrets": secrets, **options})  # a key given as a setting is scrubbed as a typed one is
         for _ in race.ticks(0.2):
             pass
         saved = race.path.is_file() and options.get("max_bytes") != 0
@@ -178,7 +181,8 @@ class Board:
             self.on_saved(race.path)
         link = "" if not saved else (race.path.relative_to(self.csv_path.parent).as_posix() if self.csv_path
                                      and race.path.is_relative_to(self.csv_path.parent) else str(race.path))
-        return [self.row(heat, entrant, race.sides[side].frames, race.sides[side].status,
+        asked = replace(heat, prompt=replace(heat.prompt, text=race.prompt))  # as the race kept it: keys scrubbed
+        return [self.row(asked, entrant, race.sides[side].frames, race.sides[side].status,
                          race.sides[side].message, link)
                 for side, entrant in (("left", heat.left), ("right", heat.right))]
 
@@ -196,7 +200,7 @@ class Board:
             quality = self.score(heat.prompt.text, answer) if answer.strip() else None
         return {"prompt_index": heat.index, "prompt": heat.prompt.text, "expected": heat.prompt.expected or "",
                 "seed": heat.seed, "label": entrant.label, "method": entrant.method, "spec": entrant.spec,
-                "settings": json.dumps(entrant.settings, sort_keys=True),
+                "settings": json.dumps({k: v for k, v in entrant.settings.items() if k not in SECRET}, sort_keys=True),
                 "status": status if not message else f"{status}: {message}",
                 "passes": _blank(m["nfe"]), "answer_tokens": _blank(m["answer_tokens"]),
                 "tokens_per_pass": _blank(m["tokens_per_nfe"]), "seconds": _blank(m["t_final"]),
