@@ -105,13 +105,13 @@ def test_help_lists_every_command_and_each_commands_help_shows_its_options_with_
     assert "--host" in top.stdout and "(default: 7860)" in " ".join(top.stdout.split())
     listed = {line.split()[0]: line for line in top.stdout.split("commands (")[1].splitlines()[1:] if line.strip()}
     assert list(listed) == list(COMMANDS) == ["record", "pairs", "generate", "export", "stats", "site",
-                                                "bench"]
+                                                "board", "bench"]
     for name, line in COMMANDS.items():
         assert line in listed[name]
     # one option of each command, with the default its --help must show
     shown = {"record": "(default: local-diffusion)", "pairs": "--json", "generate": "source's own defaults",
              "export": "(default: 1280)", "stats": "--csv FILE", "site": "OUT_DIR",
-             "bench": "default: all of them"}
+             "board": "(default: board.csv)", "bench": "default: all of them"}
     for name in COMMANDS:
         proc = run_cli(name, "--help")
         assert proc.returncode == 0, proc.stderr

@@ -87,7 +87,8 @@ def test_presenter_mode_fits_the_race_on_one_screen_with_nothing_else(
         # the tucked controls cover none of it
         assert tab.evaluate(f"""() => document.querySelector('{ROOT} .cv-chart-box').getBoundingClientRect().bottom
           <= document.querySelector('{ROOT} .cv-scrub').getBoundingClientRect().top""")
-        for hidden in ("#controls", "#lessons", "#twins-about", "#library-area", "#sweeps", "#converge-title"):
+        for hidden in ("#controls", "#lessons", "#twins-about", "#library-area", "#sweeps", "#board",
+                       "#converge-title"):
             assert not tab.is_visible(hidden), hidden
         assert float(tab.evaluate(f"getComputedStyle(document.querySelector('{ROOT} .cv-scrub')).opacity")) < 0.5
         tab.hover(f"{ROOT} .cv-scrub")

@@ -7,7 +7,9 @@ is imported by nothing the page or a race runs, only by the bench and the comman
 imports the engine and the sources, and nothing below it imports it; analysis reads the trace alone; the view only
 draws (issue 50: its "why" line once loaded the twin and timed passes to render a recording; issue 52), so it imports
 the trace, analysis and the error alone: a running race is read by the page's live.py, and each source's setting
-defaults come in as data. Each rule is also shown failing once, on a small app written in tmp_path
+defaults come in as data. The board (issue 54) races sources and scores answers with the referee, so it builds on the
+race, the trace, analysis, live measurement, the sources and the engine, and only the page, the bench and the command
+line import it. Each rule is also shown failing once, on a small app written in tmp_path
 with the import it forbids.
 No module reads another room's files by a path built from its own location (the page once read the player's scripts
 that way); a room's files are read through that room's functions. Beside the rooms, app/ holds only its package file,
@@ -81,6 +83,11 @@ VIEW_RULE = ("the view only draws: it imports the trace, analysis and the error,
              "measurement, the engine, the Hugging Face room or training (what it shows comes in as data)")
 # the page's reader of a running race (app/ui/live.py), which the bench reads races through as the page does
 BENCH_READS_PAGE = ("app.ui.live",)
+# the board (issue 54) races sources and scores their answers with the referee: it builds on the race, the trace,
+# analysis, live measurement, the sources and the engine, and only the page, the bench and the command line run it
+BOARD_IMPORTS = ("app.race", "app.trace", "app.analysis", "app.measure", "app.sources", "app.engine", "app.errors")
+BOARD_RULE = ("the board imports only the race, the trace, analysis, live measurement, the sources, the engine, the "
+              "error and itself")
 BELOW_MEASURE = ("app.analysis", "app.trace", "app.race", "app.sources", "app.engine", "app.hf")
 Graph = dict[str, set[str]]
 # each room's one job, as the imports it may make or receive; each rule returns the arrows that break it
@@ -97,6 +104,9 @@ ROOM_RULES: dict[str, Callable[[Graph], list[str]]] = {
     "analysis imports only the trace, the error and itself":
         lambda g: imports_beyond(g, "app.analysis", ("app.trace", "app.errors")),
     VIEW_RULE: lambda g: imports_beyond(g, "app.view", ("app.trace", "app.analysis", "app.errors")),
+    BOARD_RULE: lambda g: imports_beyond(g, "app.board", BOARD_IMPORTS),
+    "only the page, the bench and the command line import the board":
+        lambda g: imported_from_elsewhere(g, "app.board", ("app.ui", "app.bench", COMMANDS_ROOM, ENTRY)),
 }
 
 
@@ -291,6 +301,8 @@ ALLOWED_APP = {
     "bench/twins.py": "def openings():\n    from app.training.stories import read\n",
     "cli/stats.py": "from app.analysis.changes import metrics\n",
     "ui/layout.py": "from app.view.why import line\n",
+    "board/run.py": "from app.race.run import Race\nfrom app.measure.quality import nll\n",
+    "cli/board.py": "from app.board.run import Board\n",
 }
 # for each rule, one module rewritten with an import the rule forbids, and the arrow it must then report
 FORBIDDEN = {
@@ -308,6 +320,9 @@ FORBIDDEN = {
         ("analysis/changes.py", "from app.cli import stats\n", "app.analysis.changes -> app.cli.stats"),
     VIEW_RULE:
         ("view/why.py", "def cost():\n    from app.measure.sweeps import run\n", "app.view.why -> app.measure.sweeps"),
+    BOARD_RULE: ("board/run.py", "from app.view.why import line\n", "app.board.run -> app.view.why"),
+    "only the page, the bench and the command line import the board":
+        ("view/side.py", "from app.board.run import Board\n", "app.view.side -> app.board.run"),
 }
 
 

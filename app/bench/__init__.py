@@ -27,6 +27,7 @@ SECTIONS = {
     "disk": "app.bench.disk",
     "diffusion-gemma": "app.bench.diffusion_gemma",
     "revise": "app.bench.revise",
+    "board": "app.bench.board",
 }
 
 

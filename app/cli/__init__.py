@@ -11,6 +11,7 @@ COMMANDS = {
     "export": "Export a recorded race as a video (MP4, GIF) or a self-contained HTML page.",
     "stats": "Print a recording's metrics per side; --csv writes its per-frame figures.",
     "site": "Write a static site where the built-in twins race in the visitor's browser (no server).",
+    "board": "Race two sources (or one under several settings) over many prompts: a CSV row each, AUP and the curve.",
     "bench": "Measure every speed and quality figure the docs quote (docs/figures.md).",
 }
 

@@ -2,12 +2,12 @@
 
 The race (app/ui/race_ui.py: prompt, source pickers, Run and Stop), the player (player_ui.py), the lessons
 (lessons_ui.py), the real-model pairs (pairs_ui.py), "Be the sampler" (sampler_ui.py), the twins' note, the library
-(library_ui.py) with the exports (export_ui.py), and the sweep charts (sweeps_tab.py); each box's module holds its
-own handlers. The server never builds HTML from model output, prompts or files: it sends data as the player's
-`payload` prop and the player (app/view/player/) writes every string with textContent. The source pickers and
-their settings are rendered from the registry (sources_ui.py), so a new source needs no change here. The first
-screen is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with the
-first bundled example loaded and ready to play; the rest comes below it (the lessons move above it once a lesson's
+(library_ui.py) with the exports (export_ui.py), the sweep charts (sweeps_tab.py) and the twins' board (board_tab.py);
+each box's module holds its own handlers. The server never builds HTML from model output, prompts or files: it sends
+data as the player's `payload` prop and the player (app/view/player/) writes every string with textContent. The source
+pickers and their settings are rendered from the registry (sources_ui.py), so a new source needs no change here. The
+first screen is the race: a filled prompt with example prompts, the pickers and Run in one row, then the player with
+the first bundled example loaded and ready to play; the rest comes below it (the lessons move above it once a lesson's
 race runs). `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and `openai`
 pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules). Launched with the
 static site's folder (the command line builds it), the race box offers to race the twins in the visitor's browser
@@ -28,6 +28,7 @@ from app.sources.base import load_plugins
 from app.trace.frames import MAX_RECORDING_BYTES
 from app.ui import door
 from app.ui.about import twins_note
+from app.ui.board_tab import board_tab
 from app.ui.browser_race import began_button, kept_box, wire_keep, wire_place
 from app.ui.budgets import budgeted
 from app.ui.events import QUIET
@@ -88,6 +89,8 @@ def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
             messages = messages_row()
         with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
             sweeps_tab(policy=policy)
+        with gr.Accordion("Board: the twins over many prompts", open=False, elem_id="board"):
+            board_tab(policy=policy, owner=owner, shown_in=shown)
         for controls in race.controls.values():
             wire_sources(controls, policy)
         wire_pins(race, policy)

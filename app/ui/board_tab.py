@@ -1,0 +1,146 @@
+"""The Board area: the built-in twins raced over held-out story openings, one race after another, the table (pandas)
+and the curve of quality against tokens per pass (plotly) filling in as each race ends, and a what-to-notice line
+whose numbers come from the table on screen.
+
+Boards have their own queue ("board", its budget in app/ui/budgets.py): one board runs at a time on the page, each
+race in it bounded as a race is (a CPU slot a side, the race time limit), its sides made through the page's one
+policy check (app/ui/visitor.py), and saved in the visitor's library as a race is (the same size cap and hourly disk
+budget; a race the budget refuses runs unsaved). Clicking a row opens its race in the player.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import gradio as gr
+import pandas as pd
+
+from app.board.prompts import prompt_set
+from app.board.run import Board, Entrant, paired, plan, referee, takes_seed
+from app.board.tables import curve, frame, summary
+from app.serving.policy import LOCAL, Policy
+from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, written
+from app.ui.budgets import queued
+from app.ui.library_ui import load_entry
+from app.ui.sessions import visitor_of
+from app.ui.visitor import Visitor, visitor_source
+from app.view.board import curve_figure
+
+PROMPTS = 6  # openings a page's board races: a minute or two of the twins on this machine
+SIDES = (("local-diffusion", "diffusion twin"), ("local-ar", "AR twin"))
+COLUMNS = {"prompt_index": "opening", "label": "side", "passes": "passes", "answer_tokens": "answer tokens",
+           "tokens_per_pass": "tokens a pass", "seconds": "seconds", "quality": "referee perplexity",
+           "recording": "race"}
+INTRO = ("### Many prompts, one board\nOne race is one anecdote. The board races both twins at their defaults over "
+         "{n} story openings they never trained on, one race after another, and fills in a row per opening and "
+         "side: forward passes, answer tokens, tokens a pass, seconds on the side's own clock and the referee's "
+         "perplexity of the answer (an AR twin trained with another seed; lower reads more like the stories). "
+         "Each race is saved in your library; click a row to open its race in the player. `python -m app board` runs "
+         "it on any two sources (docs/board.md).")
+
+
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows as the page shows them: the columns it names, sides by their names, openings counted from 1."""
+    out = table[list(COLUMNS)].rename(columns=COLUMNS)
+    out["opening"] = pd.to_numeric(out["opening"]) + 1
+    out["side"] = out["side"].map(dict(SIDES)).fillna(out["side"])
+    out["race"] = [Path(path).name if path else "not saved" for path in out["race"]]
+    return out.round({"tokens a pass": 2, "seconds": 2})
+
+
+def openings(numbers: list[int]) -> str:
+    """Openings named for a sentence, counted from 1: "none", "2", "1 and 3", "1, 3 and 4"."""
+    named = [str(n + 1) for n in numbers]
+    return "none" if not named else named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+
+
+def note(table: pd.DataFrame) -> str:
+    """What to notice, from the rows: each twin's tokens a pass and median and worst perplexity, and on which
+    openings the diffusion twin's more tokens a pass cost quality (its perplexity above the AR twin's) and on which
+    they did not."""
+    sides = summary(table).set_index("label")
+    d, a = (sides.loc[spec] for spec, _ in SIDES)
+    both = table.pivot_table(index="prompt_index", columns="label", values="quality").dropna()
+    both.index = pd.to_numeric(both.index)
+    worse = both[SIDES[0][0]] > both[SIDES[1][0]]
+    return (f"**What to notice:** over {len(both)} openings the diffusion twin wrote {d['tokens_per_pass']:.2f} "
+            f"tokens a pass (median perplexity {d['median_quality']:.2f}, worst {d['worst_quality']:.2f}) and the AR "
+            f"twin {a['tokens_per_pass']:.2f} (median {a['median_quality']:.2f}, worst {a['worst_quality']:.2f}). "
+            f"More tokens a pass cost quality on {int(worse.sum())} of {len(both)} openings (the diffusion twin's "
+            f"perplexity above the AR twin's: {openings(sorted(both.index[worse]))}) and did not on "
+            f"{int((~worse).sum())} ({openings(sorted(both.index[~worse]))}): one race would have told either story.")
+
+
+def race_options(visitor: Visitor) -> Callable[[], dict[str, Any]]:
+    """Each race's options, as the page's race takes them: the visitor's `make`, their library folder and the size cap,
+    after making room on disk (a race the hourly budget refuses runs unsaved)."""
+    def options() -> dict[str, Any]:
+        try:
+            make_room(visitor.owner, visitor.address)
+        except DiskFull:
+            return {"make": visitor_source(visitor), "max_bytes": 0}
+        cap = RUN_MAX_BYTES if visitor.owner is not None else None
+        return {"make": visitor_source(visitor), "folder": user_dir(visitor.owner), "max_bytes": cap}
+    return options
+
+
+def run_handler(prompts: int = PROMPTS) -> Callable[[Visitor], Iterator[tuple[Any, Any, str, list[str]]]]:
+    """The Run button (for `as_visitor`): races the board, yielding the chart, the table, a line and the races' names
+    after every race."""
+    def run(visitor: Visitor) -> Iterator[tuple[Any, Any, str, list[str]]]:
+        heats = plan(paired(*(Entrant(spec, spec, spec) for spec, _ in SIDES)), prompt_set("stories")[:prompts], 1)
+        board = Board(heats, None, referee(), takes_seed, race_options=race_options(visitor),
+                      on_saved=lambda path: written(visitor.owner, visitor.address, path))
+        yield gr.skip(), gr.skip(), f"Racing opening 1 of {len(heats)}...", []
+        for done, _ in enumerate(board.run(), start=1):
+            table = frame(board.rows)
+            line = note(table) if done == len(heats) else f"Racing opening {done + 1} of {len(heats)}..."
+            names = [Path(r["recording"]).name for r in board.rows if r["recording"]]
+            yield curve_figure(curve(table), "referee_ppl"), shown(table), line, names
+
+    return run
+
+
+def open_row(visitor: Visitor, names: list[str], evt: gr.SelectData) -> tuple[Any, Any, str]:
+    """Clicking a row opens its race in the player: the race named in the row, if this board saved it."""
+    values = evt.row_value if isinstance(evt.row_value, list) else []
+    name = str(values[-1]) if values else ""
+    if name not in (names or []):
+        return gr.skip(), gr.skip(), "That race was not saved; run the board again to open its races."
+    return load_entry(visitor, f"user/{name}")
+
+
+def runner(policy: Policy, prompts: int) -> Callable[..., Iterator[tuple[Any, Any, str, list[str]]]]:
+    """`run_handler` as a Gradio generator handler: the session's visitor from its owner state and request."""
+    run = run_handler(prompts)
+
+    def run_board(request: gr.Request, owner: Any) -> Iterator[tuple[Any, Any, str, list[str]]]:
+        yield from run(visitor_of(policy, owner, request))
+    return run_board
+
+
+def opener(policy: Policy) -> Callable[..., tuple[Any, Any, str]]:
+    """`open_row` as a Gradio select handler: the session's visitor, the board's race names and the clicked row."""
+    def open_board_row(request: gr.Request, owner: Any, names: list[str], evt: gr.SelectData) -> tuple[Any, Any, str]:
+        return open_row(visitor_of(policy, owner, request), names, evt)
+    return open_board_row
+
+
+def board_tab(prompts: int = PROMPTS, policy: Policy = LOCAL, owner: Any = None, shown_in: list[Any] | None = None
+              ) -> None:
+    """Builds the Board area inside the open gr.Blocks under the page's `policy` (`prompts`: openings raced); `owner`
+    is the session's owner state, `shown_in` the player and the recording it holds, where a clicked row's race opens."""
+    owner = owner if owner is not None else gr.State(None)
+    gr.Markdown(INTRO.format(n=prompts), elem_id="board-intro")
+    button = gr.Button("Run the twins' board", elem_id="board-run")
+    plot = gr.Plot(label="Quality against tokens per pass", show_label=False, elem_id="board-plot")
+    table = gr.Dataframe(headers=list(COLUMNS.values()), interactive=False, elem_id="board-table")
+    line = gr.Markdown("Not run yet: press **Run the twins' board**.", elem_id="board-note")
+    opened = gr.Markdown("", elem_id="board-opened")
+    names = gr.State([])
+    button.click(runner(policy, prompts), inputs=[owner], outputs=[plot, table, line, names],
+                 **queued("board"), show_progress="hidden", api_name=False)
+    if shown_in is not None:
+        table.select(opener(policy), inputs=[owner, names], outputs=[*shown_in, opened],
+                     **queued("recording"), show_progress="hidden", api_name=False)
