@@ -361,7 +361,7 @@ def test_the_heatmap_has_axes_readable_rows_and_a_labelled_frame_line_and_a_load
         assert "pass " in tab.text_content(label)
         shown = tab.eval_on_selector_all(f"{ROOT} .cv-legend [data-style], {ROOT} .cv-legend [data-heat]",
                                          "e => e.filter(x => !x.hidden).map(x => x.dataset.style || x.dataset.heat)")
-        assert {"masked", "new", "unchanged", "fresh"} <= set(shown)
+        assert {"masked", "new", "unchanged"} <= set(shown)
         assert not {"changed", "remasked", "pinned", "given"} & set(shown), shown  # none occurs in this run
         tab.screenshot(path=str(SHOTS / "converge-heatmap-1366x768.png"))
         press(tab, "End", "data-step", tab.get_attribute(f"{ROOT} .cv-range", "max"))

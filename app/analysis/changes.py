@@ -42,7 +42,7 @@ from app.analysis import states as st
 from app.trace.cancel import checkpoint
 from app.trace.frames import DISPLAY_TOKEN, SCHEMA, Frame
 
-UNCHANGED, NEW, CHANGED, REMASKED = 0, 1, 2, 3  # and states.py's EDITED, RENOISED, INSERTED for schema 2 frames
+UNCHANGED, NEW, CHANGED, REMASKED = st.UNCHANGED, st.NEW, st.CHANGED, st.REMASKED  # the codes: app/analysis/states.py
 EOS_TOKENS = frozenset({"<|endoftext|>", "<|eos|>", "<|eot_id|>", "<|im_end|>", "<|end|>", "</s>", "<eos>", "[EOS]"})
 
 _TOKEN = DISPLAY_TOKEN  # defined in app.trace.frames, whose reader counts display tokens against its cap

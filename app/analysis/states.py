@@ -17,8 +17,11 @@ from typing import Any, Iterator
 from app.trace.cancel import checkpoint
 from app.trace.frames import Frame
 
-UNCHANGED, NEW, CHANGED, REMASKED, EDITED, RENOISED, INSERTED = range(7)
+# The change codes, declared once: a code is its index here. The player reads these names (app/view/theme.py puts them
+# in the theme as `codes`), the browser race's rows too (twins.json's `analysis`), and the video finds each one's
+# style and heat colour by name in app/view/theme.json.
 CODE_NAMES = ("unchanged", "new", "changed", "remasked", "edited", "renoised", "inserted")
+UNCHANGED, NEW, CHANGED, REMASKED, EDITED, RENOISED, INSERTED = range(len(CODE_NAMES))
 SHOWN = "da"  # states whose token is on screen as the model's (a draft or accepted); noise is random, masked is none
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from app.analysis.changes import EOS_TOKENS, TOKEN_UNITS
+from app.analysis.states import CODE_NAMES
 from app.engine.autoregressive import TWIN_AR
 from app.engine.diffusion import TWIN_DIFFUSION, honoured
 from app.engine.model import load_twin
@@ -169,7 +170,8 @@ def twins_data() -> dict[str, Any]:
     offered = {kind: declarations(kind, s) for kind, s in defaults.items()}
     return {"tokenizer": _tokenizer(tok, diffusion.repeatable), "config": config, "filter": weights,
             "settings": settings, "declared": offered, "top_candidates": TOP_CANDIDATES,
-            "analysis": {"eos_tokens": sorted(EOS_TOKENS), "token_units": TOKEN_UNITS}}
+            "analysis": {"eos_tokens": sorted(EOS_TOKENS), "token_units": TOKEN_UNITS,
+                         "codes": list(CODE_NAMES)}}
 
 
 def race_script() -> str:

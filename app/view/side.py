@@ -37,7 +37,10 @@ CELLS = ("unchanged", "masked", "draft", "new", "changed", "remasked", "pinned",
          "inserted", "deleted", "kept", "revised", "reopened")
 (UNCHANGED, MASKED, DRAFT, NEW, CHANGED, REMASKED, PINNED, NOISE, EDITED, RENOISED, INSERTED, DELETED, KEPT, REVISED,
  REOPENED) = range(len(CELLS))
-CODE_CELLS = (NEW, CHANGED, REMASKED, EDITED, RENOISED, INSERTED)  # change codes 1.. (app/analysis/states.py)
+CODE_CELLS = tuple(CELLS.index(name) for name in states.CODE_NAMES[1:])  # change codes 1.., by name
+CODE_NAMES = states.CODE_NAMES
+SCHEMA1_CHANGES = (states.NEW, states.CHANGED, states.REMASKED)  # the codes a schema 1 frame may have but unchanged
+SCHEMA2_CHANGES = frozenset(range(states.EDITED, len(CODE_NAMES)))  # and those only a schema 2 frame has
 
 
 def cell_style(masked: bool, code: int, draft: bool, pinned: bool = False, noise: bool = False,
@@ -84,7 +87,7 @@ def seen_in(rows: list[dict[str, Any]]) -> set[str]:
         if states is None:
             continue
         seen.update(name for letter, name in (("n", "noise"), ("d", "drafted")) if letter in states)
-        seen.update(("edited", "renoised", "inserted")[c - 4] for c in set(row["ch"]) if c >= 4)
+        seen.update(CODE_NAMES[c] for c in SCHEMA2_CHANGES & set(row["ch"]))
     return seen
 
 
@@ -94,8 +97,7 @@ def legend_seen(rows: list[dict[str, Any]]) -> set[str]:
     seen = seen_in(rows) | {"unchanged"}
     for row in rows:
         codes, masks = row["ch"], row["m"]
-        seen.update(name for code, names in ((1, ("new", "fresh")), (2, ("changed",)), (3, ("remasked",)))
-                    if code in codes for name in names)
+        seen.update(CODE_NAMES[c] for c in SCHEMA1_CHANGES if c in codes)
         if masks and any(masks):
             seen.add("masked")
         drafted = masks is None and not row["final"] and 0 in codes[row["sp"]:len(row["tok"])]

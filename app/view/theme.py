@@ -2,7 +2,8 @@
 
 The page's player gets it as a JSON object (`theme_json`, the `THEME` its parts read) and as CSS custom properties
 before player.css (`css_rules`); the video export reads the same values through `rgb`. So a colour or a label is
-changed in theme.json alone.
+changed in theme.json alone. The change codes' names come from where they are declared (app/analysis/states.py
+`CODE_NAMES`, a code its index), added as `codes`: each names its style and its heat colour here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from app.analysis.states import CODE_NAMES
+
 THEME: dict[str, Any] = json.loads((Path(__file__).resolve().parent / "theme.json").read_text(encoding="utf-8"))
+THEME["codes"] = list(CODE_NAMES)
 COLORS: dict[str, Any] = THEME["colors"]
 MASK: str = THEME["mask"]
 STATUS_TEXT: dict[str, str] = THEME["status"]

@@ -20,8 +20,7 @@ HEAT_NAMES = list(THEME["heat"])
 HEAT = np.array([hex_rgb(THEME["heat"][name]) for name in HEAT_NAMES], np.uint8)
 H_UNCHANGED, H_MASKED, H_GIVEN, H_NOISE, H_DRAFTED, H_DELETED, H_REVISED = (
     HEAT_NAMES.index(name) for name in ("unchanged", "masked", "given", "noise", "drafted", "deleted", "revised"))
-CODE_HEAT = np.array([HEAT_NAMES.index(name) for name in ("unchanged", "fresh", "changed", "remasked", "edited",
-                                                          "renoised", "inserted")], np.uint8)
+CODE_HEAT = np.array([HEAT_NAMES.index(name) for name in THEME["codes"]], np.uint8)  # each code's heat, by its name
 BADGE = {status: (rgb(bg), rgb(edge)) for status, (bg, edge) in THEME["badges"].items()}
 
 # Cell styles: the page's token styles (app/view/side.py CELLS, coloured as theme.json says), then mono UI text on

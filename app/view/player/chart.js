@@ -1,5 +1,5 @@
 /* Converge player: the convergence chart, both sides on one axis of time or forward passes. */
-import { LINE, SIDES, displayName, gridStyle, hasPasses, isDark, lastRow, setAttr, setText } from "./common.js";
+import { CODE, LINE, SIDES, displayName, gridStyle, hasPasses, isDark, lastRow, setAttr, setText } from "./common.js";
 
 // long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
 // function within it is held to the limit
@@ -166,7 +166,7 @@ export function chartPart(p) {
       if (hits == null) {
         hits = 0;
         for (var k = 0; k < row.tok.length; k++) {
-          if (row.ch && row.ch[k] === 0 && !(row.m && row.m[k]) && !(row.st && row.st[k] !== "a") &&
+          if (row.ch && row.ch[k] === CODE.unchanged && !(row.m && row.m[k]) && !(row.st && row.st[k] !== "a") &&
               row.tok[k].trim()) hits++;
         }
         side.live[i] = hits;

@@ -130,7 +130,7 @@ export var HEAT32 = {};
 for (var key in HEAT) HEAT32[key] = rgba(HEAT[key]);
 /* merging frames into one heatmap row: a change within the band wins over the band's last state */
 export var HEAT_RANK = {};
-HEAT_RANK[HEAT32.fresh] = 1; HEAT_RANK[HEAT32.remasked] = 2; HEAT_RANK[HEAT32.changed] = 3;
+HEAT_RANK[HEAT32["new"]] = 1; HEAT_RANK[HEAT32.remasked] = 2; HEAT_RANK[HEAT32.changed] = 3;
 HEAT_RANK[HEAT32.inserted] = 1; HEAT_RANK[HEAT32.renoised] = 2; HEAT_RANK[HEAT32.edited] = 3;
 HEAT_RANK[HEAT32.deleted] = 3;
 export var MIN_ROW = 3; /* CSS pixels: the least height a heatmap row is drawn at (more frames are merged) */
@@ -140,7 +140,11 @@ export var MIN_ROW = 3; /* CSS pixels: the least height a heatmap row is drawn a
    schema 2's edited, re-noised and inserted: app/analysis/states.py; revision, on a side that started from a draft:
    1 kept from the draft, 2 edited from it, 3 re-noised and still open, as app/view/side.py cell_style rules) */
 export var STYLES = THEME.styles;
-export var CODE_STYLE = [null, "new", "changed", "remasked", "edited", "renoised", "inserted"];
+/* the change codes by name (app/analysis/states.py CODE_NAMES, sent as THEME.codes): CODE.new is 1 */
+export var CODE = {};
+THEME.codes.forEach(function (name, i) { CODE[name] = i; });
+/* each code's style and heat colour, named as the code is; unchanged has none */
+export var CODE_STYLE = THEME.codes.map(function (name, i) { return i === CODE.unchanged ? null : name; });
 export var DRAFT = 16;
 export var SEL = 32;
 export var PINNED = 64;
@@ -166,7 +170,7 @@ export var ONLY_IF_SEEN = {}; /* legend entries shown only once what they name o
 THEME.only_if_seen.forEach(function (name) { ONLY_IF_SEEN[name] = 1; });
 export var STATE_WORDS = { n: STYLES.noise.label, d: STYLES.draft.label, a: "accepted" }; /* the inspector's */
 export var REV_WORDS = { k: STYLES.kept.label, e: STYLES.revised.label, r: STYLES.reopened.label };
-export var CODE_HEAT = [null, "fresh", "changed", "remasked", "edited", "renoised", "inserted"];
+export var CODE_HEAT = CODE_STYLE;
 
 /* a side's pinned positions as flags by position, from the positions its first row lists */
 export function pinFlags(positions) {
@@ -201,7 +205,7 @@ function backOf(row, before) {
   var dropped = {}, j = 0;
   (row.dl || []).forEach(function (d) { dropped[d[0]] = 1; });
   for (i = 0; i < n; i++) {
-    if (row.ch[i] === 6) { out.push(-1); continue; }
+    if (row.ch[i] === CODE.inserted) { out.push(-1); continue; }
     while (j < before && dropped[j]) j++;
     out.push(j < before ? j++ : -1);
   }

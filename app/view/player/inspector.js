@@ -1,7 +1,13 @@
 /* Converge player: the token inspector, one position's history (events, confidence sparkline, candidates). */
-import { BLOCK, CODE_HEAT, HEAT, HOVER_MS, LINE, MAX_EVENTS, REV_WORDS, SIDES, SPARK, SPARK_PAD, STATE_WORDS,
+import { BLOCK, CODE, CODE_HEAT, HEAT, HOVER_MS, LINE, MAX_EVENTS, REV_WORDS, SIDES, SPARK, SPARK_PAD, STATE_WORDS,
   STYLES, displayName, el, gridStyle, isDark, lineColumns, quoted, setAttr, setText, sideWord, themeColour
 } from "./common.js";
+
+var GONE = CODE_HEAT.length;  /* an event past the change codes: the frame deleted the position */
+/* what an event did, by its code (app/analysis/states.py CODE_NAMES) */
+var EVENT_WORDS = {};
+EVENT_WORDS[CODE.changed] = "changed"; EVENT_WORDS[CODE.remasked] = "remasked"; EVENT_WORDS[CODE.edited] = "edited";
+EVENT_WORDS[CODE.renoised] = "re-noised"; EVENT_WORDS[CODE.inserted] = "inserted"; EVENT_WORDS[GONE] = "deleted";
 
 // long: the part's closure: the state its functions share (p: the player's state, nodes and other parts); each
 // function within it is held to the limit
@@ -168,13 +174,13 @@ export function inspectorPart(p) {
       if (!row) continue;
       if (q === -2) {
         var before = rows[r - 1];
-        events.push({ r: r, code: 7, cands: null, at: -1, tok: before && at[r - 1] >= 0 ? before.tok[at[r - 1]] : null });
+        events.push({ r: r, code: GONE, cands: null, at: -1, tok: before && at[r - 1] >= 0 ? before.tok[at[r - 1]] : null });
         continue;
       }
       var cands = null;
       if (row.cd) for (var k = 0; k < row.cd.length; k++) if (row.cd[k][0] === q) cands = row.cd[k][1];
       var code = here && q < row.ch.length ? row.ch[q] : 0;
-      var tok = here && code !== 3 && !(row.m && row.m[q]) ? row.tok[q] : null;
+      var tok = here && code !== CODE.remasked && !(row.m && row.m[q]) ? row.tok[q] : null;
       if (code || cands) events.push({ r: r, code: code, cands: cands, at: q, tok: tok });
     }
     var h = { conf: conf, masked: masked, events: events, hasConf: hasConf, masks: masks, at: at };
@@ -206,18 +212,17 @@ export function inspectorPart(p) {
     var items = h.draft != null ? [draftItem(h)] : [], commits = 0;
     for (var k = 0; k < h.events.length && items.length < MAX_EVENTS; k++) {
       var e = h.events[k], row = side.rows[e.r];
-      var word = e.code === 1 ? (row.st ? (row.st[e.at] === "d" ? "drafted" : "accepted")
+      var word = e.code === CODE["new"] ? (row.st ? (row.st[e.at] === "d" ? "drafted" : "accepted")
                                  : h.masks ? (commits++ ? "re-committed" : "committed") : "appeared")
-        : e.code === 2 ? "changed" : e.code === 3 ? "remasked" : e.code === 4 ? "edited"
-        : e.code === 5 ? "re-noised" : e.code === 6 ? "inserted" : e.code === 7 ? "deleted" : "weighed";
-      if (e.code === 1 && row.by) word += row.by === "user" ? " by you" : " by the model";
+        : EVENT_WORDS[e.code] || "weighed";
+      if (e.code === CODE["new"] && row.by) word += row.by === "user" ? " by you" : " by the model";
       var li = el("li", "cv-insp-event", null, { "data-code": String(e.code) });
       li.appendChild(el("span", "cv-insp-when", "step " + row.step + " \u00B7 frame " + (e.r + 1) + " \u00B7 t = " +
         row.t.toFixed(3) + " s"));
       li.appendChild(document.createTextNode(" " + word + " "));
       if (e.tok != null) li.appendChild(el("span", "cv-insp-tok", quoted(e.tok)));
       if (e.cands && e.cands.length) {
-        li.appendChild(document.createTextNode(e.code === 3 ? " \u2014 its top candidates then: "
+        li.appendChild(document.createTextNode(e.code === CODE.remasked ? " \u2014 its top candidates then: "
                                                             : " \u2014 top candidates: "));
         e.cands.forEach(function (c, i) {
           if (i) li.appendChild(document.createTextNode(", "));
@@ -282,7 +287,7 @@ export function inspectorPart(p) {
     ctx.lineWidth = 1;
     ctx.strokeStyle = themeColour("dot-edge", isDark);
     h.events.forEach(function (e) {
-      var colour = HEAT[e.code === 7 ? "deleted" : CODE_HEAT[e.code] || "unchanged"];
+      var colour = HEAT[e.code === GONE ? "deleted" : CODE_HEAT[e.code] || "unchanged"];
       var v = h.conf[e.r] >= 0 ? h.conf[e.r] : 0;
       ctx.fillStyle = "rgb(" + colour.join(",") + ")";
       ctx.beginPath();

@@ -1,6 +1,6 @@
 /* Converge player: each side's panel (title, badge, figures, text) and heatmap, and the metrics table. */
 import { BLOCK, DELETED_CLASS, DRAFT, DRAFT_METRICS, HEAT32, HEAT_RANK, MASK, METRICS, MIN_ROW, NOISE, PINNED, SEL,
-  SIDES, STATUS_TEXT, TOKEN_CLASS, cellColour, counted, displayName, el, lastRow, lineColumns, revBits, setAttr,
+  CODE, SIDES, STATUS_TEXT, TOKEN_CLASS, cellColour, counted, displayName, el, lastRow, lineColumns, revBits, setAttr,
   setText, sideWord, str, unitCount, visibleCount
 } from "./common.js";
 
@@ -121,7 +121,7 @@ export function panelsPart(p) {
       /* app/view/side.py cell_style's rule as bits (TOKEN_CLASS): computed here, as it hangs on what only the
          browser knows, the inspected position and whether the row shown is a finished side's last */
       var state = states ? states[i] : "";
-      var draft = code === 0 && (states ? state === "d" : i >= draftFrom) ? DRAFT : 0;
+      var draft = code === CODE.unchanged && (states ? state === "d" : i >= draftFrom) ? DRAFT : 0;
       var rev = letters ? revBits(letters[i], code, masked || state === "n" || draft) : 0;
       var style = (pinned && pinned[i] ? PINNED : masked | code << 1 | draft | (state === "n" ? NOISE : 0) | rev) |
         (i === sel ? SEL : 0);

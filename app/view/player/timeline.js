@@ -112,10 +112,7 @@ function noteSeen(seen, row) {
   if (m) for (var k = 0; k < m.length; k++) if (m[k]) { seen.masked = 1; break; }
   for (var j = 0; j < ch.length; j++) {
     var c = ch[j];
-    if (c === 1) seen["new"] = seen.fresh = 1;
-    else if (c === 2) seen.changed = 1;
-    else if (c === 3) seen.remasked = 1;
-    else if (c >= 4 && CODE_STYLE[c]) seen[CODE_STYLE[c]] = 1;
+    if (CODE_STYLE[c]) seen[CODE_STYLE[c]] = 1;
     else if (!m && !row.final && j >= row.sp && j < n) seen.draft = 1;
   }
   /* schema 2: noise and drafts by state; a row that inserts or deletes aligns the heatmap's columns */
