@@ -71,7 +71,7 @@ function compareFrames(where, got, want, from = 0) {
 
 function compareRows(where, frames, want) {
   frames.forEach((f, i) => { f.t = want.frames[i].t; });  // Python's clock, so the times agree
-  const a = analyzer(), made = {rows: wire(frames.map((f) => a.add(f))), ...summary(frames, data.analysis)};
+  const a = analyzer(data.analysis), made = {rows: wire(frames.map((f) => a.add(f))), ...summary(frames, data.analysis)};
   for (const part of ["rows", "metrics", "settled"]) {
     if (!same(made[part], want[part])) {
       const i = Array.isArray(made[part]) ? made[part].findIndex((r, k) => !same(r, want[part][k])) : -1;

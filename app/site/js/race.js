@@ -57,7 +57,7 @@ function side(key, status, start, rows, more) {
 
 function draw(player, text, options, extra) {
   var id = "browser-" + (++races) + "-" + Date.now(), seq = 0, made = {left: [], right: []};
-  var rows = {left: analyzer(), right: analyzer()};
+  var rows = null;  // each side's analyzer, once twins.json's analysis constants are in
   player.update(Object.assign({run: id, seq: seq, mode: "live", autoplay: false, prompt: text, recording: "",
                                done: false, message: null, caption: "", warnings: [],
                                sides: {left: side("left", "running", 0, []), right: side("right", "running", 0, [])}},
@@ -69,6 +69,7 @@ function draw(player, text, options, extra) {
     player.update({run: id, seq: ++seq, sides: sides});
   };
   return converge.analysis.then(function (analysis) {
+    rows = {left: analyzer(analysis), right: analyzer(analysis)};
     return converge.race(text, Object.assign({}, options, {onFrame: onFrame})).then(function (r) {
       var sides = {};
       ["left", "right"].forEach(function (key) {  // a side stopped (options.signal) keeps the frames it made

@@ -8,7 +8,6 @@
  * frames, so this copy cannot drift from the one it mirrors. The end-of-text strings and the token units come from
  * twins.json (`analysis`), written from the Python constants.
  */
-var UNCHANGED = 0, NEW = 1, CHANGED = 2, REMASKED = 3;
 /* what Python's str.strip() removes (str.isspace), so a token of only these is not visible */
 var BLANK = /^[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
 
@@ -43,9 +42,11 @@ function displayTokens(frame) {
   return m ? frame.tokens.map(function (t, i) { return m[i] ? "" : t; }) : frame.tokens.slice();
 }
 
-/* changes._token_codes: position i against position i */
-function tokenCodes(a, am, b, bm) {
+/* changes._token_codes: position i against position i, in the change codes `code` names (twins.json's
+   `analysis.codes`, app/analysis/states.py CODE_NAMES: a code is its index) */
+function tokenCodes(a, am, b, bm, code) {
   var n = a.length, m = b.length, codes = [], i;
+  var UNCHANGED = code.unchanged, NEW = code["new"], CHANGED = code.changed, REMASKED = code.remasked;
   var pa = am || new Array(n).fill(false), pb = bm || new Array(m).fill(false);
   for (i = 0; i < Math.min(n, m); i++) {
     if (am === null && bm === null) codes.push(a[i] === b[i] ? UNCHANGED : CHANGED);
@@ -56,12 +57,13 @@ function tokenCodes(a, am, b, bm) {
   return codes;
 }
 
-/* changes.SideAnalyzer for token frames: add(frame) returns its analysed row */
-export function analyzer() {
-  var count = 0, prevTok = [], prevMasked = null;
+/* changes.SideAnalyzer for token frames, with twins.json's `analysis` constants: add(frame) returns its analysed row */
+export function analyzer(analysis) {
+  var count = 0, prevTok = [], prevMasked = null, code = {};
+  analysis.codes.forEach(function (name, i) { code[name] = i; });
   return {add: function (frame) {
     var tok = displayTokens(frame), masked = masksOf(frame);
-    var codes = tokenCodes(prevTok, prevMasked, tok, masked), sp = 0;
+    var codes = tokenCodes(prevTok, prevMasked, tok, masked, code), sp = 0;
     while (sp < codes.length && !codes[sp] && !(masked && masked[sp])) sp++;
     var conf = frame.confidence == null ? null : frame.confidence.map(function (c) { return pyRound(c, 3); });
     var row = {i: count, t: pyRound(frame.t, 4), step: frame.step, tok: tok,
