@@ -148,7 +148,7 @@ ROWS = """async (prompts) => {
     const r = await window.converge.race(p, {length: 64});
     const sides = {};
     for (const key of ["left", "right"]) {
-      const a = window.ConvergeRows.analyzer(), frames = r[key].frames;
+      const a = window.ConvergeRows.analyzer(analysis), frames = r[key].frames;
       sides[key] = {frames: frames, rows: window.ConvergeRows.wire(frames.map((f) => a.add(f))),
                     ...window.ConvergeRows.summary(frames, analysis)};
     }
