@@ -188,3 +188,16 @@ def test_the_metrics_count_what_each_side_kept_from_the_draft_and_edited(tmp_pat
                                                                        "right": {"gen_length": 8}}, out=plain)):
         pass
     assert "draft_kept" not in metrics(read_recording(plain).frames["left"])
+
+
+@pytest.mark.parametrize("spec", ["local-ar", "local-diffusion"])
+def test_the_passes_that_choose_unsure_positions_count_on_the_sides_own_clock(spec: str) -> None:
+    import threading
+
+    from app.sources.base import make_source
+
+    source = make_source(spec, **SMALL) if spec == "local-diffusion" else make_source(spec, gen_length=32)
+    plan = source.revise(Revision(DRAFT, share=0.3, where="unsure"), PROMPT)
+    assert plan.nfe >= 1 and plan.seconds > 0
+    first = next(iter(source.stream(PROMPT, threading.Event())))
+    assert first.t >= plan.seconds  # the side's clock started when its choosing passes did

@@ -60,6 +60,7 @@ class Plan:
     kept_prefix: int | None = None
     note: str = ""
     nfe: int = 0  # the forward passes spent choosing the positions (`unsure`), counted in the side's nfe
+    seconds: float = 0.0  # ... and the time they took, on the side's own clock (its stream's Clock starts there)
 
     def to_json(self, display: list[str] | None = None) -> dict[str, Any]:
         """A side's `draft` in the header: its draft tokens (display strings when given), what it re-noises, how."""

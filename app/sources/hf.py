@@ -116,7 +116,7 @@ class BlockDiffusionSource(SamplerSource):
         """Frames of the pipeline's passes, from its plan's draft after `revise`, each then with its `revision`."""
         from app.hf import llada2
 
-        clock = Clock()
+        clock = Clock(self.plan.seconds if self.plan is not None else 0.0)  # a draft's choosing passes count
         ids = self.encode(prompt)
         m = self.model
         plan = self.plan if self.plan is not None and self.plan.mode == "revise" else None

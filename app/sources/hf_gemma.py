@@ -113,7 +113,7 @@ class GemmaSource(SamplerSource):
         strings wait for `Frame.ready()`."""
         from app.hf import diffusion_gemma
 
-        clock = Clock()
+        clock = Clock(self.plan.seconds if self.plan is not None else 0.0)  # a draft's choosing passes count
         ids = self.encode(prompt)
         m = self.model
         plan = self.plan if self.plan is not None and self.plan.mode == "revise" else None

@@ -324,7 +324,7 @@ class SamplerSource(SourceBase):
     def stream(self, prompt: str, cancel: threading.Event, defer: bool = False) -> Iterator[Frame]:
         """Frames stamped on this source's clock; with `defer`, each frame's strings wait for `Frame.ready()`; after
         `revise`, the run starts from its plan."""
-        clock = Clock()
+        clock = Clock(self.plan.seconds if self.plan is not None else 0.0)  # a draft's choosing passes count
         ids = self.encode(prompt)
         yield from FRAMES[type(self.opts)](self.model, self.tok, ids, self.opts, cancel, clock, defer, self.plan)
 

@@ -10,6 +10,7 @@ so). The Hugging Face families that decode their own way (app/sources/hf.py) cal
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -28,7 +29,8 @@ def plan_for(revision: Revision, source: str, draft_ids: Sequence[int], mode: st
              doubt: Callable[[], np.ndarray] | None = None, doubt_passes: int = 1) -> Plan:
     """`source`'s plan for `revision`, its draft tokenized as `draft_ids`: the positions to re-noise (`choose`; for
     `unsure`, `doubt()` gives each draft token's surprisal in `doubt_passes` forward passes, counted in the plan's
-    nfe) and, for `prefix`, how much of the draft it keeps. A UserError naming the fix when the draft cannot fit."""
+    nfe, and their seconds in its `seconds`, where the side's clock starts) and, for `prefix`, how much of the draft
+    it keeps. A UserError naming the fix when the draft cannot fit."""
     if mode not in ("revise", "prefix"):
         raise ValueError(f"plan_for makes revise and prefix plans, not {mode!r} (see `cannot`)")
     ids = tuple(int(i) for i in draft_ids)
@@ -37,20 +39,22 @@ def plan_for(revision: Revision, source: str, draft_ids: Sequence[int], mode: st
     if len(ids) > gen_length:
         raise UserError(f"The draft is {counted(len(ids), 'token')} for {source} but its answer is {gen_length}: "
                         f"raise the answer length to {len(ids)} or more, or shorten the draft.")
-    uncertainty = None
+    uncertainty, seconds = None, 0.0
     if revision.where == "unsure":
         if doubt is None:
             raise UserError(f"{source} cannot say which positions it is least sure of: "
                             "re-noise random positions or a span instead.")
+        began = time.monotonic()
         uncertainty = np.asarray(doubt(), dtype=np.float64)
+        seconds = time.monotonic() - began
     renoised = choose(len(ids), revision, uncertainty)
     passes = doubt_passes if uncertainty is not None else 0
     if mode == "revise":
-        return Plan(ids, renoised, "revise", nfe=passes)
+        return Plan(ids, renoised, "revise", nfe=passes, seconds=seconds)
     kept = min(renoised) if renoised else len(ids)
     note = (f"{source} cannot revise in place: it keeps the draft's first {counted(kept, 'token')}, up to the first "
             "re-noised position, and writes the rest again.")
-    return Plan(ids, renoised, "prefix", kept_prefix=kept, note=note, nfe=passes)
+    return Plan(ids, renoised, "prefix", kept_prefix=kept, note=note, nfe=passes, seconds=seconds)
 
 
 def cannot(source: str, why: str = "it takes no text to start from") -> Plan:

@@ -241,10 +241,11 @@ def _opt_list(d: dict[str, Any], key: str, kind: Any, length: int | None) -> lis
 
 
 class Clock:
-    """Seconds since start on a monotonic clock: one per source, so neither side's work counts in the other's time."""
+    """Seconds since start on a monotonic clock: one per source, so neither side's work counts in the other's time.
+    `spent`: seconds of the side's own work done before it (a draft's choosing passes), counted from the start."""
 
-    def __init__(self) -> None:
-        self.start = time.monotonic()
+    def __init__(self, spent: float = 0.0) -> None:
+        self.start = time.monotonic() - spent
 
     def __call__(self) -> float:
         return time.monotonic() - self.start
