@@ -53,3 +53,10 @@ def test_plan_json_says_how_a_side_revises() -> None:
     plan = Plan(tokens=(5, 6, 7), renoised=(1,), mode="prefix", kept_prefix=1, note="")
     assert plan.to_json(["a", "b", "c"]) == {"mode": "prefix", "renoised": [1], "length": 3,
                                              "tokens": ["a", "b", "c"], "kept_prefix": 1}
+
+
+def test_a_typed_draft_continues_the_prompt_with_a_space_as_a_model_writes_it() -> None:
+    assert Revision("She went home.").continuing("Lily smiled.") == " She went home."
+    assert Revision(" She went home.").continuing("Lily smiled.") == " She went home."
+    assert Revision("She went home.").continuing("Lily smiled. ") == "She went home."
+    assert Revision(", and then").continuing("Lily smiled") == ", and then"

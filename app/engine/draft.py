@@ -43,6 +43,14 @@ class Revision:
         if self.where not in WHERE:
             parse_span(self.where)  # raises a UserError naming the fix
 
+    def continuing(self, prompt: str) -> str:
+        """The draft as it continues `prompt` in one text: a space between them where neither has one and the draft
+        starts with a letter or digit, so "She went" after "...Lily." is the word " She", as a model writes it."""
+        text = self.text
+        if prompt and not prompt[-1].isspace() and text[:1].isalnum():
+            return " " + text
+        return text
+
     def to_json(self) -> dict[str, Any]:
         """The header's `draft`: what was asked, so a recording says what it started from."""
         return {"text": self.text, "share": float(self.share), "where": self.where, "seed": int(self.seed)}

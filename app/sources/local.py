@@ -306,7 +306,7 @@ class SamplerSource(SourceBase):
         generate) cannot, until it has a `revise` of its own."""
         if type(self).stream is not SamplerSource.stream:
             return super().revise(revision, prompt)
-        ids, draft = self.encode(prompt), list(self.tok.encode(clean_text(revision.text)))
+        ids, draft = self.encode(prompt), list(self.tok.encode(clean_text(revision.continuing(prompt))))
         if isinstance(self.opts, ARSettings):
             plan = plan_for(revision, self.name, draft, "prefix", self.opts.gen_length,
                             lambda: causal_surprisal(self.model, ids, draft), doubt_passes=len(draft))
