@@ -25,15 +25,18 @@ def platform_key() -> str:
     return f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}"
 
 
+def timeless(value: object) -> object:
+    """`value` (a training log or part of one) without its wall-clock fields, at any depth."""
+    clock = ("seconds", "seconds_including_data", "hardware", "command")
+    if isinstance(value, dict):
+        return {k: timeless(v) for k, v in value.items() if k not in clock}
+    return [timeless(v) for v in value] if isinstance(value, list) else value
+
+
 def digest(out: Path, twin: str, log: dict) -> dict:
     """The sha256 of a written twin's weights file and of its training log without the wall-clock fields."""
-    drop = ("seconds", "seconds_including_data", "hardware", "command")
-    kept = {k: v for k, v in log.items() if k not in drop}
-    kept["loss_curve"] = [{k: v for k, v in p.items() if k != "seconds"} for p in log["loss_curve"]]
-    if kept.get("fork_checkpoint"):
-        kept["fork_checkpoint"] = {k: v for k, v in kept["fork_checkpoint"].items() if k != "seconds"}
     return {"weights": hashlib.sha256((out / f"{twin}.safetensors").read_bytes()).hexdigest(),
-            "log": hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()}
+            "log": hashlib.sha256(json.dumps(timeless(log), sort_keys=True).encode()).hexdigest()}
 
 
 def tiny_runs(tmp: Path) -> dict:
