@@ -31,7 +31,7 @@ def ids_for(n: int, seed: int = 0, vocab: int = 97) -> np.ndarray:
 @pytest.mark.parametrize("causal", [True, False])
 def test_numpy_forward_matches_torch_reference(causal: bool) -> None:
     pytest.importorskip("torch", reason="torch (the optional training extra) is needed for the reference forward")
-    from app.training.train import torch_forward
+    from app.training.model import torch_forward
 
     config = ModelConfig(**SMALL, causal=causal)
     weights = random_weights(config, seed=3)

@@ -142,7 +142,8 @@ def test_distilled_stories_come_from_the_teacher_and_train_the_diffusion_twin(tm
 def test_block_layout_masks_a_block_after_a_clean_prefix_and_everything_after_it() -> None:
     import torch
 
-    from app.training.train import TorchTransformer, diffusion_loss
+    from app.training.losses import diffusion_loss
+    from app.training.model import TorchTransformer
 
     model = TorchTransformer(64, 1, 2, 32, 40)
     seen = []
@@ -163,7 +164,8 @@ def test_block_layout_masks_a_block_after_a_clean_prefix_and_everything_after_it
 def test_certainty_forcing_makes_the_model_surer_of_what_it_already_gets_right() -> None:
     import torch
 
-    from app.training.train import TorchTransformer, diffusion_loss
+    from app.training.losses import diffusion_loss
+    from app.training.model import TorchTransformer
 
     torch.manual_seed(0)
     model = TorchTransformer(32, 1, 2, 32, 24)
@@ -189,8 +191,8 @@ def test_certainty_forcing_makes_the_model_surer_of_what_it_already_gets_right()
 
 
 def test_trajectory_windows_line_up_with_the_story_windows_of_the_same_step() -> None:
+    from app.training.data import batch_at, orders_at
     from app.training.stories import NEVER, PROMPT
-    from app.training.train import batch_at, orders_at
 
     tokens = np.array([5, 6, 7, 8, 0, 9, 10, 11, 0])  # two stories, each ending with end-of-text (0)
     orders = np.array([PROMPT, PROMPT, 2, 1, 3, PROMPT, 1, NEVER, NEVER])
@@ -208,8 +210,8 @@ def test_trajectory_windows_line_up_with_the_story_windows_of_the_same_step() ->
 def test_trajectory_layout_cleans_what_the_decode_wrote_before_a_step_and_scores_the_block_it_wrote_next() -> None:
     import torch
 
+    from app.training.losses import trajectory_layout
     from app.training.stories import NEVER, PROMPT
-    from app.training.train import trajectory_layout
 
     row = [PROMPT, PROMPT, PROMPT, 3, 1, 2, 4, 6, 5, 7, 8, NEVER]  # a 3-token opening, 8 answer tokens in blocks of 4
     order = torch.tensor([row] * 64)
@@ -266,7 +268,8 @@ def test_the_uniform_twin_trains_on_random_token_noise_and_loads(tmp_path) -> No
 def test_uniform_noise_draws_only_ordinary_tokens_and_keeps_the_prefix_clean() -> None:
     import torch
 
-    from app.training.train import TorchTransformer, uniform_loss
+    from app.training.losses import uniform_loss
+    from app.training.model import TorchTransformer
 
     seen: list = []
 
@@ -291,7 +294,8 @@ def test_a_checkpoint_loads_into_a_fresh_state_that_steps_on_as_if_never_stopped
 
     import torch
 
-    from app.training.train import Run, TrainConfig, load_state, new_state, save_state, step
+    from app.training.config import TrainConfig
+    from app.training.loop import Run, load_state, new_state, save_state, step
 
     cfg = TrainConfig(twin="diffusion", corpus=(), n_layer=1, n_head=2, n_embd=16, seq=12, no_bf16=True, seed=3)
     run = Run(cfg=cfg, device=torch.device("cpu"), tokens=np.zeros(1), starts=np.zeros(1), orders=None,

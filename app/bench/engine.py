@@ -106,7 +106,7 @@ class TorchMaskedLM(MaskedLMBase):
     def __init__(self, dm: Any) -> None:
         import torch
 
-        from app.training.train import TorchTransformer
+        from app.training.model import TorchTransformer
 
         c = dm.net.config
         self.vocab_size, self.mask_id, self.eos_id, self.max_len = c.vocab_size, c.mask_id, c.eos_id, c.max_len - 1

@@ -35,8 +35,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
     from safetensors.numpy import load_file
 
+    from app.training.data import encode_stream, held_out_windows
+    from app.training.losses import held_out_loss
+    from app.training.model import TorchTransformer, save_twin
     from app.training.stories import SPLIT_SEED, command_line, read_stories, split_stories
-    from app.training.train import TorchTransformer, encode_stream, hardware, held_out_loss, held_out_windows, save_twin
+    from app.training.train import hardware
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--new", required=True, help="folder of the twin trained further (its log's chain holds --old's)")

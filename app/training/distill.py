@@ -21,8 +21,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from app.training.data import SPECIALS, encode_stream
+from app.training.model import TorchTransformer
 from app.training.stories import SPLIT_SEED, command_line, read_stories, save_stream, split_stories
-from app.training.train import SPECIALS, TorchTransformer, encode_stream
 
 
 def load_torch_twin(path: str) -> tuple[TorchTransformer, dict]:
