@@ -368,6 +368,32 @@ def test_the_browsers_generator_draws_as_numpys_default_rng() -> None:
         assert after == rng.random(3).tolist(), seed
 
 
+SAMPLE = """const { defaultRng } = await import(process.argv[1]);
+const out = JSON.parse(process.argv[2]).map(([seed, n, k]) =>
+  defaultRng(seed).sample(Array.from({length: n}, (_, i) => i + 3), k).sort((a, b) => a - b));
+console.log(JSON.stringify(out));"""
+
+
+def test_the_browsers_generator_picks_without_replacement_as_numpys_choice() -> None:
+    """app/site/js/rng.js `sample`: the set default_rng(seed).choice(a, size, replace=False) picks (a draft's random
+    re-noised positions, app/site/js/draft.js), for drafts of 1 to 300 tokens, all of them picked or a few."""
+    import json
+    import subprocess
+
+    import numpy as np
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed to run app/site/js/rng.js")
+    cases = [(seed, n, k) for seed in (0, 3, 11, 9999) for n, k in ((1, 1), (12, 4), (32, 10), (64, 64), (300, 90))]
+    rng_js = Path(__file__).resolve().parent.parent / "app" / "site" / "js" / "rng.js"
+    done = subprocess.run([node, "--input-type=module", "-e", SAMPLE, rng_js.as_uri(), json.dumps(cases)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    for (seed, n, k), got in zip(cases, json.loads(done.stdout), strict=True):
+        want = np.random.default_rng(seed).choice(np.arange(n) + 3, size=k, replace=False)
+        assert got == sorted(int(x) for x in want), (seed, n, k)
+
+
 def same_candidates(seen: list[Any] | None, made: list[Any] | None) -> bool:
     """One frame's candidates alike: the same positions and tokens in the same order, each probability the same to 4
     places or one step of them apart (the graph's logits are within 1e-4 of numpy's, not its bits, so a probability

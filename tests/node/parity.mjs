@@ -48,7 +48,7 @@ function replaying(where, calls) {
 
 /* a frame's fields as a recording keeps them (Frame.to_json: unset ones left out), probabilities to 4 places */
 const FIELDS = ["step", "nfe", "refreshes", "final", "tokens", "masked", "confidence", "committed", "remasked",
-                "candidates", "text", "usage"];
+                "candidates", "text", "usage", "revision"];
 function kept(frame) {
   const out = {};
   for (const k of FIELDS) {
@@ -97,6 +97,10 @@ async function replayCase(n, c) {
                         `${models[kind].passes()} passes, Python made ${c[key].calls.length}`);
     }
     compareFrames(where, r[key].frames, c[key].frames);
+    if (!same(r[key].draft || null, c[key].draft)) {  // a race from a draft: the side's plan as the header keeps it
+      throw new Differs(`${where}: its plan is ${JSON.stringify(r[key].draft)} here, ` +
+                        `${JSON.stringify(c[key].draft)} in Python`);
+    }
     compareRows(where, r[key].frames, c[key]);
   }
   return c.left.calls.length + c.right.calls.length;
