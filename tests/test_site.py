@@ -510,3 +510,62 @@ def test_the_folder_opened_from_disk_says_how_to_open_it(site: Path, browser: An
     for wrong in ("Failed to fetch", "Choose two sources", "load a recording"):
         assert wrong not in shown
     assert not [u for u in asked if u.endswith((".json", ".onnx", ".wasm", ".mjs"))]  # it tried none of them
+
+
+DRAFT = " She liked to play in the park with her red ball."
+SHOWN_DRAFT = """() => { const root = document.getElementById('converge');
+    const note = (s) => root.querySelector(`.cv-side[data-side=${s}] .cv-draft-note`);
+    const cells = (s, cls) => root.querySelectorAll(`.cv-side[data-side=${s}] .cv-text .cv-tok.${cls}`).length;
+    const row = root.querySelector('tr[data-metric=draft_kept]');
+    return {notes: ['left', 'right'].map((s) => note(s).hidden ? null : note(s).textContent),
+            kept: row.hidden ? null : [...row.querySelectorAll('td')].map((n) => n.textContent),
+            cells: ['left', 'right'].map((s) => cells(s, 'cv-k')), status: document.getElementById('cv-status')
+            .textContent}; }"""
+
+
+def python_from_draft(prompt: str, where: str) -> dict[str, Any]:
+    """What the Python twins make of the page's draft (30% re-noised, seed 0) at the site's length of 32: each side's
+    panel line (app/view/side.py draft_line) and its metrics' kept and edited counts."""
+    import threading
+
+    from app.analysis import revision as rv
+    from app.engine.draft import Revision
+    from app.sources.local import make_local_ar, make_local_diffusion
+    from app.view.side import draft_entry
+
+    out: dict[str, Any] = {}
+    for side, make in (("left", make_local_diffusion), ("right", make_local_ar)):
+        source = make(gen_length=32)
+        source.revise(Revision(DRAFT, 0.3, where, 0), prompt)
+        counts = rv.counts(list(source.stream(prompt, threading.Event())))
+        out[side] = {"line": draft_entry({"draft": source.draft_json()})["line"],  # type: ignore[index]
+                     "kept": f"{counts['draft_kept']} of {counts['draft_positions']}"}
+    return out
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("where", ["folder", "single file"])
+def test_a_race_on_the_site_starts_from_the_draft_typed_and_shows_its_letters(site: Path, single: Path,
+                                                                               browser: Any, where: str) -> None:
+    """Issue 53 item 5: the page's "Start from a draft" box races both twins from the draft typed, as Python's do:
+    the masked twin's panel says how much it re-noised and shows the draft's kept tokens as such, the AR twin's says
+    how much of the draft it kept, and the metrics count what each kept, equal to the Python twins' counts."""
+    prompt, how = EVAL_PROMPTS[5], "random" if where == "folder" else "unsure"
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(serve(site)) if where == "folder" else single.as_uri()
+        tab = stack.enter_context(browser_tab(browser, url, timeout_ms=120_000, offline=where != "folder"))
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        tab.fill("#cv-prompt", prompt)
+        tab.select_option("#cv-length", "32")
+        tab.click("#cv-draft-box summary")
+        tab.fill("#cv-draft", DRAFT)
+        tab.fill("#cv-renoise", "30")
+        tab.select_option("#cv-renoise-where", how)
+        tab.click("#cv-run")
+        tab.wait_for_function("() => document.getElementById('cv-status').textContent.startsWith('Done')")
+        tab.wait_for_selector("#converge[data-status=done]")
+        shown = tab.evaluate(SHOWN_DRAFT)
+    want = python_from_draft(prompt, how)
+    assert shown["notes"] == [want["left"]["line"], want["right"]["line"]], shown
+    assert shown["kept"] == [want["left"]["kept"], want["right"]["kept"]], shown
+    assert shown["cells"][0] > 0, shown  # the masked twin's panel draws tokens kept from the draft as kept

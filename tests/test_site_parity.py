@@ -109,12 +109,12 @@ class Recorded:
 def side_of(source: Any, prompt: str, blob: list[np.ndarray], draft: dict[str, Any] | None = None) -> dict[str, Any]:
     """One side raced by its Python source with its network recorded (from `draft`, a Revision's fields, when
     given: its plan made first, as the race makes it): the calls, the frames as a recording has them, the side's
-    plan as the header keeps it, and the player's wire rows, metrics and settled series that app/view makes of
-    those frames."""
+    plan as the header keeps it and as the player draws it (`entry`), and the player's wire rows, metrics and
+    settled series that app/view makes of those frames."""
     from app.analysis.changes import SideAnalyzer
     from app.engine.draft import Revision
     from app.view.payload import wire_rows
-    from app.view.side import summary
+    from app.view.side import draft_entry, summary
 
     source.model = Recorded(source.model, blob)
     if draft is not None:
@@ -122,8 +122,9 @@ def side_of(source: Any, prompt: str, blob: list[np.ndarray], draft: dict[str, A
     frames = list(source.stream(prompt, threading.Event()))
     analyzer = SideAnalyzer()
     made = {"rows": wire_rows([analyzer.add(f) for f in frames]), **summary(frames)}
+    plan = source.draft_json()
     return json.loads(json.dumps({"calls": source.model.calls, "frames": [f.to_json() for f in frames],
-                                  "draft": source.draft_json(), **made}))
+                                  "draft": plan, "entry": draft_entry({"draft": plan}), **made}))
 
 
 def golden(folder: Path) -> int:

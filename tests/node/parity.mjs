@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { twinsOf, api } from "../../app/site/js/twins.js";
-import { analyzer, wire, summary } from "../../app/site/js/rows.js";
+import { analyzer, wire, summary, draftEntry } from "../../app/site/js/rows.js";
 
 const folder = process.argv[2], only = process.argv.slice(3).map(Number);
 const data = JSON.parse(readFileSync(join(folder, "twins.json"), "utf8"));
@@ -97,9 +97,10 @@ async function replayCase(n, c) {
                         `${models[kind].passes()} passes, Python made ${c[key].calls.length}`);
     }
     compareFrames(where, r[key].frames, c[key].frames);
-    if (!same(r[key].draft || null, c[key].draft)) {  // a race from a draft: the side's plan as the header keeps it
-      throw new Differs(`${where}: its plan is ${JSON.stringify(r[key].draft)} here, ` +
-                        `${JSON.stringify(c[key].draft)} in Python`);
+    const plan = r[key].draft || null, entry = draftEntry(plan);  // a race from a draft: the side's plan, its line
+    if (!same(plan, c[key].draft) || !same(entry, c[key].entry)) {
+      throw new Differs(`${where}: its plan is ${JSON.stringify([plan, entry])} here, ` +
+                        `${JSON.stringify([c[key].draft, c[key].entry])} in Python`);
     }
     compareRows(where, r[key].frames, c[key]);
   }

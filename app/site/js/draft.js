@@ -10,7 +10,7 @@ import { argmax, npSum } from "./sampling.js";
 export var WHERE = ["random", "unsure"];  // and a span, written START:END
 export var KEPT = "k", EDITED = "e", RENOISED = "r", BEYOND = ".";
 
-function counted(n, one) { return n.toLocaleString("en-US") + " " + (n === 1 ? one : one + "s"); }
+function countOf(n, one) { return n.toLocaleString("en-US") + " " + (n === 1 ? one : one + "s"); }
 
 /* `parse_span`: START:END (answer tokens, END exclusive), or a sentence naming the fix */
 export function parseSpan(where) {
@@ -49,7 +49,7 @@ export function choose(n, revision, uncertainty) {
     lo = span[0]; hi = Math.min(span[1], n);
   }
   for (var i = lo; i < hi; i++) candidates.push(i);
-  var count = roundHalfEven(revision.share * candidates.length), picked;
+  var count = nearestEven(revision.share * candidates.length), picked;
   if (count === 0) return [];
   if (revision.where === "unsure") {
     picked = candidates.slice().sort(function (a, b) { return uncertainty[b] - uncertainty[a] || a - b; })
@@ -60,7 +60,7 @@ export function choose(n, revision, uncertainty) {
   return picked.sort(function (a, b) { return a - b; });
 }
 
-function roundHalfEven(x) {  // Python's round(x) to an integer: ties to even
+function nearestEven(x) {  // Python's round(x) to an integer: ties to even
   var f = Math.floor(x), r = x - f;
   return r > 0.5 || (r === 0.5 && f % 2 !== 0) ? f + 1 : f;
 }
@@ -95,7 +95,7 @@ export async function planFor(revision, source, kind, twin, prompt, genLength) {
     throw new Error("The draft has no tokens for " + source + ": type some text to start from, or start from nothing.");
   }
   if (ids.length > genLength) {
-    throw new Error("The draft is " + counted(ids.length, "token") + " for " + source + " but its answer is " +
+    throw new Error("The draft is " + countOf(ids.length, "token") + " for " + source + " but its answer is " +
                     genLength + ": raise the answer length to " + ids.length + " or more, or shorten the draft.");
   }
   if (revision.where === "unsure") {
@@ -105,7 +105,7 @@ export async function planFor(revision, source, kind, twin, prompt, genLength) {
   if (mode === "revise") return {tokens: ids, renoised: renoised, mode: mode, nfe: nfe};
   var kept = renoised.length ? renoised[0] : ids.length;
   return {tokens: ids, renoised: renoised, mode: mode, kept_prefix: kept, nfe: nfe,
-          note: source + " cannot revise in place: it keeps the draft's first " + counted(kept, "token") + ", up to " +
+          note: source + " cannot revise in place: it keeps the draft's first " + countOf(kept, "token") + ", up to " +
                 "the first re-noised position, and writes the rest again."};
 }
 

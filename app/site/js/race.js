@@ -8,7 +8,7 @@
  */
 import { api, controls } from "./twins.js";
 import { load, fromFolder } from "./onnx.js";
-import { analyzer, wire, summary } from "./rows.js";
+import { analyzer, wire, summary, draftEntry } from "./rows.js";
 
 /* the folder opened from disk (a file: address): the browser lets a page there fetch none of the folder's files, so
    it says how to open it instead of trying (the single file, which fetches nothing, opens from disk) */
@@ -48,7 +48,7 @@ var converge = {
  * race at the pace it ran, so when it finishes it stays at its end (`autoplay: false`) until Play is pressed. The
  * static site's page and the served page's browser race (app/ui/browser_race.js) both call this; `extra.start`
  * adds to the first payload and `extra.end` to the last (a caption). `options.signal` (an AbortSignal) stops both
- * sides before their next pass. Returns the promise of the race's {left, right}. */
+ * sides before their next pass; `options.draft` starts both from a draft, each side's plan drawn before its frames. Returns the promise of the race's {left, right}. */
 var SPECS = {left: "local-diffusion", right: "local-ar"}, races = 0;
 
 function side(key, status, start, rows, more) {
@@ -68,8 +68,12 @@ function draw(player, text, options, extra) {
     sides[key] = side(key, "running", row.i, wire([row]));
     player.update({run: id, seq: ++seq, sides: sides});
   };
+  var onPlans = function (plans) {  // a race from a draft (options.draft): each side's line and draft tokens
+    player.update({run: id, seq: ++seq, sides: {left: {draft: draftEntry(plans.left)},
+                                                right: {draft: draftEntry(plans.right)}}});
+  };
   return converge.analysis.then(function (analysis) {
-    return converge.race(text, Object.assign({}, options, {onFrame: onFrame})).then(function (r) {
+    return converge.race(text, Object.assign({}, options, {onFrame: onFrame, onPlans: onPlans})).then(function (r) {
       var sides = {};
       ["left", "right"].forEach(function (key) {  // a side stopped (options.signal) keeps the frames it made
         sides[key] = side(key, r[key].stopped ? "stopped" : "done", made[key].length, [], summary(made[key], analysis));

@@ -187,6 +187,25 @@ function metrics(frames, analysis) {
           refreshes: refreshes.length ? Math.max.apply(null, refreshes) : null}, draftCounts(frames));
 }
 
+function counted(n, one) { return n.toLocaleString("en-US") + " " + (n === 1 ? one : one + "s"); }
+
+/* side.draft_line: the panel's line for a side that started from a draft, its plan's note or what its mode did */
+function draftLine(plan) {
+  if (plan.note) return plan.note;
+  if (plan.mode === "prefix") {
+    return "Kept the draft's first " + counted(plan.kept_prefix || 0, "token") + " and wrote the rest again: an " +
+           "autoregressive model cannot revise in place.";
+  }
+  return "Started from the draft: " + plan.renoised.length + " of its " + counted(plan.length, "token") +
+         " re-noised, the rest kept as written until the model revises them.";
+}
+
+/* side.draft_entry: what the player draws of a side's plan (app/site/js/draft.js planJson); null without one */
+export function draftEntry(plan) {
+  if (!plan) return null;
+  return {mode: plan.mode, line: draftLine(plan), tokens: plan.tokens || [], renoised: plan.renoised};
+}
+
 /* side.summary: a finished side's metrics and settled series */
 export function summary(frames, analysis) {
   return frames.length ? {metrics: metrics(frames, analysis), settled: settledSeries(frames, analysis.eos_tokens)}

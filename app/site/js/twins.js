@@ -45,7 +45,7 @@ function planned(result, plan, twin) {
 
 /* `options`: the diffusion twin's settings by name, the AR twin's under `ar`, both answers' `length`, `onFrame`,
    `only` (one side races alone: the bench's per-pass times; the other is null) and `draft` (start from it: each
-   side's plan comes back as its `draft`, the revision asked as the race's) */
+   side's plan comes back as its `draft`, the revision asked as the race's, and goes to `onPlans` before the race) */
 export function api(loaded) {
   return function race(prompt, options) {
     options = options || {};
@@ -58,6 +58,9 @@ export function api(loaded) {
     if (only != null && only !== "left" && only !== "right") throw new Error("only must be left or right.");
     var signal = options.signal;  // an AbortSignal: each side stops before its next pass, keeping its frames
     return plans(loaded, options.draft, pd, {diffusion: ds.gen_length, ar: as.gen_length}, only).then(function (p) {
+      if (options.onPlans && p.revision) {  // each side's plan before its first frame: the panel's line, the inspector
+        options.onPlans({left: p.diffusion && planJson(p.diffusion, d.tok), right: p.ar && planJson(p.ar, a.tok)});
+      }
       return Promise.all([only === "right" ? null : diffusionRace(d, pd, ds, tell("left"), signal, p.diffusion),
                           only === "left" ? null : arRace(a, pd.slice(), as, tell("right"), signal, p.ar)])
         .then(function (both) {
