@@ -1,4 +1,4 @@
-/* The static site's page: a prompt, Run, each twin's settings, and the page's player (app/view/player/, the same as
+/* The static site's page: a prompt, Run, a draft to start from, each twin's settings, and the page's player (app/view/player/, the same as
  * the HTML export's) drawing both sides as their frames come (window.ConvergeRows.race: rows built in the browser,
  * text only, never HTML). The settings' controls are built from the declarations race.js reads (twins.json, written
  * from the Python ones for app/sources/local.py BROWSER_SETTINGS), so the page offers exactly what the browser's
