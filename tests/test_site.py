@@ -569,3 +569,39 @@ def test_a_race_on_the_site_starts_from_the_draft_typed_and_shows_its_letters(si
     assert shown["notes"] == [want["left"]["line"], want["right"]["line"]], shown
     assert shown["kept"] == [want["left"]["kept"], want["right"]["kept"]], shown
     assert shown["cells"][0] > 0, shown  # the masked twin's panel draws tokens kept from the draft as kept
+
+
+REFUSE = """const { revisionOf, choose } = await import(process.argv[1]);
+const said = JSON.parse(process.argv[2]).map(([draft, n]) => {
+  try { choose(n, revisionOf(draft), null); return null; } catch (e) { return e.message; }
+});
+console.log(JSON.stringify(said));"""
+
+
+def test_a_draft_the_browser_cannot_start_from_is_refused_in_pythons_sentence() -> None:
+    """app/site/js/draft.js checks a draft as app/engine/draft.py does (empty, a share past 100%, a span backwards or
+    past the draft's end) and says so in Python's own sentence; a draft that can start is not refused."""
+    import json
+    import subprocess
+
+    from app.engine.draft import Revision, choose
+    from app.errors import UserError
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed to run app/site/js/draft.js")
+    cases = [({"text": "  "}, 5), ({"text": " a", "share": 1.5}, 5), ({"text": " a", "where": "9:3"}, 5),
+             ({"text": " a", "where": "four"}, 5), ({"text": " a", "where": "7:9", "share": 1.0}, 5),
+             ({"text": " a", "where": "2:9", "share": 0.5}, 5)]
+    draft_js = Path(__file__).resolve().parent.parent / "app" / "site" / "js" / "draft.js"
+    done = subprocess.run([node, "--input-type=module", "-e", REFUSE, draft_js.as_uri(), json.dumps(cases)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    want: list[str | None] = []
+    for draft, n in cases:
+        try:
+            choose(n, Revision(**draft))
+            want.append(None)
+        except UserError as e:
+            want.append(str(e))
+    assert json.loads(done.stdout) == want
+    assert want[-1] is None and all(want[:-1])

@@ -2,8 +2,8 @@
  * after onnxruntime-web's): loads both twins' graphs and twins.json (the folder's files, or the single file's inlined
  * ones, app/site/single.js: window.CONVERGE_SOURCE) and hands the page two objects, its only names on the window:
  * `window.converge` (ready, analysis, settings, controls, and race(prompt, options), which returns a promise of
- * {left, right}: frames, text, ids and nfe each, the settings that side ran with, and `stopped` when options.signal
- * ended it) and `window.ConvergeRows` (the player's rows from frames, app/site/js/rows.js, and race(player, ...),
+ * {left, right}: frames, text, ids and nfe each, the settings that side ran with, `stopped` when options.signal
+ * ended it, and its plan (`draft`) when options.draft started it from a draft) and `window.ConvergeRows` (the player's rows from frames, app/site/js/rows.js, and race(player, ...),
  * which draws a race in the page's player). tests/node/parity.mjs races the same samplers over recorded logits.
  */
 import { api, controls } from "./twins.js";
