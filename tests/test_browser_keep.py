@@ -147,3 +147,46 @@ def test_a_browser_race_that_begins_stops_the_sessions_race_on_the_server(tmp_pa
     final = [u for u in updates][-1]
     assert {e["status"] for e in final["sides"].values()} == {"stopped"}
     assert len(read_recording(race.path).frames["left"]) == 1  # the frame at 0 s (the recording has one side)
+
+
+DRAFT = {"text": " Mia found a red stone and took it home.", "share": 0.3, "where": "random", "seed": 0}
+
+
+def drafted_side(make: Any) -> dict[str, Any]:
+    """One side of a race from DRAFT as browser_race.js sends it: `side`'s fields and the side's plan (`draft`)."""
+    from app.engine.draft import Revision
+
+    source = make(gen_length=32)
+    source.revise(Revision(**DRAFT), PROMPT)
+    frames = [f.ready().to_json() for f in source.stream(PROMPT, threading.Event())]
+    return {"settings": source.settings(), "frames": frames, "status": "done", "draft": source.draft_json()}
+
+
+def test_a_browser_race_from_a_draft_is_saved_with_the_draft_and_each_sides_plan() -> None:
+    """Issue 53 item 5: a race the browser ran from a draft keeps what a server race from it keeps: the header's
+    draft, each side's plan (the AR twin's note naming the prefix it kept), the frames' revision letters; and still
+    says it ran in the visitor's browser."""
+    visitor = Visitor(LOCAL, OWNER)
+    sides = {"left": drafted_side(make_local_diffusion), "right": drafted_side(make_local_ar)}
+    *_, current, said = keep(visitor, packed({"prompt": PROMPT, "draft": DRAFT, "sides": sides}))
+    assert said.startswith("Saved the race run in your browser as "), said
+    rec = read_recording(current)
+    assert rec.header["ran_in"] == RAN_IN and rec.header["draft"] == DRAFT
+    for key in ("left", "right"):
+        assert rec.header["sources"][key]["draft"] == sides[key]["draft"]
+        assert [f.revision for f in rec.frames[key]] == [f.get("revision") for f in sides[key]["frames"]]
+    assert rec.header["sources"]["right"]["draft"]["mode"] == "prefix"
+    assert rec.frames["left"][0].revision and "k" in rec.frames["left"][0].revision
+
+
+def test_a_browser_races_draft_is_checked_as_one_typed_here() -> None:
+    """A draft the page sends that is not one (not an object, out of range, empty, a backwards span, a field more) is
+    refused in the sentence a draft typed on the server gets, and nothing is saved."""
+    visitor = Visitor(LOCAL, OWNER)
+    sides = {"left": drafted_side(make_local_diffusion), "right": drafted_side(make_local_ar)}
+    for draft, words in ((["not", "a", "draft"], "is not one"), ({**DRAFT, "share": 2}, "is not between 0 and 1"),
+                         ({**DRAFT, "text": " "}, "The draft is empty"), ({**DRAFT, "where": "9:3"}, "START:END"),
+                         ({**DRAFT, "key": "sk-x"}, "is not one")):
+        said = keep(visitor, packed({"prompt": PROMPT, "draft": draft, "sides": sides}))[-1]
+        assert said.startswith(NOT_SAVED) and words in said, said
+    assert not list(user_dir(OWNER).glob("*.jsonl"))

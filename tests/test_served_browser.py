@@ -286,3 +286,42 @@ def test_a_finished_browser_race_stays_finished_until_play_is_pressed(served: tu
         assert tab.evaluate(held) == [False, None, True]
         tab.click(f"{root} .cv-play")
         tab.wait_for_selector(f"{root}[data-playing=true]")  # Play replays it
+
+
+def test_the_served_pages_browser_race_starts_from_the_draft_typed(served: tuple[str, Path], browser: Any) -> None:
+    """Issue 53 item 5: "Run on: your browser" reads the page's "Start from a draft" box: a draft typed races from it
+    in the browser, both twins as the Python twins race from it (the same revision letters, the same panel lines),
+    and the saved run keeps the draft; a draft the server reads (the last race's side) is named, not raced."""
+    import threading
+
+    from app.engine.draft import Revision
+    from app.sources.local import make_local_ar, make_local_diffusion
+    from app.ui.browser_race import SERVER_DRAFT
+    from app.ui.draft_ui import LAST, TYPED
+    from app.view.side import draft_entry
+    from tests.test_revise_page import fill_draft
+
+    url, recordings = served
+    prompt, draft = EVAL_PROMPTS[4], " Ben had a big red kite. He ran with it to the hill."
+    before = recordings_in(recordings)
+    with browser_tab(browser, url, timeout_ms=180_000) as tab:
+        tab.wait_for_selector("#run-browser", state="visible")
+        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.fill("#prompt textarea", prompt)
+        fill_draft(tab, LAST)
+        tab.click("#run-browser")
+        tab.wait_for_function(f"(want) => {PLAYER}.notice === want", arg=SERVER_DRAFT)
+        fill_draft(tab, TYPED, draft, share=30)
+        tab.click("#run-browser")
+        tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
+        lines = tab.evaluate(f"() => ['left', 'right'].map((k) => ({PLAYER}.sides[k].draft || {{}}).line)")
+        tab.wait_for_function(SAVED)
+    saved = [read_recording(p) for p in recordings_in(recordings) if p not in before]
+    assert len(saved) == 1 and saved[0].header["draft"] == {"text": draft, "share": 0.3, "where": "random", "seed": 0}
+    for k, (side, make) in enumerate((("left", make_local_diffusion), ("right", make_local_ar))):
+        source = make()
+        source.revise(Revision(draft, 0.3), prompt)
+        want = [f.revision for f in source.stream(prompt, threading.Event())]
+        assert [f.revision for f in saved[0].frames[side]] == want, side
+        assert lines[k] == draft_entry({"draft": source.draft_json()})["line"], side  # type: ignore[index]
+        assert saved[0].header["sources"][side]["draft"]["renoised"] == list(source.plan.renoised)

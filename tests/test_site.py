@@ -368,6 +368,32 @@ def test_the_browsers_generator_draws_as_numpys_default_rng() -> None:
         assert after == rng.random(3).tolist(), seed
 
 
+SAMPLE = """const { defaultRng } = await import(process.argv[1]);
+const out = JSON.parse(process.argv[2]).map(([seed, n, k]) =>
+  defaultRng(seed).sample(Array.from({length: n}, (_, i) => i + 3), k).sort((a, b) => a - b));
+console.log(JSON.stringify(out));"""
+
+
+def test_the_browsers_generator_picks_without_replacement_as_numpys_choice() -> None:
+    """app/site/js/rng.js `sample`: the set default_rng(seed).choice(a, size, replace=False) picks (a draft's random
+    re-noised positions, app/site/js/draft.js), for drafts of 1 to 300 tokens, all of them picked or a few."""
+    import json
+    import subprocess
+
+    import numpy as np
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed to run app/site/js/rng.js")
+    cases = [(seed, n, k) for seed in (0, 3, 11, 9999) for n, k in ((1, 1), (12, 4), (32, 10), (64, 64), (300, 90))]
+    rng_js = Path(__file__).resolve().parent.parent / "app" / "site" / "js" / "rng.js"
+    done = subprocess.run([node, "--input-type=module", "-e", SAMPLE, rng_js.as_uri(), json.dumps(cases)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    for (seed, n, k), got in zip(cases, json.loads(done.stdout), strict=True):
+        want = np.random.default_rng(seed).choice(np.arange(n) + 3, size=k, replace=False)
+        assert got == sorted(int(x) for x in want), (seed, n, k)
+
+
 def same_candidates(seen: list[Any] | None, made: list[Any] | None) -> bool:
     """One frame's candidates alike: the same positions and tokens in the same order, each probability the same to 4
     places or one step of them apart (the graph's logits are within 1e-4 of numpy's, not its bits, so a probability
@@ -484,3 +510,98 @@ def test_the_folder_opened_from_disk_says_how_to_open_it(site: Path, browser: An
     for wrong in ("Failed to fetch", "Choose two sources", "load a recording"):
         assert wrong not in shown
     assert not [u for u in asked if u.endswith((".json", ".onnx", ".wasm", ".mjs"))]  # it tried none of them
+
+
+DRAFT = " She liked to play in the park with her red ball."
+SHOWN_DRAFT = """() => { const root = document.getElementById('converge');
+    const note = (s) => root.querySelector(`.cv-side[data-side=${s}] .cv-draft-note`);
+    const cells = (s, cls) => root.querySelectorAll(`.cv-side[data-side=${s}] .cv-text .cv-tok.${cls}`).length;
+    const row = root.querySelector('tr[data-metric=draft_kept]');
+    return {notes: ['left', 'right'].map((s) => note(s).hidden ? null : note(s).textContent),
+            kept: row.hidden ? null : [...row.querySelectorAll('td')].map((n) => n.textContent),
+            cells: ['left', 'right'].map((s) => cells(s, 'cv-k')), status: document.getElementById('cv-status')
+            .textContent}; }"""
+
+
+def python_from_draft(prompt: str, where: str) -> dict[str, Any]:
+    """What the Python twins make of the page's draft (30% re-noised, seed 0) at the site's length of 32: each side's
+    panel line (app/view/side.py draft_line) and its metrics' kept and edited counts."""
+    import threading
+
+    from app.analysis import revision as rv
+    from app.engine.draft import Revision
+    from app.sources.local import make_local_ar, make_local_diffusion
+    from app.view.side import draft_entry
+
+    out: dict[str, Any] = {}
+    for side, make in (("left", make_local_diffusion), ("right", make_local_ar)):
+        source = make(gen_length=32)
+        source.revise(Revision(DRAFT, 0.3, where, 0), prompt)
+        counts = rv.counts(list(source.stream(prompt, threading.Event())))
+        out[side] = {"line": draft_entry({"draft": source.draft_json()})["line"],  # type: ignore[index]
+                     "kept": f"{counts['draft_kept']} of {counts['draft_positions']}"}
+    return out
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("where", ["folder", "single file"])
+def test_a_race_on_the_site_starts_from_the_draft_typed_and_shows_its_letters(site: Path, single: Path,
+                                                                               browser: Any, where: str) -> None:
+    """Issue 53 item 5: the page's "Start from a draft" box races both twins from the draft typed, as Python's do:
+    the masked twin's panel says how much it re-noised and shows the draft's kept tokens as such, the AR twin's says
+    how much of the draft it kept, and the metrics count what each kept, equal to the Python twins' counts."""
+    prompt, how = EVAL_PROMPTS[5], "random" if where == "folder" else "unsure"
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(serve(site)) if where == "folder" else single.as_uri()
+        tab = stack.enter_context(browser_tab(browser, url, timeout_ms=120_000, offline=where != "folder"))
+        tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
+        tab.fill("#cv-prompt", prompt)
+        tab.select_option("#cv-length", "32")
+        tab.click("#cv-draft-box summary")
+        tab.fill("#cv-draft", DRAFT)
+        tab.fill("#cv-renoise", "30")
+        tab.select_option("#cv-renoise-where", how)
+        tab.click("#cv-run")
+        tab.wait_for_function("() => document.getElementById('cv-status').textContent.startsWith('Done')")
+        tab.wait_for_selector("#converge[data-status=done]")
+        shown = tab.evaluate(SHOWN_DRAFT)
+    want = python_from_draft(prompt, how)
+    assert shown["notes"] == [want["left"]["line"], want["right"]["line"]], shown
+    assert shown["kept"] == [want["left"]["kept"], want["right"]["kept"]], shown
+    assert shown["cells"][0] > 0, shown  # the masked twin's panel draws tokens kept from the draft as kept
+
+
+REFUSE = """const { revisionOf, choose } = await import(process.argv[1]);
+const said = JSON.parse(process.argv[2]).map(([draft, n]) => {
+  try { choose(n, revisionOf(draft), null); return null; } catch (e) { return e.message; }
+});
+console.log(JSON.stringify(said));"""
+
+
+def test_a_draft_the_browser_cannot_start_from_is_refused_in_pythons_sentence() -> None:
+    """app/site/js/draft.js checks a draft as app/engine/draft.py does (empty, a share past 100%, a span backwards or
+    past the draft's end) and says so in Python's own sentence; a draft that can start is not refused."""
+    import json
+    import subprocess
+
+    from app.engine.draft import Revision, choose
+    from app.errors import UserError
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed to run app/site/js/draft.js")
+    cases = [({"text": "  "}, 5), ({"text": " a", "share": 1.5}, 5), ({"text": " a", "where": "9:3"}, 5),
+             ({"text": " a", "where": "four"}, 5), ({"text": " a", "where": "7:9", "share": 1.0}, 5),
+             ({"text": " a", "where": "2:9", "share": 0.5}, 5)]
+    draft_js = Path(__file__).resolve().parent.parent / "app" / "site" / "js" / "draft.js"
+    done = subprocess.run([node, "--input-type=module", "-e", REFUSE, draft_js.as_uri(), json.dumps(cases)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    want: list[str | None] = []
+    for draft, n in cases:
+        try:
+            choose(n, Revision(**draft))
+            want.append(None)
+        except UserError as e:
+            want.append(str(e))
+    assert json.loads(done.stdout) == want
+    assert want[-1] is None and all(want[:-1])

@@ -24,7 +24,7 @@ from tests.fixtures import needs_twins
 pytestmark = needs_twins
 ROOT = Path(__file__).resolve().parent.parent
 REPLAY = ROOT / "tests" / "node" / "parity.mjs"
-LENGTH = 32  # each answer's length: short, so the recorded logits stay a few megabytes
+LENGTH = 32  # each answer's length (unless a case gives its own): short, so the recorded logits stay a few megabytes
 # each diffusion setting the browser honours moved from the twin's default at least once (and back at another), as
 # the page gives them (0: off, or steps following the length); `ar`: the AR twin's
 CASES: tuple[dict[str, Any], ...] = (
@@ -48,6 +48,23 @@ CASES: tuple[dict[str, Any], ...] = (
     {"scoring": "random", "seed": 1, "schedule": "dream", "ar": {"temperature": 0.9, "seed": 1, "stop_at_eos": False}},
     # where the AR twin's stutter guard bites: unguarded it writes a token twice
     {"ar": {"temperature": 1.0, "seed": 0}},
+    # issue 53: races that start from a draft (both twins; app/site/js/draft.js): random positions, the least sure
+    # (one pass on the masked twin, one a draft token on the AR twin), a span from the answer's start (the AR twin
+    # keeps nothing), remasking that may reopen a draft token, and nothing re-noised (the masked twin takes no pass)
+    {"draft": {"text": " She liked to play in the park with her red ball.", "share": 0.3, "where": "random",
+               "seed": 3}},
+    {"draft": {"text": " The dog ran to the big tree and sat down to eat.", "share": 0.4, "where": "unsure",
+               "seed": 0}, "block_length": 8, "steps": 16, "ar": {"temperature": 0.7, "seed": 1}},
+    {"draft": {"text": " Tom had a cat. The cat was very happy and sad.", "share": 1.0, "where": "0:6", "seed": 0},
+     "remask": 0.3, "temperature": 0.5, "seed": 7, "threshold": 0},
+    {"draft": {"text": " Lily found a shiny stone near the river.", "share": 0.5, "where": "3:9", "seed": 11},
+     "schedule": "dllm", "steps": 20, "block_length": 16, "remask": 0.5, "scoring": "margin"},
+    {"draft": {"text": " Once there was a small bird who could not fly.", "share": 0.0, "where": "random",
+               "seed": 0}},
+    # a draft as long as the answer (12 tokens), nothing re-noised: the masked twin ends in no pass, the AR twin at
+    # its first frame
+    {"draft": {"text": " Once there was a small bird who could not fly.", "share": 0.0, "where": "unsure", "seed": 0},
+     "length": 12, "block_length": 12},
 )
 
 
@@ -89,18 +106,25 @@ class Recorded:
         return logits
 
 
-def side_of(source: Any, prompt: str, blob: list[np.ndarray]) -> dict[str, Any]:
-    """One side raced by its Python source with its network recorded: the calls, the frames as a recording has
-    them, and the player's wire rows, metrics and settled series that app/view makes of those frames."""
+def side_of(source: Any, prompt: str, blob: list[np.ndarray], draft: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One side raced by its Python source with its network recorded (from `draft`, a Revision's fields, when
+    given: its plan made first, as the race makes it): the calls, the frames as a recording has them, the side's
+    plan as the header keeps it and as the player draws it (`entry`), and the player's wire rows, metrics and
+    settled series that app/view makes of those frames."""
     from app.analysis.changes import SideAnalyzer
+    from app.engine.draft import Revision
     from app.view.payload import wire_rows
-    from app.view.side import summary
+    from app.view.side import draft_entry, summary
 
     source.model = Recorded(source.model, blob)
+    if draft is not None:
+        source.revise(Revision(**draft), prompt)
     frames = list(source.stream(prompt, threading.Event()))
     analyzer = SideAnalyzer()
     made = {"rows": wire_rows([analyzer.add(f) for f in frames]), **summary(frames)}
-    return json.loads(json.dumps({"calls": source.model.calls, "frames": [f.to_json() for f in frames], **made}))
+    plan = source.draft_json()
+    return json.loads(json.dumps({"calls": source.model.calls, "frames": [f.to_json() for f in frames],
+                                  "draft": plan, "entry": draft_entry({"draft": plan}), **made}))
 
 
 def golden(folder: Path) -> int:
@@ -112,10 +136,12 @@ def golden(folder: Path) -> int:
 
     blob: list[np.ndarray] = []
     cases: list[dict[str, Any]] = []
-    for prompt, varied in zip(EVAL_PROMPTS[: len(CASES)], CASES):
-        diffusion = {k: v for k, v in varied.items() if k != "ar"}
-        left = side_of(make_local_diffusion(gen_length=LENGTH, **diffusion), prompt, blob)
-        right = side_of(make_local_ar(gen_length=LENGTH, **varied.get("ar", {})), prompt, blob)
+    for n, varied in enumerate(CASES):
+        prompt = EVAL_PROMPTS[n % len(EVAL_PROMPTS)]
+        diffusion = {k: v for k, v in varied.items() if k not in ("ar", "draft", "length")}
+        draft, length = varied.get("draft"), varied.get("length", LENGTH)
+        left = side_of(make_local_diffusion(gen_length=length, **diffusion), prompt, blob, draft)
+        right = side_of(make_local_ar(gen_length=length, **varied.get("ar", {})), prompt, blob, draft)
         cases.append({"prompt": prompt, "options": {"length": LENGTH, **varied}, "left": left, "right": right})
     (folder / "twins.json").write_text(json.dumps(twins_data()), encoding="utf-8")
     (folder / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
@@ -139,7 +165,8 @@ def replay(folder: Path, *only: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_browsers_samplers_replay_the_python_twins_pass_for_pass_in_node(vectors: tuple[Path, int]) -> None:
-    """Every race of the table, both sides: the same calls of the network, the same frames, the same wire rows."""
+    """Every race of the table, both sides, from nothing and from drafts: the same calls of the network, the same
+    frames (their revision letters too), the same plans, the same wire rows."""
     folder, calls = vectors
     done = replay(folder)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,4 +1,4 @@
-/* The static site's page: a prompt, Run, each twin's settings, and the page's player (app/view/player/, the same as
+/* The static site's page: a prompt, Run, a draft to start from, each twin's settings, and the page's player (app/view/player/, the same as
  * the HTML export's) drawing both sides as their frames come (window.ConvergeRows.race: rows built in the browser,
  * text only, never HTML). The settings' controls are built from the declarations race.js reads (twins.json, written
  * from the Python ones for app/sources/local.py BROWSER_SETTINGS), so the page offers exactly what the browser's
@@ -70,8 +70,16 @@
     return d.type === "str" ? input.value : Number(input.value);
   }
 
+  /* the "Start from a draft" box (app/ui/draft_ui.py's words): the race's `draft` option, none with an empty draft */
+  function drafted() {
+    var text = document.getElementById("cv-draft").value, where = document.getElementById("cv-renoise-where").value;
+    if (!text.trim()) return null;
+    return {text: text, share: Number(document.getElementById("cv-renoise").value) / 100, seed: 0,
+            where: where === "span" ? document.getElementById("cv-renoise-span").value.trim() : where};
+  }
+
   function chosen() {
-    var out = {length: Number(document.getElementById("cv-length").value), ar: {}};
+    var out = {length: Number(document.getElementById("cv-length").value), ar: {}, draft: drafted()};
     Object.keys(shown).forEach(function (kind) {
       Object.keys(shown[kind]).forEach(function (name) {
         if (name === "gen_length") return;

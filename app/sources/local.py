@@ -126,7 +126,7 @@ def _ar_fields(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int
 def _ar_display(tok: Any, st: autoregressive.ARStep, eos_id: int, prompt_len: int) -> dict[str, Any]:
     """`_ar_fields` but the revision letters."""
     return {"tokens": tok.token_strings(st.ids) if st.ids else [], "confidence": [round(c, 4) for c in st.confidence],
-            "committed": [st.step - 1] if len(st.ids) == st.step else None,
+            "committed": [st.step - 1] if st.step and len(st.ids) == st.step else None,
             "candidates": [[st.step - 1, named_candidates(tok, st.candidates, eos_id)]] if st.candidates else None,
             "text": tok.decode(st.ids) if st.done else None,
             "usage": {"prompt_tokens": prompt_len, "completion_tokens": len(st.ids)} if st.done else None}

@@ -8,6 +8,9 @@
  * app/sources/local.py `BROWSER_SETTINGS`, race.js's own list) race as set, both twins'; any other set away from its
  * default is named in the player's notice, never raced differently (and the server is not told: a race it runs goes
  * on). Once the settings are taken, the hidden #browser-began is clicked, so the session's race on the server stops.
+ * A draft typed in the "Start from a draft" box races from it in the browser, as the static site's page does; a draft
+ * the server reads (the last race's side, a recording) is named in the player's notice, with the choice that races it
+ * (Run on: this server).
  * Every string reaches the page as text (the player's textContent).
  * The page's Stop calls stop(): both sides end before their next pass and keep their frames. However it ends, the race
  * (prompt, each side's settings, frames and end) goes to the server, gzip-compressed, through the hidden #browser-kept
@@ -47,6 +50,18 @@
     return typeof spec.default === "number" ? Number(value) === spec.default : value === spec.default;
   }
 
+  /* the race's `draft` option from the "Start from a draft" box's values (app/ui/draft_ui.py, in its order: start,
+     text, side, recording, share, where, span): null from nothing, a sentence where the draft is the server's to
+     read (the last race's side, a recording) */
+  function drafted(words, box) {
+    var start = box[0], where = words.where[box[5]];
+    if (start == null || start === words.nothing) return null;
+    if (start !== words.typed) return words.refused;
+    if (where === undefined) return "Pick which tokens to re-noise: random, least sure or a span.";
+    return {text: String(box[1] || ""), share: Number(box[4]) / 100, seed: 0,
+            where: where === "span" ? String(box[6] || "").trim() : where};
+  }
+
   /* the options for window.converge.race from the sides' settings, or a sentence saying why they cannot race here */
   function options(spec, values) {
     var pins = values[1], kinds = [values[2], values[3]], out = {ar: {}}, differ = [], lengths = {};
@@ -67,6 +82,9 @@
              differ.join(", ") + ". Pick Run on: this server to race them.";
     }
     out.length = lengths.left;
+    var draft = spec.draft ? drafted(spec.draft, values.slice(4 + spec.inputs.length)) : null;
+    if (typeof draft === "string") return draft;
+    if (draft) out.draft = draft;
     return out;
   }
 
@@ -82,8 +100,11 @@
     var sides = {};
     ["left", "right"].forEach(function (key) {
       sides[key] = {settings: r[key].settings, frames: r[key].frames, status: r[key].stopped ? "stopped" : "done"};
+      if (r[key].draft) sides[key].draft = r[key].draft;  // its plan, as the header keeps a side's
     });
-    var json = new Blob([JSON.stringify({prompt: prompt, sides: sides})]);
+    var race = {prompt: prompt, sides: sides};
+    if (r.draft) race.draft = r.draft;  // the draft it started from, as the header keeps it
+    var json = new Blob([JSON.stringify(race)]);
     return new Response(json.stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer().then(function (buf) {
       var box = document.querySelector("#" + kept + " textarea, #" + kept + " input");
       if (!box) return;

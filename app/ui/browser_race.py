@@ -31,6 +31,8 @@ from typing import Any
 
 import gradio as gr
 
+from app.analysis.revision import plan as side_plan
+from app.engine.draft import Revision
 from app.errors import UserError
 from app.race.run import recording_name
 from app.serving.policy import Policy
@@ -38,6 +40,7 @@ from app.sources.local import BROWSER_SETTINGS, make_local_ar, make_local_diffus
 from app.trace.frames import SIDES, Frame, Recording, make_header, write_recording
 from app.trace.reading import RecordingError, read_recording
 from app.trace.store import RUN_MAX_BYTES, make_room, user_dir, written
+from app.ui.draft_ui import LAST, LIBRARY, NOTHING, TYPED, WHERE
 from app.ui.events import QUIET, READS
 from app.ui.library_ui import library_view
 from app.ui.sessions import as_visitor, remember, session_of, stop_session_race
@@ -59,6 +62,12 @@ RAN_IN = "the visitor's browser (onnxruntime-web, WebAssembly)"  # the header's 
 UNPACKED_BYTES = 8 * 2**20  # the most a race may take once decompressed: twice a race at the twins' longest answer
 ENDS = ("done", "stopped")  # how a browser race's side may end
 MAKERS = {TWINS[0]: make_local_diffusion, TWINS[1]: make_local_ar}
+# the "Start from a draft" box's words (app/ui/draft_ui.py), by which browser_race.js reads its values: a draft typed
+# races in the browser; the last race's side and a recording are the server's to read, so they race there
+SERVER_DRAFT = ("The browser race starts from a draft you type; the last race's side or a recording is read on the "
+                "server: pick Run on: this server to start from it.")
+DRAFT_WORDS = {"nothing": NOTHING, "typed": TYPED, "elsewhere": [LAST, LIBRARY], "where": WHERE,
+               "refused": SERVER_DRAFT}
 NOT_SAVED = "The race ran in your browser but was not saved: "
 TOO_LONG = "a number in it has more digits than any setting or frame may hold."
 
@@ -81,13 +90,14 @@ def spec_of(controls: dict[str, Any]) -> dict[str, Any]:
     """What browser_race.js reads: the site's address, the captions, the hidden button it clicks as a race begins,
     the hidden box it hands a finished race to, and for each twin's setting (in the order the Run button passes them)
     its side, name, label, default, whether an empty box means the default and whether the browser's samplers honour
-    it (app/sources/local.py `BROWSER_SETTINGS`, the list the static site's race.js checks against)."""
+    it (app/sources/local.py `BROWSER_SETTINGS`, the list the static site's race.js checks against), and the draft
+    box's words (`DRAFT_WORDS`), whose values follow the settings."""
     inputs = [{"side": side, "name": name, "label": str(spec.get("label", name)), "default": spec.get("default"),
                "own": bool(spec.get("own")), "offered": name in BROWSER_SETTINGS[kind]}
               for side, kind in zip(("left", "right"), TWINS)
               for prefix, name, spec, _ in controls[side].settings if prefix == kind]
     return {"base": SITE_ROUTE.lstrip("/"), "racing": RACING, "ran": RAN, "inputs": inputs, "began": BEGAN_ID,
-            "kept": KEPT_ID}
+            "kept": KEPT_ID, "draft": DRAFT_WORDS}
 
 
 def wire_place(box: Any) -> None:
@@ -102,8 +112,9 @@ def wire_place(box: Any) -> None:
     settings = [c for side, kind in zip(("left", "right"), TWINS)
                 for prefix, _, _, c in box.controls[side].settings if prefix == kind]
     race_js = f"(...values) => {{ window.ConvergeBrowserRace.run({json.dumps(spec_of(box.controls))}, values); }}"
-    box.browser_run.click(fn=None, inputs=[box.prompt, box.pins, left.kind, right.kind, *settings], js=race_js,
-                          show_progress="hidden", api_name=False, queue=False)
+    drafts = box.draft.inputs() if getattr(box, "draft", None) is not None else []
+    box.browser_run.click(fn=None, inputs=[box.prompt, box.pins, left.kind, right.kind, *settings, *drafts],
+                          js=race_js, show_progress="hidden", api_name=False, queue=False)
 
 
 def kept_box() -> Any:
@@ -135,10 +146,30 @@ def unpack(packed: str) -> dict[str, Any]:
     return race
 
 
+def revision_sent(race: dict[str, Any]) -> Revision | None:
+    """The draft a browser race says it started from (`draft`: Revision's fields), checked as one typed here is;
+    None for a race from nothing; UserError naming what is wrong."""
+    given = race.get("draft")
+    if given is None:
+        return None
+    if not isinstance(given, dict) or set(given) - {"text", "share", "where", "seed"} \
+            or not isinstance(given.get("text"), str) or not isinstance(given.get("where", "random"), str) \
+            or not all(isinstance(given.get(k, 0), (int, float)) and not isinstance(given.get(k), bool)
+                       for k in ("share", "seed")):
+        raise UserError(NOT_SAVED + "the draft it says it started from is not one.")
+    try:
+        return Revision(**given)
+    except UserError as e:
+        raise UserError(NOT_SAVED + str(e)) from None
+
+
 def recording_of(race: dict[str, Any]) -> Recording:
     """The Recording of an unpacked browser race: each side's settings as its own source validates and records them
     (pins run on the server only) and within the bounds a race run here meets (`fits`: the prompt and the answer
-    length within the twins' context), its frames read as recording lines, its end; UserError naming what is wrong."""
+    length within the twins' context), its frames read as recording lines, its end; for a race from a draft, the
+    draft asked (`revision_sent`) and each side's plan as app/analysis/revision.py `plan` trims it; UserError naming
+    what is wrong."""
+    draft = revision_sent(race)
     sources: dict[str, Any] = {}
     frames: dict[str, list[Frame]] = {}
     ends: dict[str, dict[str, Any]] = {}
@@ -152,6 +183,8 @@ def recording_of(race: dict[str, Any]) -> Recording:
         source = MAKERS[spec](**given["settings"])
         source.fits(race["prompt"])  # the bounds a race run here meets: the answer within the twins' context
         sources[side] = {"name": spec, "settings": source.settings()}
+        if draft is not None and (plan := side_plan({"draft": given.get("draft")})) is not None:
+            sources[side]["draft"] = plan
         most = source.model.max_len  # a side makes a frame a pass, each of at most a token a position
         if len(given["frames"]) > most or any(isinstance(f, dict) and len(f.get("tokens") or ()) > most
                                               for f in given["frames"]):
@@ -161,7 +194,7 @@ def recording_of(race: dict[str, Any]) -> Recording:
         except (ValueError, TypeError) as e:
             raise UserError(NOT_SAVED + f"a {side} frame is not one ({e}).") from None
         ends[side] = {"status": given["status"], "t": frames[side][-1].t if frames[side] else None}
-    header = {**make_header(race["prompt"], sources), "ran_in": RAN_IN}
+    header = {**make_header(race["prompt"], sources, draft=draft.to_json() if draft else None), "ran_in": RAN_IN}
     return Recording(header, frames, ends, [])
 
 

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { twinsOf, api } from "../../app/site/js/twins.js";
-import { analyzer, wire, summary } from "../../app/site/js/rows.js";
+import { analyzer, wire, summary, draftEntry } from "../../app/site/js/rows.js";
 
 const folder = process.argv[2], only = process.argv.slice(3).map(Number);
 const data = JSON.parse(readFileSync(join(folder, "twins.json"), "utf8"));
@@ -48,7 +48,7 @@ function replaying(where, calls) {
 
 /* a frame's fields as a recording keeps them (Frame.to_json: unset ones left out), probabilities to 4 places */
 const FIELDS = ["step", "nfe", "refreshes", "final", "tokens", "masked", "confidence", "committed", "remasked",
-                "candidates", "text", "usage"];
+                "candidates", "text", "usage", "revision"];
 function kept(frame) {
   const out = {};
   for (const k of FIELDS) {
@@ -97,6 +97,11 @@ async function replayCase(n, c) {
                         `${models[kind].passes()} passes, Python made ${c[key].calls.length}`);
     }
     compareFrames(where, r[key].frames, c[key].frames);
+    const plan = r[key].draft || null, entry = draftEntry(plan);  // a race from a draft: the side's plan, its line
+    if (!same(plan, c[key].draft) || !same(entry, c[key].entry)) {
+      throw new Differs(`${where}: its plan is ${JSON.stringify([plan, entry])} here, ` +
+                        `${JSON.stringify([c[key].draft, c[key].entry])} in Python`);
+    }
     compareRows(where, r[key].frames, c[key]);
   }
   return c.left.calls.length + c.right.calls.length;

@@ -7,6 +7,7 @@ import { argmax, npSum, softmax, ranked, now, tell, stopped, pyRound4, topCandid
          namedCandidates } from "./sampling.js";
 import { ngramBan } from "./repeats.js";
 import { noRepeatLeft } from "./stutter.js";
+import { letters } from "./draft.js";
 
 /* one token from next-token logits: [id, its probability under the model's softmax, that softmax]; greedy at
    temperature 0, else sampled as `pick` does: the tempered distribution ordered (stable), cut to top_k, then to the
@@ -30,11 +31,51 @@ export function pick(z, s, rng) {
   return [token, probs[token], probs];
 }
 
-/* the AR twin's race: prefill, then one cached decode a token, each frame handed to onFrame as it is made */
-export async function arRace(twin, prompt, s, onFrame, signal) {
-  var model = twin.model, eos = twin.eos, ids = [], conf = [], cache = null, t0 = now(), frames = [];
+/* the AR twin's race: prefill, then one cached decode a token, each frame handed to onFrame as it is made; with a
+   prefix `plan` (app/site/js/draft.js) a first frame shows the draft's kept head, and the twin writes the rest after
+   it as `_ar_prefix_frames` does: the head read as the prompt's continuation, each frame the head then what it wrote */
+export async function arRace(twin, prompt, s, onFrame, signal, plan) {
+  var head = plan ? plan.tokens.slice(0, plan.kept_prefix || 0) : [], t0 = now(), frames = [], given = s;
+  var ahead = plan ? plan.nfe : 0, emit = function (f) {
+    if (plan) f.revision = letters(plan, f.ids, f.ids.map(function () { return false; })) || null;
+    delete f.ids;
+    f.t = now() - t0; frames.push(f);
+    return tell(onFrame, f);
+  };
+  if (plan) {
+    var full = head.length >= s.gen_length;
+    await emit(arFrame(twin, 0, ahead, full, head, head.map(function () { return 1.0; }), null, prompt.length));
+    if (full) return arEnd(twin, frames, head, given);
+    s = Object.assign({}, s, {gen_length: s.gen_length - head.length, min_length: Math.max(0, s.min_length -
+                                                                                              head.length)});
+  }
+  var whole = await arSteps(twin, prompt.concat(head), s, signal, function (i, last, ids, conf, cands) {
+    return emit(arFrame(twin, head.length + i + 1, ahead + i + 1, last, head.concat(ids),
+                        head.map(function () { return 1.0; }).concat(conf), cands, prompt.length));
+  });
+  return arEnd(twin, frames, head.concat(whole.ids), given);
+}
+
+/* `_ar_display` of one step (position `step - 1` committed unless it stopped at end-of-text), with its ids for the
+   revision letters (dropped before it is handed on) */
+function arFrame(twin, step, nfe, last, ids, conf, cands, promptLen) {
+  var stop = step > 0 && ids.length !== step;
+  return {step: step, nfe: nfe, final: last, tokens: twin.tok.strings(ids), confidence: conf.map(pyRound4),
+          committed: step > 0 && !stop ? [step - 1] : null, text: last ? twin.tok.decode(ids) : null,
+          candidates: cands ? [[step - 1, namedCandidates(twin, topCandidates(cands, twin.topCandidates))]] : null,
+          usage: last ? {prompt_tokens: promptLen, completion_tokens: ids.length} : null, ids: ids};
+}
+
+function arEnd(twin, frames, ids, s) {
+  return {frames: frames, text: twin.tok.decode(ids), ids: ids, nfe: frames.length ? frames[frames.length - 1].nfe : 0,
+          stopped: !(frames.length && frames[frames.length - 1].final), settings: s};
+}
+
+/* `generate`'s loop: prefill, then a cached decode a token; `step(i, last, ids, confidences, probs or null)` after
+   each token (probs null where it stopped at end-of-text) */
+async function arSteps(twin, prompt, s, signal, step) {
+  var model = twin.model, eos = twin.eos, ids = [], conf = [], cache = null;
   var rng = defaultRng(s.seed);
-  var emit = function (f) { f.t = now() - t0; frames.push(f); return tell(onFrame, f); };
   for (var i = 0; i < s.gen_length && !stopped(signal); i++) {
     var out = cache ? await model.decode(cache, ids[ids.length - 1]) : await model.prefill(prompt);
     cache = out.cache;
@@ -46,12 +87,8 @@ export async function arRace(twin, prompt, s, onFrame, signal) {
     var got = pick(z, s, rng), token = got[0];
     var stop = s.stop_at_eos && token === eos, last = stop || i + 1 === s.gen_length;
     if (!stop) { ids.push(token); conf.push(got[1]); }  // without stop_at_eos end-of-text is written on, as Python
-    await emit({step: i + 1, nfe: i + 1, final: last, tokens: twin.tok.strings(ids), confidence: conf.map(pyRound4),
-          committed: stop ? null : [i], text: last ? twin.tok.decode(ids) : null,
-          candidates: stop ? null : [[i, namedCandidates(twin, topCandidates(got[2], twin.topCandidates))]],
-          usage: last ? {prompt_tokens: prompt.length, completion_tokens: ids.length} : null});
+    await step(i, last, ids.slice(), conf.slice(), stop ? null : got[2]);
     if (last) break;
   }
-  return {frames: frames, text: twin.tok.decode(ids), ids: ids, nfe: frames.length ? frames[frames.length - 1].nfe : 0,
-          stopped: !(frames.length && frames[frames.length - 1].final), settings: s};
+  return {ids: ids};
 }

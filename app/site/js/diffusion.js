@@ -1,5 +1,6 @@
-/* The masked-diffusion twin in the browser (app/engine/diffusion.py: begin, next_block, forward, commit; the frames of
- * app/sources/local.py `_diffusion_fields`), with every setting but pins, over `twin.model`: refresh(view, start) and
+/* The masked-diffusion twin in the browser (app/engine/diffusion.py: begin, start_from, next_block, forward, commit; the
+ * frames of app/sources/local.py `_diffusion_fields`), with every setting but pins, from nothing or from a draft's
+ * plan (app/site/js/draft.js), over `twin.model`: refresh(view, start) and
  * logits(view, cache, start, stop), each a promise of {cache, logits} (one row a position from `start` on), the ONNX
  * graph in the browser (app/site/js/onnx.js), recorded logits in tests/node/parity.mjs.
  */
@@ -10,6 +11,7 @@ import { argmax, npSum, softmax, ranked, now, tell, stopped, round4, topCandidat
 import { noRepeat, writtenOf, blockPositions, apart } from "./stutter.js";
 import { ngramBan, ngramFresh } from "./repeats.js";
 import { features, filterScore } from "./commit_filter.js";
+import { letters } from "./draft.js";
 
 export function DiffRun(prompt, s, mask) {
   this.s = s; this.P = prompt.length; this.L = s.gen_length;
@@ -21,7 +23,20 @@ export function DiffRun(prompt, s, mask) {
   this.block = 0; this.passes = 0; this.cache = null; this.nfe = 0; this.step = 0; this.refreshes = 0;
   this.done = false;
   this.rng = defaultRng(s.seed);  // numpy's default_rng(seed), drawn in Python's order
+  this.plan = null; this.drafted = null;  // a draft's plan, and which of its tokens stand as the draft wrote them
 }
+
+/* `start_from`: the draft's tokens committed but for the re-noised positions, masked; the passes that chose them
+   counted */
+DiffRun.prototype.startFrom = function (plan, mask) {
+  var gone = new Set(plan.renoised);
+  this.plan = plan; this.drafted = new Array(this.L).fill(false); this.nfe = plan.nfe;
+  for (var i = 0; i < plan.tokens.length; i++) {
+    var kept = !gone.has(i);
+    this.x[this.P + i] = kept ? plan.tokens[i] : mask;
+    this.masked[i] = !kept; this.conf[i] = kept ? 1.0 : 0.0; this.drafted[i] = kept;
+  }
+};
 
 DiffRun.prototype.budget = function () {
   var n = this.s.gen_length / this.s.block_length;
@@ -232,6 +247,9 @@ function commit(twin, run, g, rows) {
   rows.forEach(function (r) {
     run.x[run.P + lo + r] = g.chosen[r]; run.masked[lo + r] = false; run.conf[lo + r] = g.probs[r][g.chosen[r]];
   });
+  if (run.drafted) {  // a draft token's confidence is the model's belief in it now, which remask reads
+    for (var d = lo; d < hi; d++) if (run.drafted[d] && !run.masked[d]) run.conf[d] = g.probs[d - lo][run.x[run.P + d]];
+  }
   if (s.remask > 0 && run.budget() - (run.passes - 1) > 1) {
     var earlier = [];
     for (var a = lo; a < hi; a++) if (!run.masked[a] && committed.indexOf(a) < 0) earlier.push(a);
@@ -239,6 +257,7 @@ function commit(twin, run, g, rows) {
     reopened = earlier.filter(function (a, i) { return u[i] < s.remask * (1.0 - run.conf[a]); });
     reopened.forEach(function (a) {
       run.x[run.P + a] = twin.mask; run.masked[a] = true; run.conf[a] = g.sure[a - lo];
+      if (run.drafted) run.drafted[a] = false;
     });
   }
   committed.concat(reopened).forEach(function (a) {
@@ -276,17 +295,26 @@ function diffusionFrame(twin, run, committed, cands, reopened) {
           remasked: (reopened || []).filter(function (i) { return i < n; }).length ?
             reopened.filter(function (i) { return i < n; }) : null,
           text: run.done ? twin.tok.decode(ids) : null, ids: run.done ? ids : undefined,
-          usage: run.done ? {prompt_tokens: run.P, completion_tokens: n} : null};
+          usage: run.done ? {prompt_tokens: run.P, completion_tokens: n} : null,
+          revision: run.plan ? letters(run.plan, ids, masked) : null};
 }
 
-export async function diffusionRace(twin, prompt, s, onFrame, signal) {
+/* the twin's race (`generate`): the start (all masked, or a revise `plan` laid down), a frame a pass; a draft that
+   leaves nothing to fill ends at once, its answer the draft, in no pass */
+export async function diffusionRace(twin, prompt, s, onFrame, signal, plan) {
   var run = new DiffRun(prompt, s, twin.mask), frames = [], t0 = now(), last = null;
   var emit = function (f) { f.t = now() - t0; frames.push(f); last = f; return tell(onFrame, f); };
+  if (plan) run.startFrom(plan, twin.mask);
   await emit(diffusionFrame(twin, run, []));
-  while (!stopped(signal) && run.nextBlock()) {
+  while (run.nextBlock()) {
+    if (stopped(signal)) break;
     var g = guesses(twin, run, await network(twin, run));
     await emit(commit(twin, run, g, rule(twin, run, g)));
     if (run.done) break;
+  }
+  if (!run.done && !run.masked.some(Boolean)) {
+    run.done = true;
+    await emit(Object.assign(diffusionFrame(twin, run, []), {refreshes: 0}));
   }
   return {frames: frames, text: last.text || "", ids: last.ids || [], nfe: run.nfe, refreshes: run.refreshes,
           stopped: !run.done, settings: s};

@@ -3,7 +3,8 @@
  * `validate` do; anything else (pins) refused by name in one sentence. And the prompt's ids, as the sources make them.
  */
 export var TWIN_NAMES = {diffusion: "diffusion twin", ar: "AR twin"};
-export var OWN_OPTIONS = ["onFrame", "only", "signal", "length", "ar"];  // the API's own: not a twin's setting
+// the API's own options, none of them a twin's setting
+export var OWN_OPTIONS = ["onFrame", "onPlans", "only", "signal", "length", "ar", "draft"];
 var FOLLOW = {};  // read for a setting given as 0 or null that follows another (steps: the answer length)
 /* what the samplers here assume of a twin's settings that are not offered: its defaults must say so */
 var FIXED = {diffusion: {pins: []}, ar: {}};

@@ -2,13 +2,13 @@
  * after onnxruntime-web's): loads both twins' graphs and twins.json (the folder's files, or the single file's inlined
  * ones, app/site/single.js: window.CONVERGE_SOURCE) and hands the page two objects, its only names on the window:
  * `window.converge` (ready, analysis, settings, controls, and race(prompt, options), which returns a promise of
- * {left, right}: frames, text, ids and nfe each, the settings that side ran with, and `stopped` when options.signal
- * ended it) and `window.ConvergeRows` (the player's rows from frames, app/site/js/rows.js, and race(player, ...),
+ * {left, right}: frames, text, ids and nfe each, the settings that side ran with, `stopped` when options.signal
+ * ended it, and its plan (`draft`) when options.draft started it from a draft) and `window.ConvergeRows` (the player's rows from frames, app/site/js/rows.js, and race(player, ...),
  * which draws a race in the page's player). tests/node/parity.mjs races the same samplers over recorded logits.
  */
 import { api, controls } from "./twins.js";
 import { load, fromFolder } from "./onnx.js";
-import { analyzer, wire, summary } from "./rows.js";
+import { analyzer, wire, summary, draftEntry } from "./rows.js";
 
 /* the folder opened from disk (a file: address): the browser lets a page there fetch none of the folder's files, so
    it says how to open it instead of trying (the single file, which fetches nothing, opens from disk) */
@@ -48,7 +48,7 @@ var converge = {
  * race at the pace it ran, so when it finishes it stays at its end (`autoplay: false`) until Play is pressed. The
  * static site's page and the served page's browser race (app/ui/browser_race.js) both call this; `extra.start`
  * adds to the first payload and `extra.end` to the last (a caption). `options.signal` (an AbortSignal) stops both
- * sides before their next pass. Returns the promise of the race's {left, right}. */
+ * sides before their next pass; `options.draft` starts both from a draft, each side's plan drawn before its frames. Returns the promise of the race's {left, right}. */
 var SPECS = {left: "local-diffusion", right: "local-ar"}, races = 0;
 
 function side(key, status, start, rows, more) {
@@ -68,9 +68,13 @@ function draw(player, text, options, extra) {
     sides[key] = side(key, "running", row.i, wire([row]));
     player.update({run: id, seq: ++seq, sides: sides});
   };
+  var onPlans = function (plans) {  // a race from a draft (options.draft): each side's line and draft tokens
+    player.update({run: id, seq: ++seq, sides: {left: {draft: draftEntry(plans.left)},
+                                                right: {draft: draftEntry(plans.right)}}});
+  };
   return converge.analysis.then(function (analysis) {
     rows = {left: analyzer(analysis), right: analyzer(analysis)};
-    return converge.race(text, Object.assign({}, options, {onFrame: onFrame})).then(function (r) {
+    return converge.race(text, Object.assign({}, options, {onFrame: onFrame, onPlans: onPlans})).then(function (r) {
       var sides = {};
       ["left", "right"].forEach(function (key) {  // a side stopped (options.signal) keeps the frames it made
         sides[key] = side(key, r[key].stopped ? "stopped" : "done", made[key].length, [], summary(made[key], analysis));

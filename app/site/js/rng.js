@@ -1,6 +1,6 @@
 /* numpy's np.random.default_rng(seed) in JavaScript: SeedSequence's pool and state words, PCG64 (XSL-RR on a 128-bit
- * LCG), Generator.random's doubles and Generator.choice(a, p=...), bit for bit as numpy's own source computes them
- * (numpy/random/bit_generator.pyx, _pcg64.pyx, src/pcg64/pcg64.h, _generator.pyx), so a seeded race in the browser
+ * LCG), Generator.random's doubles, Generator.choice(a, p=...) and the set Generator.choice(a, size, replace=False)
+ * picks, bit for bit as numpy's own source computes them (numpy/random/bit_generator.pyx, _pcg64.pyx, src/pcg64/pcg64.h, _generator.pyx), so a seeded race in the browser
  * draws the numbers Python's samplers draw, in the same order. The 128-bit state is kept as eight 16-bit limbs so
  * every product stays exact in a double. `defaultRng(seed)`; tests/test_site.py checks it against numpy for several
  * seeds.
@@ -97,7 +97,38 @@ PCG64.prototype.next = function () {
   return [((hi >>> rot) | (lo << (32 - rot))) >>> 0, ((lo >>> rot) | (hi << (32 - rot))) >>> 0];
 };
 
-function Generator(seed) { this.bits = new PCG64(seed); }
+function Generator(seed) { this.bits = new PCG64(seed); this.half = null; }
+
+/* `pcg64_next32`: the low half of a 64-bit draw, its high half kept for the next call (numpy's has_uint32) */
+Generator.prototype.uint32 = function () {
+  if (this.half !== null) { var h = this.half; this.half = null; return h; }
+  var w = this.bits.next();
+  this.half = w[0];
+  return w[1];
+};
+
+/* `buffered_bounded_lemire_uint32` with no buffer: a whole number in [0, rng], Lemire's rejection as numpy's */
+Generator.prototype.bounded = function (rng) {
+  if (rng === 0) return 0;
+  var excl = rng + 1, m = BigInt(this.uint32()) * BigInt(excl), left = Number(m & 0xffffffffn);
+  if (left < excl) {
+    var threshold = (0xffffffff - rng) % excl;
+    while (left < threshold) { m = BigInt(this.uint32()) * BigInt(excl); left = Number(m & 0xffffffffn); }
+  }
+  return Number(m >> 32n);
+};
+
+/* `Generator.choice(a, size, replace=False)` as a set (its order aside: numpy shuffles the picks after): Floyd's
+   algorithm over bounded draws, as numpy does for a population of at most 10,000 */
+Generator.prototype.sample = function (a, size) {
+  if (a.length > 10000) throw new Error("sample draws from at most 10,000 values, as numpy's Floyd branch");
+  var taken = new Set(), out = [];
+  for (var j = a.length - size; j < a.length; j++) {
+    var val = this.bounded(j), got = taken.has(val) ? j : val;
+    taken.add(got); out.push(a[got]);
+  }
+  return out;
+};
 
 /* `Generator.random(n)`: n doubles in [0, 1), each (next_uint64 >> 11) x 2^-53 */
 Generator.prototype.random = function (n) {

@@ -57,6 +57,21 @@ function tokenCodes(a, am, b, bm, code) {
   return codes;
 }
 
+/* revision.first_codes: the first row's codes with the draft's kept tokens quiet, as they stood before the run */
+function firstCodes(codes, letters, code) {
+  if (!letters) return codes;
+  return codes.map(function (c, i) { return i < letters.length && letters[i] === "k" ? code.unchanged : c; });
+}
+
+/* revision.counts: what a revising side's metrics add, from its latest frame with letters (nothing without one) */
+function draftCounts(frames) {
+  var letters = null;
+  for (var i = frames.length - 1; i >= 0 && letters === null; i--) if (frames[i].revision != null) letters = frames[i].revision;
+  if (letters === null) return {};
+  var n = function (c) { return letters.split(c).length - 1; };
+  return {draft_kept: n("k"), draft_edited: n("e"), draft_positions: letters.length - n(".")};
+}
+
 /* changes.SideAnalyzer for token frames, with twins.json's `analysis` constants: add(frame) returns its analysed row */
 export function analyzer(analysis) {
   var count = 0, prevTok = [], prevMasked = null, code = {};
@@ -70,6 +85,10 @@ export function analyzer(analysis) {
                m: masked ? masked.map(function (x) { return x ? 1 : 0; }) : null, ch: codes, conf: conf,
                nfe: frame.nfe == null ? null : frame.nfe, final: !!frame.final, sp: Math.min(sp, prevTok.length),
                cand: frame.candidates || null};
+    if (frame.revision != null) {  // a side that started from a draft: its letters; the draft's own quiet at first
+      row.rv = frame.revision;
+      if (!count) row.ch = firstCodes(codes, frame.revision, code);
+    }
     count += 1; prevTok = tok; prevMasked = masked;
     return row;
   }};
@@ -86,6 +105,7 @@ export function wire(rows) {
     if (row.m && row.m.length) w.m = row.m;
     if (row.nfe) w.nfe = row.nfe;
     if (row.final) w.final = true;
+    if (row.rv) w.rv = row.rv;
     var cf = row.conf ? row.conf.map(percent) : null;
     if (cf) {
       var kept = prevCf ? prefixLen(prevCf, cf) : 0;
@@ -161,12 +181,31 @@ function metrics(frames, analysis) {
   var used = usage ? usage.completion_tokens : null, counted = typeof used === "number" && used >= 0;
   var answer = counted ? used : tokens;
   var refreshes = frames.map(function (f) { return f.refreshes; }).filter(function (x) { return x != null; });
-  return {ttft: ttft, t_final: tFinal, frames: frames.length, tokens: tokens, tokens_per_s: ratio(answer, tFinal),
+  return Object.assign({ttft: ttft, t_final: tFinal, frames: frames.length, tokens: tokens, tokens_per_s: ratio(answer, tFinal),
           nfe: nfe, tokens_per_nfe: ratio(answer, nfe), final_settled_at: settledAt,
           usage_tokens: used === undefined ? null : used, answer_tokens: answer,
           token_unit: analysis.token_units[counted ? "model" : "shown"],  // token frames: pieces, stopped or not
           time_per_token: answer ? ratio(tFinal, answer) : null,
-          refreshes: refreshes.length ? Math.max.apply(null, refreshes) : null};
+          refreshes: refreshes.length ? Math.max.apply(null, refreshes) : null}, draftCounts(frames));
+}
+
+function counted(n, one) { return n.toLocaleString("en-US") + " " + (n === 1 ? one : one + "s"); }
+
+/* side.draft_line: the panel's line for a side that started from a draft, its plan's note or what its mode did */
+function draftLine(plan) {
+  if (plan.note) return plan.note;
+  if (plan.mode === "prefix") {
+    return "Kept the draft's first " + counted(plan.kept_prefix || 0, "token") + " and wrote the rest again: an " +
+           "autoregressive model cannot revise in place.";
+  }
+  return "Started from the draft: " + plan.renoised.length + " of its " + counted(plan.length, "token") +
+         " re-noised, the rest kept as written until the model revises them.";
+}
+
+/* side.draft_entry: what the player draws of a side's plan (app/site/js/draft.js planJson); null without one */
+export function draftEntry(plan) {
+  if (!plan) return null;
+  return {mode: plan.mode, line: draftLine(plan), tokens: plan.tokens || [], renoised: plan.renoised};
 }
 
 /* side.summary: a finished side's metrics and settled series */
