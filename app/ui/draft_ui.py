@@ -41,7 +41,7 @@ class DraftBox:
 
 def draft_box() -> DraftBox:
     """Builds the "Start from" accordion where it is called (under the prompt), closed, starting from nothing."""
-    with gr.Accordion("Start from a draft (diffusion revises it)", open=False, elem_id="draft-box"):
+    with gr.Accordion("Start from a draft", open=False, elem_id="draft-box"):
         start = gr.Radio(list(STARTS), value=NOTHING, label="Start from", elem_id="start-from",
                          info="A diffusion side re-noises part of the draft and repairs it in place; an autoregressive "
                               "side keeps the draft up to the first re-noised position and writes the rest again.")

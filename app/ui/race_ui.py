@@ -74,13 +74,15 @@ def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
                             label="Questions (for a chat model; the built-in twins write stories)",
                             example_labels=list(QUESTIONS), elem_id="question-examples",
                             examples_per_page=len(QUESTIONS))
-            with gr.Accordion("Pinned text (diffusion side)", open=False, elem_id="pins-box",
-                              visible=takes_pins(policy, [(p, DEFAULT_MODELS.get(p, "")) for p in defaults])) as box:
-                pins = gr.Textbox(label="One POSITION:TEXT a line (optional)", lines=2, elem_id="pins",
-                                  placeholder="48:The end.",
-                                  info="An autoregressive model cannot see text that comes after what it "
-                                       "writes, so it ignores pins and continues the prompt.")
-            draft = draft_box()
+            with gr.Row(equal_height=False, elem_id="before-run"):  # one line while both are closed
+                pinnable = takes_pins(policy, [(p, DEFAULT_MODELS.get(p, "")) for p in defaults])
+                with gr.Accordion("Pinned text (diffusion side)", open=False, elem_id="pins-box",
+                                  visible=pinnable) as box:
+                    pins = gr.Textbox(label="One POSITION:TEXT a line (optional)", lines=2, elem_id="pins",
+                                      placeholder="48:The end.",
+                                      info="An autoregressive model cannot see text that comes after what it "
+                                           "writes, so it ignores pins and continues the prompt.")
+                draft = draft_box()
         controls = {}
         for side, default in zip(SIDES, defaults):
             with gr.Column(scale=3, min_width=220):
