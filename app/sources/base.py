@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol, cast
 
 from app.engine.draft import Plan, Revision
 from app.engine.options import declared, settings_spec
@@ -25,6 +25,8 @@ class Source(Protocol):
     cpu_bound: bool  # it runs a local model: a race gives it one of the shared CPU slots (app/race/compute.py)
     defers: bool  # stream(defer=True) leaves decoding its frames' strings to Frame.ready(), off its clock
     notice: str | None  # a sentence for the user about a setting it changed, shown when it starts and ends
+    plan: Plan | None  # set by `revise`: the draft its next stream starts from (None: from nothing)
+    cannot_why: str  # why it cannot start from a draft, where it cannot (app/sources/revise.py `cannot`)
 
     def settings(self) -> dict[str, Any]:
         """The settings to record in the header (never a key)."""
@@ -49,6 +51,10 @@ class Source(Protocol):
         """Its plan as the header's sources entry keeps it (`Plan.to_json`, the draft as its display strings)."""
         ...
 
+    def planned(self, plan: Plan) -> Plan:
+        """Keeps `plan` for its next stream and says what it means for this side (its note) in `notice`."""
+        ...
+
 
 class SourceBase:
     """The defaults of a Source's optional parts: not CPU-bound, decodes its own frames, changed no setting.
@@ -67,7 +73,7 @@ class SourceBase:
         """A source with no way to start from text writes from nothing and says so (app/sources/revise.py `cannot`)."""
         from app.sources.revise import cannot
 
-        return self.planned(cannot(self.name, self.cannot_why))  # type: ignore[attr-defined]
+        return self.planned(cannot(cast(Source, self).name, self.cannot_why))  # a base only a Source inherits
 
     def draft_json(self) -> dict[str, Any] | None:
         """Its plan as the header keeps it; a source without a tokenizer of its own shows no draft tokens."""
