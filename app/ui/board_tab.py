@@ -5,7 +5,8 @@ whose numbers come from the table on screen.
 Boards have their own queue ("board", its budget in app/ui/budgets.py): one board runs at a time on the page, each
 race in it bounded as a race is (a CPU slot a side, the race time limit), its sides made through the page's one
 policy check (app/ui/visitor.py), and saved in the visitor's library as a race is (the same size cap and hourly disk
-budget; a race the budget refuses runs unsaved). Clicking a row opens its race in the player.
+budget; a race the budget refuses runs unsaved). Clicking a row opens its race in the player. A board lesson
+(app/lessons/guided.py `board`) runs its board here, at its settings, through the same queue and bounds.
 """
 
 from __future__ import annotations

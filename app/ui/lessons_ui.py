@@ -4,7 +4,8 @@ A lesson only sets the page's own controls (sources, settings, prompt) and then 
 so what it shows is exactly what the learner can reproduce by hand. The spotlight is a CSS class on a part
 of the player (app/view/player/player.css `.cv-spotlight`), toggled in the browser from a table of fixed
 selectors. A lesson that shows the forward process loads it into the player as soon as it is chosen (a
-recording like any other, written to a scratch file so that the exports can make it too).
+recording like any other, written to a scratch file so that the exports can make it too). A board lesson has its
+own Run and Try it, which run its board in the page's Board area (app/ui/board_tab.py) instead of a race.
 """
 
 from __future__ import annotations
