@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import pytest
 
 from app.board.prompts import prompt_set
+from app.trace.reading import read_recording
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, serve_page
 
@@ -131,3 +132,62 @@ def test_on_a_served_page_a_boards_races_are_the_visitors_and_spend_their_hourly
     assert races[0] == races[1] != "not saved" and races[2:] == ["not saved", "not saved"]
     assert names == [races[0], races[0]] and (store.user_dir(owner) / races[0]).is_file()
     assert "What to notice" in note  # the unsaved race still counts on the board
+
+
+@pytest.mark.browser
+@needs_twins
+def test_the_board_lesson_runs_its_board_in_the_board_section_and_its_numbers_are_under_the_table(
+        browser: Any, server_url: str, recordings: Path) -> None:
+    """Issue 54, item 5: the lesson "One race is an anecdote" races no race but the Board section's board, over its
+    openings; when the board ends the line under the table gives the figures its text talks of (each twin's tokens a
+    pass, median and worst perplexity, the openings where more tokens a pass cost quality and where they did not),
+    recomputed here from the rows on screen; its "Try it" runs the board again with the diffusion twin bolder."""
+    from app.lessons.guided import LESSONS
+    from app.ui.lessons_ui import changes
+
+    at = next(i for i, lesson in enumerate(LESSONS) if lesson.board)
+    lesson = LESSONS[at]
+    rows_css = "#board-table [role=row].virtual-row"
+    with browser_tab(browser, server_url, height=1200) as tab:
+        tab.wait_for_selector("#player .cv-player[data-status='done']")
+        for i in range(1, at + 1):  # a click at a time: a click before the last one landed would read the same lesson
+            tab.click("#lesson-next")
+            tab.wait_for_function(f"document.querySelector('#lesson-text').textContent.includes('Lesson {i + 1} of')")
+        tab.wait_for_selector("#lesson-board", state="visible")
+        assert not tab.is_visible("#lesson-run") and not tab.is_visible("#lesson-try")
+        boards = []
+        for button in ("#lesson-board", "#lesson-board-try"):
+            note = "(document.querySelector('#board-note')?.innerText || '').trim()"  # absent while it is closed
+            before = tab.evaluate(note)
+            tab.click(button)
+            tab.wait_for_function(f"b => {{ const t = {note}; return t.startsWith('What to notice') && t !== b; }}",
+                                  arg=before, timeout=300_000)  # not the last board's line under a pending timer
+            assert tab.evaluate("document.querySelector('#board').classList.contains('cv-spotlight')")
+            tab.wait_for_function(f"document.querySelectorAll('{rows_css}').length === {2 * lesson.board}")
+            cells = tab.eval_on_selector_all(rows_css, """rows => rows.map(row =>
+                [...row.querySelectorAll('[role=gridcell]')].map(cell => cell.innerText.trim()))""")
+            names = ["opening", "side", "passes", "answer tokens", "tokens a pass", "seconds", "referee perplexity",
+                     "race"]
+            rows = [dict(zip(names, cell)) for cell in cells]
+            assert sorted({int(r["opening"]) for r in rows}) == list(range(1, lesson.board + 1))
+            text = tab.inner_text("#board-note")
+            for figure_text in expected_note(rows):
+                assert figure_text in text, button
+            boards.append((rows, text))
+        (rows, text), (bolder, _) = boards
+        rate = rate_of(rows, "diffusion twin")
+        assert f"{rate:.2f} tokens a pass" in text and f"about {rate:.1f} tokens a pass" in lesson.text
+        assert f"about {rate_of(bolder, 'diffusion twin'):.1f}" in lesson.try_it
+        some = int(text.split("cost quality on ")[1].split(" of ")[0])
+        assert 0 < some < lesson.board  # "on some openings and not on others"
+        assert changes(lesson) in tab.inner_text("#lesson-change")  # "Left learned commit filter: 0.6 → 0.5"
+    settings = [read_recording(path).header["sources"]["left"]["settings"] for path in recordings.rglob("*.jsonl")]
+    assert len(settings) == 2 * lesson.board  # a race an opening, each board's saved in the library
+    tried = [lesson.sources()["left"][1]["filter"], lesson.changed()["left"][1]["filter"]]
+    assert sorted(s["filter"] for s in settings) == sorted(tried * lesson.board) and tried[0] != tried[1]
+
+
+def rate_of(rows: list[dict[str, Any]], side: str) -> float:
+    """A side's tokens a pass over the shown rows: all its answer tokens over all its passes."""
+    mine = [r for r in rows if r["side"] == side]
+    return sum(float(r["answer tokens"]) for r in mine) / sum(float(r["passes"]) for r in mine)

@@ -41,6 +41,7 @@ def forget_races() -> Iterator[None]:
     """The cached races go with this module: later tests check that no frame outlives its session."""
     yield
     _race.cache_clear()
+    board.cache_clear()
 
 
 @functools.lru_cache(maxsize=None)
@@ -245,8 +246,8 @@ def test_the_lessons_race_prompts_the_twins_do_not_recite() -> None:
     known = training_ngrams()
     if known is None:
         pytest.skip("the training corpus (../shared/corpus) is not beside the checkout")
-    texts = [race(x, side)[-1].text for x in LESSONS for side, (spec, _) in x.sources().items()
-             if spec.startswith("local-")]
+    texts = [race(x, side)[-1].text for x in LESSONS if not x.board for side, (spec, _) in x.sources().items()
+             if spec.startswith("local-")]  # a board lesson races the board's held-out openings, not its prompt
     found, total = recited(texts, known)
     assert total > 500 and found < 0.05 * total
 
@@ -345,3 +346,57 @@ def test_the_uniform_lessons_change_commits_three_a_pass_and_its_perplexity_rise
     assert perplexity(x.prompt, [page(x, "left", True)]) > perplexity(x.prompt, [page(x, "left")])
     assert perplexity(x.prompt, [page(x, "left")]) > perplexity(x.prompt, [page(x, "right")])  # less likely text
     assert {"Tokens per forward pass", "Referee's perplexity (lower reads better)"} <= set(shown(x, True))
+
+
+@functools.lru_cache(maxsize=None)
+def board(title: str, changed: bool = False) -> Any:
+    """A board lesson's board as the page runs it (app/ui/board_tab.py): its two sides at its settings (after its
+    change), seed 0, over its held-out openings, each side's answer scored by the referee; its rows as a table."""
+    from app.board.prompts import prompt_set
+    from app.board.run import Board, Entrant, paired, plan, referee, takes_seed
+    from app.board.tables import frame
+
+    x = lesson(title)
+    given = (x.changed() if changed else x.sources()).values()
+    sides = [Entrant(spec, spec, spec, settings) for spec, settings in given]
+    run = Board(plan(paired(*sides), prompt_set("stories")[:x.board], 1), None, referee(), takes_seed)
+    for _ in run.run():
+        pass
+    return frame(run.rows)
+
+
+def openings_worse(table: Any) -> tuple[list[int], list[int]]:
+    """The openings where the diffusion twin's referee perplexity is above the AR twin's, and those where it is not,
+    over the openings where both sides have one."""
+    both = table.pivot_table(index="prompt_index", columns="label", values="quality").dropna()
+    worse = both["local-diffusion"] > both["local-ar"]
+    return sorted(int(i) for i in both.index[worse]), sorted(int(i) for i in both.index[~worse])
+
+
+def test_a_board_of_six_openings_shows_more_tokens_a_pass_costing_quality_on_some_and_not_others() -> None:
+    """The board lesson's claims, on the board it runs: six held-out openings (bounded as the Board section is), about
+    2.7 tokens a pass against the AR twin's one, and the diffusion twin's perplexity above the AR twin's on some of
+    the openings and not on the others, every opening counted once; its change: about 3.8 a pass, above on more
+    openings and a higher median. The page's line under the table says the same from the same rows."""
+    from app.board.tables import summary
+    from app.ui.board_tab import PROMPTS, note
+
+    title = "One race is an anecdote"
+    x = lesson(title)
+    assert x.board == 6 <= PROMPTS and "first six of the board's held-out story openings" in x.text
+    table = board(title)
+    sides = summary(table).set_index("label")
+    assert 2.5 <= sides.loc["local-diffusion", "tokens_per_pass"] <= 2.9 and "about 2.7 tokens a pass" in x.text
+    assert 0.95 <= sides.loc["local-ar", "tokens_per_pass"] <= 1.0 and "against the AR twin's one" in x.text
+    worse, fine = openings_worse(table)
+    assert worse and fine and sorted(worse + fine) == list(range(x.board))  # some and some, and they add up
+    assert "it did on some openings and not on others" in x.text
+    line = note(table)
+    rate = table.groupby("label")["answer_tokens"].sum() / table.groupby("label")["passes"].sum()
+    assert f"{rate['local-diffusion']:.2f} tokens a pass" in line and f"AR twin {rate['local-ar']:.2f}" in line
+    assert f"cost quality on {len(worse)} of {x.board} openings" in line and f"did not on {len(fine)} (" in line
+    bolder = board(title, changed=True)
+    bolder_sides = summary(bolder).set_index("label")
+    assert 3.5 <= bolder_sides.loc["local-diffusion", "tokens_per_pass"] <= 4.1 and "about 3.8" in x.try_it
+    assert len(openings_worse(bolder)[0]) > len(worse) and "on more of the openings" in x.try_it
+    assert bolder_sides.loc["local-diffusion", "median_quality"] > sides.loc["local-diffusion", "median_quality"]

@@ -51,6 +51,8 @@ class Lesson:
     # (app/lessons/forward_process.py) and shown in the player when the lesson is chosen, before its race
     figures: tuple[str, ...] = ()  # the measurements its text quotes (app/lessons/figures.py FIGURES), shown on the
     # page when its race ends
+    board: int = 0  # a board lesson: both sides (at their settings) raced over the first `board` held-out story
+    # openings (app/board/stories.txt) in the page's Board section instead of one race; 0: one race, on `prompt`
 
     def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings before the change."""
@@ -318,5 +320,22 @@ LESSONS: list[Lesson] = [
         left="local-uniform", right="local-diffusion",
         left_settings={"gen_length": 64, "steps": 64, "block_length": 16, "entropy_bound": 0.5},
         right_settings=dict(SHORT), figures=("per_pass", "perplexity"),
+    ),
+    Lesson(
+        title="One race is an anecdote: read a board",
+        text="Every lesson so far read one race, and one race is an anecdote: this one races both twins over the "
+             "first six of the board's held-out story openings, a race each, and fills in the Board section's table "
+             "and curve. The diffusion twin writes about 2.7 tokens a pass against the AR twin's one, and the "
+             "referee's perplexity (lower reads more like the stories) says on each opening whether that cost "
+             "quality. Here it did on some openings and not on others (the line under the table names them, with "
+             "each twin's median and worst perplexity), so a single race could have told either story.",
+        point="#board",
+        look="the Board section: its curve, its table (a row per opening and side) and the line under it",
+        try_it="Set the diffusion twin's learned commit filter to 0.5 and run the board again: bolder, about 3.8 "
+               "tokens a pass, and its perplexity now rises above the AR twin's on more of the openings, its median "
+               "with it.",
+        try_side="left", try_settings={"filter": 0.5},
+        # the twins at the page's defaults, the diffusion twin's pinned to LESSON_TWIN (tests/test_lesson_claims.py)
+        left_settings={}, right_settings={}, board=6,
     ),
 ]

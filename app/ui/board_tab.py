@@ -5,11 +5,13 @@ whose numbers come from the table on screen.
 Boards have their own queue ("board", its budget in app/ui/budgets.py): one board runs at a time on the page, each
 race in it bounded as a race is (a CPU slot a side, the race time limit), its sides made through the page's one
 policy check (app/ui/visitor.py), and saved in the visitor's library as a race is (the same size cap and hourly disk
-budget; a race the budget refuses runs unsaved). Clicking a row opens its race in the player.
+budget; a race the budget refuses runs unsaved). Clicking a row opens its race in the player. A board lesson
+(app/lessons/guided.py `board`) runs its board here, at its settings, through the same queue and bounds.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -18,7 +20,8 @@ import pandas as pd
 
 from app.board.prompts import prompt_set
 from app.board.run import Board, Entrant, paired, plan, referee, takes_seed
-from app.board.tables import curve, frame, summary
+from app.board.tables import curve, frame
+from app.lessons.guided import LESSONS
 from app.serving.policy import LOCAL, Policy
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, written
 from app.ui.budgets import queued
@@ -55,18 +58,28 @@ def openings(numbers: list[int]) -> str:
     return "none" if not named else named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
+def figures(table: pd.DataFrame, label: str) -> tuple[float, float, float]:
+    """A side's tokens a pass (all its answer tokens over all its passes) and its median and worst perplexity, from
+    its rows as the table shows them and unrounded, so the line rounds once (the summary's medians, already rounded to
+    three places, could land a hundredth off the table's: 9.7455 is 9.75, 9.745 printed is 9.74)."""
+    rows = table[table["label"] == label]
+    counted = rows.dropna(subset=["passes", "answer_tokens"])
+    quality = rows["quality"].dropna()
+    return (float(counted["answer_tokens"].sum() / counted["passes"].sum()), float(quality.median()),
+            float(quality.max()))
+
+
 def note(table: pd.DataFrame) -> str:
     """What to notice, from the rows: each twin's tokens a pass and median and worst perplexity, and on which
     openings the diffusion twin's more tokens a pass cost quality (its perplexity above the AR twin's) and on which
     they did not."""
-    sides = summary(table).set_index("label")
-    d, a = (sides.loc[spec] for spec, _ in SIDES)
+    (d_rate, d_median, d_worst), (a_rate, a_median, a_worst) = (figures(table, spec) for spec, _ in SIDES)
     both = table.pivot_table(index="prompt_index", columns="label", values="quality").dropna()
     both.index = pd.to_numeric(both.index)
     worse = both[SIDES[0][0]] > both[SIDES[1][0]]
-    return (f"**What to notice:** over {len(both)} openings the diffusion twin wrote {d['tokens_per_pass']:.2f} "
-            f"tokens a pass (median perplexity {d['median_quality']:.2f}, worst {d['worst_quality']:.2f}) and the AR "
-            f"twin {a['tokens_per_pass']:.2f} (median {a['median_quality']:.2f}, worst {a['worst_quality']:.2f}). "
+    return (f"**What to notice:** over {len(both)} openings the diffusion twin wrote {d_rate:.2f} "
+            f"tokens a pass (median perplexity {d_median:.2f}, worst {d_worst:.2f}) and the AR "
+            f"twin {a_rate:.2f} (median {a_median:.2f}, worst {a_worst:.2f}). "
             f"More tokens a pass cost quality on {int(worse.sum())} of {len(both)} openings (the diffusion twin's "
             f"perplexity above the AR twin's: {openings(sorted(both.index[worse]))}) and did not on "
             f"{int((~worse).sum())} ({openings(sorted(both.index[~worse]))}): one race would have told either story.")
@@ -85,11 +98,15 @@ def race_options(visitor: Visitor) -> Callable[[], dict[str, Any]]:
     return options
 
 
-def run_handler(prompts: int = PROMPTS) -> Callable[[Visitor], Iterator[tuple[Any, Any, str, list[str]]]]:
+def run_handler(prompts: int = PROMPTS, sides: dict[str, tuple[str, dict[str, Any]]] | None = None
+                ) -> Callable[[Visitor], Iterator[tuple[Any, Any, str, list[str]]]]:
     """The Run button (for `as_visitor`): races the board, yielding the chart, the table, a line and the races' names
-    after every race."""
+    after every race. `sides`: each side's (spec, settings), as a lesson gives them; None: both twins at defaults."""
+    given = list((sides or {side: (spec, {}) for side, (spec, _) in zip(("left", "right"), SIDES)}).values())
+
     def run(visitor: Visitor) -> Iterator[tuple[Any, Any, str, list[str]]]:
-        heats = plan(paired(*(Entrant(spec, spec, spec) for spec, _ in SIDES)), prompt_set("stories")[:prompts], 1)
+        heats = plan(paired(*(Entrant(spec, spec, spec, settings) for spec, settings in given)),
+                     prompt_set("stories")[:prompts], 1)
         board = Board(heats, None, referee(), takes_seed, race_options=race_options(visitor),
                       on_saved=lambda path: written(visitor.owner, visitor.address, path))
         yield gr.skip(), gr.skip(), f"Racing opening 1 of {len(heats)}...", []
@@ -127,10 +144,48 @@ def opener(policy: Policy) -> Callable[..., tuple[Any, Any, str]]:
     return open_board_row
 
 
+def lesson_runner(policy: Policy, tried: bool) -> Callable[..., Iterator[tuple[Any, Any, str, list[str]]]]:
+    """A board lesson's board (app/lessons/guided.py `board`) as a Gradio generator handler: its openings, its sides at
+    the lesson's settings (after its "Try it" change when `tried`), into the Board area as the Run button's are."""
+    def run_lesson_board(request: gr.Request, owner: Any, i: Any) -> Iterator[tuple[Any, Any, str, list[str]]]:
+        lesson = LESSONS[int(i)]
+        if not lesson.board:
+            return
+        run = run_handler(min(lesson.board, PROMPTS), lesson.changed() if tried else lesson.sources())  # bounded
+        yield from run(visitor_of(policy, owner, request))
+    return run_lesson_board
+
+
+@dataclass(frozen=True)
+class BoardArea:
+    """The Board area's parts a lesson's board fills: the curve, the table, the line under it and the races' names."""
+
+    plot: Any
+    table: Any
+    line: Any
+    names: Any
+
+    def outputs(self) -> list[Any]:
+        """The parts in the order the handlers yield them."""
+        return [self.plot, self.table, self.line, self.names]
+
+
+def board_starter(policy: Policy, owner: Any, area: BoardArea, shell: Any) -> Callable[[Any, Any, bool], Any]:
+    """`start_board(event, lesson, tried)`: chains after `event` the opening of the Board area's accordion (`shell`)
+    and the board of the lesson whose index the input `lesson` holds; returns the board's event."""
+    def start_board(event: Any, lesson: Any, tried: bool) -> Any:
+        opened = event.then(lambda: gr.update(open=True), outputs=[shell], queue=False, show_progress="hidden",
+                            api_name=False)
+        return opened.then(lesson_runner(policy, tried), inputs=[owner, lesson], outputs=area.outputs(),
+                           **queued("board"), show_progress="hidden", api_name=False)
+    return start_board
+
+
 def board_tab(prompts: int = PROMPTS, policy: Policy = LOCAL, owner: Any = None, shown_in: list[Any] | None = None
-              ) -> None:
+              ) -> BoardArea:
     """Builds the Board area inside the open gr.Blocks under the page's `policy` (`prompts`: openings raced); `owner`
-    is the session's owner state, `shown_in` the player and the recording it holds, where a clicked row's race opens."""
+    is the session's owner state, `shown_in` the player and the recording it holds, where a clicked row's race opens.
+    Returns its parts, for a lesson's board (`board_starter`)."""
     owner = owner if owner is not None else gr.State(None)
     gr.Markdown(INTRO.format(n=prompts), elem_id="board-intro")
     button = gr.Button("Run the twins' board", elem_id="board-run")
@@ -144,3 +199,4 @@ def board_tab(prompts: int = PROMPTS, policy: Policy = LOCAL, owner: Any = None,
     if shown_in is not None:
         table.select(opener(policy), inputs=[owner, names], outputs=[*shown_in, opened],
                      **queued("recording"), show_progress="hidden", api_name=False)
+    return BoardArea(plot, table, line, names)

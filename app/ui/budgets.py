@@ -132,9 +132,10 @@ HANDLERS: dict[str, Handler] = {
                     "one CPU slot (app/race/compute.py); its recording at most 64 MB; ends at Stop", ADDRESS_HOUR_BYTES,
                     heavy=True),
     "sweep": Handler("sweeps", 1, 1, "a fixed grid of twin runs on one CPU slot; ends at Stop", heavy=True),
-    "board": Handler("the twins' board", 1, 1, "both twins at their defaults over 6 held-out openings, one race at a "
-                     "time, each bounded and saved as a race is (a CPU slot a side, the race time limit, its recording "
-                     "at most 64 MB)", ADDRESS_HOUR_BYTES, heavy=True),
+    "board": Handler("the twins' board", 1, 1, "both twins at their defaults (a board lesson's: at its "
+                     "settings) over 6 held-out openings, one race at a time, each bounded and saved as a race is (a "
+                     "CPU slot a side, the race time limit, its recording at most 64 MB)", ADDRESS_HOUR_BYTES,
+                     heavy=True),
     "recording": Handler("reads of a whole recording (Load, Upload, Download, after Stop, a browser race's save)", 2,
                          QUEUED_PER_ADDRESS, "one recording within the caps (64 MB, 8,000,000 cells)",
                          ADDRESS_HOUR_BYTES),

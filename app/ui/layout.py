@@ -28,7 +28,7 @@ from app.sources.base import load_plugins
 from app.trace.frames import MAX_RECORDING_BYTES
 from app.ui import door
 from app.ui.about import twins_note
-from app.ui.board_tab import board_tab
+from app.ui.board_tab import board_starter, board_tab
 from app.ui.browser_race import began_button, kept_box, wire_keep, wire_place
 from app.ui.budgets import budgeted
 from app.ui.events import QUIET
@@ -89,8 +89,8 @@ def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
             messages = messages_row()
         with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
             sweeps_tab(policy=policy)
-        with gr.Accordion("Board: the twins over many prompts", open=False, elem_id="board"):
-            board_tab(policy=policy, owner=owner, shown_in=shown)
+        with gr.Accordion("Board: the twins over many prompts", open=False, elem_id="board") as board_shell:
+            board = board_tab(policy=policy, owner=owner, shown_in=shown)
         for controls in race.controls.values():
             wire_sources(controls, policy)
         wire_pins(race, policy)
@@ -102,7 +102,8 @@ def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
         start_race = race_starter(race, policy, owner, shown, refresh)
         run_event = start_race(race.run_btn.click(fn=None, **QUIET), api_name="race")
         refresh(sampled)
-        races = [run_event, *wire_lessons(start_race, lambda path: [show_recording(path, play=True), str(path)], shown)]
+        races = [run_event, *wire_lessons(start_race, lambda path: [show_recording(path, play=True), str(path)], shown,
+                                          board_starter(policy, owner, board, board_shell))]
         wire_stop(race, races, shown, refresh)
         demo.load(open_page(policy), inputs=[stored_owner], outputs=[stored_owner, owner, *view, *shown],
                   queue=False, **QUIET)  # the page opens even while the queue is full

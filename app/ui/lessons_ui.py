@@ -4,7 +4,8 @@ A lesson only sets the page's own controls (sources, settings, prompt) and then 
 so what it shows is exactly what the learner can reproduce by hand. The spotlight is a CSS class on a part
 of the player (app/view/player/player.css `.cv-spotlight`), toggled in the browser from a table of fixed
 selectors. A lesson that shows the forward process loads it into the player as soon as it is chosen (a
-recording like any other, written to a scratch file so that the exports can make it too).
+recording like any other, written to a scratch file so that the exports can make it too). A board lesson has its
+own Run and Try it, which run its board in the page's Board area (app/ui/board_tab.py) instead of a race.
 """
 
 from __future__ import annotations
@@ -161,13 +162,41 @@ def control_outputs(controls: dict[str, Any]) -> list[Any]:
     return out
 
 
+def board_buttons() -> tuple[Any, Any]:
+    """A board lesson's Run and Try it, which stand in for the race's (hidden until such a lesson is chosen)."""
+    return (gr.Button("Run this lesson's board", variant="primary", elem_id="lesson-board", visible=False),
+            gr.Button("Try it: make the change and run the board again", elem_id="lesson-board-try", visible=False))
+
+
+def shown_buttons(i: int) -> list[Any]:
+    """The race's Run and Try it, then the board's, shown or hidden for lesson `i`: a board lesson shows the board's."""
+    board = bool(LESSONS[i].board)
+    return [gr.update(visible=v) for v in (not board, not board, board, board)]
+
+
+def wire_boards(start_board: Callable[[Any, Any, bool], Any] | None, pick: Any, changed: Any,
+                buttons: tuple[Any, Any], spotlight: str) -> None:
+    """A board lesson's two buttons: each says what it changed (its "Try it" change, or nothing), spotlights the Board
+    area and runs the lesson's board there: `start_board(event, lesson, tried)` (app/ui/board_tab.py `board_starter`)
+    chains after `event` the board of the lesson whose index the input `lesson` holds (None: a page without one)."""
+    if start_board is None:
+        return
+    quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
+    for button, tried in zip(buttons, (False, True)):
+        def said(i: Any, tried: bool = tried) -> str:
+            return change_note(LESSONS[int(i)]) if tried else ""
+
+        start_board(button.click(said, inputs=[pick], outputs=[changed], **quiet)
+                    .then(fn=None, js=spotlight, inputs=[pick], **quiet), pick, tried)
+
+
 def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
-                ) -> Callable[[Callable[..., Any], Callable[[Path], list[Any]], list[Any]], list[Any]]:
-    """Builds the lessons accordion where it is called, inside the open Blocks. Returns
-    `wire(start_race, show, shown)`, to call once the player exists: `start_race(event, lesson=(input, name))` chains
-    a race after an event, its recording named by the lesson, and returns the race event; `show(path)` gives the
-    values of the components `shown` (the player and what it holds, the recording file last) that load a recording
-    file into the player, playing; `wire` returns the race events it started, for Stop to cancel."""
+                ) -> Callable[..., list[Any]]:
+    """Builds the lessons accordion where it is called, inside the open Blocks. Returns `wire(start_race, show,
+    shown, start_board)`, to call once the player exists: `start_race(event, lesson=(input, name))` chains a race after
+    an event, its recording named by the lesson, and returns the race event; `show(path)` gives the values of the
+    components `shown` (the player and what it holds, the recording file last) that load a recording file into the
+    player, playing; `start_board` runs a board lesson's board (`wire_boards`); `wire` returns the race events."""
     with gr.Accordion("Lessons: how diffusion decoding differs from typing", open=True, elem_id="lessons"):
         with gr.Row():
             pick = gr.Dropdown(choices=[(f"{i + 1}. {lesson.title}", i) for i, lesson in enumerate(LESSONS)],
@@ -177,6 +206,7 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
         with gr.Row():
             run_btn = gr.Button("Run this lesson's race", variant="primary", elem_id="lesson-run")
             try_btn = gr.Button("Try it: make the change and run again", elem_id="lesson-try")
+            boards = board_buttons()
             changed = gr.Markdown("", elem_id="lesson-change")  # what "Try it" changed: old and new value, beside it
         text = gr.Markdown(lesson_markdown(0), elem_id="lesson-text")  # last, so it sits right above the player
     outputs = control_outputs(controls)
@@ -195,13 +225,16 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
         return [gr.update(value=lesson.prompt), gr.update(value=lesson.pins),
                 *control_values(lesson.changed(), controls), change_note(lesson)]
 
-    def wire(start_race: Callable[..., Any], show: Callable[[Path], list[Any]], shown: list[Any]) -> list[Any]:
-        def choose(i: int) -> list[Any]:  # the text, and in the same answer any recording the lesson shows
+    def wire(start_race: Callable[..., Any], show: Callable[[Path], list[Any]], shown: list[Any],
+             start_board: Callable[[Any, Any, bool], Any] | None = None) -> list[Any]:
+        def choose(i: int) -> list[Any]:  # the text, its buttons, and in the same answer any recording it shows
             path = noising_file(LESSONS[int(i)])
-            return [lesson_markdown(int(i)), "", *(show(path) if path else [gr.skip()] * len(shown))]
+            return [lesson_markdown(int(i)), "", *shown_buttons(int(i)),
+                    *(show(path) if path else [gr.skip()] * len(shown))]
 
-        pick.change(choose, inputs=[pick], outputs=[text, changed, *shown], **quiet) \
+        pick.change(choose, inputs=[pick], outputs=[text, changed, run_btn, try_btn, *boards, *shown], **quiet) \
             .then(fn=None, js=spotlight, inputs=[pick], **quiet)
+        wire_boards(start_board, pick, changed, boards, spotlight)  # a board lesson fills the Board area instead
         prev_btn.click(lambda i: max(0, int(i) - 1), inputs=[pick], outputs=[pick], **quiet)
         next_btn.click(lambda i: min(len(LESSONS) - 1, int(i) + 1), inputs=[pick], outputs=[pick], **quiet)
         races = []
