@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.engine.draft import Revision
 from app.lessons.prompts import STORY
 from app.trace.store import EXAMPLES_DIR
 
@@ -28,6 +29,17 @@ AR64 = {"gen_length": 64}
 # them, so what it shows stays what its test checks when the page's own defaults (app/sources/local.py) move.
 LESSON_TWIN = {"temperature": 0.5, "filter": 0.6, "no_repeat": True, "no_repeat_ngram": 0, "min_gap": 1,
                "min_length": 1}
+
+# "Diffusion revises": a held-out training story (app/training/stories.py, the split the twins were trained with;
+# its first sentence the prompt, its next 64 tokens the draft, cut at a token: tests/test_lesson_claims.py checks
+# both), with three planted mistakes that keep its token count: "birds" and "trees" swapped, and "Sam" for "Jack".
+REVISE_PROMPT = "Once upon a time, a little boy called Jack was playing in his garden."
+REVISE_STORY = (" He heard some birds chirping in the trees. He was about to go and take a closer look when his mum "
+                "called him. She shouted, \"Jack! Come and get a seat for dinner.\"\n\nJack ran into the house and sat "
+                "on a seat at the table. But he didn't like it very")
+REVISE_DRAFT = (" He heard some trees chirping in the birds. He was about to go and take a closer look when his mum "
+                "called him. She shouted, \"Sam! Come and get a seat for dinner.\"\n\nJack ran into the house and sat "
+                "on a seat at the table. But he didn't like it very")
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,9 @@ class Lesson:
     # (app/lessons/forward_process.py) and shown in the player when the lesson is chosen, before its race
     figures: tuple[str, ...] = ()  # the measurements its text quotes (app/lessons/figures.py FIGURES), shown on the
     # page when its race ends
+    draft: Revision | None = None  # the draft both sides start from (issue 53), instead of the page's "Start from" box
+    story: str = ""  # the held-out story's own words the draft's planted mistakes replace (same token count), so the
+    # figures can count the mistakes fixed
 
     def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings before the change."""
@@ -318,5 +333,25 @@ LESSONS: list[Lesson] = [
         left="local-uniform", right="local-diffusion",
         left_settings={"gen_length": 64, "steps": 64, "block_length": 16, "entropy_bound": 0.5},
         right_settings=dict(SHORT), figures=("per_pass", "perplexity"),
+    ),
+    Lesson(
+        title="Diffusion revises: repair a draft in place",
+        text="Both sides start from the same draft, the next words of a story the twins never trained on, with three "
+             "planted mistakes: two words swapped (trees chirping in the birds) and a wrong name (Sam for Jack). Each "
+             "side re-noises the 30% of the draft it is least sure of: the uniform-state twin (left) turns those "
+             "positions into noise and settles them in place, keeping the rest, in under a fifth of the AR twin's "
+             "passes, while the AR twin (right) can only keep the draft up to its first doubt, here its first word, "
+             "and write everything after it again. The figures under the panels count what each side kept and which "
+             "planted mistakes it changed: both change all three (the AR twin by writing everything again), but the "
+             "uniform twin keeps most of the draft, and its new words are its own guesses, not the story's.",
+        point=part("panel-left"), look="the left panel: the draft's kept words, and the noise it settles in place",
+        try_it="Set the left entropy bound to 10 and run again: each pass accepts more of the noisy positions, so "
+               "it finishes in about half the passes, changing the same three mistakes.",
+        try_side="left", try_settings={"entropy_bound": 10.0},
+        left="local-uniform",  # of the twins it repairs the most planted mistakes (`python -m app bench --only revise`)
+        left_settings={"gen_length": 64, "steps": 64, "block_length": 16},  # the draft's length: nothing past it
+        right_settings={"gen_length": 64},
+        prompt=REVISE_PROMPT, draft=Revision(REVISE_DRAFT, share=0.3, where="unsure"), story=REVISE_STORY,
+        figures=("passes", "draft_kept", "mistakes_fixed"),
     ),
 ]
