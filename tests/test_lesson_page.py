@@ -181,9 +181,9 @@ def test_the_revising_lesson_starts_both_sides_from_its_draft_and_shows_what_eac
     rec = read_recording(recordings / name)
     assert rec.header["draft"] == lesson.draft.to_json() and rec.header["prompt"] == lesson.prompt
     measured = shown(lesson.figures, Finished(lesson.prompt, rec.frames, (lesson.story, lesson.draft.text)))
-    assert [label for label, _ in measured] == ["Forward passes", "Draft kept where it stood", "Planted mistakes"]
+    assert [label for label, _ in measured] == ["Forward passes", "Draft tokens kept", "Planted mistakes changed"]
     for label, text in measured:
         assert figure(strip, label) == text, (label, strip)
-    assert "Planted mistakes: left 3 of 3 changed" in strip  # the text: the uniform twin changes all three
-    kept = re.search(r"Draft kept where it stood: left (\d+) of 64 tokens, right (\d+) of 64 tokens", strip)
+    assert "Planted mistakes changed: left 3 of 3" in strip  # the text: the uniform twin changes all three
+    kept = re.search(r"Draft tokens kept: left (\d+) of 64, right (\d+) of 64", strip)
     assert kept and int(kept[1]) > 64 / 2 and int(kept[2]) <= 2, strip  # most kept; the AR twin its first word

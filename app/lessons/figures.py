@@ -142,7 +142,7 @@ def _kept(race: Finished) -> str:
     if draft is None:
         raise ValueError("the race started from no draft")
     n = len(draft_tokens(*draft)[1])
-    return _each(race, lambda f: f"{round(revised(f, draft)['kept'] * n)} of {n} tokens")
+    return _each(race, lambda f: f"{round(revised(f, draft)['kept'] * n)} of {n}")
 
 
 def _fixed(race: Finished) -> str:
@@ -151,10 +151,7 @@ def _fixed(race: Finished) -> str:
         raise ValueError("the race started from no draft")
     m = len(draft_tokens(*draft)[2])
 
-    def one(f: Frames) -> str:
-        r = revised(f, draft)
-        return f"{round(r['repaired'] * m)} of {m} changed, {round(r['restored'] * m)} back to the story's word"
-    return _each(race, one)
+    return _each(race, lambda f: f"{round(revised(f, draft)['repaired'] * m)} of {m}")
 
 
 @dataclass(frozen=True)
@@ -179,8 +176,8 @@ FIGURES: dict[str, Figure] = {
     "story_tokens": Figure("Story length before end-of-text",
                            lambda r: _each(r, lambda f: counted(length(f), "token"))),
     "ending": Figure("How it ends", lambda r: _each(r, ending)),
-    "draft_kept": Figure("Draft kept where it stood", _kept),
-    "mistakes_fixed": Figure("Planted mistakes", _fixed),
+    "draft_kept": Figure("Draft tokens kept", _kept),
+    "mistakes_fixed": Figure("Planted mistakes changed", _fixed),
 }
 
 

@@ -336,15 +336,12 @@ LESSONS: list[Lesson] = [
     ),
     Lesson(
         title="Diffusion revises: repair a draft in place",
-        text="Both sides start from the same draft, the next words of a story the twins never trained on, with three "
-             "planted mistakes: two words swapped (trees chirping in the birds) and a wrong name (Sam for Jack). Each "
-             "side re-noises the 30% of the draft it is least sure of: the uniform-state twin (left) turns those "
-             "positions into noise and settles them in place, keeping the rest, in under a fifth of the AR twin's "
-             "passes, while the AR twin (right) can only keep the draft up to its first doubt, here its first word, "
-             "and write everything after it again. The figures under the panels count what each side kept and which "
-             "planted mistakes it changed: both change all three (the AR twin by writing everything again), but the "
-             "uniform twin keeps most of the draft, and its new words are its own guesses, not the story's.",
-        point=part("panel-left"), look="the left panel: the draft's kept words, and the noise it settles in place",
+        text="Both sides start from one draft: a story the twins never trained on, with two words swapped (trees "
+             "chirping in the birds) and a wrong name (Sam for Jack). Each re-noises the 30% it is least sure of: the "
+             "uniform twin (left) settles it in place in under a fifth of the AR twin's passes, and the AR twin "
+             "(right) keeps the first word and writes the rest again. Both change all three mistakes; only the left "
+             "keeps most of the draft (with its own words, not the story's).",
+        point=part("metrics"), look="the panels, the figures under them, and 'Kept from the draft' in the metrics",
         try_it="Set the left entropy bound to 10 and run again: each pass accepts more of the noisy positions, so "
                "it finishes in about half the passes, changing the same three mistakes.",
         try_side="left", try_settings={"entropy_bound": 10.0},
