@@ -13,8 +13,10 @@ import pytest
 from app.lessons.figures import Finished, shown
 from app.lessons.guided import LESSONS
 from app.trace.reading import read_recording
+from app.ui.draft_ui import TYPED
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, outside_viewport
+from tests.test_revise_page import fill_draft
 
 ROOT = "#player .cv-player"
 FIGURES = f"{ROOT} .cv-figures"
@@ -174,6 +176,8 @@ def test_the_revising_lesson_starts_both_sides_from_its_draft_and_shows_what_eac
     lesson = LESSONS[i]
     assert lesson.draft is not None
     with browser_tab(browser, server_url, timeout_ms=180_000, **SIZE) as tab:
+        tab.wait_for_selector(f"{ROOT}[data-status='done']")
+        fill_draft(tab, TYPED, "A draft the visitor typed.", share=50)  # the lesson's race ignores the box
         open_lesson(tab, i)
         name = race_with_figures(tab, "#lesson-run")
         wait_in_view(tab, (FIGURES,))
