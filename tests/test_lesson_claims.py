@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from app.engine.model import DEFAULT_MODELS_DIR
+from app.engine.draft import Revision
+from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 from app.lessons import figures
 from app.lessons.figures import commits, order, per_pass, stray
 from app.lessons.guided import LESSONS, MERCURY_EXAMPLE, Lesson
-from app.measure.quality import recited, training_ngrams
+from app.measure.drafts import planted_at
+from app.measure.quality import CORPUS, TRAINING_FILES, recited, training_ngrams
 from app.sources.base import make_source
 from app.sources.local import EOS_MARK
 from app.trace.frames import Frame
@@ -45,19 +49,22 @@ def forget_races() -> Iterator[None]:
 
 
 @functools.lru_cache(maxsize=None)
-def _race(spec: str, settings: str, prompt: str) -> tuple[Frame, ...]:
-    """One race side's ready frames, cached: several claims read the same race."""
+def _race(spec: str, settings: str, prompt: str, draft: Revision | None = None) -> tuple[Frame, ...]:
+    """One race side's ready frames, cached: several claims read the same race. With a `draft`, the side starts from
+    it as a race does (`Source.revise`)."""
     src = make_source(spec, **json.loads(settings))
+    if draft is not None:
+        src.revise(draft, prompt)
     return tuple(f.ready() for f in src.stream(prompt, threading.Event()))
 
 
 def race(x: Lesson, side: str, seed: int = 0, changed: bool = False, **extra: Any) -> tuple[Frame, ...]:
-    """One side's frames as the page runs the lesson (its pins go to a diffusion side), at `seed`."""
+    """One side's frames as the page runs the lesson (its pins go to a diffusion side, its draft to both), at `seed`."""
     spec, settings = (x.changed() if changed else x.sources())[side]
     settings = {**settings, **extra, "seed": seed}
     if x.pins and spec == "local-diffusion" and "pins" not in extra:
         settings["pins"] = x.pins
-    return _race(spec, json.dumps(settings, sort_keys=True), x.prompt)
+    return _race(spec, json.dumps(settings, sort_keys=True), x.prompt, x.draft)
 
 
 def runs(x: Lesson, side: str, seeds: tuple[int, ...] = SEEDS, changed: bool = False,
@@ -259,7 +266,8 @@ def page(x: Lesson, side: str, changed: bool = False) -> tuple[Frame, ...]:
 
 def shown(x: Lesson, changed: bool = False) -> dict[str, str]:
     """The lesson's figures as the page's "This race" strip shows them for its race, by label."""
-    both = figures.Finished(x.prompt, {side: page(x, side, changed) for side in ("left", "right")})
+    draft = (x.story, x.draft.text) if x.draft is not None else None
+    both = figures.Finished(x.prompt, {side: page(x, side, changed) for side in ("left", "right")}, draft)
     return dict(figures.shown(x.figures, both))
 
 
@@ -400,3 +408,48 @@ def test_a_board_of_six_openings_shows_more_tokens_a_pass_costing_quality_on_som
     assert 3.5 <= bolder_sides.loc["local-diffusion", "tokens_per_pass"] <= 4.1 and "about 3.8" in x.try_it
     assert len(openings_worse(bolder)[0]) > len(worse) and "on more of the openings" in x.try_it
     assert bolder_sides.loc["local-diffusion", "median_quality"] > sides.loc["local-diffusion", "median_quality"]
+
+
+def test_the_revising_lessons_draft_is_a_held_out_story_with_three_planted_mistakes() -> None:
+    """Issue 53: the draft is text no model wrote and the twins never trained on: a held-out story's first sentence
+    (the prompt) and its next tokens, with two words swapped and a wrong name planted at token level."""
+    from app.training.stories import SPLIT_SEED, read_stories, split_stories
+
+    x = lesson("Diffusion revises")
+    _, tok = load_twin("ar")
+    clean, planted = tok.token_strings(tok.encode(x.story)), tok.token_strings(tok.encode(x.draft.text))
+    where = planted_at(clean, planted)
+    assert len(clean) == x.left_settings["gen_length"] == x.right_settings["gen_length"]
+    assert [(clean[i], planted[i]) for i in where] == [(" birds", " trees"), (" trees", " birds"), ("Jack", "Sam")]
+    files = [str(CORPUS / f) for f in TRAINING_FILES]
+    if not all(Path(f).is_file() for f in files):
+        pytest.skip("the training corpus (../shared/corpus) is not beside the checkout")
+    train, held = split_stories(read_stories(files), SPLIT_SEED)
+    story = x.prompt + x.story
+    assert any(s.strip().startswith(story) for s in held)
+    assert not any(x.prompt in s for s in train)
+
+
+def test_the_uniform_twin_changes_the_planted_mistakes_in_a_fifth_of_the_passes_keeping_most_ar_rewrites() -> None:
+    x = lesson("Diffusion revises")
+    draft = (x.story, x.draft.text)
+    for left, right in zip(runs(x, "left"), runs(x, "right")):
+        mine, ar = figures.revised(left, draft), figures.revised(right, draft)
+        assert mine["repaired"] == 1.0 and mine["kept"] > 0.5  # all three changed; most of the draft kept
+        assert left[-1].nfe < right[-1].nfe / 5  # in under a fifth of the AR twin's passes
+        assert mine["restored"] == 0.0  # its own guesses, not the story's words
+        assert ar["repaired"] == 1.0 and ar["kept"] < 0.1  # rewrites nearly all of it
+        assert right[0].revision is not None and right[0].revision.count("k") == 1  # the AR twin keeps its first word
+    for base, tried in zip(runs(x, "left"), runs(x, "left", changed=True)):  # a bolder bound: about half the passes
+        assert tried[-1].nfe <= 0.6 * base[-1].nfe and figures.revised(tried, draft)["repaired"] == 1.0
+
+
+def test_the_revising_lessons_figures_say_what_its_page_race_did() -> None:
+    x = lesson("Diffusion revises")
+    lines = shown(x)
+    left, right = page(x, "left"), page(x, "right")
+    assert lines["Forward passes"] == f"left {left[-1].nfe}, right {right[-1].nfe}"
+    assert lines["Planted mistakes changed"] == "left 3 of 3, right 3 of 3"
+    kept = re.fullmatch(r"left (\d+) of 64, right (\d+) of 64", lines["Draft tokens kept"])
+    assert kept and int(kept[1]) > 64 / 2 and int(kept[2]) <= 2
+

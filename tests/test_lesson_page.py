@@ -10,10 +10,13 @@ from typing import Any, Callable
 
 import pytest
 
+from app.lessons.figures import Finished, shown
 from app.lessons.guided import LESSONS
 from app.trace.reading import read_recording
+from app.ui.draft_ui import TYPED
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab, outside_viewport
+from tests.test_revise_page import fill_draft
 
 ROOT = "#player .cv-player"
 FIGURES = f"{ROOT} .cv-figures"
@@ -161,3 +164,30 @@ def test_lessons_15_to_17_show_their_figure_before_and_after_try_it(browser: Any
         assert tab.is_visible(FIGURES)  # and the figures no longer fit the window, the figures are a scroll away
         after = figure(tab.inner_text(FIGURES), label)
     assert moved(before, after), (title, before, after)
+
+
+@needs_twins
+@pytest.mark.browser
+def test_the_revising_lesson_starts_both_sides_from_its_draft_and_shows_what_each_did(
+        browser: Any, server_url: str, recordings: Path) -> None:
+    """Issue 53: the lesson's race starts from its own draft (not the page's "Start from" box), and when it ends its
+    figures (passes, draft kept, planted mistakes changed) are on screen, as measured on the recording it saved."""
+    i = lesson_index("Diffusion revises")
+    lesson = LESSONS[i]
+    assert lesson.draft is not None
+    with browser_tab(browser, server_url, timeout_ms=180_000, **SIZE) as tab:
+        tab.wait_for_selector(f"{ROOT}[data-status='done']")
+        fill_draft(tab, TYPED, "A draft the visitor typed.", share=50)  # the lesson's race ignores the box
+        open_lesson(tab, i)
+        name = race_with_figures(tab, "#lesson-run")
+        wait_in_view(tab, (FIGURES,))
+        strip = tab.inner_text(FIGURES)
+    rec = read_recording(recordings / name)
+    assert rec.header["draft"] == lesson.draft.to_json() and rec.header["prompt"] == lesson.prompt
+    measured = shown(lesson.figures, Finished(lesson.prompt, rec.frames, (lesson.story, lesson.draft.text)))
+    assert [label for label, _ in measured] == ["Forward passes", "Draft tokens kept", "Planted mistakes changed"]
+    for label, text in measured:
+        assert figure(strip, label) == text, (label, strip)
+    assert "Planted mistakes changed: left 3 of 3" in strip  # the text: the uniform twin changes all three
+    kept = re.search(r"Draft tokens kept: left (\d+) of 64, right (\d+) of 64", strip)
+    assert kept and int(kept[1]) > 64 / 2 and int(kept[2]) <= 2, strip  # most kept; the AR twin its first word

@@ -23,7 +23,7 @@ def bench() -> dict[str, Any]:
                 started = time.perf_counter()
                 race = Race(lesson.prompt, sources["left"][0], sources["right"][0],
                             settings={side: settings for side, (_, settings) in sources.items()},
-                            out=Path(tmp) / f"{i}-{label}.jsonl")
+                            out=Path(tmp) / f"{i}-{label}.jsonl", draft=lesson.draft)  # as the page starts it
                 first = None
                 for update in live_updates(race, interval=0.05):
                     if first is None and any(entry["rows"] for entry in update["sides"].values()):

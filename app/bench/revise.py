@@ -1,59 +1,51 @@
 """The revise section of `python -m app bench` (`--only revise`, issue 53): each twin starting from a draft with planted
 mistakes, against writing from scratch and against the AR twin, in the same run.
 
-The drafts: on each of the twins bench's 24 held-out openings (app/bench/twins.py EVAL_PROMPTS) the AR twin writes
-DRAFT_TOKENS tokens greedily; then, for each share of SHARES and each seed of SEEDS, that share of the draft's words
-(tokens that are one whole word after a space) is replaced by other words drawn from the drafts (seeded), the planted
-mistakes. Each reviser starts from the planted draft with the same share of its tokens re-noised where it is least
-sure (`unsure`: app/engine/draft.py `surprisal`, one pass, counted): the masked twin at the page's defaults, the
-uniform twin at its page defaults (blocks of 16), and the AR twin, which keeps the draft up to its first re-noised
-position (its doubt read left to right, one pass a draft token, counted) and writes the rest again. Beside them, in
-the same run, each twin writing from scratch on the same openings (the AR twin's is the clean draft itself).
+The drafts are text no model wrote: the first HELD_OUT held-out training stories (app/training/stories.py, the split
+the shipped twins were trained with, the one the twins bench's held-out openings read) long enough, each cut into its
+first sentence (the prompt) and its next DRAFT_TOKENS tokens as the twins' tokenizer spells them (the clean draft).
+For each share of SHARES and each seed of SEEDS, that share of the draft's words (tokens that are one whole word after
+a space) is replaced by other words drawn from the drafts (seeded, app/measure/drafts.py `plant`): the planted
+mistakes, at token level, so the planted draft keeps the clean one's positions. Each reviser starts from the planted
+draft with the same share of its tokens re-noised where it is least sure (`unsure`: app/engine/draft.py `surprisal`,
+one pass, counted): the masked twin at the page's defaults, the uniform twin at its page defaults (blocks of 16), and
+the AR twin, which keeps the draft up to its first re-noised position (its doubt read left to right, one pass a draft
+token, counted) and writes the rest again. Beside them, in the same run, each twin writing from scratch on the same
+openings.
 
 Per row: passes to finish (mean, every call of the network), the share of the planted draft's tokens kept where they
-stood, planted mistakes repaired (changed away from the planted word) and restored (back to the clean draft's word),
+stood, planted mistakes repaired (changed away from the planted word) and restored (back to the story's own word),
 and the referee's perplexity of the answers (app/measure/quality.py `quality`); pooled over the drafts and seeds, and
-the worst seed (the fewest mistakes repaired) with its figures. The AR twin wrote the drafts greedily, so when it
-rewrites from its first re-noised position it writes its own draft again: its repairs say how far back it must go and
-what that costs in passes, not how well it would mend another writer's text.
+the worst seed (the fewest mistakes repaired) with its figures. The AR twin's rewrite is not aligned with the draft
+after its prefix: every planted mistake past it counts as repaired when its token there differs, restored only when it
+writes the story's own word at the same position.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from app.bench.twins import EVAL_PROMPTS, SEEDS
+from app.bench.twins import SEEDS
 from app.engine import autoregressive, diffusion, uniform
 from app.engine.autoregressive import TWIN_AR
 from app.engine.diffusion import TWIN_DIFFUSION
 from app.engine.draft import Plan, Revision, causal_surprisal, choose, surprisal
 from app.engine.model import DEFAULT_MODELS_DIR, load_twin
 from app.engine.uniform import UniformSettings
-from app.measure.quality import quality
+from app.measure.drafts import WORD, continuation, plant, scored
+from app.measure.quality import CORPUS, TRAINING_FILES, quality
 
 DRAFT_TOKENS = 48
 SHARES = (0.1, 0.3, 0.6)
-WORD = re.compile(r"^ [A-Za-z]+$")
+HELD_OUT = 24  # held-out stories, one draft each
 MASKED = replace(TWIN_DIFFUSION, gen_length=DRAFT_TOKENS, steps=DRAFT_TOKENS)
 UNIFORM = UniformSettings(gen_length=DRAFT_TOKENS, steps=DRAFT_TOKENS, block_length=16)
 AR = replace(TWIN_AR, gen_length=DRAFT_TOKENS)
-
-
-def plant(tok: Any, draft: list[int], share: float, pool: list[int], seed: int) -> tuple[list[int], list[int]]:
-    """The draft with `share` of its word tokens replaced by other words of `pool` (seeded), and where."""
-    pieces = tok.token_strings(draft)
-    words = [i for i, p in enumerate(pieces) if WORD.match(p)]
-    rng = np.random.default_rng(seed)
-    where = sorted(int(i) for i in rng.choice(words, size=max(1, round(share * len(words))), replace=False))
-    planted = list(draft)
-    for i in where:
-        planted[i] = int(rng.choice([w for w in pool if w != draft[i]]))
-    return planted, where
 
 
 def revised(kind: str, model: Any, prompt: list[int], planted: list[int], share: float,
@@ -89,14 +81,6 @@ def scratch(kind: str, model: Any, prompt: list[int]) -> tuple[list[int], int]:
     return list(last.ids), last.nfe
 
 
-def scored(answer: list[int], planted: list[int], clean: list[int], where: list[int]) -> dict[str, float]:
-    """What one revision did to its draft: tokens kept where they stood, planted mistakes changed and restored."""
-    at = lambda i: answer[i] if i < len(answer) else -1  # noqa: E731
-    return {"kept": sum(at(i) == t for i, t in enumerate(planted)) / len(planted),
-            "repaired": sum(at(i) != planted[i] for i in where) / len(where),
-            "restored": sum(at(i) == clean[i] for i in where) / len(where)}
-
-
 def summary(referee: Any, tok: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Pooled figures of runs: mean passes, kept, repaired, restored, and the referee's perplexity."""
     q, _ = quality(referee, tok, [(r["prompt"], r["answer"]) for r in runs])
@@ -107,16 +91,37 @@ def summary(referee: Any, tok: Any, runs: list[dict[str, Any]]) -> dict[str, Any
     return out
 
 
-def bench(models_dir: str | None = None, prompts: tuple[str, ...] = EVAL_PROMPTS,
+def held_out_drafts(tok: Any, count: int = HELD_OUT, corpus: Path = CORPUS) -> list[tuple[str, list[int]]]:
+    """(opening, clean draft ids) of the first `count` held-out stories with DRAFT_TOKENS tokens after their opening:
+    text no model wrote; none when the training stories are not beside the checkout."""
+    from app.training.stories import SPLIT_SEED, held_out_openings, read_stories, split_stories
+
+    files = [str(corpus / f) for f in TRAINING_FILES]
+    if not all(Path(f).is_file() for f in files):
+        return []
+    _, held = split_stories(read_stories(files), SPLIT_SEED)
+    out = []
+    for story, opening in zip(held, held_out_openings(files)):
+        draft = continuation(tok, story, opening, DRAFT_TOKENS)
+        if draft is not None:
+            out.append((opening, draft))
+    return out[:count]
+
+
+def bench(models_dir: str | None = None, drafts: int = HELD_OUT,
           seeds: tuple[int, ...] = SEEDS, shares: tuple[float, ...] = SHARES) -> dict[str, Any]:
-    """Each twin revising planted drafts, per share: pooled and worst seed; each twin from scratch beside them."""
+    """Each twin revising planted held-out drafts, per share: pooled and worst seed; each twin from scratch beside
+    them."""
     folder = models_dir or DEFAULT_MODELS_DIR
     models = {kind: load_twin(name, folder)[0] for kind, name in (("masked", "diffusion"), ("uniform", "uniform"),
                                                                   ("ar", "ar"))}
     tok = load_twin("ar", folder)[1]
     referee, _ = load_twin("referee", folder)
-    opened = [tok.encode(t) for t in prompts]
-    clean = [list(list(autoregressive.generate(models["ar"], p, AR))[-1].ids) for p in opened]
+    stories = held_out_drafts(tok, drafts)
+    if not stories:
+        return {"skipped": "the training stories (../shared/corpus) are not beside the checkout"}
+    opened = [tok.encode(opening) for opening, _ in stories]
+    clean = [draft for _, draft in stories]
     pool = sorted({t for d in clean for t, piece in zip(d, tok.token_strings(d)) if WORD.match(piece)})
     report: dict[str, Any] = {"drafts": len(opened), "draft_tokens": DRAFT_TOKENS, "seeds": list(seeds),
                               "shares": list(shares), "scratch": {}, "revise": {}}

@@ -13,6 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 from app.analysis.changes import metrics
 from app.errors import counted
+from app.measure.drafts import planted_at, scored
 from app.trace.frames import SIDES, Frame
 
 Frames = Sequence[Frame]
@@ -83,6 +84,7 @@ class Finished:
 
     prompt: str
     frames: Mapping[str, Frames]
+    draft: tuple[str, str] | None = None  # a revising lesson's (story, planted draft) texts, for the draft's figures
 
     def sides(self) -> list[str]:
         """The sides that made frames, left first."""
@@ -118,6 +120,40 @@ def _time_to_final(race: Finished) -> str:
     return ", ".join(parts) + note
 
 
+def draft_tokens(story: str, planted: str) -> tuple[list[str], list[str], list[int]]:
+    """A planted draft as the twins' tokenizer spells it: the story's tokens, the planted draft's (display strings,
+    as a frame's tokens are) and where they differ, the planted mistakes (app/measure/drafts.py `planted_at`)."""
+    from app.engine.model import DEFAULT_MODELS_DIR, load_twin
+
+    _, tok = load_twin("ar", DEFAULT_MODELS_DIR)
+    clean, wrong = tok.token_strings(tok.encode(story)), tok.token_strings(tok.encode(planted))
+    return clean, wrong, planted_at(clean, wrong)
+
+
+def revised(frames: Frames, draft: tuple[str, str]) -> dict[str, float]:
+    """What a side that started from the draft did to it, on its final frame: the share of the draft's tokens kept
+    where they stood, and the shares of the planted mistakes changed (repaired) and put back (restored)."""
+    clean, wrong, where = draft_tokens(*draft)
+    return scored(list(frames[-1].tokens), wrong, clean, where)
+
+
+def _kept(race: Finished) -> str:
+    draft = race.draft
+    if draft is None:
+        raise ValueError("the race started from no draft")
+    n = len(draft_tokens(*draft)[1])
+    return _each(race, lambda f: f"{round(revised(f, draft)['kept'] * n)} of {n}")
+
+
+def _fixed(race: Finished) -> str:
+    draft = race.draft
+    if draft is None:
+        raise ValueError("the race started from no draft")
+    m = len(draft_tokens(*draft)[2])
+
+    return _each(race, lambda f: f"{round(revised(f, draft)['repaired'] * m)} of {m}")
+
+
 @dataclass(frozen=True)
 class Figure:
     """A named measurement a lesson quotes: its label on the page and its text for one finished race."""
@@ -140,6 +176,8 @@ FIGURES: dict[str, Figure] = {
     "story_tokens": Figure("Story length before end-of-text",
                            lambda r: _each(r, lambda f: counted(length(f), "token"))),
     "ending": Figure("How it ends", lambda r: _each(r, ending)),
+    "draft_kept": Figure("Draft tokens kept", _kept),
+    "mistakes_fixed": Figure("Planted mistakes changed", _fixed),
 }
 
 

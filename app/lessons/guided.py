@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.engine.draft import Revision
 from app.lessons.prompts import STORY
 from app.trace.store import EXAMPLES_DIR
 
@@ -28,6 +29,17 @@ AR64 = {"gen_length": 64}
 # them, so what it shows stays what its test checks when the page's own defaults (app/sources/local.py) move.
 LESSON_TWIN = {"temperature": 0.5, "filter": 0.6, "no_repeat": True, "no_repeat_ngram": 0, "min_gap": 1,
                "min_length": 1}
+
+# "Diffusion revises": a held-out training story (app/training/stories.py, the split the twins were trained with;
+# its first sentence the prompt, its next 64 tokens the draft, cut at a token: tests/test_lesson_claims.py checks
+# both), with three planted mistakes that keep its token count: "birds" and "trees" swapped, and "Sam" for "Jack".
+REVISE_PROMPT = "Once upon a time, a little boy called Jack was playing in his garden."
+REVISE_STORY = (" He heard some birds chirping in the trees. He was about to go and take a closer look when his mum "
+                "called him. She shouted, \"Jack! Come and get a seat for dinner.\"\n\nJack ran into the house and sat "
+                "on a seat at the table. But he didn't like it very")
+REVISE_DRAFT = (" He heard some trees chirping in the birds. He was about to go and take a closer look when his mum "
+                "called him. She shouted, \"Sam! Come and get a seat for dinner.\"\n\nJack ran into the house and sat "
+                "on a seat at the table. But he didn't like it very")
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,9 @@ class Lesson:
     # page when its race ends
     board: int = 0  # a board lesson: both sides (at their settings) raced over the first `board` held-out story
     # openings (app/board/stories.txt) in the page's Board section instead of one race; 0: one race, on `prompt`
+    draft: Revision | None = None  # the draft both sides start from (issue 53), instead of the page's "Start from" box
+    story: str = ""  # the held-out story's own words the draft's planted mistakes replace (same token count), so the
+    # figures can count the mistakes fixed
 
     def sources(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Each side's source spec and settings before the change."""
@@ -320,6 +335,23 @@ LESSONS: list[Lesson] = [
         left="local-uniform", right="local-diffusion",
         left_settings={"gen_length": 64, "steps": 64, "block_length": 16, "entropy_bound": 0.5},
         right_settings=dict(SHORT), figures=("per_pass", "perplexity"),
+    ),
+    Lesson(
+        title="Diffusion revises: repair a draft in place",
+        text="Both sides start from one draft: a story the twins never trained on, with two words swapped (trees "
+             "chirping in the birds) and a wrong name (Sam for Jack). Each re-noises the 30% it is least sure of: the "
+             "uniform twin (left) settles it in place in under a fifth of the AR twin's passes, and the AR twin "
+             "(right) keeps the first word and writes the rest again. Both change all three mistakes; only the left "
+             "keeps most of the draft (with its own words, not the story's).",
+        point=part("metrics"), look="the panels, the figures under them, and 'Kept from the draft' in the metrics",
+        try_it="Set the left entropy bound to 10 and run again: each pass accepts more of the noisy positions, so "
+               "it finishes in about half the passes, changing the same three mistakes.",
+        try_side="left", try_settings={"entropy_bound": 10.0},
+        left="local-uniform",  # of the twins it repairs the most planted mistakes (`python -m app bench --only revise`)
+        left_settings={"gen_length": 64, "steps": 64, "block_length": 16},  # the draft's length: nothing past it
+        right_settings={"gen_length": 64},
+        prompt=REVISE_PROMPT, draft=Revision(REVISE_DRAFT, share=0.3, where="unsure"), story=REVISE_STORY,
+        figures=("passes", "draft_kept", "mistakes_fixed"),
     ),
     Lesson(
         title="One race is an anecdote: read a board",

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
+from app.engine.draft import Revision
 from app.lessons.figures import Finished, shown
 from app.lessons.forward_process import forward_recording
 from app.lessons.guided import LESSONS, Lesson
@@ -124,6 +125,12 @@ def change_note(lesson: Lesson) -> str:
     return "**Changed:** " + html.escape(changes(lesson), quote=False)
 
 
+def lesson_race(i: Any, tried: bool = False) -> tuple[str, Revision | None]:
+    """What a lesson's race needs beside the page's controls: its name (`lesson_name`) and the draft it starts from
+    (its own, or None: a lesson's race never takes the page's "Start from" box)."""
+    return lesson_name(i, tried), LESSONS[int(i)].draft
+
+
 def lesson_name(i: Any, tried: bool = False) -> str:
     """The name a lesson's race is recorded under (its header's `lesson`, which names it in the presenter's picker):
     "Lesson 6: Which positions get committed ...", and for its "Try it" race what that changed."""
@@ -142,7 +149,9 @@ def figures_update(i: int, path: Any) -> Any:
         rec = read_recording(path)
     except (RecordingError, OSError):
         return gr.skip()
-    return to_player({"figures": shown(lesson.figures, Finished(str(rec.header.get("prompt", "")), rec.frames))})
+    draft = (lesson.story, lesson.draft.text) if lesson.draft is not None else None
+    return to_player({"figures": shown(lesson.figures, Finished(str(rec.header.get("prompt", "")), rec.frames,
+                                                                draft))})
 
 
 def noising_file(lesson: Lesson) -> Path | None:
@@ -194,7 +203,8 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
                 ) -> Callable[..., list[Any]]:
     """Builds the lessons accordion where it is called, inside the open Blocks. Returns `wire(start_race, show,
     shown, start_board)`, to call once the player exists: `start_race(event, lesson=(input, name))` chains a race after
-    an event, its recording named by the lesson, and returns the race event; `show(path)` gives the values of the
+    an event, its recording named by the lesson and started from its draft (`lesson_race`), and returns the race
+    event; `show(path)` gives the values of the
     components `shown` (the player and what it holds, the recording file last) that load a recording file into the
     player, playing; `start_board` runs a board lesson's board (`wire_boards`); `wire` returns the race events."""
     with gr.Accordion("Lessons: how diffusion decoding differs from typing", open=True, elem_id="lessons"):
@@ -239,7 +249,7 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
         next_btn.click(lambda i: min(len(LESSONS) - 1, int(i) + 1), inputs=[pick], outputs=[pick], **quiet)
         races = []
         for button, values, tried in ((run_btn, setup, False), (try_btn, change, True)):
-            named = (pick, lambda i, tried=tried: lesson_name(i, tried))  # the recording's header names the lesson
+            named = (pick, lambda i, tried=tried: lesson_race(i, tried))  # the header names the lesson
             race = start_race(button.click(values, inputs=[pick], outputs=[prompt, pins, *outputs, changed],
                                            **quiet)
                               .then(fn=None, js=spotlight, inputs=[pick], **quiet)

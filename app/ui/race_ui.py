@@ -139,10 +139,10 @@ def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
     drafts = box.draft.inputs() if box.draft is not None else []
     inputs = [owner, box.prompt, box.pins, *left.inputs(), *right.inputs(), *drafts]
 
-    def start_race(event: Any, api_name: str | bool = False, lesson: tuple[Any, Callable[[Any], str]] | None = None
-                   ) -> Any:
+    def start_race(event: Any, api_name: str | bool = False,
+                   lesson: tuple[Any, Callable[[Any], tuple[str, Revision | None]]] | None = None) -> Any:
         """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends. `lesson`, for a
-        lesson's race: (an input, the lesson's name from its value), which the recording's header keeps."""
+        lesson's race: (an input, the lesson's name and its own draft from its value); the header keeps the name."""
         extra, name = ([lesson[0]], lesson[1]) if lesson else ([], None)
         race = event.then(run_race(left, right, policy, name, len(drafts)), inputs=inputs + extra, outputs=shown,
                           **queued("race"), show_progress="hidden",
@@ -203,16 +203,16 @@ def unfit_pins(race: Race) -> str | None:
 
 
 def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
-             lesson: Callable[[Any], str] | None = None, n_draft: int = 0) -> Any:
+             lesson: Callable[[Any], tuple[str, Revision | None]] | None = None, n_draft: int = 0) -> Any:
     """The Run handler: starts a race under `policy` and yields coalesced player payloads until it ends or is
     cancelled; the run is saved in the visitor's own library. After the sides' inputs come `n_draft` "Start from"
-    inputs (app/ui/draft_ui.py; a lesson's race ignores them: it runs as the lesson says). With `lesson`, the handler
-    takes one more input, last, from which `lesson` names the guided lesson that set the race up (its recording's
-    header keeps it)."""
+    inputs (app/ui/draft_ui.py; a lesson's race ignores them: it starts from the lesson's own draft, or from nothing).
+    With `lesson`, the handler takes one more input, last, from which `lesson` gives the name of the guided lesson that
+    set the race up (its recording's header keeps it) and that lesson's draft."""
     n_left, n_sides = len(left.inputs()), len(left.inputs()) + len(right.inputs())
 
     def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Updates:
-        named = lesson(values[n_sides + n_draft]) if lesson is not None else None
+        named, own_draft = lesson(values[n_sides + n_draft]) if lesson is not None else (None, None)
         drafted = list(values[n_sides:n_sides + n_draft])
         values = values[:n_sides]
         visitor = visitor_of(policy, owner, request)
@@ -228,7 +228,8 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
             return
         unreadable = pins_refusal(pins)  # bad input is refused before the race: no half-failed run is saved
         try:
-            draft = revision_of(drafted, visitor, last_race(session_of(request))) if drafted and not named else None
+            draft = own_draft if named else (revision_of(drafted, visitor, last_race(session_of(request)))
+                                             if drafted else None)
         except UserError as e:
             unreadable = unreadable or str(e)
         if unreadable is None and draft is not None and (pins or "").strip():
