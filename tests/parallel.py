@@ -16,6 +16,10 @@ WORKERS = 2  # the 2-core machine the suite is measured on; fewer where the mach
 # modules whose tests measure the machine under load (sessions at once, memory under thousands of requests): they run
 # one after another on one worker, never two of them at once
 LOAD_SENSITIVE = ("test_load.py", "test_session_memory.py", "test_slow_readers.py")
+# the modules whose tests took longest in the last whole runs, started first so that no long one is left for the end
+# while the other worker idles (each module stays whole, in the order collected within it)
+FIRST = LOAD_SENSITIVE + ("test_lessons.py", "test_commit_filter.py", "test_site.py", "test_watchable.py",
+                          "test_hostile_text.py", "test_first_screen.py", "test_fair_share.py")
 
 
 def workers(cores: int | None) -> int:
@@ -65,8 +69,10 @@ def group_of(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Adds each test's xdist_group before xdist reads them (so tryfirst)."""
+    """Adds each test's xdist_group before xdist reads them (so tryfirst), and moves the longest modules first."""
     for item in items:
         group = group_of(item)
         if group and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+    rank = {name: k for k, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: the rest keep their order

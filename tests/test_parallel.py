@@ -55,6 +55,7 @@ def suite(tmp_path: Path) -> Path:
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.parallel"]\n')
     (tmp_path / "test_shared.py").write_text(SHARED)
     (tmp_path / "test_load.py").write_text(LOAD)  # a name in tests/parallel.py LOAD_SENSITIVE
+    (tmp_path / "test_alpha.py").write_text("def test_collected_first():\n    pass\n")
     return tmp_path
 
 
@@ -67,13 +68,16 @@ def test_a_plain_run_uses_two_workers_and_keeps_shared_fixtures_and_load_tests_o
     out = run(suite)
     assert "created: 2/2 workers" in out, out
     where = {test: gw for gw, test in re.findall(r"\[(gw\d)\] .*?PASSED (\S+)", out)}  # each test's worker
-    assert len(where) == 5, out
+    assert len(where) == 6, out
     assert where["test_shared.py::test_one@test_shared.py"] == where["test_shared.py::test_two@test_shared.py"]
     assert where["test_load.py::test_under_load@load"] == where["test_load.py::test_under_load_too@load"]
     assert "test_shared.py::test_alone" in where  # a test with nothing shared joins no group
 
 
-def test_without_xdist_or_with_no_workers_the_run_stays_in_one_process(suite: Path) -> None:
+def test_without_xdist_or_with_no_workers_the_run_stays_in_one_process_and_the_longest_modules_go_first(
+        suite: Path) -> None:
     for args in (("-p", "no:xdist"), ("-n", "0")):
         out = run(suite, *args)
-        assert "workers" not in out and "gw0" not in out and "5 passed" in out, out
+        assert "workers" not in out and "gw0" not in out and "6 passed" in out, out
+        order = re.findall(r"^(test_\w+\.py)::", out, re.M)
+        assert order.index("test_load.py") < order.index("test_alpha.py") < order.index("test_shared.py"), out
