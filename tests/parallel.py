@@ -2,7 +2,7 @@
 requirements-test.txt) with `--dist loadgroup`, and the tests that share state a worker holds run on one worker.
 
 Loaded by tests/conftest.py as a plugin. Where xdist is absent or turned off (`-p no:xdist`), or the command names
-its own workers (`-n 0` runs in this process), or debugs (`--pdb`), the run goes on as it was asked.
+test files, or its own workers (`-n 0` runs in this process), or debugs (`--pdb`), the run goes on as it was asked.
 """
 
 from __future__ import annotations
@@ -30,14 +30,16 @@ def workers(cores: int | None) -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """Turns a plain run parallel: `-n WORKERS --dist loadgroup` unless the command chose otherwise. A worker is
+    """Turns a run of the whole suite (no paths named; `-m` and `-k` may pick from it) parallel: `-n WORKERS --dist
+    loadgroup`, unless the command chose otherwise; a run of named files stays in one process (two workers would each
+    import and collect them for a few tests). A worker is
     built from the command line alone, so it is told here that its run groups tests (see pytest_configure_node)."""
     option = config.option
     if hasattr(config, "workerinput"):
         if config.workerinput.get("converge_dist") == "loadgroup":  # type: ignore[attr-defined]
             option.loadgroup = True
         return
-    if (not config.pluginmanager.hasplugin("xdist")
+    if (not config.pluginmanager.hasplugin("xdist") or getattr(option, "file_or_dir", None)
             or getattr(option, "numprocesses", None) is not None or getattr(option, "usepdb", False)
             or getattr(option, "collectonly", False) or getattr(option, "dist", "no") != "no"):
         return

@@ -1,6 +1,6 @@
 """A plain `python -m pytest` runs on two workers (tests/parallel.py): the tests that share a module-scoped fixture,
-and the load-sensitive modules, each stay on one worker; `-p no:xdist` and `-n 0` still run in one process. Checked
-on a small suite of its own, run by a real pytest in a subprocess."""
+and the load-sensitive modules, each stay on one worker; `-p no:xdist`, `-n 0` and a run of named files still run in
+one process. Checked on a small suite of its own, run by a real pytest in a subprocess."""
 
 from __future__ import annotations
 
@@ -74,9 +74,9 @@ def test_a_plain_run_uses_two_workers_and_keeps_shared_fixtures_and_load_tests_o
     assert "test_shared.py::test_alone" in where  # a test with nothing shared joins no group
 
 
-def test_without_xdist_or_with_no_workers_the_run_stays_in_one_process_and_the_longest_modules_go_first(
+def test_without_xdist_with_no_workers_or_with_files_named_the_run_stays_in_one_process_and_long_modules_go_first(
         suite: Path) -> None:
-    for args in (("-p", "no:xdist"), ("-n", "0")):
+    for args in (("-p", "no:xdist"), ("-n", "0"), ("test_alpha.py", "test_shared.py", "test_load.py")):
         out = run(suite, *args)
         assert "workers" not in out and "gw0" not in out and "6 passed" in out, out
         order = re.findall(r"^(test_\w+\.py)::", out, re.M)
