@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
-pytest_plugins = ["tests.fixtures"]
+pytest_plugins = ["tests.fixtures", "tests.parallel"]
 
 
 @pytest.fixture(autouse=True)

@@ -143,12 +143,19 @@ def fit_in(folder: Path, *flags: str) -> Any:
     return load_twin("diffusion", folder)[0].commit_filter
 
 
-def test_fit_filter_writes_a_filter_the_twin_then_loads(tmp_path: Path) -> None:
-    about = fit_in(tmp_path).about
-    assert about["prompts"] == 2 and about["rows"] > 0
+@pytest.fixture(scope="module")
+def fitted_one_job(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The fitting command run once in one process (its default, `--jobs 1`), for both tests that read it."""
+    return fit_in(tmp_path_factory.mktemp("fit") / "1")
 
 
-def test_fit_filter_decodes_as_the_page_does_and_in_several_processes_finds_the_same_rows(tmp_path: Path) -> None:
+def test_fit_filter_writes_a_filter_the_twin_then_loads(fitted_one_job: Any) -> None:
+    about = fitted_one_job.about
+    assert about["prompts"] == 2 and about["rows"] > 0 and about["jobs"] == 1
+
+
+def test_fit_filter_decodes_as_the_page_does_and_in_several_processes_finds_the_same_rows(
+        tmp_path: Path, fitted_one_job: Any) -> None:
     """The filter learns the page's own one-token-per-pass decoding of the twin, and --jobs splits the openings
     over processes without losing or adding a row."""
     from app.engine.diffusion import TWIN_DIFFUSION
@@ -158,5 +165,5 @@ def test_fit_filter_decodes_as_the_page_does_and_in_several_processes_finds_the_
     assert (s.scoring, s.block_length, s.no_repeat_ngram) == (TWIN_DIFFUSION.scoring, TWIN_DIFFUSION.block_length,
                                                                TWIN_DIFFUSION.no_repeat_ngram)
     assert s.threshold is None and s.steps == s.gen_length
-    rows = {jobs: fit_in(tmp_path / str(jobs), "--jobs", str(jobs)).about["rows"] for jobs in (1, 2)}
+    rows = {1: fitted_one_job.about["rows"], 2: fit_in(tmp_path / "2", "--jobs", "2").about["rows"]}
     assert rows[1] == rows[2] > 0

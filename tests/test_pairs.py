@@ -29,13 +29,18 @@ def test_every_pair_names_registered_sources_and_says_its_cost_and_device() -> N
             and PAIRS["llada-8b"].left_settings["schedule"] == "even")
 
 
-def test_settings_of_each_pair_are_valid_for_its_sources() -> None:
+def test_settings_of_each_pair_are_valid_for_its_sources(monkeypatch: pytest.MonkeyPatch) -> None:
     from app.engine.diffusion import DiffusionSettings
     from app.engine.options import coerce, declared
+    from app.hf.config import model_type
     from app.hf.diffusion_gemma import GemmaSettings
     from app.hf.llada2 import PipelineSettings
+    from app.sources import hf
     from app.sources.hf import GEMMA, LLADA2, LOAD_OPTIONS, MASKED
 
+    # "known before a download": a config.json is read from a local folder or the Hugging Face cache, never fetched
+    # (unpatched, each of the seven pairs without a declared type waited ~23 s on the Hub where there is no network)
+    monkeypatch.setattr(hf, "model_type", lambda name: model_type(name, fetch=False))
     for p in PAIRS.values():
         if p.left.startswith("hf-diffusion:"):  # each honoured by the backend its model runs on
             backend = LLADA2 if p.name.startswith("llada2") else GEMMA if p.name.startswith("diffusiongemma") \

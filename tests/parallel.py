@@ -1,0 +1,80 @@
+"""The suite on two workers by default (issue 52): a plain `python -m pytest` runs on pytest-xdist (pinned in
+requirements-test.txt) with `--dist loadgroup`, and the tests that share state a worker holds run on one worker.
+
+Loaded by tests/conftest.py as a plugin. Where xdist is absent or turned off (`-p no:xdist`), or the command names
+test files, or its own workers (`-n 0` runs in this process), or debugs (`--pdb`), the run goes on as it was asked.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+WORKERS = 2  # the 2-core machine the suite is measured on; fewer where the machine has fewer cores
+# modules whose tests measure the machine under load (sessions at once, memory under thousands of requests): they run
+# one after another on one worker, never two of them at once
+LOAD_SENSITIVE = ("test_load.py", "test_session_memory.py", "test_slow_readers.py")
+# the modules whose tests took longest in the last whole runs, started first so that no long one is left for the end
+# while the other worker idles (each module stays whole, in the order collected within it)
+FIRST = LOAD_SENSITIVE + ("test_lessons.py", "test_commit_filter.py", "test_site.py", "test_watchable.py",
+                          "test_hostile_text.py", "test_first_screen.py", "test_fair_share.py")
+
+
+def workers(cores: int | None) -> int:
+    """Workers for a plain run: WORKERS, capped at the machine's cores (one core: none, the run stays serial)."""
+    n = min(WORKERS, cores or 1)
+    return n if n > 1 else 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Turns a run of the whole suite (no paths named; `-m` and `-k` may pick from it) parallel: `-n WORKERS --dist
+    loadgroup`, unless the command chose otherwise; a run of named files stays in one process (two workers would each
+    import and collect them for a few tests). A worker is
+    built from the command line alone, so it is told here that its run groups tests (see pytest_configure_node)."""
+    option = config.option
+    if hasattr(config, "workerinput"):
+        if config.workerinput.get("converge_dist") == "loadgroup":  # type: ignore[attr-defined]
+            option.loadgroup = True
+        return
+    if (not config.pluginmanager.hasplugin("xdist") or getattr(option, "file_or_dir", None)
+            or getattr(option, "numprocesses", None) is not None or getattr(option, "usepdb", False)
+            or getattr(option, "collectonly", False) or getattr(option, "dist", "no") != "no"):
+        return
+    n = workers(os.cpu_count())
+    if n:
+        option.numprocesses = n
+        option.dist = "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Hands each worker the main process's distribution mode (pytest-xdist's hook, in the main process)."""
+    node.workerinput["converge_dist"] = node.config.option.dist
+
+
+def group_of(item: pytest.Item) -> str | None:
+    """The xdist group a test joins, None for none: a load-sensitive module's tests all join "load"; a test that uses
+    a module-scoped fixture (a page server started once per module) joins its module's group, so the fixture starts
+    on one worker only."""
+    path = item.path
+    if path.name in LOAD_SENSITIVE:
+        return "load"
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}) or {}
+    if any(d.scope in ("module", "class", "package") for fixturedefs in defs.values() for d in fixturedefs):
+        return path.name
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Adds each test's xdist_group before xdist reads them (so tryfirst), and moves the longest modules first."""
+    for item in items:
+        group = group_of(item)
+        if group and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    rank = {name: k for k, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: the rest keep their order

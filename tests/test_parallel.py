@@ -1,0 +1,83 @@
+"""A plain `python -m pytest` runs on two workers (tests/parallel.py): the tests that share a module-scoped fixture,
+and the load-sensitive modules, each stay on one worker; `-p no:xdist`, `-n 0` and a run of named files still run in
+one process. Checked on a small suite of its own, run by a real pytest in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.parallel import WORKERS, workers
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = '''
+import os
+import pytest
+
+@pytest.fixture(scope="module")
+def shared():
+    return os.getpid()
+
+def test_one(shared):
+    assert shared == os.getpid()
+
+def test_two(shared):
+    assert shared == os.getpid()
+
+def test_alone():
+    pass
+'''
+LOAD = '''
+def test_under_load():
+    pass
+
+def test_under_load_too():
+    pass
+'''
+
+
+def run(folder: Path, *args: str) -> str:
+    """The output of pytest run on `folder`'s suite (loading tests.parallel as tests/conftest.py does)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           *args], cwd=folder, env=env, capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.parallel"]\n')
+    (tmp_path / "test_shared.py").write_text(SHARED)
+    (tmp_path / "test_load.py").write_text(LOAD)  # a name in tests/parallel.py LOAD_SENSITIVE
+    (tmp_path / "test_alpha.py").write_text("def test_collected_first():\n    pass\n")
+    return tmp_path
+
+
+def test_workers_are_two_capped_at_the_machines_cores() -> None:
+    assert WORKERS == 2 and workers(16) == 2 and workers(2) == 2 and workers(1) == 0 and workers(None) == 0
+
+
+@pytest.mark.skipif(workers(os.cpu_count()) < 2, reason="a one-core machine runs the suite in one process")
+def test_a_plain_run_uses_two_workers_and_keeps_shared_fixtures_and_load_tests_on_one(suite: Path) -> None:
+    out = run(suite)
+    assert "created: 2/2 workers" in out, out
+    where = {test: gw for gw, test in re.findall(r"\[(gw\d)\] .*?PASSED (\S+)", out)}  # each test's worker
+    assert len(where) == 6, out
+    assert where["test_shared.py::test_one@test_shared.py"] == where["test_shared.py::test_two@test_shared.py"]
+    assert where["test_load.py::test_under_load@load"] == where["test_load.py::test_under_load_too@load"]
+    assert "test_shared.py::test_alone" in where  # a test with nothing shared joins no group
+
+
+def test_without_xdist_with_no_workers_or_with_files_named_the_run_stays_in_one_process_and_long_modules_go_first(
+        suite: Path) -> None:
+    for args in (("-p", "no:xdist"), ("-n", "0"), ("test_alpha.py", "test_shared.py", "test_load.py")):
+        out = run(suite, *args)
+        assert "workers" not in out and "gw0" not in out and "6 passed" in out, out
+        order = re.findall(r"^(test_\w+\.py)::", out, re.M)
+        assert order.index("test_load.py") < order.index("test_alpha.py") < order.index("test_shared.py"), out
