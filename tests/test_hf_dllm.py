@@ -174,7 +174,7 @@ def test_block_attention_runs_the_prefix_once_a_block_then_only_the_block(a2d: P
     assert steps[-1].nfe == len(widths) and steps[-1].refreshes == len(prefixes)  # every call of the network counts
 
 
-DRAFT_TEXT = "once upon a time there was a little cat"  # 16 tokens in the A2D tokenizer
+DRAFT_TEXT = " once upon a time there was a red cat"  # 16 tokens in the A2D tokenizer, continuing PROMPT
 
 
 def test_block_attention_reads_a_whole_draft_in_one_pass_as_its_blocks_read_it(a2d: Path) -> None:

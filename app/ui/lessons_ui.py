@@ -199,14 +199,13 @@ def wire_boards(start_board: Callable[[Any, Any, bool], Any] | None, pick: Any, 
                     .then(fn=None, js=spotlight, inputs=[pick], **quiet), pick, tried)
 
 
-def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]
-                ) -> Callable[..., list[Any]]:
+def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]) -> Callable[..., list[Any]]:
     """Builds the lessons accordion where it is called, inside the open Blocks. Returns `wire(start_race, show,
     shown, start_board)`, to call once the player exists: `start_race(event, lesson=(input, name))` chains a race after
     an event, its recording named by the lesson and started from its draft (`lesson_race`), and returns the race
-    event; `show(path)` gives the values of the
-    components `shown` (the player and what it holds, the recording file last) that load a recording file into the
-    player, playing; `start_board` runs a board lesson's board (`wire_boards`); `wire` returns the race events."""
+    event; `show(path)` gives the values of the components `shown` (the player and what it holds, the recording file
+    last) that load a recording file into the player, playing; `start_board` runs a board lesson's board
+    (`wire_boards`); `wire` returns the race events."""
     with gr.Accordion("Lessons: how diffusion decoding differs from typing", open=True, elem_id="lessons"):
         with gr.Row():
             pick = gr.Dropdown(choices=[(f"{i + 1}. {lesson.title}", i) for i, lesson in enumerate(LESSONS)],
