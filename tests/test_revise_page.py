@@ -86,6 +86,7 @@ def fill_draft(page: Any, start_from: str, draft: str = "", share: int | None = 
 def raced(page: Any) -> None:
     """Runs a race from the page and waits for its end: a new run in the player (one loaded before may already be
     done), then done."""
+    wait_status(page, "done")  # the player has what it showed before (a fresh page's example loads after it opens)
     run = page.get_attribute(ROOT, "data-run")
     start(page, "Once upon a time, there was a little girl named Lily.")
     page.wait_for_function(f"r => document.querySelector('{ROOT}').dataset.run !== r", arg=run)
