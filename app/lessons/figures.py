@@ -137,21 +137,22 @@ def revised(frames: Frames, draft: tuple[str, str]) -> dict[str, float]:
     return scored(list(frames[-1].tokens), wrong, clean, where)
 
 
-def _kept(race: Finished) -> str:
+def _share_of(race: Finished, key: str, part: int) -> str:
+    """Each side's `revised` share `key` as a count "N of M", M the draft's tokens (`part` 1) or its planted mistakes
+    (`part` 2)."""
     draft = race.draft
     if draft is None:
         raise ValueError("the race started from no draft")
-    n = len(draft_tokens(*draft)[1])
-    return _each(race, lambda f: f"{round(revised(f, draft)['kept'] * n)} of {n}")
+    n = len(draft_tokens(*draft)[part])
+    return _each(race, lambda f: f"{round(revised(f, draft)[key] * n)} of {n}")
+
+
+def _kept(race: Finished) -> str:
+    return _share_of(race, "kept", 1)
 
 
 def _fixed(race: Finished) -> str:
-    draft = race.draft
-    if draft is None:
-        raise ValueError("the race started from no draft")
-    m = len(draft_tokens(*draft)[2])
-
-    return _each(race, lambda f: f"{round(revised(f, draft)['repaired'] * m)} of {m}")
+    return _share_of(race, "repaired", 2)
 
 
 @dataclass(frozen=True)
