@@ -64,17 +64,7 @@ export function chartPart(p) {
     SIDES.forEach(function (s) {
       var pts = series[s];
       if (!pts.length) return;
-      ctx.strokeStyle = isDark ? LINE[s].dark : LINE[s].color;
-      ctx.setLineDash(LINE[s].dash);
-      ctx.lineWidth = 2.5;
-      ctx.beginPath();
-      /* a step line: a value holds until the next frame */
-      ctx.moveTo(x(pts[0][0]), y(pts[0][1]));
-      for (var i = 1; i < pts.length; i++) {
-        ctx.lineTo(x(pts[i][0]), y(pts[i - 1][1]));
-        ctx.lineTo(x(pts[i][0]), y(pts[i][1]));
-      }
-      ctx.stroke();
+      stepLine(ctx, x, y, pts, isDark ? LINE[s].dark : LINE[s].color, LINE[s].dash, 2.5);
     });
     drawKept(ctx, x, y, lines.kept, isDark);
     ctx.setLineDash([]);
@@ -128,17 +118,22 @@ export function chartPart(p) {
       var pts = kept[s];
       setAttr(chart, "data-draft-" + s, pts.length ? pts[pts.length - 1][1].toFixed(3) : "");
       if (!pts.length) return;
-      ctx.strokeStyle = isDark ? LINE[s].dark : LINE[s].color;
-      ctx.setLineDash([2, 3]);
-      ctx.lineWidth = 1.5;
-      ctx.beginPath();
-      ctx.moveTo(x(pts[0][0]), y(pts[0][1]));
-      for (var i = 1; i < pts.length; i++) {
-        ctx.lineTo(x(pts[i][0]), y(pts[i - 1][1]));
-        ctx.lineTo(x(pts[i][0]), y(pts[i][1]));
-      }
-      ctx.stroke();
+      stepLine(ctx, x, y, pts, isDark ? LINE[s].dark : LINE[s].color, [2, 3], 1.5);
     });
+  }
+
+  function stepLine(ctx, x, y, pts, colour, dash, width) {
+    /* a step line through pts ([x, y] pairs): a value holds until the next frame */
+    ctx.strokeStyle = colour;
+    ctx.setLineDash(dash);
+    ctx.lineWidth = width;
+    ctx.beginPath();
+    ctx.moveTo(x(pts[0][0]), y(pts[0][1]));
+    for (var i = 1; i < pts.length; i++) {
+      ctx.lineTo(x(pts[i][0]), y(pts[i - 1][1]));
+      ctx.lineTo(x(pts[i][0]), y(pts[i][1]));
+    }
+    ctx.stroke();
   }
 
   /* the note under the chart: what each line is, and the x axis */
