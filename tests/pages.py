@@ -101,3 +101,10 @@ def outside_viewport(tab: Any, selectors: tuple[str, ...]) -> dict[str, Any]:
       }
       return out;
     }""", list(selectors))
+
+
+def step_to(tab: Any, key: int, left: int | None = None, root: str = "#converge") -> None:
+    """Moves an exported player's scrubber to the timeline's key and waits for the left side to show its frame
+    `left` (the key itself where both sides share the keys frame for frame)."""
+    tab.fill(f"{root} .cv-range", str(key))
+    tab.wait_for_selector(f"{root} .cv-side[data-side=left][data-step='{key if left is None else left}']")

@@ -22,7 +22,7 @@ from app.trace.frames import Frame, Recording, make_header, write_recording
 from app.view.payload import recording_payload
 from app.view.side import KEPT, MASKED, NEW, REOPENED, REVISED, UNCHANGED, cell_styles, recorded_sides
 from app.view.theme import THEME, hex_rgb
-from tests.pages import browser_tab
+from tests.pages import browser_tab, step_to
 
 ROOT = "#converge"
 DRAFT = ["The", " cat", " sat", " on", " the", " mat", "."]
@@ -245,13 +245,6 @@ def shown(tab: Any) -> dict[str, Any]:
                 chart: root.querySelector('.cv-chart').dataset.draftLeft,
                 chartNote: root.querySelector('.cv-chart-note').textContent};
     }""")
-
-
-def step_to(tab: Any, key: int, left: int) -> None:
-    """Moves the scrubber to the timeline's key (both sides share the keys 0.1 s apart) and waits for the left side
-    to show its frame `left`."""
-    tab.fill(f"{ROOT} .cv-range", str(key))
-    tab.wait_for_selector(f"{ROOT} .cv-side[data-side=left][data-step='{left}']")
 
 
 @pytest.mark.browser

@@ -18,7 +18,7 @@ from app.trace.frames import Frame, Recording, make_header, write_recording
 from app.view.payload import recording_payload
 from app.view.side import DELETED, DRAFT, EDITED, INSERTED, NEW, NOISE, RENOISED, cell_styles, recorded_sides
 from app.view.theme import THEME, hex_rgb, rgb
-from tests.pages import browser_tab
+from tests.pages import browser_tab, step_to
 from tests.test_states import uniform_frames
 
 ROOT = "#converge"
@@ -95,12 +95,6 @@ def shown(tab: Any, side: str) -> dict[str, Any]:
 def heat32(name: str) -> int:
     r, g, b = hex_rgb(THEME["heat"][name])
     return 255 << 24 | b << 16 | g << 8 | r
-
-
-def step_to(tab: Any, frame: int) -> None:
-    """Moves the scrubber to the left side's frame (its frames and the right side's share the timeline's keys)."""
-    tab.fill(f"{ROOT} .cv-range", str(frame))
-    tab.wait_for_selector(f"{ROOT} .cv-side[data-side=left][data-step='{frame}']")
 
 
 @pytest.mark.browser
