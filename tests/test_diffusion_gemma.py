@@ -302,20 +302,13 @@ def test_a_draft_longer_than_a_canvas_keeps_one_canvas_and_says_so(tiny: Path) -
 def test_a_race_from_a_draft_records_diffusion_gemmas_plan_and_its_letters(tiny: Path, tmp_path: Path) -> None:
     """In a race started from a draft, the DiffusionGemma side plans by its own `revise` (not the masked sampler's,
     nor a `cannot`): the header keeps its plan, its first recorded frame is generate()'s seeded canvas."""
-    import json
-
     from app.engine.draft import Revision
-    from app.race.run import Race
-    from app.ui.live import live_updates
+    from tests.test_revise_race import raced
 
-    out = tmp_path / "race.jsonl"
-    race = Race(PROMPT, f"hf-diffusion:{tiny}", "local-ar", out=out, draft=Revision(DRAFT, share=0.4, seed=1),
-                settings={"left": {"device": "cpu", **QUICK}, "right": {"gen_length": 8}})
-    for _ in live_updates(race, interval=0.1):
-        pass
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    plan = lines[0]["sources"]["left"]["draft"]
+    header, frames, _ = raced(tmp_path, f"hf-diffusion:{tiny}", "local-ar", Revision(DRAFT, share=0.4, seed=1),
+                              {"left": {"device": "cpu", **QUICK}, "right": {"gen_length": 8}}, prompt=PROMPT)
+    plan = header["sources"]["left"]["draft"]
     assert plan["mode"] == "revise" and plan["length"] == 5 and len(plan["renoised"]) == 2
-    left = [line for line in lines if line.get("type") == "frame" and line["side"] == "left"]
+    left = frames["left"]
     assert left[0]["revision"] == "".join("r" if i in plan["renoised"] else "k" for i in range(5)) + "..."
     assert all(len(f["revision"]) == len(f["tokens"]) for f in left) and left[-1]["final"]

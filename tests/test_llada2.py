@@ -375,21 +375,14 @@ def test_llada2_unsure_positions_are_the_least_likely_draft_tokens_from_one_pass
 def test_a_race_from_a_draft_records_llada2s_plan_and_its_letters(llada2: Path, tmp_path: Path) -> None:
     """In a race started from a draft, the LLaDA2.x side plans by its own `revise` and runs its pipeline from the
     draft: the header keeps its plan, its first recorded frame shows the draft masked where re-noised."""
-    import json
-
     from app.engine.draft import Revision
-    from app.race.run import Race
-    from app.ui.live import live_updates
+    from tests.test_revise_race import raced
 
-    out = tmp_path / "race.jsonl"
-    race = Race(PROMPT, f"hf-diffusion:{llada2}", "local-ar", out=out, draft=Revision(DRAFT, share=0.3, seed=2),
-                settings={"left": {**RUN, "editing_threshold": None}, "right": {"gen_length": 8}})
-    for _ in live_updates(race, interval=0.1):
-        pass
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    plan = lines[0]["sources"]["left"]["draft"]
+    header, frames, _ = raced(tmp_path, f"hf-diffusion:{llada2}", "local-ar", Revision(DRAFT, share=0.3, seed=2),
+                              {"left": {**RUN, "editing_threshold": None}, "right": {"gen_length": 8}}, prompt=PROMPT)
+    plan = header["sources"]["left"]["draft"]
     assert plan["mode"] == "revise" and plan["length"] == 16 and len(plan["renoised"]) == 5
-    left = [line for line in lines if line.get("type") == "frame" and line["side"] == "left"]
+    left = frames["left"]
     assert left[0]["revision"] == "".join("r" if i in plan["renoised"] else "k" for i in range(16)) + "." * 8
     assert [i for i, m in enumerate(left[0]["masked"]) if m] == [*plan["renoised"], *range(16, 24)]
     assert all(len(f["revision"]) == len(f["tokens"]) for f in left) and left[-1]["final"]

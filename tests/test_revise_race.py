@@ -21,11 +21,11 @@ SMALL = {"gen_length": 32, "steps": 32, "block_length": 16}
 
 
 def raced(tmp_path: Path, left: str, right: str, revision: Revision,
-          settings: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]],
-                                                                      dict[str, dict[str, Any]]]:
+          settings: dict[str, dict[str, Any]] | None = None, prompt: str = PROMPT
+          ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
     """Runs a race from `revision` to its end; the header, each side's frames and each side's end as recorded."""
     out = tmp_path / "race.jsonl"
-    for _ in live_updates(Race(PROMPT, left, right, settings=settings, out=out, draft=revision), interval=0.1):
+    for _ in live_updates(Race(prompt, left, right, settings=settings, out=out, draft=revision), interval=0.1):
         pass
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     frames: dict[str, list[dict[str, Any]]] = {"left": [], "right": []}
