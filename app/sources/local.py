@@ -302,10 +302,8 @@ class SamplerSource(SourceBase):
     def revise(self, revision: Revision, prompt: str) -> Plan:
         """Its plan for `revision` (app/sources/revise.py `plan_for`), the draft in its own tokenizer: in place on a
         masked or uniform model, `unsure` read from one forward pass; a prefix kept on an AR model, `unsure` read
-        left to right. A family that decodes its own way (its own `stream`: LLaDA2's pipeline, DiffusionGemma's
-        generate) cannot, until it has a `revise` of its own."""
-        if type(self).stream is not SamplerSource.stream:
-            return super().revise(revision, prompt)
+        left to right. The families that decode their own way (LLaDA2's pipeline, DiffusionGemma's generate) plan
+        with a `revise` of their own (app/sources/hf.py, hf_gemma.py)."""
         ids, draft = self.encode(prompt), list(self.tok.encode(clean_text(revision.continuing(prompt))))
         if isinstance(self.opts, ARSettings):
             plan = plan_for(revision, self.name, draft, "prefix", self.opts.gen_length,
