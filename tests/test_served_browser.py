@@ -28,6 +28,9 @@ from tests.test_site import site as site  # noqa: F401  (the site built once for
 
 pytestmark = needs_twins
 PLAYER = "document.querySelector('#player .cv-player').convergePlayer.state"
+# the page has opened (its example loaded): asked without failing while the player is not yet on the page
+OPENED = ("() => { const p = document.querySelector('#player .cv-player');"
+          " return !!(p && p.convergePlayer && p.convergePlayer.state.run); }")
 # the page's Stop, clicked as the race's third AR frame is drawn (the race yields to the page after each frame)
 STOP_AT_THIRD = """() => { const player = document.querySelector('#player .cv-player').convergePlayer;
     const update = player.update.bind(player); let frames = 0;
@@ -73,7 +76,7 @@ def test_the_served_page_races_the_twins_in_the_browser_and_the_server_runs_none
         tab.wait_for_selector("#run-browser", state="visible")
         assert tab.is_checked("#run-on input[value='your browser']")
         assert not tab.is_visible("#run")  # the server's Run is the other choice
-        tab.wait_for_function(f"() => {PLAYER}.run !== null")  # the page has opened (its example loaded)
+        tab.wait_for_function(OPENED)  # the page has opened (its example loaded)
         sent: list[tuple[str, str]] = []
         tab_requests: list[Any] = []
         tab.on("request", lambda r: (sent.append((r.method, r.url)), tab_requests.append(r)))
@@ -107,7 +110,7 @@ def test_stop_ends_the_browser_race_keeping_its_frames_and_saves_them(served: tu
     before = recordings_in(recordings)
     with browser_tab(browser, url, timeout_ms=180_000) as tab:
         tab.wait_for_selector("#run-browser", state="visible")
-        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.wait_for_function(OPENED)
         tab.fill("#prompt textarea", EVAL_PROMPTS[1])
         tab.evaluate(STOP_AT_THIRD)
         tab.click("#run-browser")
@@ -132,7 +135,7 @@ def test_a_settings_change_the_browser_cannot_race_is_named_and_the_server_choic
     url, _ = served
     with browser_tab(browser, url, timeout_ms=120_000) as tab:
         tab.wait_for_selector("#run-browser", state="visible")
-        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.wait_for_function(OPENED)
         said = tab.evaluate("""() => window.ConvergeBrowserRace.options({base: '', inputs: [
             {side: 'left', name: 'gen_length', label: 'Answer length', default: 128, own: false},
             {side: 'left', name: 'steps', label: 'Steps', default: 0, own: false},
@@ -161,7 +164,7 @@ def test_the_server_hears_of_a_browser_race_only_once_the_browser_races_it(serve
     url, _ = served
     with browser_tab(browser, url, timeout_ms=180_000) as tab:
         tab.wait_for_selector("#run-browser", state="visible")
-        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.wait_for_function(OPENED)
         tab.fill("#prompt textarea", EVAL_PROMPTS[2])
         tab.click("#pins-box button.label-wrap")
         tab.fill("#pins textarea", "3:fox")
@@ -203,7 +206,7 @@ def test_the_served_pages_browser_race_honours_both_twins_settings(served: tuple
         tab.add_init_script(KEEP_LAST_RACE)
         tab.reload()
         tab.wait_for_selector("#run-browser", state="visible")
-        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.wait_for_function(OPENED)
         for side, name in (("left", "local-diffusion-stop_at_eos"), ("right", "local-ar-stop_at_eos")):
             tab.click(f"#{side}-settings > button")
             box = tab.locator(f"#{side}-{name} input[type=checkbox]")
@@ -277,7 +280,7 @@ def test_a_finished_browser_race_stays_finished_until_play_is_pressed(served: tu
         return [s.playing, s.cursor, root.getAttribute('data-step') === root.querySelector('.cv-range').max]; }}"""
     with browser_tab(browser, url, timeout_ms=180_000) as tab:
         tab.wait_for_selector("#run-browser", state="visible")
-        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.wait_for_function(OPENED)
         tab.fill("#prompt textarea", EVAL_PROMPTS[2])
         tab.click("#run-browser")
         tab.wait_for_selector(f"{root}[data-mode=live][data-status=done]")  # painted after the race's last update
@@ -306,7 +309,7 @@ def test_the_served_pages_browser_race_starts_from_the_draft_typed(served: tuple
     before = recordings_in(recordings)
     with browser_tab(browser, url, timeout_ms=180_000) as tab:
         tab.wait_for_selector("#run-browser", state="visible")
-        tab.wait_for_function(f"() => {PLAYER}.run !== null")
+        tab.wait_for_function(OPENED)
         tab.fill("#prompt textarea", prompt)
         fill_draft(tab, LAST)
         tab.click("#run-browser")
