@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from app.analysis.changes import eos_cut, metrics
+from app.board.cells import read_row, safe_row
 from app.board.prompts import Prompt, check
 from app.errors import UserError
 from app.race.run import Race
@@ -89,7 +90,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     with path.open(encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
+        rows = [read_row(row) for row in csv.DictReader(f)]
     if rows and set(COLUMNS) - set(rows[0]):
         raise UserError(f"{path} is not a board's CSV (its columns differ); give --out another name.")
     return rows
@@ -152,7 +153,7 @@ class Board:
                 writer.writeheader()
                 f.flush()
             for heat in self.pending():
-                writer.writerows(self._keep(self.race(heat)))
+                writer.writerows(safe_row(row) for row in self._keep(self.race(heat)))
                 f.flush()
                 yield heat
 

@@ -129,6 +129,7 @@ def bar(stream: TextIO, done: int, total: int, started: float, width: int = 30) 
 
 def write_tables(board: Any, csv_path: Path, html: Path | None) -> None:
     """Prints each side's summary and writes it and the curve as CSVs beside the board's (and the page)."""
+    from app.board.cells import safe_table
     from app.board.tables import curve, frame, summary
 
     table = frame(board.rows)
@@ -136,8 +137,8 @@ def write_tables(board: Any, csv_path: Path, html: Path | None) -> None:
         print("No race finished; nothing to summarise.")
         return
     sides, points = summary(table), curve(table)
-    sides.to_csv(csv_path.with_name(csv_path.stem + "-summary.csv"), index=False)
-    points.to_csv(csv_path.with_name(csv_path.stem + "-curve.csv"), index=False)
+    safe_table(sides).to_csv(csv_path.with_name(csv_path.stem + "-summary.csv"), index=False)
+    safe_table(points).to_csv(csv_path.with_name(csv_path.stem + "-curve.csv"), index=False)
     print(sides.to_string(index=False))
     print(f"saved {csv_path}" + (f" and {html}" if html else ""))
     if html is not None:
