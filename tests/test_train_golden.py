@@ -1,11 +1,17 @@
 """The trainer, however its modules are laid out, writes the same bytes: a tiny run of each twin (and a paused and
 resumed one) is hashed and compared with tests/assets/train_golden.json, which the single-file train.py wrote
-(`python -m tests.test_train_golden --write` records it; see that file's "made_by")."""
+(`python -m tests.test_train_golden --write` records it; see that file's "made_by").
+
+The runs go in a process of their own under MKL's conditional numerical reproducibility (MKL_CBWR=COMPATIBLE, one
+thread): without it MKL picks its float32 kernels by the CPU model, and two machines with the same torch and the same
+AVX512 wrote different bytes from the same code."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,13 +22,15 @@ torch = pytest.importorskip("torch", reason="training needs torch, the optional 
 from app.training.train import main  # noqa: E402
 from tests.test_train import small_args, write_corpus  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "assets" / "train_golden.json"
+REPRODUCIBLE = {"MKL_CBWR": "COMPATIBLE", "OMP_NUM_THREADS": "1"}  # the same float32 bits on any x86 CPU
 STEPS = 12  # per run: a few seconds in all on one thread
 
 
 def platform_key() -> str:
-    """torch's version and CPU kernels: float32 sums are bitwise repeatable only where both are the same."""
-    return f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}"
+    """torch's version and MKL's reproducible mode: float32 sums are bitwise repeatable only where both are the same."""
+    return f"torch {torch.__version__}, MKL_CBWR={REPRODUCIBLE['MKL_CBWR']}"
 
 
 def timeless(value: object) -> object:
@@ -60,21 +68,30 @@ def tiny_runs(tmp: Path) -> dict:
     return got
 
 
+def reproducible_runs(tmp: Path) -> dict:
+    """`tiny_runs` in a fresh process under REPRODUCIBLE (MKL reads it when it loads, so not in this process)."""
+    done = subprocess.run([sys.executable, "-m", "tests.test_train_golden", "--digest", str(tmp)], cwd=ROOT,
+                          env={**os.environ, **REPRODUCIBLE}, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_tiny_runs_of_each_twin_write_the_bytes_the_single_file_trainer_wrote(tmp_path) -> None:
     golden = json.loads(GOLDEN.read_text())
     if golden["platform"] != platform_key():
         pytest.skip(f"the golden hashes were made with {golden['platform']}, this is {platform_key()}")
-    got = tiny_runs(tmp_path)
+    got = reproducible_runs(tmp_path)
     assert got["ar_resumed"]["weights"] == got["ar"]["weights"]  # resuming is exact, so the two agree
     assert got == golden["runs"]
 
 
-if __name__ == "__main__" and "--write" in sys.argv:
-    import subprocess
+if __name__ == "__main__" and "--digest" in sys.argv:  # the subprocess of reproducible_runs
+    print(json.dumps(tiny_runs(Path(sys.argv[sys.argv.index("--digest") + 1]))))
+elif __name__ == "__main__" and "--write" in sys.argv:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        runs = tiny_runs(Path(tmp))
+        runs = reproducible_runs(Path(tmp))
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     GOLDEN.write_text(json.dumps({"made_by": f"python -m tests.test_train_golden --write, at commit {rev}",
                                   "platform": platform_key(), "runs": runs}, indent=1) + "\n")
