@@ -9,8 +9,8 @@ draws (issue 50: its "why" line once loaded the twin and timed passes to render 
 the trace, analysis and the error alone: a running race is read by the page's live.py, and each source's setting
 defaults come in as data. The board (issue 54) races sources and scores answers with the referee, so it builds on the
 race, the trace, analysis, live measurement, the sources and the engine, and only the page, the site (the browser's
-board says what the page's says), the bench and the command line import it. Each rule is also shown failing once, on a small app written in tmp_path
-with the import it forbids.
+board says what the page's says), the bench and the command line import it. Each rule is also shown failing once, on
+a small app written in tmp_path with the import it forbids.
 No module reads another room's files by a path built from its own location (the page once read the player's scripts
 that way); a room's files are read through that room's functions. Beside the rooms, app/ holds only its package file,
 the command line and the one user error (issue 26).

@@ -275,9 +275,10 @@ def python_board(openings: int) -> list[dict[str, Any]]:
 
 
 def test_the_sites_board_fills_pythons_rows_and_its_note_quotes_its_table(site: Path, browser: Any) -> None:
-    """The board in the browser (?openings=2): each opening raced in the player, the referee's graph fetched only
-    once the board starts, and its table the page's board's rows (passes and answer tokens exactly, the referee's
-    perplexity within what the graph's logits allow); the line under it quotes the table's figures."""
+    """The board in the browser (?openings=2): Stop ends it keeping no unfinished race; run again, each opening races
+    in the player, the referee's graph fetched only once a board starts, and its table is the page's board's rows
+    (passes and answer tokens exactly, the referee's perplexity within what the graph's logits allow); the line under
+    it quotes the table's figures."""
     from app.board.notes import cells
     from app.board.prompts import prompt_set
     from tests.test_board_page import expected_note
@@ -287,6 +288,11 @@ def test_the_sites_board_fills_pythons_rows_and_its_note_quotes_its_table(site: 
         tab.on("request", lambda r: asked.append(r.url))
         tab.wait_for_function("() => !document.getElementById('cv-board-run').disabled")
         before = [u for u in asked if u.endswith("referee.onnx")]
+        tab.click("#cv-board-run")  # Stop at once: it ends with no race finished, and so no row
+        tab.click("#cv-board-stop")
+        tab.wait_for_function("() => document.getElementById('cv-board-status').textContent === "
+                              "'Stopped after 0 of 2 openings.' && !document.getElementById('cv-board-run').disabled")
+        assert tab.eval_on_selector_all("#cv-board-table tbody tr", "rows => rows.length") == 0
         tab.click("#cv-board-run")
         tab.wait_for_function("() => document.getElementById('cv-board-status').textContent.startsWith('Done')")
         heads = tab.eval_on_selector_all("#cv-board-table th", "cells => cells.map((c) => c.textContent)")
