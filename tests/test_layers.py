@@ -8,9 +8,9 @@ imports the engine and the sources, and nothing below it imports it; analysis re
 draws (issue 50: its "why" line once loaded the twin and timed passes to render a recording; issue 52), so it imports
 the trace, analysis and the error alone: a running race is read by the page's live.py, and each source's setting
 defaults come in as data. The board (issue 54) races sources and scores answers with the referee, so it builds on the
-race, the trace, analysis, live measurement, the sources and the engine, and only the page, the bench and the command
-line import it. Each rule is also shown failing once, on a small app written in tmp_path
-with the import it forbids.
+race, the trace, analysis, live measurement, the sources and the engine, and only the page, the site (the browser's
+board says what the page's says), the bench and the command line import it. Each rule is also shown failing once, on
+a small app written in tmp_path with the import it forbids.
 No module reads another room's files by a path built from its own location (the page once read the player's scripts
 that way); a room's files are read through that room's functions. Beside the rooms, app/ holds only its package file,
 the command line and the one user error (issue 26).
@@ -84,7 +84,8 @@ VIEW_RULE = ("the view only draws: it imports the trace, analysis and the error,
 # the page's reader of a running race (app/ui/live.py), which the bench reads races through as the page does
 BENCH_READS_PAGE = ("app.ui.live",)
 # the board (issue 54) races sources and scores their answers with the referee: it builds on the race, the trace,
-# analysis, live measurement, the sources and the engine, and only the page, the bench and the command line run it
+# analysis, live measurement, the sources and the engine, and only the page, the site (its board's openings and
+# columns), the bench and the command line import it
 BOARD_IMPORTS = ("app.race", "app.trace", "app.analysis", "app.measure", "app.sources", "app.engine", "app.errors")
 BOARD_RULE = ("the board imports only the race, the trace, analysis, live measurement, the sources, the engine, the "
               "error and itself")
@@ -105,8 +106,8 @@ ROOM_RULES: dict[str, Callable[[Graph], list[str]]] = {
         lambda g: imports_beyond(g, "app.analysis", ("app.trace", "app.errors")),
     VIEW_RULE: lambda g: imports_beyond(g, "app.view", ("app.trace", "app.analysis", "app.errors")),
     BOARD_RULE: lambda g: imports_beyond(g, "app.board", BOARD_IMPORTS),
-    "only the page, the bench and the command line import the board":
-        lambda g: imported_from_elsewhere(g, "app.board", ("app.ui", "app.bench", COMMANDS_ROOM, ENTRY)),
+    "only the page, the site, the bench and the command line import the board":
+        lambda g: imported_from_elsewhere(g, "app.board", ("app.ui", "app.site", "app.bench", COMMANDS_ROOM, ENTRY)),
 }
 
 
@@ -321,7 +322,7 @@ FORBIDDEN = {
     VIEW_RULE:
         ("view/why.py", "def cost():\n    from app.measure.sweeps import run\n", "app.view.why -> app.measure.sweeps"),
     BOARD_RULE: ("board/run.py", "from app.view.why import line\n", "app.board.run -> app.view.why"),
-    "only the page, the bench and the command line import the board":
+    "only the page, the site, the bench and the command line import the board":
         ("view/side.py", "from app.board.run import Board\n", "app.view.side -> app.board.run"),
 }
 

@@ -386,8 +386,8 @@ def test_a_board_of_six_openings_shows_more_tokens_a_pass_costing_quality_on_som
     2.7 tokens a pass against the AR twin's one, and the diffusion twin's perplexity above the AR twin's on some of
     the openings and not on the others, every opening counted once; its change: about 3.8 a pass, above on more
     openings and a higher median. The page's line under the table says the same from the same rows."""
+    from app.board.notes import PROMPTS, note
     from app.board.tables import summary
-    from app.ui.board_tab import PROMPTS, note
 
     title = "One race is an anecdote"
     x = lesson(title)
@@ -399,7 +399,7 @@ def test_a_board_of_six_openings_shows_more_tokens_a_pass_costing_quality_on_som
     worse, fine = openings_worse(table)
     assert worse and fine and sorted(worse + fine) == list(range(x.board))  # some and some, and they add up
     assert "it did on some openings and not on others" in x.text
-    line = note(table)
+    line = note(table.to_dict("records"))
     rate = table.groupby("label")["answer_tokens"].sum() / table.groupby("label")["passes"].sum()
     assert f"{rate['local-diffusion']:.2f} tokens a pass" in line and f"AR twin {rate['local-ar']:.2f}" in line
     assert f"cost quality on {len(worse)} of {x.board} openings" in line and f"did not on {len(fine)} (" in line

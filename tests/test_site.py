@@ -5,6 +5,7 @@ other host for anything. Skipped with the reason where Chromium, npm (onnxruntim
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from app.bench.browser import serve
 from app.bench.twins import EVAL_PROMPTS
+from app.site.build import NO_BOARD
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab
 
@@ -136,7 +138,10 @@ def test_the_single_file_races_from_file_with_no_network(single: Path, browser: 
         tab.goto(page.as_uri())
         tab.wait_for_function("() => !document.getElementById('cv-run').disabled")
         got = tab.evaluate(RACE, prompts)
+        board = tab.evaluate("() => [document.getElementById('cv-board-box').textContent, "
+                             "!!document.getElementById('cv-board-run')]")
     assert [u for u in seen if not u.startswith(("file:", "blob:"))] == []
+    assert board == [re.sub("<[^>]+>", "", NO_BOARD), False]  # the board left out, in its one sentence
     for prompt, race in zip(prompts, got):
         want = python_answers(prompt)
         assert [(race[side][0], race[side][1]) for side in ("left", "right")] == [want["left"], want["right"]]
@@ -253,6 +258,59 @@ def test_stop_ends_the_sites_race_keeping_the_frames_drawn(site: Path, browser: 
         assert tab.is_disabled("#cv-stop") and not tab.is_disabled("#cv-run")
     assert [status for status, _ in sides] == ["stopped", "stopped"]
     assert 3 <= sides[1][1] < 128  # the AR twin stopped a few tokens in, every frame it drew kept
+
+
+def python_board(openings: int) -> list[dict[str, Any]]:
+    """The page's board's rows (app/ui/board_tab.py): both twins at their defaults over its first `openings`
+    openings, each answer scored by the referee."""
+    from app.board.notes import SIDES
+    from app.board.prompts import prompt_set
+    from app.board.run import Board, Entrant, paired, plan, referee, takes_seed
+
+    heats = plan(paired(*(Entrant(spec, spec, spec) for spec, _ in SIDES)), prompt_set("stories")[:openings], 1)
+    board = Board(heats, None, referee(), takes_seed)
+    for _ in board.run():
+        pass
+    return board.rows
+
+
+def test_the_sites_board_fills_pythons_rows_and_its_note_quotes_its_table(site: Path, browser: Any) -> None:
+    """The board in the browser (?openings=2): Stop ends it keeping no unfinished race; run again, each opening races
+    in the player, the referee's graph fetched only once a board starts, and its table is the page's board's rows
+    (passes and answer tokens exactly, the referee's perplexity within what the graph's logits allow); the line under
+    it quotes the table's figures."""
+    from app.board.notes import cells
+    from app.board.prompts import prompt_set
+    from tests.test_board_page import expected_note
+
+    with serve(site) as url, browser_tab(browser, url + "?openings=2", timeout_ms=240_000) as tab:
+        asked: list[str] = []
+        tab.on("request", lambda r: asked.append(r.url))
+        tab.wait_for_function("() => !document.getElementById('cv-board-run').disabled")
+        before = [u for u in asked if u.endswith("referee.onnx")]
+        tab.click("#cv-board-run")  # Stop at once: it ends with no race finished, and so no row
+        tab.click("#cv-board-stop")
+        tab.wait_for_function("() => document.getElementById('cv-board-status').textContent === "
+                              "'Stopped after 0 of 2 openings.' && !document.getElementById('cv-board-run').disabled")
+        assert tab.eval_on_selector_all("#cv-board-table tbody tr", "rows => rows.length") == 0
+        tab.click("#cv-board-run")
+        tab.wait_for_function("() => document.getElementById('cv-board-status').textContent.startsWith('Done')")
+        heads = tab.eval_on_selector_all("#cv-board-table th", "cells => cells.map((c) => c.textContent)")
+        shown = tab.eval_on_selector_all("#cv-board-table tbody tr", """rows => rows.map((r) =>
+            [...r.querySelectorAll('td')].map((c) => c.textContent))""")
+        line = tab.inner_text("#cv-board-note")
+        raced = tab.evaluate("() => document.querySelector('#converge').textContent")
+    assert before == [] and [u for u in asked if u.endswith("referee.onnx")] == [url + "referee.onnx"]
+    assert prompt_set("stories")[1].text in raced  # the last opening's race is in the player
+    want = [cells(r) for r in python_board(2)]
+    assert heads == ["opening", "side", "passes", "answer tokens", "tokens a pass", "seconds", "referee perplexity"]
+    assert [r[:4] for r in shown] == [[str(v) for v in w[:4]] for w in want]  # opening, side, passes, answer tokens
+    for got, made in zip(shown, want):
+        assert float(got[6]) == pytest.approx(made[6], rel=1e-3, abs=2e-3), (got, made)
+    rows = [dict(zip(heads, r)) for r in shown]
+    assert line.startswith("What to notice: over 2 openings")
+    for figure in expected_note(rows):
+        assert figure in line
 
 
 def test_the_browser_bench_measures_the_site_beside_the_python_twins(site: Path) -> None:

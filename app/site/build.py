@@ -1,12 +1,13 @@
 """`python -m app site OUT_DIR`: a static folder in which the built-in twins race in the visitor's browser.
 
-It holds index.html (the page), page.js, race.js (the samplers, the one JavaScript copy: the ES modules of
-app/site/js/, numpy's seeded generator and the player's rows from token frames among them, bundled into one classic
-script by app/view/bundle.py as the player is), player.js and player.css (the page's player, as the HTML export
-inlines it), the twins' ONNX graphs (app/site/graph.py), twins.json (the tokenizer's pieces, merges and bytes, the
-commit filter's weights, the sampler defaults the browser must match, the analysis constants app/site/js/rows.js
-reads) and ort/ (onnxruntime-web's WebAssembly runtime, pinned in app/site/package.json and installed with `npm ci`
-here when it is missing). Any static server can host it; it asks no other host for anything.
+It holds index.html (the page, with its board), page.js, race.js (the samplers, the one JavaScript copy: the ES
+modules of app/site/js/, numpy's seeded generator and the player's rows from token frames among them, bundled into one
+classic script by app/view/bundle.py as the player is), player.js and player.css (the page's player, as the HTML export
+inlines it), the twins' ONNX graphs and the referee's, which only a board loads (app/site/graph.py), twins.json (the
+tokenizer's pieces, merges and bytes, the commit filter's weights, the sampler defaults the browser must match, the
+analysis constants app/site/js/rows.js reads, the board's openings) and ort/ (onnxruntime-web's WebAssembly runtime,
+pinned in app/site/package.json and installed with `npm ci` here when it is missing). Any static server can host it;
+it asks no other host for anything.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Any, Callable, Iterator
 
 from app.analysis.changes import EOS_TOKENS, TOKEN_UNITS
 from app.analysis.states import CODE_NAMES
+from app.board.notes import PROMPTS, site_data
+from app.board.prompts import prompt_set
 from app.engine.autoregressive import TWIN_AR
 from app.engine.diffusion import TWIN_DIFFUSION, honoured
 from app.engine.model import load_twin
@@ -54,7 +57,11 @@ SINGLE_CSP = "default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval' 
 SOURCES = {"diffusion": "local-diffusion", "ar": "local-ar"}  # each twin's source (its settings the browser honours)
 TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
 INLINED = {"cv-wasm": "ort/ort-wasm-simd-threaded.wasm", "cv-glue": "ort/ort-wasm-simd-threaded.mjs",
-           "cv-twins": "twins.json", "cv-diffusion": "diffusion.onnx", "cv-ar": "ar.onnx"}
+           "cv-twins": "twins.json", "cv-diffusion": "diffusion.onnx", "cv-ar": "ar.onnx"}  # not referee.onnx
+GRAPHS = ("diffusion", "ar", "referee")  # the referee's is fetched only when a board runs
+BOARD = re.compile(r'<section id="cv-board-box".*?</section>', re.S)  # the page's board, which the single file lacks
+NO_BOARD = ('<p id="cv-board-box" class="cv-note cv-site-only">The board is not in this single file, which leaves out '
+            "the referee's graph it needs to stay small; the folder python -m app site OUT builds runs it.</p>")
 
 
 def runtime_installed(site_dir: Path = SITE_DIR) -> bool:
@@ -157,21 +164,24 @@ def declarations(kind: str, defaults: Any) -> dict[str, dict[str, Any]]:
 
 
 def twins_data() -> dict[str, Any]:
-    """twins.json: the tokenizer, each twin's shape, the commit filter's weights, both samplers' defaults and the
-    declarations of the settings the browser honours (`declarations`: the page's controls and race.js's checks),
-    and how many candidates a frame keeps per position (as app/engine/sampling.py `top_candidates`)."""
+    """twins.json: the tokenizer, each twin's shape (and the referee's), the commit filter's weights, both samplers'
+    defaults and the declarations of the settings the browser honours (`declarations`: the page's controls and
+    race.js's checks), how many candidates a frame keeps per position (as app/engine/sampling.py `top_candidates`) and
+    what the board reads (app/board/notes.py `site_data`: the page's board's openings, columns and side names)."""
     diffusion, tok = load_twin("diffusion")
     ar, _ = load_twin("ar")
     judge = diffusion.commit_filter
     weights = {k: getattr(judge, k).tolist() for k in ("mean", "scale", "w1", "b1", "w2", "b2")}
-    config = {kind: vars(m.net.config) for kind, m in (("diffusion", diffusion), ("ar", ar))}
+    referee, _ = load_twin("referee")
+    config = {kind: vars(m.net.config) for kind, m in (("diffusion", diffusion), ("ar", ar), ("referee", referee))}
     defaults: dict[str, Any] = {"diffusion": honoured(diffusion, TWIN_DIFFUSION), "ar": TWIN_AR}
     settings = {kind: s.to_json() for kind, s in defaults.items()}
     offered = {kind: declarations(kind, s) for kind, s in defaults.items()}
     return {"tokenizer": _tokenizer(tok, diffusion.repeatable), "config": config, "filter": weights,
             "settings": settings, "declared": offered, "top_candidates": TOP_CANDIDATES,
             "analysis": {"eos_tokens": sorted(EOS_TOKENS), "token_units": TOKEN_UNITS,
-                         "codes": list(CODE_NAMES)}}
+                         "codes": list(CODE_NAMES)},
+            "board": site_data([p.text for p in prompt_set("stories")[:PROMPTS]])}
 
 
 def race_script() -> str:
@@ -194,7 +204,7 @@ def build_site(out: str | Path) -> Path:
     (out / "race.js").write_text(race_script(), encoding="utf-8")
     for name in PLAYER_FILES:
         (out / name).write_text(asset(name), encoding="utf-8")
-    for kind in ("diffusion", "ar"):
+    for kind in GRAPHS:
         model, _ = load_twin(kind)
         graph.write(model.net, out / f"{kind}.onnx", f"converge-{kind}-twin")
     (out / "twins.json").write_text(json.dumps(twins_data(), separators=(",", ":")), encoding="utf-8")
@@ -210,7 +220,8 @@ def _script(text: str) -> str:
 
 def build_single(out: str | Path) -> Path:
     """Writes the whole site as one HTML file `out` that races from file:// with no network: the scripts inline,
-    the runtime's WebAssembly, the graphs and twins.json as gzip-compressed base64 blocks (single.js reads them)."""
+    the runtime's WebAssembly, the twins' graphs and twins.json as gzip-compressed base64 blocks (single.js reads
+    them). It leaves out the board, and so the referee's graph, saying so where the board would be (NO_BOARD)."""
     out = Path(out)
     if out.is_dir():
         raise UserError(f"{out} is a folder; give --single-file a file name such as converge.html.")
@@ -226,8 +237,10 @@ def build_single(out: str | Path) -> Path:
                                 site / "player.js", site / "page.js")]
         style = (site / "player.css").read_text(encoding="utf-8")
         page = (site / "index.html").read_text(encoding="utf-8")
-    if SCRIPTS not in page or FOLDER_CSP not in page or STYLE not in page or "</style" in style.lower():
-        raise ValueError("index.html's scripts, style or policy changed; update app/site/build.py")
+    if SCRIPTS not in page or FOLDER_CSP not in page or STYLE not in page or "</style" in style.lower() \
+            or len(BOARD.findall(page)) != 1:
+        raise ValueError("index.html's scripts, style, board or policy changed; update app/site/build.py")
+    page = BOARD.sub(lambda _: NO_BOARD, page)
     page = page.replace(FOLDER_CSP, SINGLE_CSP).replace(SCRIPTS, "\n".join(blocks + scripts))
     page = page.replace(STYLE, f"<style>\n{style}\n</style>")
     out.write_text(page, encoding="utf-8")

@@ -1,6 +1,6 @@
-/* The static site's page: a prompt, Run, a draft to start from, each twin's settings, and the page's player (app/view/player/, the same as
- * the HTML export's) drawing both sides as their frames come (window.ConvergeRows.race: rows built in the browser,
- * text only, never HTML). The settings' controls are built from the declarations race.js reads (twins.json, written
+/* The static site's page: a prompt, Run, a draft to start from, each twin's settings, the page's player
+ * (app/view/player/, the same as the HTML export's) drawing both sides as their frames come (window.ConvergeRows.race:
+ * rows built in the browser, text only, never HTML), and the twins' board (window.ConvergeRows.board). The settings' controls are built from the declarations race.js reads (twins.json, written
  * from the Python ones for app/sources/local.py BROWSER_SETTINGS), so the page offers exactly what the browser's
  * samplers honour. */
 (function () {
@@ -90,9 +90,17 @@
     return out;
   }
 
+  var boardRun = document.getElementById("cv-board-run");  // absent from the single file, whose page says why
+  var boardStop = document.getElementById("cv-board-stop"), boardStopper = null;
+
+  function busy(on) {  // one race or board at a time: Run and the board's button wait for the other
+    run.disabled = on;
+    if (boardRun) boardRun.disabled = on;
+  }
+
   form.addEventListener("submit", function (event) {
     event.preventDefault();
-    run.disabled = true;
+    busy(true);
     stop.disabled = false;
     status.textContent = "Racing\u2026";
     stopper = new AbortController();
@@ -100,11 +108,68 @@
       status.textContent = (r.left.stopped || r.right.stopped ? "Stopped" : "Done") + ": diffusion " + r.left.nfe +
                            " passes, AR " + r.right.nfe + " passes.";
     }, function (e) { status.textContent = String(e && e.message || e); })
-      .then(function () { run.disabled = false; stop.disabled = true; stopper = null; });
+      .then(function () { busy(false); stop.disabled = true; stopper = null; });
   });
   stop.addEventListener("click", function () { if (stopper) stopper.abort(); });
+
+  /* The board (window.ConvergeRows.board, app/site/js/board.js): the openings raced one after another in the player,
+     the table's rows (text only) filled as each race ends, and the line under it from those rows. ?openings=N races
+     the first N only. */
+  function fill(body, rows) {
+    body.textContent = "";
+    rows.forEach(function (row) {
+      var tr = document.createElement("tr");
+      window.ConvergeRows.cells(row, boardData).forEach(function (v) {
+        var td = document.createElement("td");
+        td.textContent = v === null ? "" : String(v);
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+
+  var boardData = null;
+  function boardStart() {
+    var table = document.getElementById("cv-board-table"), line = document.getElementById("cv-board-note");
+    var says = document.getElementById("cv-board-status"), body = table.tBodies[0];
+    var n = Math.min(Number(query.get("openings")) || boardData.openings.length, boardData.openings.length);
+    busy(true);
+    boardStop.disabled = false;
+    boardStopper = new AbortController();
+    body.textContent = ""; line.textContent = "";
+    says.textContent = "Racing opening 1 of " + n + "\u2026";
+    window.ConvergeRows.board(player, {openings: n, signal: boardStopper.signal, onRows: function (rows, done) {
+      fill(body, rows);
+      if (done < n) says.textContent = "Racing opening " + (done + 1) + " of " + n + "\u2026";
+    }}).then(function (r) {
+      fill(body, r.rows);
+      says.textContent = r.stopped ? "Stopped after " + r.rows.length / 2 + " of " + n + " openings." :
+                                     "Done: " + n + " openings.";
+      if (r.note) {
+        var lead = document.createElement("strong");
+        lead.textContent = boardData.notice;
+        line.appendChild(lead);
+        line.appendChild(document.createTextNode(" " + r.note));
+      }
+    }, function (e) { says.textContent = String(e && e.message || e); })
+      .then(function () { busy(false); boardStop.disabled = true; boardStopper = null; });
+  }
+
+  if (boardRun) {
+    window.converge.board.then(function (data) {
+      var head = document.getElementById("cv-board-table").tHead.insertRow();
+      boardData = data;
+      data.columns.forEach(function (c) {
+        var th = document.createElement("th");
+        th.textContent = c[1];
+        head.appendChild(th);
+      });
+      boardRun.addEventListener("click", boardStart);
+      boardStop.addEventListener("click", function () { if (boardStopper) boardStopper.abort(); });
+    }, function () { /* the status line says why loading failed */ });
+  }
   window.converge.controls.then(build, function () { /* the status line says why loading failed */ });
-  window.converge.ready.then(function () { run.disabled = false; status.textContent = "Ready."; }, function (e) {
+  window.converge.ready.then(function () { busy(false); status.textContent = "Ready."; }, function (e) {
     /* why the twins cannot race here (opened from disk: how to open it), in the page's status and the player's */
     var why = String(e && e.message || e);
     status.textContent = why;

@@ -1,6 +1,6 @@
 """The Board area: the built-in twins raced over held-out story openings, one race after another, the table (pandas)
 and the curve of quality against tokens per pass (plotly) filling in as each race ends, and a what-to-notice line
-whose numbers come from the table on screen.
+whose numbers come from the table on screen (app/board/notes.py, which the static site's board says in JavaScript).
 
 Boards have their own queue ("board", its budget in app/ui/budgets.py): one board runs at a time on the page, each
 race in it bounded as a race is (a CPU slot a side, the race time limit), its sides made through the page's one
@@ -18,6 +18,8 @@ from typing import Any, Callable, Iterator
 import gradio as gr
 import pandas as pd
 
+from app.board.notes import COLUMNS as SHOWN
+from app.board.notes import NOTICE, PROMPTS, SIDES, cells, note
 from app.board.prompts import prompt_set
 from app.board.run import Board, Entrant, paired, plan, referee, takes_seed
 from app.board.tables import curve, frame
@@ -30,11 +32,7 @@ from app.ui.sessions import visitor_of
 from app.ui.visitor import Visitor, visitor_source
 from app.view.board import curve_figure
 
-PROMPTS = 6  # openings a page's board races: a minute or two of the twins on this machine
-SIDES = (("local-diffusion", "diffusion twin"), ("local-ar", "AR twin"))
-COLUMNS = {"prompt_index": "opening", "label": "side", "passes": "passes", "answer_tokens": "answer tokens",
-           "tokens_per_pass": "tokens a pass", "seconds": "seconds", "quality": "referee perplexity",
-           "recording": "race"}
+COLUMNS = {**SHOWN, "recording": "race"}  # the table's columns (app/board/notes.py) and each row's race
 INTRO = ("### Many prompts, one board\nOne race is one anecdote. The board races both twins at their defaults over "
          "{n} story openings they never trained on, one race after another, and fills in a row per opening and "
          "side: forward passes, answer tokens, tokens a pass, seconds on the side's own clock and the referee's "
@@ -43,46 +41,11 @@ INTRO = ("### Many prompts, one board\nOne race is one anecdote. The board races
          "it on any two sources (docs/board.md).")
 
 
-def shown(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows as the page shows them: the columns it names, sides by their names, openings counted from 1."""
-    out = table[list(COLUMNS)].rename(columns=COLUMNS)
-    out["opening"] = pd.to_numeric(out["opening"]) + 1
-    out["side"] = out["side"].map(dict(SIDES)).fillna(out["side"])
-    out["race"] = [Path(path).name if path else "not saved" for path in out["race"]]
-    return out.round({"tokens a pass": 2, "seconds": 2})
-
-
-def openings(numbers: list[int]) -> str:
-    """Openings named for a sentence, counted from 1: "none", "2", "1 and 3", "1, 3 and 4"."""
-    named = [str(n + 1) for n in numbers]
-    return "none" if not named else named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-
-
-def figures(table: pd.DataFrame, label: str) -> tuple[float, float, float]:
-    """A side's tokens a pass (all its answer tokens over all its passes) and its median and worst perplexity, from
-    its rows as the table shows them and unrounded, so the line rounds once (the summary's medians, already rounded to
-    three places, could land a hundredth off the table's: 9.7455 is 9.75, 9.745 printed is 9.74)."""
-    rows = table[table["label"] == label]
-    counted = rows.dropna(subset=["passes", "answer_tokens"])
-    quality = rows["quality"].dropna()
-    return (float(counted["answer_tokens"].sum() / counted["passes"].sum()), float(quality.median()),
-            float(quality.max()))
-
-
-def note(table: pd.DataFrame) -> str:
-    """What to notice, from the rows: each twin's tokens a pass and median and worst perplexity, and on which
-    openings the diffusion twin's more tokens a pass cost quality (its perplexity above the AR twin's) and on which
-    they did not."""
-    (d_rate, d_median, d_worst), (a_rate, a_median, a_worst) = (figures(table, spec) for spec, _ in SIDES)
-    both = table.pivot_table(index="prompt_index", columns="label", values="quality").dropna()
-    both.index = pd.to_numeric(both.index)
-    worse = both[SIDES[0][0]] > both[SIDES[1][0]]
-    return (f"**What to notice:** over {len(both)} openings the diffusion twin wrote {d_rate:.2f} "
-            f"tokens a pass (median perplexity {d_median:.2f}, worst {d_worst:.2f}) and the AR "
-            f"twin {a_rate:.2f} (median {a_median:.2f}, worst {a_worst:.2f}). "
-            f"More tokens a pass cost quality on {int(worse.sum())} of {len(both)} openings (the diffusion twin's "
-            f"perplexity above the AR twin's: {openings(sorted(both.index[worse]))}) and did not on "
-            f"{int((~worse).sum())} ({openings(sorted(both.index[~worse]))}): one race would have told either story.")
+def shown(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as the page shows them (app/board/notes.py `cells`) and each one's race: its file's name or "not
+    saved"."""
+    return pd.DataFrame([[*cells(r), Path(r["recording"]).name if r["recording"] else "not saved"] for r in rows],
+                        columns=list(COLUMNS.values()))
 
 
 def race_options(visitor: Visitor) -> Callable[[], dict[str, Any]]:
@@ -112,9 +75,10 @@ def run_handler(prompts: int = PROMPTS, sides: dict[str, tuple[str, dict[str, An
         yield gr.skip(), gr.skip(), f"Racing opening 1 of {len(heats)}...", []
         for done, _ in enumerate(board.run(), start=1):
             table = frame(board.rows)
-            line = note(table) if done == len(heats) else f"Racing opening {done + 1} of {len(heats)}..."
+            line = (f"**{NOTICE}** {note(board.rows)}" if done == len(heats)
+                    else f"Racing opening {done + 1} of {len(heats)}...")
             names = [Path(r["recording"]).name for r in board.rows if r["recording"]]
-            yield curve_figure(curve(table), "referee_ppl"), shown(table), line, names
+            yield curve_figure(curve(table), "referee_ppl"), shown(board.rows), line, names
 
     return run
 

@@ -1,8 +1,8 @@
 /* The twins' network in the browser: one ONNX graph per twin (app/site/graph.py) run by onnxruntime-web, its
  * key/value cache carried between passes, offered as Python's models offer theirs to the samplers (MaskedLM refresh
  * and logits, CausalLM prefill and decode), so app/site/js/diffusion.js and autoregressive.js run over it or over
- * recorded logits alike. `load` reads twins.json and both graphs from a source (the folder's files, or the single
- * file's inlined ones).
+ * recorded logits alike, and the referee's whole-sequence pass (`forward`). `load` reads twins.json and both graphs from
+ * a source (the folder's files, or the single file's inlined ones), the referee's graph only when a board asks.
  */
 import { row } from "./sampling.js";
 import { twinsOf } from "./twins.js";
@@ -61,6 +61,10 @@ Net.prototype.logits = async function (view, cache, start, stop) {
   return {cache: cache, logits: this.rows(out, 0, view.length - start)};
 };
 
+/* the whole of `ids` from position 0 with no cache: every row's logits (T x V), as `forward` gives them (the
+   referee's one pass over a prompt and its answer) */
+Net.prototype.forward = async function (ids) { return (await this.run(ids, 0, null)).logits; };
+
 /* CausalLM.prefill: the prompt after end-of-text, its cache and the next token's logits */
 Net.prototype.prefill = async function (prompt) {
   var out = await this.run([this.eos].concat(prompt), 0, null);
@@ -82,14 +86,25 @@ export function fromFolder(base) {
   };
 }
 
-/* twins.json and both graphs from `source`, as app/site/js/twins.js `twinsOf` makes the twins */
+async function netOf(ort, source, data, kind) {
+  var session = await ort.InferenceSession.create(await source.graph(kind), {executionProviders: ["wasm"]});
+  return new Net(ort, session, data.config[kind], data.tokenizer.eos_id);
+}
+
+/* twins.json and both graphs from `source`, as app/site/js/twins.js `twinsOf` makes the twins, and `referee()`, which
+   loads the referee's graph on its first call only (a board's: a race never fetches it) */
 export async function load(ort, source) {
   ort.env.wasm.numThreads = 1;
   await source.setup(ort);
-  var data = await source.json(), models = {};
-  for (var kind of ["diffusion", "ar"]) {
-    var session = await ort.InferenceSession.create(await source.graph(kind), {executionProviders: ["wasm"]});
-    models[kind] = new Net(ort, session, data.config[kind], data.tokenizer.eos_id);
-  }
-  return twinsOf(data, models);
+  var data = await source.json(), models = {}, judge = null;
+  for (var kind of ["diffusion", "ar"]) models[kind] = await netOf(ort, source, data, kind);
+  var loaded = twinsOf(data, models);
+  loaded.referee = function () {
+    if (!judge) {
+      judge = netOf(ort, source, data, "referee");
+      judge.catch(function () { judge = null; });  // a failed fetch is tried again by the next board
+    }
+    return judge;
+  };
+  return loaded;
 }

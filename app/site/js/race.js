@@ -1,14 +1,18 @@
 /* The browser race's entry (bundled by app/site/build.py `race_script` into the site's race.js, one classic script
  * after onnxruntime-web's): loads both twins' graphs and twins.json (the folder's files, or the single file's inlined
  * ones, app/site/single.js: window.CONVERGE_SOURCE) and hands the page two objects, its only names on the window:
- * `window.converge` (ready, analysis, settings, controls, and race(prompt, options), which returns a promise of
- * {left, right}: frames, text, ids and nfe each, the settings that side ran with, `stopped` when options.signal
- * ended it, and its plan (`draft`) when options.draft started it from a draft) and `window.ConvergeRows` (the player's rows from frames, app/site/js/rows.js, and race(player, ...),
- * which draws a race in the page's player). tests/node/parity.mjs races the same samplers over recorded logits.
+ * `window.converge` (ready, analysis, settings, controls, board, perplexity(prompt, answer): the referee's, and
+ * race(prompt, options), which returns a promise of {left, right}: frames, text, ids and nfe each, the settings that
+ * side ran with, `stopped` when options.signal ended it, and its plan (`draft`) when options.draft started it from a
+ * draft) and `window.ConvergeRows` (the player's rows from frames, app/site/js/rows.js; race(player, ...), which
+ * draws a race in the page's player; board(player, options), which runs the twins' board in it, and cells(row,
+ * board), a board row as its table shows it).
+ * tests/node/parity.mjs races the same samplers over recorded logits.
  */
 import { api, controls } from "./twins.js";
 import { load, fromFolder } from "./onnx.js";
 import { analyzer, wire, summary, draftEntry } from "./rows.js";
+import { perplexity, runBoard, cells, note } from "./board.js";
 
 /* the folder opened from disk (a file: address): the browser lets a page there fetch none of the folder's files, so
    it says how to open it instead of trying (the single file, which fetches nothing, opens from disk) */
@@ -38,10 +42,19 @@ var converge = {
   settings: ready.then(function (loaded) { return Object.assign({}, loaded.settings.diffusion); }),
   /* the settings the browser honours, each twin's, with their declarations and defaults: the page's controls */
   controls: ready.then(controls),
-  race: function (prompt, options) { return racer.then(function (race) { return race(prompt, options); }); }
+  race: function (prompt, options) { return racer.then(function (race) { return race(prompt, options); }); },
+  /* what the board reads (twins.json `board`, app/board/notes.py): its openings, columns, side names, note's lead */
+  board: ready.then(function (loaded) { return loaded.board; }),
+  /* the referee's perplexity of `answer` given `prompt` (app/site/js/board.js); its graph is fetched on first use */
+  perplexity: function (prompt, answer) {
+    return ready.then(function (loaded) {
+      var tok = loaded.twins.ar.tok, eos = loaded.twins.ar.eos;
+      return loaded.referee().then(function (judge) { return perplexity(judge, tok, eos, prompt, answer); });
+    });
+  }
 };
 /* a folder that cannot load rejects each of these; whoever reads one hears why, and none is reported as unhandled */
-["ready", "analysis", "settings", "controls"].forEach(function (k) { converge[k].catch(function () {}); });
+["ready", "analysis", "settings", "controls", "board"].forEach(function (k) { converge[k].catch(function () {}); });
 
 /* One race through `converge.race` drawn live in `player` (app/view/player/) as a race on
  * the page is: `mode: live`, one row per frame as it comes, each side's summary at the end. The visitor watched it
@@ -85,5 +98,20 @@ function draw(player, text, options, extra) {
   });
 }
 
+/* The twins' board drawn in `player`: the board's first `options.openings` openings (all by default) raced one after
+ * another at the twins' defaults, each drawn as a race is, each side's row (app/site/js/board.js) scored by the
+ * referee; `options.onRows(rows, done)` hears the rows after each race, `options.signal` stops it keeping the rows of
+ * the races that finished. Returns the promise of {rows, stopped, note}: the note (after the board's `notice`) over
+ * the rows, null without a finished race. */
+function board(player, options) {
+  options = options || {};
+  return Promise.all([converge.board, converge.analysis]).then(function (got) {
+    var data = got[0], analysis = got[1], texts = data.openings.slice(0, options.openings || data.openings.length);
+    var race = function (text) { return draw(player, text, {signal: options.signal}); };
+    return runBoard(texts, data, race, converge.perplexity, analysis, options.signal, options.onRows)
+      .then(function (done) { return Object.assign(done, {note: done.rows.length ? note(done.rows, data) : null}); });
+  });
+}
+
 globalThis.converge = converge;
-globalThis.ConvergeRows = {analyzer: analyzer, wire: wire, summary: summary, race: draw};
+globalThis.ConvergeRows = {analyzer: analyzer, wire: wire, summary: summary, race: draw, board: board, cells: cells};

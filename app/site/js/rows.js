@@ -9,10 +9,10 @@
  * twins.json (`analysis`), written from the Python constants.
  */
 /* what Python's str.strip() removes (str.isspace), so a token of only these is not visible */
-var BLANK = /^[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+export var BLANK = /^[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
 
 /* Python's round(x, d) for x >= 0: the decimal nearest the exact value, ties (x * 2^(d+1) odd) to even */
-function pyRound(x, d) {
+export function pyRound(x, d) {
   var twice = x * Math.pow(2, d + 1);
   if (Number.isInteger(twice) && twice % 2 === 1) {
     var n = Math.floor(x * Math.pow(10, d));
@@ -120,7 +120,7 @@ export function wire(rows) {
   return out;
 }
 
-function eosCut(tok, mask, eos) {
+export function eosCut(tok, mask, eos) {
   for (var i = 0; i < tok.length; i++) if (eos.indexOf(tok[i]) >= 0 && !(mask && mask[i])) return i;
   return tok.length;
 }

@@ -9,7 +9,7 @@ import { arRace } from "./autoregressive.js";
 import { revisionOf, planFor, planJson } from "./draft.js";
 
 /* what race(...) reads: the twins over `models` ({diffusion, ar}), both twins' defaults and declarations, the
-   longest prompt and answer, and the analysis constants app/site/js/rows.js reads */
+   longest prompt and answer, the analysis constants app/site/js/rows.js reads and the board's (board.js) */
 export function twinsOf(data, models) {
   ["diffusion", "ar"].forEach(function (kind) { checkFixed(kind, data.settings[kind], data.declared[kind]); });
   var tok = new Tokenizer(data.tokenizer), made = {};
@@ -19,7 +19,7 @@ export function twinsOf(data, models) {
                   topCandidates: data.top_candidates};
   });
   return {twins: made, settings: data.settings, declared: data.declared, maxLen: data.config.diffusion.max_len - 1,
-          analysis: data.analysis};
+          analysis: data.analysis, board: data.board};
 }
 
 var SOURCES = {diffusion: "local-diffusion", ar: "local-ar"};  // the names Python's sources give the twins
