@@ -7,6 +7,8 @@ Test modules import `HAVE_TWINS` and `needs_twins` from here; fixtures need no i
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -75,9 +77,79 @@ def browser():
         b.close()
 
 
-@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder this run's workers share (pytest-xdist gives each worker a folder inside it); without workers, the
+    run's own base folder. Never shared with another run."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def held(lock: Path) -> Iterator[None]:
+    """Holds an exclusive lock on the file `lock` (made if absent): one worker at a time builds what they share."""
+    with lock.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Any) -> Path:
+    """What `build(folder)` writes into `folder`, built by the first worker that asks and read by every other
+    worker of the run from the same folder (a marker file says the build finished)."""
+    shared = run_folder(tmp_path_factory) / f"built-{name}"
+    with held(run_folder(tmp_path_factory) / f"built-{name}.lock"):
+        if not (shared / "done").is_file():
+            shutil.rmtree(shared, ignore_errors=True)  # a build a failed worker left half done
+            shared.mkdir(parents=True)
+            build(shared)
+            (shared / "done").touch()
+    return shared
+
+
+def needs_site_runtime() -> None:
+    """Skips (with the reason) where the static site cannot be built: no onnx package, or no onnxruntime-web and no
+    npm to install it, or npm that could not install it (no registry in reach)."""
+    pytest.importorskip("onnx", reason="the onnx package (requirements.txt) builds the site's graphs")
+    ready = (ROOT / "app" / "site" / "node_modules" / "onnxruntime-web").is_dir()
+    if not ready and shutil.which("npm") is None:
+        pytest.skip("npm is not installed, so onnxruntime-web cannot be installed to build the site")
+    from app.errors import UserError
+    from app.site.build import runtime_dir
+
+    try:
+        runtime_dir()
+    except UserError as e:
+        pytest.skip(f"onnxruntime-web is unavailable: {e}")
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The static site's folder (`python -m app site`), built once per run and shared by every worker and test that
+    reads it (npm ci on first use, as on a fresh machine). Tests only read it."""
+    if not HAVE_TWINS:
+        pytest.skip("assets/models/*.safetensors are absent (train the twins first)")
+    needs_site_runtime()
+    from app.site.build import build_site
+
+    return built_once(tmp_path_factory, "site", lambda folder: build_site(folder / "site")) / "site"
+
+
+@pytest.fixture(scope="session")
+def single(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The single-file site (`--single-file`), made once per run from the folder above."""
+    from app.site.build import build_single
+
+    made = built_once(tmp_path_factory, "single", lambda folder: build_single(folder / "converge.html", site=site))
+    return made / "converge.html"
+
+
+@pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
-    """The whole app served in this process on 127.0.0.1 (tests/pages.py serve_page), one per test module."""
+    """The whole app served in this process on 127.0.0.1 (tests/pages.py serve_page), one per run (one per worker of
+    a parallel run), so the tests that read it are not tied to one worker. Each test opens its own tab (a session of
+    its own) and saves in its own recordings folder (`recordings`, read by the app at each call)."""
     from tests.pages import serve_page
 
     with serve_page() as url:

@@ -24,7 +24,6 @@ from tests.fixtures import needs_twins
 from tests.pages import browser_tab
 from tests.served import served_process
 from tests.test_site import python_answers
-from tests.test_site import site as site  # noqa: F401  (the site built once for the module)
 
 pytestmark = needs_twins
 PLAYER = "document.querySelector('#player .cv-player').convergePlayer.state"

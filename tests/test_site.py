@@ -19,23 +19,6 @@ from tests.fixtures import needs_twins
 from tests.pages import browser_tab
 
 pytestmark = needs_twins
-ORT_READY = (Path(__file__).resolve().parent.parent / "app" / "site" / "node_modules" / "onnxruntime-web").is_dir()
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site built once for the module (npm ci on first use, as on a fresh machine)."""
-    pytest.importorskip("onnx", reason="the onnx package (requirements.txt) builds the site's graphs")
-    if not ORT_READY and shutil.which("npm") is None:
-        pytest.skip("npm is not installed, so onnxruntime-web cannot be installed to build the site")
-    from app.errors import UserError
-    from app.site.build import build_site, runtime_dir
-
-    try:
-        runtime_dir()
-    except UserError as e:  # npm is there but could not install it (no registry in reach)
-        pytest.skip(f"onnxruntime-web is unavailable: {e}")
-    return build_site(tmp_path_factory.mktemp("site") / "site")
 
 
 def python_answers(prompt: str, ar: dict[str, Any] | None = None, **settings: Any) -> dict[str, tuple[list[int], int]]:
@@ -118,14 +101,6 @@ def test_the_browser_race_equals_the_python_twins_and_asks_no_other_host(site: P
         want = python_answers(prompt)
         for side in ("left", "right"):
             assert (race[side][0], race[side][1]) == want[side], (prompt, side)
-
-
-@pytest.fixture(scope="module")
-def single(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The single-file site (`--single-file`), built once for the module after the folder."""
-    from app.site.build import build_single
-
-    return build_single(tmp_path_factory.mktemp("single") / "converge.html")
 
 
 def test_the_single_file_races_from_file_with_no_network(single: Path, browser: Any) -> None:

@@ -218,17 +218,18 @@ def _script(text: str) -> str:
     return f"<script>\n{text}\n</script>"
 
 
-def build_single(out: str | Path) -> Path:
+def build_single(out: str | Path, site: Path | None = None) -> Path:
     """Writes the whole site as one HTML file `out` that races from file:// with no network: the scripts inline,
     the runtime's WebAssembly, the twins' graphs and twins.json as gzip-compressed base64 blocks (single.js reads
-    them). It leaves out the board, and so the referee's graph, saying so where the board would be (NO_BOARD)."""
+    them). It leaves out the board, and so the referee's graph, saying so where the board would be (NO_BOARD).
+    `site`: a folder `build_site` already wrote, read instead of building one afresh."""
     out = Path(out)
     if out.is_dir():
         raise UserError(f"{out} is a folder; give --single-file a file name such as converge.html.")
     if not out.parent.is_dir():
         raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist.")
     with tempfile.TemporaryDirectory() as tmp:
-        site = build_site(Path(tmp) / "site")
+        site = site if site is not None else build_site(Path(tmp) / "site")
         blocks = [f'<script type="application/octet-stream" id="{key}">'
                   f"{base64.b64encode(gzip.compress((site / name).read_bytes(), 6)).decode()}</script>"
                   for key, name in INLINED.items()]
