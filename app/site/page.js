@@ -1,8 +1,8 @@
 /* The static site's page: a prompt, Run, a draft to start from, each twin's settings, the page's player
  * (app/view/player/, the same as the HTML export's) drawing both sides as their frames come (window.ConvergeRows.race:
- * rows built in the browser, text only, never HTML), and the twins' board (window.ConvergeRows.board). The settings' controls are built from the declarations race.js reads (twins.json, written
- * from the Python ones for app/sources/local.py BROWSER_SETTINGS), so the page offers exactly what the browser's
- * samplers honour. */
+ * rows built in the browser, text only, never HTML), and the twins' board (window.ConvergeRows.board). The settings'
+ * controls are built from the declarations race.js reads (twins.json, written from the Python ones for
+ * app/sources/local.py BROWSER_SETTINGS), so the page offers exactly what the browser's samplers honour. */
 (function () {
   "use strict";
   var form = document.getElementById("cv-form"), prompt = document.getElementById("cv-prompt");
