@@ -71,20 +71,34 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # fast lane for the edit loop is `-m "not browser and not server and not torch"` (README)
 SERVER_FIXTURES = {"server_url", "wire_server", "fast_server", "served", "served_app", "run_on_url", "app_url",
                    "sweeps_url", "launched", "server_run", "server", "url", "page"}
-SERVER_CALLS = ("serve_page(", "serve(", "Popen(", "launch(")  # a server started in the test's own body
+# a server started in the test's own body or in a fixture it uses (tests/served.py `served_process`: a served page in
+# its own process)
+SERVER_CALLS = ("serve_page(", "serve(", "Popen(", "launch(", "served_process(")
+# the benches that start a served page and drive Chromium themselves (app/bench/served.py, app/bench/browser.py)
+BROWSER_BENCHES = ("app.bench.served", "app.bench.browser")
 SITE_FIXTURES = {"site", "single"}
 TORCH_IMPORTS = ("import torch", "from transformers", "import transformers", "import diffusers", "from diffusers",
                  'importorskip("torch"', 'importorskip("transformers"', "tests.hf_families", "from tests import hf_")
 
 
-def _body(item: pytest.Item) -> str:
-    """The source of a test function ("" where it cannot be read)."""
+def _source(func: Any) -> str:
+    """The source of a function ("" where it cannot be read)."""
     import inspect
 
     try:
-        return inspect.getsource(item.function)
+        return inspect.getsource(func)
     except (AttributeError, OSError, TypeError):
         return ""
+
+
+def _body(item: pytest.Item) -> str:
+    """The source of a test function and of the suite's own fixtures it uses, at any depth, but `browser` (its
+    Chromium launch is the browser mark's) ("" where none can be read)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}) or {}
+    fixtures = [d.func for name, fixturedefs in defs.items() for d in fixturedefs
+                if name != "browser" and getattr(d.func, "__module__", "").startswith("tests")]
+    return "\n".join(_source(f) for f in [getattr(item, "function", None), *fixtures])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -94,7 +108,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         used = set(getattr(item, "fixturenames", ()))
         if "browser" in used:
             item.add_marker("browser")
-        if used & SERVER_FIXTURES or any(call in _body(item) for call in SERVER_CALLS):
+        body = _body(item)
+        if used & SERVER_FIXTURES or any(call in body for call in SERVER_CALLS):
+            item.add_marker("server")
+        if any(bench in body for bench in BROWSER_BENCHES):
+            item.add_marker("browser")
             item.add_marker("server")
         if used & SITE_FIXTURES:
             item.add_marker("site")
