@@ -30,14 +30,15 @@ def read_stories(paths: list[str]) -> list[str]:
     stories: list[str] = []
     for path in paths:
         text = Path(path).read_text(encoding="utf-8").replace("\r\n", "\n")
-        blocks = re.split(r"(?<=[^\n])\n(?=[^\n])", text) if _has_single_breaks(text) else [text]
+        single = _has_single_breaks(text)  # read once a file: it scans the whole text
+        blocks = re.split(r"(?<=[^\n])\n(?=[^\n])", text) if single else [text]
         for block in blocks:
             current: list[str] = []
             for para in re.split(r"\n\s*\n", block):
                 para = para.strip()
                 if not para:
                     continue
-                if current and STORY_START.match(para) and not _has_single_breaks(text):
+                if current and STORY_START.match(para) and not single:
                     stories.append("\n\n".join(current))
                     current = []
                 current.append(para)
