@@ -145,11 +145,11 @@ def single(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return made / "converge.html"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    """The whole app served in this process on 127.0.0.1 (tests/pages.py serve_page), one per run (one per worker of
-    a parallel run), so the tests that read it are not tied to one worker. Each test opens its own tab (a session of
-    its own) and saves in its own recordings folder (`recordings`, read by the app at each call)."""
+    """The whole app served in this process on 127.0.0.1 (tests/pages.py serve_page), one per test module: one per
+    run was tried (issue 52), and a lesson's race then waited for good behind what an earlier module's tests had left
+    on the page's server, so each module starts from a fresh one."""
     from tests.pages import serve_page
 
     with serve_page() as url:
