@@ -29,10 +29,12 @@ _leaks: list[str] = []  # keys found in pages and test output, reported when the
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Gradio's upload and cache folder for this run, created before any test imports gradio, so it can be searched."""
+    """Gradio's upload and cache folder for this run, created before any test imports gradio, so it can be searched;
+    each worker of a parallel run gets its own (they inherit the main process's environment), since one worker's
+    served page may clear Gradio's folder while another's upload is moving a file through it."""
     import tempfile
 
-    if "GRADIO_TEMP_DIR" not in os.environ:
+    if "GRADIO_TEMP_DIR" not in os.environ or hasattr(config, "workerinput"):
         os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="converge-test-gradio-")
         _gradio_dir.append(os.environ["GRADIO_TEMP_DIR"])
 
