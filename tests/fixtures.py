@@ -112,12 +112,11 @@ def needs_site_runtime() -> None:
     """Skips (with the reason) where the static site cannot be built: no onnx package, or no onnxruntime-web and no
     npm to install it, or npm that could not install it (no registry in reach)."""
     pytest.importorskip("onnx", reason="the onnx package (requirements.txt) builds the site's graphs")
-    ready = (ROOT / "app" / "site" / "node_modules" / "onnxruntime-web").is_dir()
-    if not ready and shutil.which("npm") is None:
-        pytest.skip("npm is not installed, so onnxruntime-web cannot be installed to build the site")
     from app.errors import UserError
-    from app.site.build import runtime_dir
+    from app.site.build import runtime_dir, runtime_installed
 
+    if not runtime_installed() and shutil.which("npm") is None:
+        pytest.skip("npm is not installed, so onnxruntime-web cannot be installed to build the site")
     try:
         runtime_dir()
     except UserError as e:
