@@ -31,10 +31,31 @@ def ends_of(path: Path) -> dict[str, dict[str, Any]]:
     return {e["side"]: e for e in lines if e.get("type") == "end"}
 
 
+HELD_AT = 8  # frames each side makes before it waits for Stop (so the race is still running when Stop is pressed)
+
+
+def held_until_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each twin of the page's races (served in this process) waits after its HELD_AT-th frame until Stop reaches it,
+    then goes on as it would: on a loaded machine the page showed a 1.8 s race only after it had finished, so the test
+    could not press Stop while it ran. What follows Stop (the sides ending, every frame kept) is the app's own."""
+    from app.sources.local import SamplerSource
+
+    real = SamplerSource.stream
+
+    def stream(self: SamplerSource, prompt: str, cancel: threading.Event, *args: Any, **kwargs: Any) -> Any:
+        for n, frame in enumerate(real(self, prompt, cancel, *args, **kwargs), start=1):
+            yield frame
+            if n == HELD_AT:
+                cancel.wait(120)  # a condition: Stop reaching the race (the bound only ends a test that failed)
+
+    monkeypatch.setattr(SamplerSource, "stream", stream)
+
+
 @needs_twins
 @pytest.mark.browser
 def test_stop_during_lesson_13s_race_ends_both_sides_stopped_within_half_a_second_keeping_every_frame(
-        browser: Any, server_url: str, recordings: Path) -> None:
+        browser: Any, server_url: str, recordings: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    held_until_stopped(monkeypatch)
     i = lesson_index("Why diffusion wins on a GPU")
     full = {side: settings["gen_length"] for side, (_, settings) in LESSONS[i].sources().items()}
     with browser_tab(browser, server_url, width=1366, height=768) as tab:
@@ -44,8 +65,8 @@ def test_stop_during_lesson_13s_race_ends_both_sides_stopped_within_half_a_secon
         tab.click("#lesson-run")
         tab.locator("#stop").scroll_into_view_if_needed()  # lesson mode scrolled the lesson up: Stop is clicked at once
         # as soon as the page shows both sides running (or the race finished first: then the test fails below). The
-        # tester pressed Stop 1 s in, on a loaded machine where the race took 8 s; here it takes about 1 s from Run on
-        # its own clock, and the page shows a frame some tenths of a second after it is made
+        # tester pressed Stop 1 s in, on a loaded machine where the race took 8 s; here each side waits after
+        # HELD_AT frames until Stop reaches it
         tab.wait_for_function("""([root, before]) => {
           const p = document.querySelector(root);
           if (p.dataset.run === before || p.dataset.mode !== 'live') return false;
