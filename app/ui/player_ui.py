@@ -7,15 +7,18 @@ whole recording again for every session that loaded one.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from app.sources.base import setting_defaults
+from app.trace.store import examples_dir
 from app.ui.page_assets import PLAYER_GLUE, player_head
 from app.ui.session_state import sent_not_kept
-from app.view.payload import load_payload, player_json
+from app.view.payload import load_payload, new_run_id, player_json
 
 
 def to_player(payload: dict[str, Any]) -> dict[str, Any]:
@@ -27,10 +30,42 @@ def to_player(payload: dict[str, Any]) -> dict[str, Any]:
     return gr.update(payload=player_json(payload))
 
 
+KEPT_EXAMPLES = 16  # bundled examples whose payload is kept (each tens of kB); the page opens on the first
+_kept: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def recording_at_start(path: Path) -> dict[str, Any]:
+    """The payload of the recording at `path`, at its start. A bundled example's is read and analysed once per
+    version of its file and kept: every page load shows the first example, and reading it was most of a page load's
+    work on the server (a class opening the page at once); each load still gets a run id of its own."""
+    def read() -> dict[str, Any]:
+        return load_payload(path, name=path.name, cursor="start", defaults=setting_defaults())
+
+    try:
+        stat = path.stat()
+        bundled = path.resolve().parent == examples_dir().resolve()
+    except OSError:
+        bundled = False
+    if not bundled:
+        return read()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    with _kept_lock:
+        kept = _kept.get(key)
+        if kept is not None:
+            _kept.move_to_end(key)
+    if kept is None:
+        kept = read()
+        with _kept_lock:
+            _kept[key] = kept
+            while len(_kept) > KEPT_EXAMPLES:
+                _kept.popitem(last=False)
+    return {**kept, "run": new_run_id("rec")}
+
+
 def show_recording(path: Path, play: bool = False) -> dict[str, Any]:
     """The player's update that loads the recording at `path`, at its start, ready to play (playing, with `play`)."""
-    payload = load_payload(path, name=path.name, cursor="start", defaults=setting_defaults())
-    return to_player({**payload, **({"autoplay": True} if play else {})})
+    return to_player({**recording_at_start(path), **({"autoplay": True} if play else {})})
 
 
 def player_box() -> gr.HTML:
