@@ -83,14 +83,19 @@ TORCH_IMPORTS = ("import torch", "from transformers", "import transformers", "im
                  'importorskip("torch"', 'importorskip("transformers"', "tests.hf_families", "from tests import hf_")
 
 
+_sources: dict[Any, str] = {}  # each function's source, read once (a fixture is used by many tests)
+
+
 def _source(func: Any) -> str:
     """The source of a function ("" where it cannot be read)."""
     import inspect
 
-    try:
-        return inspect.getsource(func)
-    except (AttributeError, OSError, TypeError):
-        return ""
+    if func not in _sources:
+        try:
+            _sources[func] = inspect.getsource(func)
+        except (AttributeError, OSError, TypeError):
+            _sources[func] = ""
+    return _sources[func]
 
 
 def _body(item: pytest.Item) -> str:

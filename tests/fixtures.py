@@ -22,7 +22,10 @@ MODELS = ROOT / "assets" / "models"
 HAVE_TWINS = all((MODELS / f"{k}.safetensors").is_file() for k in ("diffusion", "ar"))
 needs_twins = pytest.mark.skipif(not HAVE_TWINS,
                                  reason="assets/models/*.safetensors are absent (train the twins first)")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Debian's Chromium for the tests: its headless shell (package chromium-headless-shell, the build playwright itself
+# runs for headless pages: the same Blink, lighter than the full browser in its headless mode) where
+# it is installed, else the browser itself
+CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +73,7 @@ def browser():
     """Debian's Chromium driven by playwright; skipped with a reason where it is not installed."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not os.path.exists(CHROMIUM):
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
+        pytest.skip("Chromium is not installed (apt-get install chromium-headless-shell)")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield b
