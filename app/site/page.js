@@ -1,7 +1,7 @@
 /* The static site's page: a prompt, Run, a draft to start from, each twin's settings, the page's player
  * (app/view/player/, the same as the HTML export's) drawing both sides as their frames come (window.ConvergeRows.race:
- * rows built in the browser, text only, never HTML), and the twins' board (window.ConvergeRows.board). The settings'
- * controls are built from the declarations race.js reads (twins.json, written from the Python ones for
+ * rows built in the browser, text only, never HTML), and the twins' board (window.ConvergeRows.showBoard). The
+ * settings' controls are built from the declarations race.js reads (twins.json, written from the Python ones for
  * app/sources/local.py BROWSER_SETTINGS), so the page offers exactly what the browser's samplers honour. */
 (function () {
   "use strict";
@@ -112,58 +112,24 @@
   });
   stop.addEventListener("click", function () { if (stopper) stopper.abort(); });
 
-  /* The board (window.ConvergeRows.board, app/site/js/board.js): the openings raced one after another in the player,
-     the table's rows (text only) filled as each race ends, and the line under it from those rows. ?openings=N races
-     the first N only. */
-  function fill(body, rows) {
-    body.textContent = "";
-    rows.forEach(function (row) {
-      var tr = document.createElement("tr");
-      window.ConvergeRows.cells(row, boardData).forEach(function (v) {
-        var td = document.createElement("td");
-        td.textContent = v === null ? "" : String(v);
-        tr.appendChild(td);
-      });
-      body.appendChild(tr);
-    });
-  }
-
+  /* The board (window.ConvergeRows.showBoard, app/site/js/race.js, as the served page's browser board draws it): the
+     openings raced one after another in the player, the table's rows (text only) filled as each race ends, and the
+     line under it from those rows. ?openings=N races the first N only. */
   var boardData = null;
   function boardStart() {
-    var table = document.getElementById("cv-board-table"), line = document.getElementById("cv-board-note");
-    var says = document.getElementById("cv-board-status"), body = table.tBodies[0];
-    var n = Math.min(Number(query.get("openings")) || boardData.openings.length, boardData.openings.length);
+    var parts = {table: document.getElementById("cv-board-table"), status: document.getElementById("cv-board-status"),
+                 note: document.getElementById("cv-board-note")};
     busy(true);
     boardStop.disabled = false;
     boardStopper = new AbortController();
-    body.textContent = ""; line.textContent = "";
-    says.textContent = "Racing opening 1 of " + n + "\u2026";
-    window.ConvergeRows.board(player, {openings: n, signal: boardStopper.signal, onRows: function (rows, done) {
-      fill(body, rows);
-      if (done < n) says.textContent = "Racing opening " + (done + 1) + " of " + n + "\u2026";
-    }}).then(function (r) {
-      fill(body, r.rows);
-      says.textContent = r.stopped ? "Stopped after " + r.rows.length / 2 + " of " + n + " openings." :
-                                     "Done: " + n + " openings.";
-      if (r.note) {
-        var lead = document.createElement("strong");
-        lead.textContent = boardData.notice;
-        line.appendChild(lead);
-        line.appendChild(document.createTextNode(" " + r.note));
-      }
-    }, function (e) { says.textContent = String(e && e.message || e); })
+    window.ConvergeRows.showBoard(player, parts, boardData, query.get("openings"), boardStopper.signal)
       .then(function () { busy(false); boardStop.disabled = true; boardStopper = null; });
   }
 
   if (boardRun) {
     window.converge.board.then(function (data) {
-      var head = document.getElementById("cv-board-table").tHead.insertRow();
       boardData = data;
-      data.columns.forEach(function (c) {
-        var th = document.createElement("th");
-        th.textContent = c[1];
-        head.appendChild(th);
-      });
+      window.ConvergeRows.boardHeads(document.getElementById("cv-board-table"), data);
       boardRun.addEventListener("click", boardStart);
       boardStop.addEventListener("click", function () { if (boardStopper) boardStopper.abort(); });
     }, function () { /* the status line says why loading failed */ });

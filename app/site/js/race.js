@@ -5,8 +5,9 @@
  * race(prompt, options), which returns a promise of {left, right}: frames, text, ids and nfe each, the settings that
  * side ran with, `stopped` when options.signal ended it, and its plan (`draft`) when options.draft started it from a
  * draft) and `window.ConvergeRows` (the player's rows from frames, app/site/js/rows.js; race(player, ...), which
- * draws a race in the page's player; board(player, options), which runs the twins' board in it, and cells(row,
- * board), a board row as its table shows it).
+ * draws a race in the page's player; board(player, options), which runs the twins' board in it; cells(row,
+ * board), a board row as its table shows it; and boardHeads(table, board) and showBoard(player, parts, board,
+ * openings, signal), the board's table, status and note as every page that offers the board draws them).
  * tests/node/parity.mjs races the same samplers over recorded logits.
  */
 import { api, controls } from "./twins.js";
@@ -113,5 +114,60 @@ function board(player, options) {
   });
 }
 
+/* The board's table heads (its columns' names, `data`: converge.board) in `table`'s thead, once. */
+function boardHeads(table, data) {
+  if (table.tHead.rows.length) return;
+  var head = table.tHead.insertRow();
+  data.columns.forEach(function (c) {
+    var th = document.createElement("th");
+    th.textContent = c[1];
+    head.appendChild(th);
+  });
+}
+
+/* the rows in `body`, a cell each as the table shows it (cells), every one as text */
+function fillRows(body, rows, data) {
+  body.textContent = "";
+  rows.forEach(function (row) {
+    var tr = document.createElement("tr");
+    cells(row, data).forEach(function (v) {
+      var td = document.createElement("td");
+      td.textContent = v === null ? "" : String(v);
+      tr.appendChild(td);
+    });
+    body.appendChild(tr);
+  });
+}
+
+/* The one drawing of a board in a page, the static site's (app/site/page.js) and the served page's browser board
+ * (app/ui/browser_race.js): `board` run in `player` over the first `asked` openings (the page's ?openings=N; all of
+ * them when it is not a positive number), `parts.status` saying which opening races, `parts.table`'s rows (text only)
+ * filled as each race ends, and `parts.note` the what-to-notice line from those rows, after `data.notice`.
+ * `signal` stops it. Returns the promise of the board's {rows, stopped, note}, or of null where it failed (its
+ * status line says why): it never rejects, so a page's buttons come back whatever happened. */
+function showBoard(player, parts, data, asked, signal) {
+  var all = data.openings.length, want = Math.floor(Number(asked)), body = parts.table.tBodies[0];
+  var n = want > 0 ? Math.min(want, all) : all;
+  boardHeads(parts.table, data);
+  body.textContent = ""; parts.note.textContent = "";
+  parts.status.textContent = "Racing opening 1 of " + n + "\u2026";
+  return board(player, {openings: n, signal: signal, onRows: function (rows, done) {
+    fillRows(body, rows, data);
+    if (done < n) parts.status.textContent = "Racing opening " + (done + 1) + " of " + n + "\u2026";
+  }}).then(function (r) {
+    fillRows(body, r.rows, data);
+    parts.status.textContent = r.stopped ? "Stopped after " + r.rows.length / 2 + " of " + n + " openings." :
+                                           "Done: " + n + " openings.";
+    if (r.note) {
+      var lead = document.createElement("strong");
+      lead.textContent = data.notice;
+      parts.note.appendChild(lead);
+      parts.note.appendChild(document.createTextNode(" " + r.note));
+    }
+    return r;
+  }, function (e) { parts.status.textContent = String(e && e.message || e); return null; });
+}
+
 globalThis.converge = converge;
-globalThis.ConvergeRows = {analyzer: analyzer, wire: wire, summary: summary, race: draw, board: board, cells: cells};
+globalThis.ConvergeRows = {analyzer: analyzer, wire: wire, summary: summary, race: draw, board: board, cells: cells,
+                           boardHeads: boardHeads, showBoard: showBoard};
