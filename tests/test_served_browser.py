@@ -2,7 +2,8 @@
 under the served policy with the static site's folder, as `python -m app --host` starts it; Chromium races the twins
 on it with "Run on: your browser", the answer equals the Python twins', the server runs no race (the race joins no
 queue; its frames come to the server once it has ended, to be saved in the visitor's library), Stop ends it keeping
-its frames, and nothing but the site's own files is served under its route. Skipped with the reason where Chromium,
+its frames, the Board area's board runs in the browser as Python's does with no race on the server, and nothing but
+the site's own files is served under its route. Skipped with the reason where Chromium,
 npm (onnxruntime-web) or onnx is missing."""
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import pytest
 
 from app.bench.twins import EVAL_PROMPTS
 from app.trace.reading import read_recording
+from app.ui.board_tab import BROWSER_SAYS
 from app.ui.browser_race import RAN, RAN_IN
 from app.ui.site_files import SITE_ROUTE
 from tests.fixtures import needs_twins
 from tests.pages import browser_tab
 from tests.served import served_process
-from tests.test_site import python_answers
+from tests.test_site import python_answers, python_board
 
 pytestmark = needs_twins
 PLAYER = "document.querySelector('#player .cv-player').convergePlayer.state"
@@ -102,6 +104,48 @@ def test_the_served_page_races_the_twins_in_the_browser_and_the_server_runs_none
     assert rec.header["ran_in"] == RAN_IN and rec.header["prompt"] == prompt
     assert [rec.frames[k][-1].nfe for k in ("left", "right")] == [want["left"][1], want["right"][1]]
     assert [rec.ends[k]["status"] for k in ("left", "right")] == ["done", "done"]
+
+
+
+def test_the_served_pages_board_runs_in_the_browser_as_pythons_and_the_server_runs_none(served: tuple[str, Path],
+                                                                                        browser: Any) -> None:
+    """The Board area's board in the visitor's browser (?openings=2, as the site's): each opening races in the page's
+    player, its table is the page's board's rows (passes and answer tokens exactly, the referee's perplexity within
+    what the graph's logits allow), the line under it quotes the table's figures; the server joins no queue for it
+    (no race, no save) and writes no recording, as the area's sentence says."""
+    from app.board.notes import cells
+    from app.board.prompts import prompt_set
+    from tests.test_board_page import expected_note
+
+    url, recordings = served
+    before = recordings_in(recordings)
+    with browser_tab(browser, url + "?openings=2", timeout_ms=240_000) as tab:
+        tab.wait_for_function(OPENED)
+        sent: list[Any] = []
+        tab.on("request", lambda r: sent.append(r))
+        tab.get_by_text("Board: the twins over many prompts").click()
+        says = tab.inner_text("#board-browser-says")
+        tab.click("#board-browser-run")
+        tab.wait_for_function("() => document.getElementById('board-browser-status').textContent.startsWith('Done')"
+                              " && !document.getElementById('board-browser-run').disabled")
+        heads = tab.eval_on_selector_all("#board-browser-table th", "cells => cells.map((c) => c.textContent)")
+        shown = tab.eval_on_selector_all("#board-browser-table tbody tr", """rows => rows.map((r) =>
+            [...r.querySelectorAll('td')].map((c) => c.textContent))""")
+        line = tab.inner_text("#board-browser-note")
+        raced = tab.evaluate(f"() => {PLAYER}.prompt")
+    assert says == BROWSER_SAYS
+    assert raced == prompt_set("stories")[1].text  # the last opening's race is in the page's player
+    assert [r.url for r in sent if "/queue/join" in r.url] == []  # no race ran on the server, nothing was sent to keep
+    assert recordings_in(recordings) == before
+    assert {r.url.split(SITE_ROUTE)[1] for r in sent if SITE_ROUTE in r.url} >= {"race.js", "referee.onnx"}
+    want = [cells(r) for r in python_board(2)]
+    assert heads == ["opening", "side", "passes", "answer tokens", "tokens a pass", "seconds", "referee perplexity"]
+    assert [r[:4] for r in shown] == [[str(v) for v in w[:4]] for w in want]  # opening, side, passes, answer tokens
+    for got, made in zip(shown, want):
+        assert float(got[6]) == pytest.approx(made[6], rel=1e-3, abs=2e-3), (got, made)
+    assert line.startswith("What to notice: over 2 openings")
+    for figure in expected_note([dict(zip(heads, r)) for r in shown]):
+        assert figure in line
 
 
 def test_stop_ends_the_browser_race_keeping_its_frames_and_saves_them(served: tuple[str, Path], browser: Any) -> None:

@@ -7,6 +7,11 @@ race in it bounded as a race is (a CPU slot a side, the race time limit), its si
 policy check (app/ui/visitor.py), and saved in the visitor's library as a race is (the same size cap and hourly disk
 budget; a race the budget refuses runs unsaved). Clicking a row opens its race in the player. A board lesson
 (app/lessons/guided.py `board`) runs its board here, at its settings, through the same queue and bounds.
+
+On a page launched with the static site's folder (where the race box offers "Run on: your browser"), the area also
+offers the twins' board in the visitor's browser (`browser_board`): fixed markup whose buttons app/ui/browser_race.js
+wires, racing in the page's player and drawing the table, status and note with the static site's one drawing
+(app/site/js/race.js `showBoard`). It has no handler on the server, which sends only the site's files; it is not saved.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from app.board.tables import curve, frame
 from app.lessons.guided import LESSONS
 from app.serving.policy import LOCAL, Policy
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, written
+from app.ui.browser_race import BEGAN_ID
 from app.ui.budgets import queued
 from app.ui.library_ui import load_entry
 from app.ui.sessions import visitor_of
+from app.ui.site_files import SITE_ROUTE
 from app.ui.visitor import Visitor, visitor_source
 from app.view.board import curve_figure
 
@@ -39,6 +46,21 @@ INTRO = ("### Many prompts, one board\nOne race is one anecdote. The board races
          "perplexity of the answer (an AR twin trained with another seed; lower reads more like the stories). "
          "Each race is saved in your library; click a row to open its race in the player. `python -m app board` runs "
          "it on any two sources (docs/board.md).")
+
+BROWSER_ID = "board-browser"  # the browser board's box; its parts' ids start with it (app/ui/browser_race.js)
+BROWSER_RUN = "Run the twins' board in your browser"
+BROWSER_SAYS = ("Or race the same board in your browser: the twins and the referee run on this device "
+                "(onnxruntime-web), not on the server, each race drawn in the player above, and the board is not saved "
+                "in your library.")
+# fixed markup, no visitor's text in it: browser_race.js draws the table's cells and the lines with textContent
+BROWSER_HTML = (f'<div id="{BROWSER_ID}-box" data-base="{{base}}" data-began="{{began}}">'
+                f'<p id="{BROWSER_ID}-says">{BROWSER_SAYS}</p>'
+                f'<button id="{BROWSER_ID}-run" type="button">{BROWSER_RUN}</button> '
+                f'<button id="{BROWSER_ID}-stop" type="button" disabled>Stop the board</button>'
+                f'<p id="{BROWSER_ID}-status" role="status">Not run yet.</p>'
+                f'<table id="{BROWSER_ID}-table"><thead></thead><tbody></tbody></table>'
+                f'<p id="{BROWSER_ID}-note"></p></div>')
+BROWSER_JS = "window.ConvergeBrowserRace.board(element);"  # no quoted names: Gradio reads those as events
 
 
 def shown(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -145,11 +167,21 @@ def board_starter(policy: Policy, owner: Any, area: BoardArea, shell: Any) -> Ca
     return start_board
 
 
-def board_tab(prompts: int = PROMPTS, policy: Policy = LOCAL, owner: Any = None, shown_in: list[Any] | None = None
-              ) -> BoardArea:
+def browser_board() -> Any:
+    """The twins' board in the visitor's browser, where it is called: fixed markup (`BROWSER_HTML`) with the site's
+    address and the hidden button a browser race clicks as it begins (app/ui/browser_race.py `BEGAN_ID`: the session's
+    race on the server stops), which app/ui/browser_race.js wires with no handler on the server."""
+    html = BROWSER_HTML.format(base=SITE_ROUTE.lstrip("/"), began=BEGAN_ID)
+    return gr.HTML(value="", html_template=html, js_on_load=BROWSER_JS, apply_default_css=False, elem_id=BROWSER_ID)
+
+
+def board_tab(prompts: int = PROMPTS, policy: Policy = LOCAL, owner: Any = None, shown_in: list[Any] | None = None,
+              browser: bool = False) -> BoardArea:
     """Builds the Board area inside the open gr.Blocks under the page's `policy` (`prompts`: openings raced); `owner`
     is the session's owner state, `shown_in` the player and the recording it holds, where a clicked row's race opens.
-    Returns its parts, for a lesson's board (`board_starter`)."""
+    With `browser` (the race box offers "Run on: your browser"), it offers the twins' board in the browser too
+    (`browser_board`). Returns its parts, for a lesson's board
+    (`board_starter`)."""
     owner = owner if owner is not None else gr.State(None)
     gr.Markdown(INTRO.format(n=prompts), elem_id="board-intro")
     button = gr.Button("Run the twins' board", elem_id="board-run")
@@ -158,6 +190,8 @@ def board_tab(prompts: int = PROMPTS, policy: Policy = LOCAL, owner: Any = None,
     line = gr.Markdown("Not run yet: press **Run the twins' board**.", elem_id="board-note")
     opened = gr.Markdown("", elem_id="board-opened")
     names = gr.State([])
+    if browser:
+        browser_board()
     button.click(runner(policy, prompts), inputs=[owner], outputs=[plot, table, line, names],
                  **queued("board"), show_progress="hidden", api_name=False)
     if shown_in is not None:

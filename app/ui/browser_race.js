@@ -15,6 +15,7 @@
  * The page's Stop calls stop(): both sides end before their next pass and keep their frames. However it ends, the race
  * (prompt, each side's settings, frames and end) goes to the server, gzip-compressed, through the hidden #browser-kept
  * box, whose handler saves it in the visitor's library (app/ui/browser_race.py `keep`).
+ * The Board area's board in the browser (`board`) races the same way, in the same player, one race or board at a time.
  */
 (function () {
   "use strict";
@@ -134,5 +135,34 @@
 
   function stop() { if (stopper) stopper.abort(); }
 
-  window.ConvergeBrowserRace = {run: run, options: options, stop: stop};
+  /* The Board area's twins' board in the browser (app/ui/board_tab.py `browser_board`; its gr.HTML's js_on_load
+     calls this with its element): its button loads the site's files as a race does, clicks the hidden button that
+     stops the session's race on the server, and hands the board to window.ConvergeRows.showBoard, the static site's
+     one drawing of it, in the page's player (?openings=N races the first N). Its Stop, and the page's, stop it
+     keeping the races that finished. One race or board at a time; nothing is sent to the server to be saved. */
+  function board(element) {
+    var box = element.querySelector("[data-base]"), query = new URLSearchParams(location.search);
+    if (!box || box.getAttribute("data-wired")) return;
+    box.setAttribute("data-wired", "1");
+    var id = box.id.replace(/-box$/, ""), part = function (name) { return document.getElementById(id + "-" + name); };
+    var go = part("run"), end = part("stop");
+    var parts = {table: part("table"), status: part("status"), note: part("note")};
+    go.addEventListener("click", function () {
+      var root = document.querySelector("#player .cv-player"), player = root && root.convergePlayer;
+      if (!player || busy) return;
+      var began = document.getElementById(box.getAttribute("data-began"));
+      if (began) began.click();
+      busy = true; go.disabled = true; end.disabled = false;
+      stopper = new AbortController();
+      var signal = stopper.signal;
+      parts.status.textContent = "Loading the twins into your browser\u2026";
+      load(box.getAttribute("data-base")).then(function () { return window.converge.board; }).then(function (data) {
+        return window.ConvergeRows.showBoard(player, parts, data, query.get("openings"), signal);
+      }).catch(function (e) { parts.status.textContent = String(e && e.message || e); })
+        .then(function () { busy = false; go.disabled = false; end.disabled = true; stopper = null; });
+    });
+    end.addEventListener("click", stop);
+  }
+
+  window.ConvergeBrowserRace = {run: run, options: options, stop: stop, board: board};
 })();

@@ -11,7 +11,8 @@ the first bundled example loaded and ready to play; the rest comes below it (the
 race runs). `?presenter=1` opens the page in presenter mode, which shows only the race. The `mercury` and `openai`
 pickers offer the models their endpoint lists (app/sources/listing.py, under the policy's rules). Launched with the
 static site's folder (the command line builds it), the race box offers to race the twins in the visitor's browser
-(app/ui/browser_race.py) and the site's files are served read-only (app/ui/site_files.py).
+(app/ui/browser_race.py), the Board area their board there too, and the site's files are served read-only
+(app/ui/site_files.py).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def build(policy: Policy = LOCAL, browser: bool = False) -> gr.Blocks:
         with gr.Accordion("Sweep charts: steps, length and threshold, measured live", open=False, elem_id="sweeps"):
             sweeps_tab(policy=policy)
         with gr.Accordion("Board: the twins over many prompts", open=False, elem_id="board") as board_shell:
-            board = board_tab(policy=policy, owner=owner, shown_in=shown)
+            board = board_tab(policy=policy, owner=owner, shown_in=shown, browser=race.place is not None)
         for controls in race.controls.values():
             wire_sources(controls, policy)
         wire_pins(race, policy)
