@@ -161,3 +161,18 @@ def test_the_wire_server_also_serves_models_and_non_streamed_completions(url):
     assert reply.choices[0].message.content == "<b>hi</b>" and reply.usage.completion_tokens == 1
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=url, api_key="nope", max_retries=0).models.list()
+
+
+def test_every_sdk_client_shares_one_tls_context_that_still_verifies_certificates() -> None:
+    """Each race or model list makes an SDK client; its TLS context (the CA store) is made once per process, not once
+    per client, and it is the SDK's own default: certificates and host names checked."""
+    import ssl
+
+    from app.sources.openai_chat import sdk_client
+
+    a = sdk_client("sk-test", "https://api.example.com/v1", 5, 0)
+    b = sdk_client("sk-other", "http://127.0.0.1:9/v1", 7, 1)
+    contexts = [client._client._transport._pool._ssl_context for client in (a, b)]
+    assert contexts[0] is contexts[1]
+    assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
+    assert (a.api_key, a.max_retries, b.api_key, b.max_retries) == ("sk-test", 0, "sk-other", 1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from app.errors import UserError
 from app.sources import mercury, openai_chat
-from app.sources.openai_chat import check_base_url, check_key, host_of
+from app.sources.openai_chat import check_base_url, check_key, host_of, sdk_client
 
 LIST_TIMEOUT = 10.0  # seconds: a picker waits for this at most before saying the listing failed
 TYPE_A_NAME = "you can still type a model name"
@@ -25,7 +25,7 @@ def list_models(base_url: str, api_key: str, key_hint: str, timeout: float = LIS
 
     base_url = check_base_url(base_url)
     host = host_of(base_url)
-    client = openai.OpenAI(api_key=check_key(api_key, key_hint), base_url=base_url, timeout=timeout, max_retries=0)
+    client = sdk_client(check_key(api_key, key_hint), base_url, timeout, 0)
     try:
         return sorted({str(m.id) for m in client.models.list() if getattr(m, "id", None)})
     except openai.APITimeoutError:

@@ -35,6 +35,24 @@ MAX_RETRIES = 0
 ENTERED_KEY = "the API key you entered"
 
 
+_tls: list[Any] = []  # the one TLS context every client shares (made on first use)
+_tls_lock = threading.Lock()
+
+
+def sdk_client(api_key: str, base_url: str, timeout: float, max_retries: int) -> Any:
+    """The `openai` SDK's client for one request, on an HTTP client whose TLS context (the CA store the SDK's httpx
+    loads, with its own defaults) is made once per process: httpx made one per client, about 30 ms of CPU each
+    time a race started or a model list was read."""
+    import httpx2
+    import openai
+
+    with _tls_lock:
+        if not _tls:
+            _tls.append(httpx2.create_ssl_context())
+    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                         http_client=openai.DefaultHttpxClient(verify=_tls[0]))
+
+
 class _Malformed(Exception):
     """A chunk that parsed as JSON but not as a chat completion chunk."""
 
@@ -94,7 +112,7 @@ def stream_chat(*, base_url: str, api_key: str, key_hint: str, model: str, promp
     host = host_of(base_url)
     api_key = check_key(api_key, key_hint)
     prompt, model = clean_text(prompt), clean_text(model)
-    client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+    client = sdk_client(api_key, base_url, timeout, max_retries)
     text, frames, finish, usage = "", 0, None, None
     done = threading.Event()
     context: dict[str, Any] = {"host": host, "key": api_key, "key_hint": key_hint, "model": model, "timeout": timeout}
