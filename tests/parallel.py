@@ -22,6 +22,12 @@ FIRST = LOAD_SENSITIVE + ("test_lessons.py", "test_commit_filter.py", "test_site
                           "test_hostile_text.py", "test_first_screen.py", "test_fair_share.py")
 
 
+# torch's (OpenMP) and MKL's thread pools get one thread in each worker, and in what a worker starts, unless the
+# command's environment says otherwise: the workers already fill the cores, and a pool's second thread spins waiting
+# for one (numpy's OpenBLAS already runs on one thread: app/__init__.py)
+ONE_THREAD = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def workers(cores: int | None) -> int:
     """Workers for a plain run: WORKERS, capped at the machine's cores (one core: none, the run stays serial)."""
     n = min(WORKERS, cores or 1)
@@ -47,6 +53,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if n:
         option.numprocesses = n
         option.dist = "loadgroup"
+        for name in ONE_THREAD:  # set before the workers start: they inherit this process's environment
+            os.environ.setdefault(name, "1")
 
 
 @pytest.hookimpl(optionalhook=True)

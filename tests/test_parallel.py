@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.parallel import WORKERS, workers
+from tests.parallel import ONE_THREAD, WORKERS, workers
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = '''
@@ -41,9 +41,19 @@ def test_under_load_too():
 '''
 
 
+THREADS = '''
+import os
+
+def test_one_thread_a_pool_in_a_worker_and_the_callers_choice_without_workers():
+    pools = [os.environ.get(name) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")]
+    assert pools == (["1", "1"] if os.environ.get("PYTEST_XDIST_WORKER") else [None, None])
+'''
+
+
 def run(folder: Path, *args: str) -> str:
-    """The output of pytest run on `folder`'s suite (loading tests.parallel as tests/conftest.py does)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    """The output of pytest run on `folder`'s suite (loading tests.parallel as tests/conftest.py does), from an
+    environment that sets no thread pool's size."""
+    env = {**{k: v for k, v in os.environ.items() if k not in ONE_THREAD}, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:randomly",
                            *args], cwd=folder, env=env, capture_output=True, text=True, check=False, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -56,6 +66,7 @@ def suite(tmp_path: Path) -> Path:
     (tmp_path / "test_shared.py").write_text(SHARED)
     (tmp_path / "test_load.py").write_text(LOAD)  # a name in tests/parallel.py LOAD_SENSITIVE
     (tmp_path / "test_alpha.py").write_text("def test_collected_first():\n    pass\n")
+    (tmp_path / "test_threads.py").write_text(THREADS)
     return tmp_path
 
 
@@ -68,7 +79,7 @@ def test_a_plain_run_uses_two_workers_and_keeps_shared_fixtures_and_load_tests_o
     out = run(suite)
     assert "created: 2/2 workers" in out, out
     where = {test: gw for gw, test in re.findall(r"\[(gw\d)\] .*?PASSED (\S+)", out)}  # each test's worker
-    assert len(where) == 6, out
+    assert len(where) == 7, out
     assert where["test_shared.py::test_one@test_shared.py"] == where["test_shared.py::test_two@test_shared.py"]
     assert where["test_load.py::test_under_load@load"] == where["test_load.py::test_under_load_too@load"]
     assert "test_shared.py::test_alone" in where  # a test with nothing shared joins no group
@@ -76,8 +87,9 @@ def test_a_plain_run_uses_two_workers_and_keeps_shared_fixtures_and_load_tests_o
 
 def test_without_xdist_with_no_workers_or_with_files_named_the_run_stays_in_one_process_and_long_modules_go_first(
         suite: Path) -> None:
-    for args in (("-p", "no:xdist"), ("-n", "0"), ("test_alpha.py", "test_shared.py", "test_load.py")):
+    named = ("test_alpha.py", "test_shared.py", "test_load.py", "test_threads.py")
+    for args in (("-p", "no:xdist"), ("-n", "0"), named):
         out = run(suite, *args)
-        assert "created:" not in out and "[gw" not in out and "6 passed" in out, out  # no worker; paths may say gw0
+        assert "created:" not in out and "[gw" not in out and "7 passed" in out, out  # no worker; paths may say gw0
         order = re.findall(r"^(test_\w+\.py)::", out, re.M)
         assert order.index("test_load.py") < order.index("test_alpha.py") < order.index("test_shared.py"), out
