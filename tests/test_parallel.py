@@ -52,8 +52,9 @@ def test_one_thread_a_pool_in_a_worker_and_the_callers_choice_without_workers():
 
 def run(folder: Path, *args: str) -> str:
     """The output of pytest run on `folder`'s suite (loading tests.parallel as tests/conftest.py does), from an
-    environment that sets no thread pool's size."""
-    env = {**{k: v for k, v in os.environ.items() if k not in ONE_THREAD}, "PYTHONPATH": str(ROOT)}
+    environment that sets no thread pool's size and is no worker's (a worker of this run hands its own down)."""
+    env = {**{k: v for k, v in os.environ.items() if k not in ONE_THREAD and not k.startswith("PYTEST_XDIST")},
+           "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:randomly",
                            *args], cwd=folder, env=env, capture_output=True, text=True, check=False, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
