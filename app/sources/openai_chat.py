@@ -41,7 +41,7 @@ _tls_lock = threading.Lock()
 
 def sdk_client(api_key: str, base_url: str, timeout: float, max_retries: int) -> Any:
     """The `openai` SDK's client for one request, on an HTTP client whose TLS context (the CA store the SDK's httpx
-    loads, with its own defaults) is made once per process: httpx made one per client, about 30 ms of CPU each
+    loads, with its own defaults) is made once per process: httpx made one per client, about 20 ms of CPU each
     time a race started or a model list was read."""
     import httpx2
     import openai
