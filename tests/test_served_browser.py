@@ -106,7 +106,6 @@ def test_the_served_page_races_the_twins_in_the_browser_and_the_server_runs_none
     assert [rec.ends[k]["status"] for k in ("left", "right")] == ["done", "done"]
 
 
-
 def test_the_served_pages_board_runs_in_the_browser_as_pythons_and_the_server_runs_none(served: tuple[str, Path],
                                                                                         browser: Any) -> None:
     """The Board area's board in the visitor's browser (?openings=2, as the site's): each opening races in the page's

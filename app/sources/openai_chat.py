@@ -10,6 +10,7 @@ Mercury source: each parsed chunk becomes one Frame, its text replaced when the 
 from __future__ import annotations
 
 import email.utils
+import functools
 import importlib
 import json
 import math
@@ -35,22 +36,22 @@ MAX_RETRIES = 0
 ENTERED_KEY = "the API key you entered"
 
 
-_tls: list[Any] = []  # the one TLS context every client shares (made on first use)
-_tls_lock = threading.Lock()
+@functools.cache
+def _tls_context() -> Any:
+    """The TLS context (the CA store the SDK's httpx loads, with its own defaults) every SDK client shares."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def sdk_client(api_key: str, base_url: str, timeout: float, max_retries: int) -> Any:
-    """The `openai` SDK's client for one request, on an HTTP client whose TLS context (the CA store the SDK's httpx
-    loads, with its own defaults) is made once per process: httpx made one per client, about 20 ms of CPU each
-    time a race started or a model list was read."""
-    import httpx2
+    """The `openai` SDK's client for one request, on an HTTP client whose TLS context is made once per process
+    (`_tls_context`): httpx made one per client, about 20 ms of CPU each time a race started or a model list was
+    read."""
     import openai
 
-    with _tls_lock:
-        if not _tls:
-            _tls.append(httpx2.create_ssl_context())
     return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries,
-                         http_client=openai.DefaultHttpxClient(verify=_tls[0]))
+                         http_client=openai.DefaultHttpxClient(verify=_tls_context()))
 
 
 class _Malformed(Exception):

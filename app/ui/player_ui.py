@@ -43,13 +43,13 @@ def recording_at_start(path: Path) -> dict[str, Any]:
         return load_payload(path, name=path.name, cursor="start", defaults=setting_defaults())
 
     try:
-        stat = path.stat()
-        bundled = path.resolve().parent == examples_dir().resolve()
+        stat, where = path.stat(), path.resolve()
+        bundled = where.parent == examples_dir().resolve()
     except OSError:
         bundled = False
     if not bundled:
         return read()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    key = (str(where), stat.st_mtime_ns, stat.st_size)
     with _kept_lock:
         kept = _kept.get(key)
         if kept is not None:
