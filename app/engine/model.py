@@ -172,6 +172,7 @@ class NumpyTransformer:
             q_in_prefix = np.arange(T)[:, None] < allow_prefix
             k_after = np.arange(S)[None, :] >= allow_prefix
             mask = q_in_prefix & k_after
+        bias = None if mask is None else np.where(mask, np.float32(-np.inf), np.float32(0.0))  # added: 5x a masked set
         for li, L in enumerate(self.layers):
             qkv = _normalize(x) @ L["qkv_wf"]
             qkv += L["qkv_bf"]
@@ -187,8 +188,8 @@ class NumpyTransformer:
                     k = np.concatenate([past.k[li, :, :pos0], k], axis=1)
                     v = np.concatenate([past.v[li, :, :pos0], v], axis=1)
             att = np.matmul(q, k.transpose(0, 2, 1))
-            if mask is not None:
-                att[:, mask] = -np.inf
+            if bias is not None:
+                att += bias
             _softmax_inplace(att)
             y = np.matmul(att, v).transpose(1, 0, 2).reshape(T, c.n_embd)
             x += y @ L["proj_w"]

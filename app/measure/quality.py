@@ -47,15 +47,18 @@ def run_ar(model: Any, prompt_ids: list[int], s: ARSettings) -> tuple[list[int],
 
 
 def nll(ar: Any, prompt_ids: list[int], answer: list[int]) -> float:
-    """Summed negative log-likelihood (nats) of the answer given the prompt, under the AR twin."""
+    """Summed negative log-likelihood (nats) of the answer given the prompt, under the AR twin. Only the rows that
+    score the answer go through the head, and the log-softmax stays in float32 (summed in float64): the board scores
+    every answer it races, and this was two thirds of its own work (issue 54, item 6)."""
     if not answer:
         return 0.0
     seq = np.array([ar.eos_id, *prompt_ids, *answer], dtype=np.int64)
-    logits = ar.net.forward(seq, causal=True).astype(np.float64)
-    rows = logits[len(prompt_ids): len(prompt_ids) + len(answer)]
+    hidden = ar.net.hidden(seq[:-1], causal=True)[len(prompt_ids):]
+    rows = hidden @ ar.net.head
     rows -= rows.max(axis=-1, keepdims=True)
-    logp = rows[np.arange(len(answer)), answer] - np.log(np.exp(rows).sum(axis=-1))
-    return float(-logp.sum())
+    picked = rows[np.arange(len(answer)), answer].astype(np.float64)
+    np.exp(rows, out=rows)
+    return float(np.log(rows.sum(axis=-1, dtype=np.float64)).sum() - picked.sum())
 
 
 def distinct2(text: str) -> float | None:
