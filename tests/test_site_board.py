@@ -56,6 +56,7 @@ def golden(folder: Path) -> int:
     from app.board.prompts import prompt_set
     from app.board.run import Board, Entrant, Heat, referee
     from app.engine.model import load_twin
+    from app.measure.quality import answer_logits
     from app.site.build import twins_data
     from app.sources.local import make_local_ar, make_local_diffusion
 
@@ -77,7 +78,7 @@ def golden(folder: Path) -> int:
     for prompt_text, answer in pairs:
         ids, p = tok.encode(answer), tok.encode(prompt_text)
         seq = [judge.eos_id, *p, *ids]
-        logits = judge.net.forward(np.array(seq, dtype=np.int64), causal=True)[len(p): len(p) + len(ids)]
+        logits = answer_logits(judge, p, ids) if ids else np.zeros((0, judge.net.config.vocab_size))
         cases.append({"prompt": prompt_text, "answer": answer, "ids": seq if ids else None, "first": len(p),
                       "rows": len(ids), "offset": sum(b.size for b in blob), "ppl": score(prompt_text, answer)})
         blob.append(np.ascontiguousarray(logits, dtype=np.float32).ravel())

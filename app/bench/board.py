@@ -3,9 +3,10 @@
 "Races alone" runs the same heats as bare races, each recorded, its ticks drained and nothing else; "board" runs them
 through `Board.run`, which also loads the referee, reads each side's metrics, scores each answer and appends and
 flushes the CSV. The two alternate over `repeats` rounds. On a shared machine wall time moves by tens of percent from
-one round to the next with other work, so the overhead is read three ways: wall time and this process's CPU time of
-the board over the races alone, less one, and the board's own work timed where it happens (loading the referee, each
-row's metrics and score) over the races' wall time. Target: under 5%.
+one round to the next with other work, so the overhead is read four ways: wall time and this process's CPU time of the
+board over the races alone, less one; and the board's own work timed where it happens (loading the referee, each
+heat's rows with their scores), in wall seconds over the races' wall seconds and in CPU seconds over the races' CPU
+seconds. Target: both under 5% in the worst round.
 """
 
 from __future__ import annotations
@@ -25,28 +26,36 @@ TARGET = 0.05
 
 
 class TimedBoard(Board):
-    """The board, with the seconds of its own work added up: each row's (`own`) and, of that, the referee's scoring
-    (`scoring`)."""
+    """The board, with its own work added up: each heat's rows in wall seconds (`own`) and each row in its thread's CPU
+    seconds (`own_cpu`), and of that the referee's scoring (`scoring_cpu`)."""
 
     own = 0.0
-    scoring = 0.0
+    own_cpu = 0.0
+    scoring_cpu = 0.0
 
-    def row(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def rows_of(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         started = time.perf_counter()
         try:
-            return super().row(*args, **kwargs)
+            return super().rows_of(*args, **kwargs)
         finally:
             self.own += time.perf_counter() - started
 
+    def row(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        started = time.thread_time()
+        try:
+            return super().row(*args, **kwargs)
+        finally:
+            self.own_cpu += time.thread_time() - started
+
 
 def timed_score(board: TimedBoard, score: Any) -> Any:
-    """`score`, its seconds added to `board.scoring`."""
+    """`score`, its thread's CPU seconds added to `board.scoring_cpu`."""
     def timed(prompt: str, answer: str) -> float | None:
-        started = time.perf_counter()
+        started = time.thread_time()
         try:
             return score(prompt, answer)
         finally:
-            board.scoring += time.perf_counter() - started
+            board.scoring_cpu += time.thread_time() - started
     return timed
 
 
@@ -63,16 +72,16 @@ def races_alone(heats: list[Any], folder: Path) -> tuple[float, float]:
 
 
 def on_board(heats: list[Any], csv_path: Path) -> dict[str, float]:
-    """Seconds to run the heats through the board: wall and CPU, loading the referee (once a board), every row's own
-    work and, of that, the referee's scoring."""
+    """Seconds to run the heats through the board: wall and CPU, loading the referee (once a board, both), every
+    heat's rows (wall), every row (CPU) and, of that, the referee's scoring (CPU)."""
     wall, cpu = time.perf_counter(), time.process_time()
     board = TimedBoard(heats, csv_path, referee(), takes_seed)
-    load = time.perf_counter() - wall
+    load, load_cpu = time.perf_counter() - wall, time.process_time() - cpu
     board.score = timed_score(board, board.score)
     for _ in board.run():
         pass
-    return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "load": load, "rows": board.own,
-            "scoring": board.scoring}
+    return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "load": load, "load_cpu": load_cpu,
+            "rows": board.own, "rows_cpu": board.own_cpu, "scoring_cpu": board.scoring_cpu}
 
 
 def bench(repeats: int = 3, prompts: int = PROMPTS) -> dict[str, Any]:
@@ -89,13 +98,18 @@ def bench(repeats: int = 3, prompts: int = PROMPTS) -> dict[str, Any]:
             alone.append(races_alone(heats, folder))
             board.append(on_board(heats, Path(tmp) / f"board-{k}.csv"))
     def raced(b: dict[str, float]) -> float:
-        """The board's seconds in its races: its wall time less its own work."""
+        """The board's wall seconds in its races: its wall time less its own work."""
         return b["wall"] - b["load"] - b["rows"]
+
+    def raced_cpu(b: dict[str, float]) -> float:
+        """The board's CPU seconds in its races: its CPU time less its own work's."""
+        return b["cpu"] - b["load_cpu"] - b["rows_cpu"]
 
     def median(values: list[float]) -> float:
         return round(statistics.median(values), 4)
 
-    own = median([(b["load"] + b["rows"]) / raced(b) for b in board])
+    own = [(b["load"] + b["rows"]) / raced(b) for b in board]
+    own_cpu = [(b["load_cpu"] + b["rows_cpu"]) / raced_cpu(b) for b in board]
     return {"races": len(heats), "rounds": repeats,
             "races_alone_wall_seconds": [round(a[0], 3) for a in alone],
             "board_wall_seconds": [round(b["wall"], 3) for b in board],
@@ -104,7 +118,8 @@ def bench(repeats: int = 3, prompts: int = PROMPTS) -> dict[str, Any]:
             "wall_overhead_median": median([b["wall"] / a[0] - 1 for a, b in zip(alone, board)]),
             "cpu_overhead_median": median([b["cpu"] / a[1] - 1 for a, b in zip(alone, board)]),
             "referee_load_seconds_median": median([b["load"] for b in board]),
-            "scoring_share_median": median([b["scoring"] / raced(b) for b in board]),
-            "bookkeeping_share_median": median([(b["rows"] - b["scoring"]) / raced(b) for b in board]),
-            "own_share_median": own,
-            "target": f"the board's own work under {TARGET:.0%} of its races' time", "met": own < TARGET}
+            "own_share_median": median(own), "own_share_worst": round(max(own), 4),
+            "own_cpu_share_median": median(own_cpu), "own_cpu_share_worst": round(max(own_cpu), 4),
+            "scoring_cpu_share_median": median([b["scoring_cpu"] / raced_cpu(b) for b in board]),
+            "target": f"the board's own work under {TARGET:.0%} of its races' time, wall and CPU, in the worst round",
+            "met": max(*own, *own_cpu) < TARGET}

@@ -46,19 +46,23 @@ def run_ar(model: Any, prompt_ids: list[int], s: ARSettings) -> tuple[list[int],
     return last.ids, last.nfe, seconds
 
 
+def answer_logits(ar: Any, prompt_ids: list[int], answer: list[int]) -> np.ndarray:
+    """The AR model's logits (float32) for each answer token given what precedes it: the sequence end-of-text, prompt,
+    answer, one causal pass, and only the rows that score the answer through the head (the board scores every answer
+    it races, and the prompt's rows were a third of that work: issue 54, item 6)."""
+    seq = np.array([ar.eos_id, *prompt_ids, *answer[:-1]], dtype=np.int64)
+    return ar.net.hidden(seq, causal=True)[len(prompt_ids):] @ ar.net.head
+
+
 def nll(ar: Any, prompt_ids: list[int], answer: list[int]) -> float:
-    """Summed negative log-likelihood (nats) of the answer given the prompt, under the AR twin. Only the rows that
-    score the answer go through the head, and the log-softmax stays in float32 (summed in float64): the board scores
-    every answer it races, and this was two thirds of its own work (issue 54, item 6)."""
+    """Summed negative log-likelihood (nats) of the answer given the prompt, under the AR twin, its log-softmax in
+    float64 (as the site's board.js mirrors it)."""
     if not answer:
         return 0.0
-    seq = np.array([ar.eos_id, *prompt_ids, *answer], dtype=np.int64)
-    hidden = ar.net.hidden(seq[:-1], causal=True)[len(prompt_ids):]
-    rows = hidden @ ar.net.head
+    rows = answer_logits(ar, prompt_ids, answer).astype(np.float64)
     rows -= rows.max(axis=-1, keepdims=True)
-    picked = rows[np.arange(len(answer)), answer].astype(np.float64)
-    np.exp(rows, out=rows)
-    return float(np.log(rows.sum(axis=-1, dtype=np.float64)).sum() - picked.sum())
+    logp = rows[np.arange(len(answer)), answer] - np.log(np.exp(rows).sum(axis=-1))
+    return float(-logp.sum())
 
 
 def distinct2(text: str) -> float | None:
