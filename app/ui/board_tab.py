@@ -44,8 +44,9 @@ INTRO = ("### Many prompts, one board\nOne race is one anecdote. The board races
          "{n} story openings they never trained on, one race after another, and fills in a row per opening and "
          "side: forward passes, answer tokens, tokens a pass, seconds on the side's own clock and the referee's "
          "perplexity of the answer (an AR twin trained with another seed; lower reads more like the stories). "
-         "Each race is saved in your library; click a row to open its race in the player. `python -m app board` runs "
-         "it on any two sources (docs/board.md).")
+         "Each race the server runs for the board is saved in your library (one your hourly disk budget refuses "
+         "runs unsaved, and its row says so); click a row to open its race in the player. `python -m app board` "
+         "runs it on any two sources (docs/board.md).")
 
 BROWSER_ID = "board-browser"  # the browser board's box; its parts' ids start with it (app/ui/browser_race.js)
 BROWSER_RUN = "Run the twins' board in your browser"
