@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.engine.draft import choose
 from app.errors import UserError
 from app.serving.policy import LOCAL
 from app.trace.frames import Frame, RecordingWriter, make_header
@@ -35,18 +36,29 @@ def saved(path: Path, right_text: str) -> Path:
 
 def test_nothing_starts_from_nothing_and_a_typed_draft_is_the_revision() -> None:
     visitor = Visitor(LOCAL)
-    assert revision_of([NOTHING, DRAFT, "left", "", 30, "random", ""], visitor, None) is None
-    r = revision_of([TYPED, DRAFT, "left", "", 45, "a span", "3:9"], visitor, None)
+    assert revision_of([NOTHING, DRAFT, "left", "", 30, "random", "", 0], visitor, None) is None
+    r = revision_of([TYPED, DRAFT, "left", "", 45, "a span", "3:9", 0], visitor, None)
     assert r is not None and (r.text, r.share, r.where) == (DRAFT, 0.45, "3:9")
-    assert revision_of([TYPED, DRAFT, "left", "", 30, "least sure", ""], visitor, None).where == "unsure"
+    assert revision_of([TYPED, DRAFT, "left", "", 30, "least sure", "", 0], visitor, None).where == "unsure"
+
+
+def test_the_seed_box_draws_other_random_tokens_and_a_seed_that_is_not_one_is_refused() -> None:
+    visitor = Visitor(LOCAL)
+    drawn = {seed: choose(40, revision_of([TYPED, DRAFT, "left", "", 30, "random", "", seed], visitor, None))
+             for seed in (0, 0.0, 5)}  # Gradio's Number may send a whole number as a float
+    assert drawn[0] == drawn[0.0] != drawn[5] and len(drawn[5]) == 12
+    assert revision_of([TYPED, DRAFT, "left", "", 30, "random", "", 5.0], visitor, None).to_json()["seed"] == 5
+    for seed in (None, -1, 2.5):
+        with pytest.raises(UserError, match="seed must be a whole number of at least 0"):
+            revision_of([TYPED, DRAFT, "left", "", 30, "random", "", seed], visitor, None)
 
 
 @pytest.mark.parametrize(("values", "says"), [
-    ([TYPED, "  ", "left", "", 30, "random", ""], "The draft is empty"),
-    ([TYPED, DRAFT, "left", "", 30, "a span", ""], "is not random, unsure or START:END"),
-    ([TYPED, DRAFT, "left", "", 130, "random", ""], "percentage from 0 to 100"),
-    ([LAST, "", "left", "", 30, "random", ""], "no saved last race"),
-    ([LIBRARY, "", "left", "../x.jsonl", 30, "random", ""], "not a file path"),
+    ([TYPED, "  ", "left", "", 30, "random", "", 0], "The draft is empty"),
+    ([TYPED, DRAFT, "left", "", 30, "a span", "", 0], "is not random, unsure or START:END"),
+    ([TYPED, DRAFT, "left", "", 130, "random", "", 0], "percentage from 0 to 100"),
+    ([LAST, "", "left", "", 30, "random", "", 0], "no saved last race"),
+    ([LIBRARY, "", "left", "../x.jsonl", 30, "random", "", 0], "not a file path"),
 ])
 def test_a_draft_that_cannot_be_read_is_refused_naming_the_fix(values: list[Any], says: str) -> None:
     with pytest.raises(UserError, match=says):
@@ -57,16 +69,16 @@ def test_a_visitor_starts_only_from_their_own_recordings(recordings: Path) -> No
     mine = saved(user_dir("owner-a") / "mine.jsonl", " my own answer")
     saved(user_dir("owner-b") / "theirs.jsonl", " their answer")
     a = Visitor(LOCAL, owner="owner-a")
-    r = revision_of([LIBRARY, "", "right", "user/mine.jsonl", 30, "random", ""], a, None)
+    r = revision_of([LIBRARY, "", "right", "user/mine.jsonl", 30, "random", "", 0], a, None)
     assert r is not None and r.text == " my own answer"
     with pytest.raises(UserError, match="no recording called theirs.jsonl"):
-        revision_of([LIBRARY, "", "right", "user/theirs.jsonl", 30, "random", ""], a, None)
+        revision_of([LIBRARY, "", "right", "user/theirs.jsonl", 30, "random", "", 0], a, None)
     with pytest.raises(UserError, match="not a file path"):
-        revision_of([LIBRARY, "", "right", str(mine), 30, "random", ""], a, None)
+        revision_of([LIBRARY, "", "right", str(mine), 30, "random", "", 0], a, None)
 
 
 def fill_draft(page: Any, start_from: str, draft: str = "", share: int | None = None, where: str = "random",
-               span: str = "", side: str = "left") -> None:
+               span: str = "", side: str = "left", seed: int | None = None) -> None:
     """Opens "Start from" and sets its values as a visitor would."""
     if not page.is_visible("#start-from"):
         page.click("#draft-box button.label-wrap")
@@ -81,6 +93,10 @@ def fill_draft(page: Any, start_from: str, draft: str = "", share: int | None = 
     page.locator("#renoise-where label", has_text=where).click()
     if span:
         page.locator("#renoise-span textarea").fill(span)
+    if seed is not None:
+        box = page.locator("#renoise-seed input")
+        box.fill(str(seed))
+        box.press("Enter")
 
 
 def raced(page: Any) -> None:
@@ -95,10 +111,10 @@ def raced(page: Any) -> None:
 
 @pytest.mark.browser
 def test_a_race_starts_from_a_typed_draft_and_the_ar_panel_says_what_it_kept(page: Any, recordings: Path) -> None:
-    fill_draft(page, TYPED, DRAFT, share=100, where="a span", span="2:6")
+    fill_draft(page, TYPED, DRAFT, share=100, where="a span", span="2:6", seed=3)
     raced(page)
     rec = read_recording(only_recording(recordings))
-    assert rec.header["draft"] == {"text": DRAFT, "share": 1.0, "where": "2:6", "seed": 0}
+    assert rec.header["draft"] == {"text": DRAFT, "share": 1.0, "where": "2:6", "seed": 3}  # a whole span: any seed
     left, right = rec.header["sources"]["left"]["draft"], rec.header["sources"]["right"]["draft"]
     assert left["renoised"] == [2, 3, 4, 5] and right["kept_prefix"] == 2
     assert rec.frames["left"][0].revision[:8] == "kkrrrrkk"

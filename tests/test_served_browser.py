@@ -356,16 +356,16 @@ def test_the_served_pages_browser_race_starts_from_the_draft_typed(served: tuple
         fill_draft(tab, LAST)
         tab.click("#run-browser")
         tab.wait_for_function(f"(want) => {PLAYER}.notice === want", arg=SERVER_DRAFT)
-        fill_draft(tab, TYPED, draft, share=30)
+        fill_draft(tab, TYPED, draft, share=30, seed=5)
         tab.click("#run-browser")
         tab.wait_for_function(f"() => {PLAYER}.caption.startsWith('Ran in your browser')")
         lines = tab.evaluate(f"() => ['left', 'right'].map((k) => ({PLAYER}.sides[k].draft || {{}}).line)")
         tab.wait_for_function(SAVED)
     saved = [read_recording(p) for p in recordings_in(recordings) if p not in before]
-    assert len(saved) == 1 and saved[0].header["draft"] == {"text": draft, "share": 0.3, "where": "random", "seed": 0}
+    assert len(saved) == 1 and saved[0].header["draft"] == {"text": draft, "share": 0.3, "where": "random", "seed": 5}
     for k, (side, make) in enumerate((("left", make_local_diffusion), ("right", make_local_ar))):
         source = make()
-        source.revise(Revision(draft, 0.3), prompt)
+        source.revise(Revision(draft, 0.3, seed=5), prompt)
         want = [f.revision for f in source.stream(prompt, threading.Event())]
         assert [f.revision for f in saved[0].frames[side]] == want, side
         assert lines[k] == draft_entry({"draft": source.draft_json()})["line"], side  # type: ignore[index]

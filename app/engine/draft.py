@@ -42,6 +42,8 @@ class Revision:
             raise UserError(f"Re-noise share {self.share} is not between 0 and 1 (0% to 100%): pick one in that range.")
         if self.where not in WHERE:
             parse_span(self.where)  # raises a UserError naming the fix
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise UserError("The draft's seed must be a whole number of at least 0.")
 
     def continuing(self, prompt: str) -> str:
         """The draft as it continues `prompt` in one text: a space between them where neither has one and the draft

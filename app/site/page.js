@@ -74,7 +74,9 @@
   function drafted() {
     var text = document.getElementById("cv-draft").value, where = document.getElementById("cv-renoise-where").value;
     if (!text.trim()) return null;
-    return {text: text, share: Number(document.getElementById("cv-renoise").value) / 100, seed: 0,
+    var seed = document.getElementById("cv-renoise-seed").value;
+    return {text: text, share: Number(document.getElementById("cv-renoise").value) / 100,
+            seed: seed.trim() === "" ? NaN : Number(seed),
             where: where === "span" ? document.getElementById("cv-renoise-span").value.trim() : where};
   }
 

@@ -52,14 +52,14 @@
   }
 
   /* the race's `draft` option from the "Start from a draft" box's values (app/ui/draft_ui.py, in its order: start,
-     text, side, recording, share, where, span): null from nothing, a sentence where the draft is the server's to
-     read (the last race's side, a recording) */
+     text, side, recording, share, where, span, seed): null from nothing, a sentence where the draft is the server's
+     to read (the last race's side, a recording) */
   function drafted(words, box) {
     var start = box[0], where = words.where[box[5]];
     if (start == null || start === words.nothing) return null;
     if (start !== words.typed) return words.refused;
     if (where === undefined) return "Pick which tokens to re-noise: random, least sure or a span.";
-    return {text: String(box[1] || ""), share: Number(box[4]) / 100, seed: 0,
+    return {text: String(box[1] || ""), share: Number(box[4]) / 100, seed: box[7] == null ? NaN : Number(box[7]),
             where: where === "span" ? String(box[6] || "").trim() : where};
   }
 

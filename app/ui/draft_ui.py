@@ -33,10 +33,11 @@ class DraftBox:
     share: Any
     where: Any
     span: Any
+    seed: Any
 
     def inputs(self) -> list[Any]:
         """The components whose values `revision_of` reads, in its order."""
-        return [self.start, self.text, self.side, self.recording, self.share, self.where, self.span]
+        return [self.start, self.text, self.side, self.recording, self.share, self.where, self.span, self.seed]
 
 
 def draft_box() -> DraftBox:
@@ -58,14 +59,16 @@ def draft_box() -> DraftBox:
             where = gr.Radio(list(WHERE), value="random", label="Which tokens", elem_id="renoise-where")
             span = gr.Textbox(label="Span START:END (answer tokens, for a span)", lines=1, elem_id="renoise-span",
                               placeholder="4:12")
-    return DraftBox(start, text, side, recording, share, where, span)
+            seed = gr.Number(value=0, precision=0, minimum=0, label="Seed (of the random tokens, also within a span)",
+                             elem_id="renoise-seed")
+    return DraftBox(start, text, side, recording, share, where, span, seed)
 
 
 def revision_of(values: list[Any], visitor: Visitor, last_race: Path | None) -> Revision | None:
     """The revision the "Start from" values ask for, None for nothing; a UserError naming the fix for a draft that
     cannot be read. A recording comes only from the bundled examples or the visitor's own library (`recorded_answer`
     with their owner, no file paths); the last race is the session's own, kept by the server."""
-    start, text, side, recording, share, where, span = values
+    start, text, side, recording, share, where, span, seed = values
     if start in (None, NOTHING):
         return None
     if side not in SIDES:
@@ -86,4 +89,5 @@ def revision_of(values: list[Any], visitor: Visitor, last_race: Path | None) -> 
     placed = str(span or "").strip() if WHERE[where] == "span" else WHERE[where]
     if not isinstance(share, (int, float)) or not 0 <= share <= 100:
         raise UserError("The re-noise share is a percentage from 0 to 100; use its slider.")
-    return Revision(draft, share=float(share) / 100, where=placed)
+    drawn = int(seed) if isinstance(seed, (int, float)) and float(seed).is_integer() else seed  # Number gives 3.0
+    return Revision(draft, share=float(share) / 100, where=placed, seed=drawn)
