@@ -15,6 +15,7 @@ source's header entry (`Plan.to_json`), and per frame `revision`, one letter a t
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,7 @@ class Revision:
             raise UserError(f"Re-noise share {self.share} is not between 0 and 1 (0% to 100%): pick one in that range.")
         if self.where not in WHERE:
             parse_span(self.where)  # raises a UserError naming the fix
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or self.seed < 0:
             raise UserError("The draft's seed must be a whole number of at least 0.")
 
     def continuing(self, prompt: str) -> str:
