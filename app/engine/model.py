@@ -172,8 +172,7 @@ class NumpyTransformer:
             q_in_prefix = np.arange(T)[:, None] < allow_prefix
             k_after = np.arange(S)[None, :] >= allow_prefix
             mask = q_in_prefix & k_after
-        # added to the scores: five times cheaper than setting them through the boolean mask, the same scores
-        bias = None if mask is None else np.where(mask, np.float32(-np.inf), np.float32(0.0))
+        bias = None if mask is None else np.where(mask, np.float32(-np.inf), np.float32(0.0))  # added: 5x cheaper
         for li, L in enumerate(self.layers):
             qkv = _normalize(x) @ L["qkv_wf"]
             qkv += L["qkv_bf"]
