@@ -1,4 +1,4 @@
-"""A plain `python -m pytest` runs on two workers (tests/parallel.py): the tests that share a module-scoped fixture,
+"""A plain `python -m pytest` runs on three workers (tests/parallel.py): the tests that share a module-scoped fixture,
 and the load-sensitive modules, each stay on one worker; `-p no:xdist`, `-n 0` and a run of named files still run in
 one process. Checked on a small suite of its own, run by a real pytest in a subprocess."""
 
@@ -71,14 +71,15 @@ def suite(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_workers_are_two_capped_at_the_machines_cores() -> None:
-    assert WORKERS == 2 and workers(16) == 2 and workers(2) == 2 and workers(1) == 0 and workers(None) == 0
+def test_workers_are_three_capped_at_one_more_than_the_machines_cores() -> None:
+    assert WORKERS == 3 and workers(16) == 3 and workers(2) == 3 and workers(1) == 0 and workers(None) == 0
 
 
 @pytest.mark.skipif(workers(os.cpu_count()) < 2, reason="a one-core machine runs the suite in one process")
-def test_a_plain_run_uses_two_workers_and_keeps_shared_fixtures_and_load_tests_on_one(suite: Path) -> None:
+def test_a_plain_run_uses_its_workers_and_keeps_shared_fixtures_and_load_tests_on_one(suite: Path) -> None:
     out = run(suite)
-    assert "created: 2/2 workers" in out, out
+    n = workers(os.cpu_count())
+    assert f"created: {n}/{n} workers" in out, out
     where = {test: gw for gw, test in re.findall(r"\[(gw\d)\] .*?PASSED (\S+)", out)}  # each test's worker
     assert len(where) == 7, out
     assert where["test_shared.py::test_one@test_shared.py"] == where["test_shared.py::test_two@test_shared.py"]

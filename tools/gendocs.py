@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import os
 import re
@@ -92,9 +93,11 @@ def rooms_table() -> str:
     return "\n".join(rows)
 
 
+@functools.cache
 def command_help(name: str) -> str:
     """What `python -m app NAME --help` prints ("launch" for `python -m app --help`), run in a fresh process so that
-    no state an earlier caller set in this one (a test's configured limits) shows as a default."""
+    no state an earlier caller set in this one (a test's configured limits) shows as a default; asked once a process
+    (the code does not change while one runs, and tests/test_docs_generated.py asks for the docs five times)."""
     argv = [sys.executable, "-m", "app", *([] if name == "launch" else [name]), "--help"]
     # as on a fresh install: no Space (whose default host differs), none of the app's own settings from the environment
     env = {k: v for k, v in os.environ.items() if k != "SPACE_ID" and not k.startswith("CONVERGE_")}
