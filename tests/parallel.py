@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 # the 2-core machine the suite is measured on, plus one: a worker waiting on Chromium or a served process leaves its
-# core idle (`vmstat 10`: 7% of the run idle with two workers, 1% with three; the whole suite 14 min 35 s with two,
-# 12 min 20 s with three, back to back); one more than the machine's cores where it has fewer, none on one core
+# core idle (`vmstat 10`: 7% of the run idle with two workers, 1% with three; the whole suite, run after run on the
+# same commit: 12 min 20 s with three, 14 min 35 s with two, then, the machine slower, 16 min 48 s with three and
+# 18 min 10 s with two); one more than the machine's cores where it has fewer, none on one core
 WORKERS = 3
 # modules whose tests measure the machine under load (sessions at once, memory under thousands of requests): they run
 # one after another on one worker, never two of them at once
