@@ -44,9 +44,9 @@ def test_nothing_starts_from_nothing_and_a_typed_draft_is_the_revision() -> None
 
 def test_the_seed_box_draws_other_random_tokens_and_a_seed_that_is_not_one_is_refused() -> None:
     visitor = Visitor(LOCAL)
-    drawn = {seed: choose(40, revision_of([TYPED, DRAFT, "left", "", 30, "random", "", seed], visitor, None))
-             for seed in (0, 0.0, 5)}  # Gradio's Number may send a whole number as a float
-    assert drawn[0] == drawn[0.0] != drawn[5] and len(drawn[5]) == 12
+    zero, zero_float, five = (choose(40, revision_of([TYPED, DRAFT, "left", "", 30, "random", "", seed], visitor, None))
+                              for seed in (0, 0.0, 5))  # Gradio's Number may send a whole number as a float
+    assert zero == zero_float != five and len(five) == 12
     assert revision_of([TYPED, DRAFT, "left", "", 30, "random", "", 5.0], visitor, None).to_json()["seed"] == 5
     for seed in (None, -1, 2.5):
         with pytest.raises(UserError, match="seed must be a whole number of at least 0"):
