@@ -17,7 +17,7 @@ import pytest
 
 from app.race.compute import COMPUTE, ComputeGate
 from app.race.run import Race
-from app.sources.base import REGISTRY, load_plugins
+from app.sources.base import load_plugins
 from app.trace.frames import SIDES, Frame
 from app.trace.reading import read_recording
 from app.ui.draft_ui import DraftBox
@@ -45,22 +45,22 @@ def app_url() -> Iterator[str]:
 
 
 def race_args(api: dict[str, Any], prompt: str, sides: dict[str, tuple[str, str, dict[str, Any]]]) -> list[Any]:
-    """The /race endpoint's arguments: the prompt, the pins (none), then per side its kind, argument, key and every
-    kind's settings (defaults, except those given), in the order the page builds them, then "Start from" (its
-    defaults: nothing)."""
+    """The /race endpoint's arguments: the prompt, the pins (none), then per side its kind, argument and key, then
+    both sides' settings in one box (app/ui/packed.py: each widget's value by its elem_id; defaults, except those
+    given), then "Start from" (its defaults: nothing)."""
     load_plugins()
     args = [p["parameter_default"] if p.get("parameter_has_default") else None if p.get("component") == "Number" else ""
             for p in api["parameters"]]  # a number left empty (the model's own value) is sent as null, as a page does
+    assert len(args) == 9 + len(DraftBox.__dataclass_fields__), "the race endpoint's inputs changed shape"
     args[0], args[1] = prompt, ""
-    order = [(prefix, name) for prefix, kind in REGISTRY.items() for name in kind.settings]
-    width = 3 + len(order)
-    assert len(args) == 2 + 2 * width + len(DraftBox.__dataclass_fields__), "the race endpoint's inputs changed shape"
+    packed = json.loads(args[8])
     for n, side in enumerate(SIDES):
         kind, arg, settings = sides[side]
-        at = 2 + n * width
-        args[at:at + 3] = [kind, arg, ""]
+        args[2 + 3 * n:5 + 3 * n] = [kind, arg, ""]
         for name, value in settings.items():
-            args[at + 3 + order.index((kind, name))] = value
+            assert f"{side}-{kind}-{name}" in packed, "the race's settings box changed shape"
+            packed[f"{side}-{kind}-{name}"] = value
+    args[8] = json.dumps(packed)
     return args
 
 

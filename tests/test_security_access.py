@@ -28,6 +28,7 @@ from app.ui import scratch
 from app.ui.guard import NOT_A_CHOICE
 from app.ui.layout import build
 from app.ui.library_ui import delete_entry, download_entry, load_entry, rename_entry
+from app.ui.packed import PACKS
 from app.ui.visitor import Visitor, check_side, visitor_source
 from tests import sentinels
 from tests.pages import browser_tab, pick_source, serve_page, watch_errors
@@ -71,18 +72,24 @@ def inputs(demo: Any, index: int, owner: str | None = None, **by_elem_id: Any) -
     values given by elem_id (dashes written as underscores)."""
     given = {k.replace("_", "-"): v for k, v in by_elem_id.items()}
     data = []
+    named = set()
     for component in demo.fns[index].inputs:
         name = type(component).__name__
         key = (component.elem_id or "").replace("_", "-")
+        named.add(key)
         if name == "BrowserState":
             data.append(owner)
         elif name == "State":
             data.append(None)  # the server keeps a session's state; what a caller sends is ignored
         elif key in given:
             data.append(given[key])
+        elif component._id in PACKS:  # widgets sent as one box (app/ui/packed.py): their values, as the page packs
+            widgets = PACKS[component._id].widgets
+            named |= {k.replace("_", "-") for k in widgets}
+            data.append(json.dumps({k: given.get(k.replace("_", "-"), w.value) for k, w in widgets.items()}))
         else:
             data.append(getattr(component, "value", None))
-    unused = set(given) - {(c.elem_id or "").replace("_", "-") for c in demo.fns[index].inputs}
+    unused = set(given) - named
     assert not unused, f"no such input: {unused}"
     return data
 

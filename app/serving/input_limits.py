@@ -37,6 +37,8 @@ LIMITS: dict[str, Limit] = {
     "owner": Limit("The browser's library id", 256),
     "file": Limit("An uploaded file's description", 4_096, (dict,)),
     "example": Limit("An example prompt's number", 32, (int,)),
+    # both sides' settings widgets in one box (app/ui/packed.py): about 200, each checked against its own limit too
+    "settings": Limit("The race's settings", 64_000),
     # a race run in the visitor's browser, gzip-compressed and base64 (a 256-token race's frames pack in about 0.2 MB)
     "browser-race": Limit("The race run in your browser", 1_500_000),
 }

@@ -33,6 +33,7 @@ from app.serving.policy import LOCAL, Policy
 from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, written
 from app.ui.browser_race import BEGAN_ID
 from app.ui.budgets import queued
+from app.ui.events import HIDDEN, QUIET
 from app.ui.library_ui import load_entry
 from app.ui.sessions import visitor_of
 from app.ui.site_files import SITE_ROUTE
@@ -161,10 +162,10 @@ def board_starter(policy: Policy, owner: Any, area: BoardArea, shell: Any) -> Ca
     """`start_board(event, lesson, tried)`: chains after `event` the opening of the Board area's accordion (`shell`)
     and the board of the lesson whose index the input `lesson` holds; returns the board's event."""
     def start_board(event: Any, lesson: Any, tried: bool) -> Any:
-        opened = event.then(lambda: gr.update(open=True), outputs=[shell], queue=False, show_progress="hidden",
+        opened = event.then(lambda: gr.update(open=True), outputs=[shell], queue=False, **HIDDEN,
                             api_name=False)
         return opened.then(lesson_runner(policy, tried), inputs=[owner, lesson], outputs=area.outputs(),
-                           **queued("board"), show_progress="hidden", api_name=False)
+                           **queued("board"), **QUIET)
     return start_board
 
 
@@ -194,8 +195,8 @@ def board_tab(prompts: int = PROMPTS, policy: Policy = LOCAL, owner: Any = None,
     if browser:
         browser_board()
     button.click(runner(policy, prompts), inputs=[owner], outputs=[plot, table, line, names],
-                 **queued("board"), show_progress="hidden", api_name=False)
+                 **queued("board"), **QUIET)
     if shown_in is not None:
         table.select(opener(policy), inputs=[owner, names], outputs=[*shown_in, opened],
-                     **queued("recording"), show_progress="hidden", api_name=False)
+                     **queued("recording"), **QUIET)
     return BoardArea(plot, table, line, names)

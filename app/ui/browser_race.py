@@ -106,7 +106,7 @@ def wire_place(box: Any) -> None:
     left, right = box.controls["left"], box.controls["right"]
     shown = {"fn": None, "inputs": [left.kind, right.kind, box.place], "outputs": [box.place, box.run_btn,
                                                                                    box.browser_run],
-             "js": SHOW_JS, "show_progress": "hidden", "api_name": False, "queue": False}
+             "js": SHOW_JS, **QUIET, "queue": False}
     for component in (left.kind, right.kind, box.place):
         component.change(**shown)
     settings = [c for side, kind in zip(("left", "right"), TWINS)
@@ -114,7 +114,7 @@ def wire_place(box: Any) -> None:
     race_js = f"(...values) => {{ window.ConvergeBrowserRace.run({json.dumps(spec_of(box.controls))}, values); }}"
     drafts = box.draft.inputs() if getattr(box, "draft", None) is not None else []
     box.browser_run.click(fn=None, inputs=[box.prompt, box.pins, left.kind, right.kind, *settings, *drafts],
-                          js=race_js, show_progress="hidden", api_name=False, queue=False)
+                          js=race_js, **QUIET, queue=False)
 
 
 def kept_box() -> Any:

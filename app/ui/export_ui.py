@@ -16,7 +16,7 @@ from app.errors import UserError
 from app.trace.reading import RecordingError
 from app.ui import scratch
 from app.ui.budgets import queued
-from app.ui.events import QUIET
+from app.ui.events import HIDDEN, QUIET
 from app.ui.export_job import run_export
 from app.ui.library_ui import error_text
 from app.ui.page_assets import EXPORT_BEGUN_JS, EXPORT_CANCELLED_JS, EXPORT_ENDED_JS, EXPORT_JS
@@ -71,13 +71,13 @@ def wire_exports(box: ExportBox, current: Any, download: Any, status: Any) -> No
     """Each export button makes its file from the recording file `current` into `download`, one export at a time;
     Cancel export, shown from an export's click until the last one running ends (counted in the browser, no handler),
     stops any in progress."""
-    shown = {"outputs": [box.cancel_btn], "queue": False, "show_progress": "hidden", "api_name": False}
+    shown = {"outputs": [box.cancel_btn], "queue": False, **QUIET}
     exports = []
     for fmt, btn in box.buttons.items():
         btn.click(fn=None, js=EXPORT_BEGUN_JS, **shown)
         export = btn.click(export_current(fmt), inputs=[current, box.clock, box.pace, box.hold, box.loop],
                            outputs=[download, status], **queued("export"), api_name=False,
-                           show_progress="hidden", js=EXPORT_JS)
+                           **HIDDEN, js=EXPORT_JS)
         export.then(fn=None, js=EXPORT_ENDED_JS, **shown)
         exports.append(export)
     box.cancel_btn.click(fn=None, cancels=exports, js=EXPORT_CANCELLED_JS, **shown).then(

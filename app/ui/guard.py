@@ -19,6 +19,7 @@ from typing import Any
 import gradio as gr
 
 from app.serving.input_limits import LIMITS, fingerprint, refusal
+from app.ui.packed import PACKS, parsed
 from app.ui.session_state import PageBlocks
 
 log = logging.getLogger("converge.inputs")
@@ -31,6 +32,7 @@ TEXT_FIELDS: dict[str, str] = {
     "presenter-load": "choice",  # the presenter picker's recording id (app/ui/presenter_picker.js)
     "browser-kept": "browser-race",  # a race run in the visitor's browser, to save (app/ui/browser_race.py)
     "draft-text": "draft", "draft-recording": "choice", "renoise-span": "choice",  # "Start from" (app/ui/draft_ui.py)
+    "race-settings": "settings",  # both sides' settings widgets, packed into one box (app/ui/packed.py)
 }
 TYPE_FIELDS: dict[str, str] = {
     "Dropdown": "choice", "Radio": "choice", "Slider": "number", "Number": "number", "Checkbox": "flag",
@@ -89,9 +91,10 @@ def out_of_place(component: Any, value: Any) -> str | None:
     return None
 
 
-def first_refusal(block_fn: Any, inputs: list[Any], state: Any = None) -> tuple[str, int, str] | None:
-    """(sentence, input index, kind) for the first input over its limit or out of place, or None when all are
-    acceptable; `state` is the session's (a component it updated, such as a picker's choices, is read from it)."""
+def first_refusal(block_fn: Any, inputs: list[Any], state: Any = None) -> tuple[str, int, str, Any] | None:
+    """(sentence, input index, kind, the value refused) for the first input over its limit or out of place (inside a
+    packed box: the first widget's value that is), or None when all are acceptable; `state` is the session's (a
+    component it updated, such as a picker's choices, is read from it)."""
     for i, (component, value) in enumerate(zip(block_fn.inputs, inputs)):
         field = field_of(component)
         if field is None:
@@ -100,8 +103,27 @@ def first_refusal(block_fn: Any, inputs: list[Any], state: Any = None) -> tuple[
         if not sentence:
             current = state[component._id] if state is not None and component._id in state else component
             sentence = out_of_place(current, value)
+        if not sentence and component._id in PACKS:
+            inner = packed_refusal(component._id, value)
+            if inner:
+                return inner[0], i, inner[1], inner[2]
         if sentence:
-            return sentence, i, field
+            return sentence, i, field, value
+    return None
+
+
+def packed_refusal(box_id: int, text: Any) -> tuple[str, str, Any] | None:
+    """(sentence, kind, value) for the first value in a packed box (app/ui/packed.py) that its widget would refuse as
+    an input, or for a box that is not an object of its widgets' values; None when all are acceptable."""
+    pack = PACKS[box_id]
+    values = parsed(pack, text)
+    if values is None:
+        return UNREADABLE, "settings", text
+    for widget, value in zip(pack.widgets.values(), values):
+        field = field_of(widget)
+        sentence = refusal(field, value) or out_of_place(widget, value) if field is not None else None
+        if sentence:
+            return sentence, str(field), value
     return None
 
 
@@ -117,8 +139,8 @@ class GuardedBlocks(PageBlocks):
         """Refuses the call before Gradio's preprocessing when an input is over its limit or out of place."""
         found = first_refusal(block_fn, inputs or [], state)
         if found:
-            sentence, i, field = found
-            log.warning("refused input %d (%s) of %s: %s", i, field, _where(block_fn), fingerprint(inputs[i]))
+            sentence, i, field, value = found
+            log.warning("refused input %d (%s) of %s: %s", i, field, _where(block_fn), fingerprint(value))
             raise gr.Error(sentence, print_exception=False)
         try:
             return await super().preprocess_data(block_fn, inputs, state, explicit_call)

@@ -25,7 +25,7 @@ from app.sources.base import REGISTRY
 from app.trace.frames import write_recording
 from app.trace.reading import RecordingError, read_recording
 from app.ui import scratch
-from app.ui.events import READS
+from app.ui.events import HIDDEN, QUIET, READS
 from app.ui.player_ui import to_player
 
 SPOTLIGHT_JS = """
@@ -190,7 +190,7 @@ def wire_boards(start_board: Callable[[Any, Any, bool], Any] | None, pick: Any, 
     chains after `event` the board of the lesson whose index the input `lesson` holds (None: a page without one)."""
     if start_board is None:
         return
-    quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
+    quiet = {**QUIET, "queue": False}
     for button, tried in zip(buttons, (False, True)):
         def said(i: Any, tried: bool = tried) -> str:
             return change_note(LESSONS[int(i)]) if tried else ""
@@ -222,7 +222,7 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]) -> Callable[..
     spotlight = SPOTLIGHT_JS % json.dumps([lesson.point for lesson in LESSONS])
     in_view = IN_VIEW_JS % json.dumps([[lesson.point == '[data-part="metrics"]', bool(lesson.figures)]
                                        for lesson in LESSONS])
-    quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
+    quiet = {**QUIET, "queue": False}
 
     def setup(i: int) -> list[Any]:  # the lesson's own race
         lesson = LESSONS[int(i)]
@@ -253,7 +253,7 @@ def lessons_box(prompt: Any, pins: Any, controls: dict[str, Any]) -> Callable[..
                                            **quiet)
                               .then(fn=None, js=spotlight, inputs=[pick], **quiet)
                               .then(fn=None, js=BESIDE_RACE_JS, inputs=[pick], **quiet), lesson=named)
-            race.then(figures_update, inputs=[pick, shown[-1]], outputs=[shown[0]], show_progress="hidden",
+            race.then(figures_update, inputs=[pick, shown[-1]], outputs=[shown[0]], **HIDDEN,
                       api_name=False, **READS).then(fn=None, js=in_view, inputs=[pick], **quiet)
             races.append(race)
         return races

@@ -304,7 +304,7 @@ def wire_library(box: LibraryBox, messages: Messages, policy: Policy, owner: Any
     status = messages.status
     box.table.select(pick_row, inputs=[ids], outputs=[box.pick, box.new_name], **LIBRARY, **QUIET)
     box.pick.change(fn=None, inputs=[box.pick], outputs=[box.rename_btn, box.delete_btn, box.read_only],
-                    js=READ_ONLY_JS, queue=False, show_progress="hidden", api_name=False)
+                    js=READ_ONLY_JS, queue=False, **QUIET)
     box.table.change(as_visitor(policy, picker_entries), inputs=[owner, ids], outputs=[messages.picker_list],
                      queue=False, **QUIET)
     messages.picker_load.change(cancellable(policy, load_picked), inputs=[owner, messages.picker_load],

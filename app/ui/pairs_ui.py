@@ -17,6 +17,7 @@ import gradio as gr
 from app.errors import UserError
 from app.serving.policy import LOCAL, Policy
 from app.sources.pairs import PAIRS, Pair, check_machine
+from app.ui.events import QUIET
 from app.ui.lessons_ui import control_outputs, control_values
 
 NOT_OFFERED = "This pair is not offered on this page."
@@ -95,7 +96,7 @@ def pairs_box(controls: dict[str, Any], policy: Policy = LOCAL) -> None:
                                label="Pair", elem_id="pair-pick", scale=4)
             use = gr.Button("Use this pair", variant="primary", elem_id="pair-use", scale=1)
         about = gr.Markdown(describe(pairs[0].name, policy), elem_id="pair-about")
-    quiet = {"show_progress": "hidden", "api_name": False, "queue": False}
+    quiet = {**QUIET, "queue": False}
     pick.change(lambda name: describe(name, policy), inputs=[pick], outputs=[about], **quiet)
     use.click(lambda name: apply_pair(name, controls, policy), inputs=[pick],
               outputs=[about, *control_outputs(controls)], **quiet)

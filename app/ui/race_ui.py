@@ -24,9 +24,11 @@ from app.trace.store import RUN_MAX_BYTES, DiskFull, make_room, user_dir, writte
 from app.ui.browser_race import ON_SERVER, TWINS, default_place, place_box
 from app.ui.budgets import queued
 from app.ui.draft_ui import DraftBox, draft_box, revision_of
-from app.ui.events import QUIET, READS
+from app.ui.events import HIDDEN, QUIET, READS
+from app.ui.guard import UNREADABLE
 from app.ui.live import live_updates
 from app.ui.loading import while_loading
+from app.ui.packed import Pack, gather, pack_box, unpacked
 from app.ui.page_assets import STOP_JS
 from app.ui.player_ui import to_player
 from app.ui.sessions import after_stop, last_race, remember, session_of, stop_now, visitor_of
@@ -56,6 +58,7 @@ class RaceBox:
     browser_run: Any = None  # the browser's Run, which races the twins on the visitor's device
     questions: Any = None  # the question chips, shown only while a side races a chat model (`asks`)
     draft: DraftBox | None = None  # "Start from": the draft a race may start from (app/ui/draft_ui.py)
+    settings: Pack | None = None  # both sides' settings widgets, sent to the Run handler as one box (app/ui/packed.py)
 
 
 def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
@@ -92,7 +95,9 @@ def race_box(policy: Policy = LOCAL, browser: bool = False) -> RaceBox:
             server = place is None or tuple(defaults) != TWINS or default_place(policy) == ON_SERVER
             run_btn = gr.Button("Run", variant="primary", elem_id="run", visible=server)
             stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box, place, browser_run, questions, draft)
+        settings = pack_box([*controls["left"].widgets(), *controls["right"].widgets()], "race-settings",
+                            "Both sides' settings")
+    return RaceBox(prompt, pins, controls, run_btn, stop_btn, box, place, browser_run, questions, draft, settings)
 
 
 def asks(kinds: list[Any]) -> bool:
@@ -114,7 +119,7 @@ def wire_pins(box: RaceBox, policy: Policy) -> None:
         return gr.update(visible=takes_pins(policy, [(lkind, larg), (rkind, rarg)]))
 
     for component in picked:
-        component.change(show, inputs=picked, outputs=[box.pins_box], **queued("models"), show_progress="hidden",
+        component.change(show, inputs=picked, outputs=[box.pins_box], **queued("models"), **HIDDEN,
                          api_name=False)
 
 
@@ -126,7 +131,7 @@ def wire_questions(box: RaceBox) -> None:
         return gr.update(visible=asks([left, right]))
 
     for component in kinds:
-        component.change(show, inputs=kinds, outputs=[box.questions], **queued("models"), show_progress="hidden",
+        component.change(show, inputs=kinds, outputs=[box.questions], **queued("models"), **HIDDEN,
                          api_name=False)
 
 
@@ -137,15 +142,19 @@ def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
     it."""
     left, right = box.controls["left"], box.controls["right"]
     drafts = box.draft.inputs() if box.draft is not None else []
-    inputs = [owner, box.prompt, box.pins, *left.inputs(), *right.inputs(), *drafts]
+    assert box.settings is not None
+    pack = box.settings
+    inputs = [owner, box.prompt, box.pins, left.kind, left.arg, left.key, right.kind, right.arg, right.key, pack.box,
+              *drafts]
 
     def start_race(event: Any, api_name: str | bool = False,
                    lesson: tuple[Any, Callable[[Any], tuple[str, Revision | None]]] | None = None) -> Any:
         """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends. `lesson`, for a
         lesson's race: (an input, the lesson's name and its own draft from its value); the header keeps the name."""
         extra, name = ([lesson[0]], lesson[1]) if lesson else ([], None)
-        race = event.then(run_race(left, right, policy, name, len(drafts)), inputs=inputs + extra, outputs=shown,
-                          **queued("race"), show_progress="hidden",
+        race = gather(event, pack).then(run_race(left, right, pack, policy, name, len(drafts)), inputs=inputs + extra,
+                                        outputs=shown,
+                          **queued("race"), **HIDDEN,
                           api_name=api_name)
         refresh(race)
         return race
@@ -202,19 +211,24 @@ def unfit_pins(race: Race) -> str | None:
     return None
 
 
-def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
+def run_race(left: SideControls, right: SideControls, pack: Pack, policy: Policy = LOCAL,
              lesson: Callable[[Any], tuple[str, Revision | None]] | None = None, n_draft: int = 0) -> Any:
     """The Run handler: starts a race under `policy` and yields coalesced player payloads until it ends or is
-    cancelled; the run is saved in the visitor's own library. After the sides' inputs come `n_draft` "Start from"
-    inputs (app/ui/draft_ui.py; a lesson's race ignores them: it starts from the lesson's own draft, or from nothing).
-    With `lesson`, the handler takes one more input, last, from which `lesson` gives the name of the guided lesson that
-    set the race up (its recording's header keeps it) and that lesson's draft."""
-    n_left, n_sides = len(left.inputs()), len(left.inputs()) + len(right.inputs())
+    cancelled; the run is saved in the visitor's own library. Its inputs after the prompt and pins: each side's kind,
+    model and key, then `pack`'s box with both sides' settings (app/ui/packed.py), then `n_draft` "Start from" inputs
+    (app/ui/draft_ui.py; a lesson's race ignores them: it starts from the lesson's own draft, or from nothing). With
+    `lesson`, the handler takes one more input, last, from which `lesson` gives the name of the guided lesson that set
+    the race up (its recording's header keeps it) and that lesson's draft."""
+    n_left = len(left.widgets())
 
     def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Updates:
-        named, own_draft = lesson(values[n_sides + n_draft]) if lesson is not None else (None, None)
-        drafted = list(values[n_sides:n_sides + n_draft])
-        values = values[:n_sides]
+        named, own_draft = lesson(values[7 + n_draft]) if lesson is not None else (None, None)
+        drafted = list(values[7:7 + n_draft])
+        try:
+            settings = unpacked(pack, values[6])  # the guard has checked each value against its widget
+        except (ValueError, TypeError, gr.Error):
+            raise gr.Error(UNREADABLE, print_exception=False) from None
+        values = (*values[:3], *settings[:n_left], *values[3:6], *settings[n_left:])
         visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
         prompt = prompt or ""
@@ -222,7 +236,7 @@ def run_race(left: SideControls, right: SideControls, policy: Policy = LOCAL,
         if refusal is not None:
             yield to_player(refusal), gr.skip()
             return
-        sides = {"left": left.read(list(values[:n_left])), "right": right.read(list(values[n_left:]))}
+        sides = {"left": left.read(list(values[:3 + n_left])), "right": right.read(list(values[3 + n_left:]))}
         if not pin(pins, [(spec, st) for spec, st, _ in sides.values()], policy):
             yield to_player(notice_payload(PINS_REFUSAL)), gr.skip()
             return

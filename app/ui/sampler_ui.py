@@ -24,6 +24,7 @@ from app.lessons.prompts import STORY
 from app.race.compute import COMPUTE
 from app.trace.store import make_room, user_dir, written
 from app.ui.budgets import queued
+from app.ui.events import QUIET
 from app.ui.hand_runs import ENDED, HandRuns
 from app.ui.sources_ui import shown_backend
 from app.ui.visitor import Visitor, visitor_source
@@ -230,7 +231,7 @@ def sampler_box(handler: Callable[[Callable[..., Any]], Callable[..., Any]], own
                                 elem_id=f"sampler-pos-{i}") for i in range(by_hand.MAX_OPEN)]
 
     shown = [run, canvas, note, *pickers]
-    quiet = {"show_progress": "hidden", "api_name": False, **queued("sampler")}
+    quiet = {**QUIET, **queued("sampler")}
     box = HandBox(show)
     start_btn.click(handler(box.on_start), inputs=[owner, prompt, length, block, scoring, pins, model], outputs=shown,
                     **quiet)

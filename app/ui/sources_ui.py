@@ -18,6 +18,7 @@ from app.serving.policy import HF_PREFIXES, LOCAL, Policy
 from app.sources.base import REGISTRY, Backend
 from app.sources.listing import DEFAULT_MODELS, LISTED, TYPE_A_NAME
 from app.ui.budgets import queued
+from app.ui.events import QUIET
 from app.ui.visitor import visitor_models
 
 ARG_INFO = ("A model name for mercury: and openai: (their endpoint's list appears when picked), "
@@ -69,7 +70,11 @@ class SideControls:
     settings: list[tuple[str, str, dict[str, Any], Any]] = field(default_factory=list)
 
     def inputs(self) -> list[Any]:
-        return [self.kind, self.arg, self.key] + [c for _, _, _, c in self.settings]
+        return [self.kind, self.arg, self.key, *self.widgets()]
+
+    def widgets(self) -> list[Any]:
+        """The settings' widgets, every kind's, in the order `read` takes their values after the kind, model and key."""
+        return [c for _, _, _, c in self.settings]
 
     def read(self, values: list[Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """(source spec, the settings the chosen kind's backend honours as the widgets hold them, secrets) from this
@@ -178,12 +183,12 @@ def wire_sources(controls: SideControls, policy: Policy) -> None:
     visitor's pick of a kind replaces the model name with that kind's default."""
     list_models, list_inputs = _models(policy, controls)
     listing = {"fn": list_models, "inputs": list_inputs, "outputs": [controls.arg], **queued("models"),
-               "show_progress": "hidden", "api_name": False}
+               **QUIET}
     backend = {"fn": controls.show, "inputs": [controls.kind, controls.arg], "outputs": controls.switched(),
-               **queued("models"), "show_progress": "hidden", "api_name": False}
+               **queued("models"), **QUIET}
     picked = controls.kind.change(_pick(controls), inputs=[controls.kind], outputs=[controls.arg, controls.key,
                                                                                     *controls.groups.values()],
-                                  queue=False, show_progress="hidden", api_name=False)
+                                  queue=False, **QUIET)
     controls.kind.input(fn=None, js=KIND_INPUT_JS, inputs=[controls.kind], outputs=[controls.arg], api_name=False)
     picked.then(**listing)
     picked.then(**backend)

@@ -23,6 +23,7 @@ from app.measure import pass_cost, sweeps
 from app.race.compute import COMPUTE
 from app.serving.policy import LOCAL, Policy
 from app.ui.budgets import queued
+from app.ui.events import HIDDEN, QUIET
 from app.ui.visitor import Visitor, allowed_source, visitor_source
 
 TITLES = {"steps": "Steps vs quality and time", "length": "Generation length vs time",
@@ -154,7 +155,7 @@ def sweeps_tab(settings: dict[str, Any] | None = None, policy: Policy = LOCAL) -
             plot = gr.Plot(label=TITLES[axis], show_label=False, elem_id=f"sweep-{axis}-plot")
             caption = gr.Markdown(f"Not measured yet: press **Run {axis} sweep**.", elem_id=f"sweep-{axis}-note")
         button.click(run_handler(axis, cfg[axis], cfg["prompts"], policy), outputs=[plot, caption],
-                     **queued("sweep"), show_progress="hidden", api_name=False)
+                     **queued("sweep"), **QUIET)
     with gr.Column(elem_id="sweep-pass-cost-area"):
         gr.Markdown(PASS_COST_INTRO)
         with gr.Row():
@@ -167,5 +168,5 @@ def sweeps_tab(settings: dict[str, Any] | None = None, policy: Policy = LOCAL) -
         plot = gr.Plot(label="The cost of one forward pass", show_label=False, elem_id="sweep-pass-cost-plot")
         caption = gr.Markdown("Not measured yet: press **Run pass-cost sweep**.", elem_id="sweep-pass-cost-note")
     button.click(pass_cost_handler(list(cfg["pass_cost"]["points"]), policy), inputs=[hf, device],
-                 outputs=[plot, caption], **queued("sweep"), show_progress="hidden",
+                 outputs=[plot, caption], **queued("sweep"), **HIDDEN,
                  api_name=False)
