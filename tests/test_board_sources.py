@@ -5,13 +5,17 @@ source under several settings, the twin's curve of quality against tokens per pa
 from __future__ import annotations
 
 import csv
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from app.board.prompts import Prompt
+from app.board.run import Board, Entrant, paired, plan
 from app.cli.board import main
 from tests.fixtures import needs_twins
-from tests.wire_server import DEFAULT_KEY
+from tests.wire_server import DEFAULT_KEY, script
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 
@@ -114,3 +118,35 @@ def test_a_key_given_as_a_setting_is_scrubbed_from_every_answer_and_never_writte
     assert all(r["settings"] == "{}" for r in rows)
     for path in (tmp_path / "keys.csv", out, tmp_path / "keys-summary.csv", *(tmp_path / "keys-races").iterdir()):
         assert DEFAULT_KEY not in path.read_text(encoding="utf-8"), path
+
+
+def chunk(text: str, finish: str = "null") -> bytes:
+    return b'data: {"choices": [{"index": 0, "delta": {"content": "%s"}, "finish_reason": %s}]}\n\n' % (
+        text.encode(), finish.encode())
+
+
+def test_a_side_is_judged_as_soon_as_it_ends_while_the_other_still_runs(fast_env: str, tmp_path: Path) -> None:
+    """The held side's stream waits on a gate that only the first judgement opens: the board must judge the quick
+    side while the held one is still running (a board that judged after both ended would find the gate shut)."""
+    gate = threading.Event()
+    held = script([chunk("Hold on. "), gate, chunk("It is 5.", '"stop"'), b"data: [DONE]\n\n"])
+    shut_when_judged: list[bool] = []
+
+    class Watching(Board):
+        def judge(self, *args: Any, **kwargs: Any) -> Any:
+            shut_when_judged.append(not gate.is_set())
+            gate.set()
+            return super().judge(*args, **kwargs)
+
+    heats = plan(paired(Entrant("held", "held", f"openai:{held}"), Entrant("quick", "quick", "openai:gpt-test")),
+                 [Prompt("ECHO:5", "5")], seeds=1)
+    safety = threading.Timer(120, gate.set)  # a board that waits for both sides fails below instead of hanging
+    safety.start()
+    try:
+        assert len(list(Watching(heats, tmp_path / "b.csv", lambda prompt, answer: None).run())) == 1
+    finally:
+        safety.cancel()
+    assert shut_when_judged == [True, False]
+    rows = read(tmp_path / "b.csv")
+    assert [(r["label"], r["status"], r["match"]) for r in rows] == [("held", "done", "found"),
+                                                                    ("quick", "done", "exact")]

@@ -1,12 +1,14 @@
 """`python -m app bench --only board`: what the board (app/board/) adds to the races it runs (issue 54, item 6).
 
 "Races alone" runs the same heats as bare races, each recorded, its ticks drained and nothing else; "board" runs them
-through `Board.run`, which also loads the referee, reads each side's metrics, scores each answer and appends and
-flushes the CSV. The two alternate over `repeats` rounds. On a shared machine wall time moves by tens of percent from
-one round to the next with other work, so the overhead is read four ways: wall time and this process's CPU time of the
-board over the races alone, less one; and the board's own work timed where it happens (loading the referee, each
-heat's rows with their scores), in wall seconds over the races' wall seconds and in CPU seconds over the races' CPU
-seconds. Target: both under 5% in the worst round.
+through `Board.run`, which also loads the referee, reads each side's metrics, judges each side's answer as the side
+ends (while the other side may still be running) and appends and flushes the CSV. The two alternate over `repeats`
+rounds. On a shared machine wall time moves by tens of percent from one round to the next with other work, so the
+overhead is read four ways: wall time and this process's CPU time of the board over the races alone, less one; and
+the board's own work timed where it happens (loading the referee, each side's judgement, each heat's rows), in wall
+seconds over the races' wall seconds (as if none of it overlapped a race) and in CPU seconds over the races' CPU
+seconds. Target, in the worst round: the board's wall time under 5% over the races alone (what the issue asks), and
+its own work under 5% of the races' CPU time.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ TARGET = 0.05
 
 
 class TimedBoard(Board):
-    """The board, with its own work added up: each heat's rows in wall seconds (`own`) and each row in its thread's CPU
+    """The board, with its own work added up: each heat's rows and each side's judgement (made as the side ends, while
+    the other may still run) in wall seconds (`own`, as if none of it overlapped a race) and in their thread's CPU
     seconds (`own_cpu`), and of that the referee's scoring (`scoring_cpu`)."""
 
     own = 0.0
     own_cpu = 0.0
     scoring_cpu = 0.0
+    _in_row = False
 
     def rows_of(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         started = time.perf_counter()
@@ -41,11 +45,22 @@ class TimedBoard(Board):
             self.own += time.perf_counter() - started
 
     def row(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        started = time.thread_time()
+        started, self._in_row = time.thread_time(), True
         try:
             return super().row(*args, **kwargs)
         finally:
             self.own_cpu += time.thread_time() - started
+            self._in_row = False
+
+    def judge(self, *args: Any, **kwargs: Any) -> Any:
+        if self._in_row:  # timed as part of its row
+            return super().judge(*args, **kwargs)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return super().judge(*args, **kwargs)
+        finally:
+            self.own += time.perf_counter() - wall
+            self.own_cpu += time.thread_time() - cpu
 
 
 def timed_score(board: TimedBoard, score: Any) -> Any:
@@ -110,16 +125,18 @@ def bench(repeats: int = 3, prompts: int = PROMPTS) -> dict[str, Any]:
 
     own = [(b["load"] + b["rows"]) / raced(b) for b in board]
     own_cpu = [(b["load_cpu"] + b["rows_cpu"]) / raced_cpu(b) for b in board]
+    overhead = [b["wall"] / a[0] - 1 for a, b in zip(alone, board)]
     return {"races": len(heats), "rounds": repeats,
             "races_alone_wall_seconds": [round(a[0], 3) for a in alone],
             "board_wall_seconds": [round(b["wall"], 3) for b in board],
             "races_alone_cpu_seconds": [round(a[1], 3) for a in alone],
             "board_cpu_seconds": [round(b["cpu"], 3) for b in board],
-            "wall_overhead_median": median([b["wall"] / a[0] - 1 for a, b in zip(alone, board)]),
+            "wall_overhead_median": median(overhead), "wall_overhead_worst": round(max(overhead), 4),
             "cpu_overhead_median": median([b["cpu"] / a[1] - 1 for a, b in zip(alone, board)]),
             "referee_load_seconds_median": median([b["load"] for b in board]),
             "own_share_median": median(own), "own_share_worst": round(max(own), 4),
             "own_cpu_share_median": median(own_cpu), "own_cpu_share_worst": round(max(own_cpu), 4),
             "scoring_cpu_share_median": median([b["scoring_cpu"] / raced_cpu(b) for b in board]),
-            "target": f"the board's own work under {TARGET:.0%} of its races' time, wall and CPU, in the worst round",
-            "met": max(*own, *own_cpu) < TARGET}
+            "target": f"the board's wall time under {TARGET:.0%} over its races alone, and its own work under "
+                      f"{TARGET:.0%} of its races' CPU time, in the worst round",
+            "met": max(*overhead, *own_cpu) < TARGET}

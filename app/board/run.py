@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from app.analysis.changes import eos_cut, metrics
 from app.board.cells import read_row, safe_row
@@ -23,6 +23,7 @@ from app.trace.frames import Frame
 COLUMNS = ("prompt_index", "prompt", "expected", "seed", "label", "method", "spec", "settings", "status", "passes",
            "answer_tokens", "tokens_per_pass", "seconds", "quality", "quality_kind", "match", "answer", "recording")
 SECRET = ("api_key",)  # settings that are keys: given to the race as secrets, never written in a row
+Judged = tuple[str, Optional[float], str, str]  # a side's answer, its quality, the quality's kind and the match
 
 
 @dataclass(frozen=True)
@@ -175,34 +176,43 @@ class Board:
         options = self.race_options() if callable(self.race_options) else self.race_options
         race = Race(heat.prompt.text, heat.left.spec, heat.right.spec, settings=settings, out=out,
                     **{"secrets": secrets, **options})  # a key given as a setting is scrubbed as a typed one is
+        judged: dict[str, Judged] = {}
         for _ in race.ticks(0.2):
-            pass
+            for side, s in race.sides.items():  # a side is judged as soon as it ends, while the other still runs
+                if side not in judged and s.status not in ("waiting", "running"):
+                    judged[side] = self.judge(replace(heat.prompt, text=race.prompt), s.frames)
         saved = race.path.is_file() and options.get("max_bytes") != 0
         if saved and self.on_saved is not None:
             self.on_saved(race.path)
         link = "" if not saved else (race.path.relative_to(self.csv_path.parent).as_posix() if self.csv_path
                                      and race.path.is_relative_to(self.csv_path.parent) else str(race.path))
         asked = replace(heat, prompt=replace(heat.prompt, text=race.prompt))  # as the race kept it: keys scrubbed
-        return self.rows_of(asked, race, link)
+        return self.rows_of(asked, race, link, judged)
 
-    def rows_of(self, heat: Heat, race: Race, link: str) -> list[dict[str, Any]]:
-        """The heat's two rows, one after the other: scoring them in two threads took a fifth less wall time and a
-        fifth more CPU time (the two contend), so the board keeps to one (`python -m app bench --only board`)."""
+    def rows_of(self, heat: Heat, race: Race, link: str,
+                judged: dict[str, Judged] | None = None) -> list[dict[str, Any]]:
+        """The heat's two rows, one after the other, with the judgements made while the race ran (`judged`, by side);
+        scoring the two in two threads took a fifth less wall time and a fifth more CPU time (the two contend), so the
+        board keeps to one (`python -m app bench --only board`)."""
+        judged = judged or {}
         return [self.row(heat, entrant, race.sides[side].frames, race.sides[side].status, race.sides[side].message,
-                         link) for side, entrant in (("left", heat.left), ("right", heat.right))]
+                         link, judged.get(side)) for side, entrant in (("left", heat.left), ("right", heat.right))]
+
+    def judge(self, prompt: Prompt, frames: list[Frame]) -> Judged:
+        """(answer, quality, its kind, match) of a side's frames: an expected answer's match, or the referee's
+        perplexity of a story."""
+        answer = answer_text(frames[-1]) if frames else ""
+        if prompt.expected is not None:
+            match = check(answer, prompt.expected)
+            return answer, (100.0 if match != "no" else 0.0), "match", match
+        return answer, self.score(prompt.text, answer) if answer.strip() else None, "referee_ppl", ""
 
     def row(self, heat: Heat, entrant: Entrant, frames: list[Frame], status: str, message: str | None,
-            link: str) -> dict[str, Any]:
-        """One side's row: its figures from its frames, its quality, and the recording it is in."""
+            link: str, judged: Judged | None = None) -> dict[str, Any]:
+        """One side's row: its figures from its frames, its quality (`judged`, or judged now), and the recording it
+        is in."""
         m = metrics(frames)
-        answer = answer_text(frames[-1]) if frames else ""
-        quality: float | None
-        if heat.prompt.expected is not None:
-            match = check(answer, heat.prompt.expected)
-            quality, kind = (100.0 if match != "no" else 0.0), "match"
-        else:
-            match, kind = "", "referee_ppl"
-            quality = self.score(heat.prompt.text, answer) if answer.strip() else None
+        answer, quality, kind, match = judged or self.judge(heat.prompt, frames)
         return {"prompt_index": heat.index, "prompt": heat.prompt.text, "expected": heat.prompt.expected or "",
                 "seed": heat.seed, "label": entrant.label, "method": entrant.method, "spec": entrant.spec,
                 "settings": json.dumps({k: v for k, v in entrant.settings.items() if k not in SECRET}, sort_keys=True),

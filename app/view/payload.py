@@ -25,9 +25,10 @@ from app.view.why import paced, why_line
 
 PLAYER_DIR = Path(__file__).resolve().parent / "player"  # the player's parts (*.js) and player.css
 UPDATE_INTERVAL = 0.25  # seconds between coalesced updates: at most 4 a second reach the browser. Gradio handles
-# each on the page's main thread (it refreshes the loading status of every input the race takes, some 180 widgets):
-# at 20 a second the page fell behind the race, and a Stop click waited behind the updates queued before it (lesson
-# 13's race, tests/test_stop_race.py: the race ended before Stop reached it in 2 of 6 runs at 0.05 s, 0 of 6 at 0.25 s)
+# each on the page's main thread (it then refreshed the loading status of every input the race took, some 180 widgets,
+# since sent as one box: app/ui/packed.py): at 20 a second the page fell behind the race, and a Stop click waited
+# behind the updates queued before it (lesson 13's race, tests/test_stop_race.py: the race ended before Stop reached
+# it in 2 of 6 runs at 0.05 s, 0 of 6 at 0.25 s)
 
 
 def new_run_id(prefix: str = "run") -> str:
