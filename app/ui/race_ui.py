@@ -152,10 +152,9 @@ def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
         """Chains a race after `event` (the Run button, a lesson); the library refreshes when it ends. `lesson`, for a
         lesson's race: (an input, the lesson's name and its own draft from its value); the header keeps the name."""
         extra, name = ([lesson[0]], lesson[1]) if lesson else ([], None)
-        race = gather(event, pack).then(run_race(left, right, pack, policy, name, len(drafts)), inputs=inputs + extra,
-                                        outputs=shown,
-                          **queued("race"), **HIDDEN,
-                          api_name=api_name)
+        handler = run_race(left, right, pack, policy, name, len(drafts))
+        race = gather(event, pack).then(handler, inputs=inputs + extra, outputs=shown, **queued("race"), **HIDDEN,
+                                        api_name=api_name)
         refresh(race)
         return race
     return start_race
@@ -222,13 +221,13 @@ def run_race(left: SideControls, right: SideControls, pack: Pack, policy: Policy
     n_left = len(left.widgets())
 
     def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Updates:
-        named, own_draft = lesson(values[7 + n_draft]) if lesson is not None else (None, None)
-        drafted = list(values[7:7 + n_draft])
+        picked, packed, rest = values[:6], values[6], values[7:]  # each side's kind, model and key; the box; the rest
+        named, own_draft = lesson(rest[n_draft]) if lesson is not None else (None, None)
+        drafted = list(rest[:n_draft])
         try:
-            settings = unpacked(pack, values[6])  # the guard has checked each value against its widget
+            settings = unpacked(pack, packed)  # the guard has checked each value against its widget
         except (ValueError, TypeError, gr.Error):
             raise gr.Error(UNREADABLE, print_exception=False) from None
-        values = (*values[:3], *settings[:n_left], *values[3:6], *settings[n_left:])
         visitor = visitor_of(policy, owner, request)
         run_id = new_run_id()
         prompt = prompt or ""
@@ -236,7 +235,8 @@ def run_race(left: SideControls, right: SideControls, pack: Pack, policy: Policy
         if refusal is not None:
             yield to_player(refusal), gr.skip()
             return
-        sides = {"left": left.read(list(values[:3 + n_left])), "right": right.read(list(values[3 + n_left:]))}
+        sides = {"left": left.read([*picked[:3], *settings[:n_left]]),
+                 "right": right.read([*picked[3:], *settings[n_left:]])}
         if not pin(pins, [(spec, st) for spec, st, _ in sides.values()], policy):
             yield to_player(notice_payload(PINS_REFUSAL)), gr.skip()
             return
