@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from app.analysis.changes import eos_cut, metrics
 from app.board.cells import read_row, safe_row
@@ -23,7 +23,7 @@ from app.trace.frames import Frame
 COLUMNS = ("prompt_index", "prompt", "expected", "seed", "label", "method", "spec", "settings", "status", "passes",
            "answer_tokens", "tokens_per_pass", "seconds", "quality", "quality_kind", "match", "answer", "recording")
 SECRET = ("api_key",)  # settings that are keys: given to the race as secrets, never written in a row
-Judged = tuple[str, Optional[float], str, str]  # a side's answer, its quality, the quality's kind and the match
+Judged = tuple[str, float | None, str, str]  # a side's answer, its quality, the quality's kind and the match
 
 
 @dataclass(frozen=True)

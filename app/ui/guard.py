@@ -91,24 +91,28 @@ def out_of_place(component: Any, value: Any) -> str | None:
     return None
 
 
+def value_refusal(component: Any, value: Any, state: Any = None) -> tuple[str, str] | None:
+    """(sentence, kind) when one input's value is over its kind's limit or out of place for its component (read from
+    the session's `state` where that session updated it), or None (a server-kept gr.State is never refused)."""
+    field = field_of(component)
+    if field is None:
+        return None
+    current = state[component._id] if state is not None and component._id in state else component
+    sentence = refusal(field, value) or out_of_place(current, value)
+    return (sentence, field) if sentence else None
+
+
 def first_refusal(block_fn: Any, inputs: list[Any], state: Any = None) -> tuple[str, int, str, Any] | None:
     """(sentence, input index, kind, the value refused) for the first input over its limit or out of place (inside a
     packed box: the first widget's value that is), or None when all are acceptable; `state` is the session's (a
     component it updated, such as a picker's choices, is read from it)."""
     for i, (component, value) in enumerate(zip(block_fn.inputs, inputs)):
-        field = field_of(component)
-        if field is None:
-            continue
-        sentence = refusal(field, value)
-        if not sentence:
-            current = state[component._id] if state is not None and component._id in state else component
-            sentence = out_of_place(current, value)
-        if not sentence and component._id in PACKS:
-            inner = packed_refusal(component._id, value)
-            if inner:
-                return inner[0], i, inner[1], inner[2]
-        if sentence:
-            return sentence, i, field, value
+        found = value_refusal(component, value, state)
+        if found:
+            return found[0], i, found[1], value
+        inner = packed_refusal(component._id, value) if component._id in PACKS else None
+        if inner:
+            return inner[0], i, inner[1], inner[2]
     return None
 
 
@@ -120,10 +124,9 @@ def packed_refusal(box_id: int, text: Any) -> tuple[str, str, Any] | None:
     if values is None:
         return UNREADABLE, "settings", text
     for widget, value in zip(pack.widgets.values(), values):
-        field = field_of(widget)
-        sentence = refusal(field, value) or out_of_place(widget, value) if field is not None else None
-        if sentence:
-            return sentence, str(field), value
+        found = value_refusal(widget, value)
+        if found:
+            return found[0], found[1], value
     return None
 
 

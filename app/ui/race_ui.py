@@ -144,8 +144,7 @@ def race_starter(box: RaceBox, policy: Policy, owner: Any, shown: list[Any],
     drafts = box.draft.inputs() if box.draft is not None else []
     assert box.settings is not None
     pack = box.settings
-    inputs = [owner, box.prompt, box.pins, left.kind, left.arg, left.key, right.kind, right.arg, right.key, pack.box,
-              *drafts]
+    inputs = [owner, box.prompt, box.pins, *left.picker(), *right.picker(), pack.box, *drafts]
 
     def start_race(event: Any, api_name: str | bool = False,
                    lesson: tuple[Any, Callable[[Any], tuple[str, Revision | None]]] | None = None) -> Any:
@@ -218,10 +217,11 @@ def run_race(left: SideControls, right: SideControls, pack: Pack, policy: Policy
     (app/ui/draft_ui.py; a lesson's race ignores them: it starts from the lesson's own draft, or from nothing). With
     `lesson`, the handler takes one more input, last, from which `lesson` gives the name of the guided lesson that set
     the race up (its recording's header keeps it) and that lesson's draft."""
-    n_left = len(left.widgets())
+    n_picked, n_left = len(left.picker()), len(left.widgets())
 
     def run(request: gr.Request, owner: Any, prompt: str, pins: str, *values: Any) -> Updates:
-        picked, packed, rest = values[:6], values[6], values[7:]  # each side's kind, model and key; the box; the rest
+        at = 2 * n_picked  # each side's kind, model and key; then the box; then the rest
+        picked, packed, rest = values[:at], values[at], values[at + 1:]
         named, own_draft = lesson(rest[n_draft]) if lesson is not None else (None, None)
         drafted = list(rest[:n_draft])
         try:
@@ -235,8 +235,8 @@ def run_race(left: SideControls, right: SideControls, pack: Pack, policy: Policy
         if refusal is not None:
             yield to_player(refusal), gr.skip()
             return
-        sides = {"left": left.read([*picked[:3], *settings[:n_left]]),
-                 "right": right.read([*picked[3:], *settings[n_left:]])}
+        sides = {"left": left.read([*picked[:n_picked], *settings[:n_left]]),
+                 "right": right.read([*picked[n_picked:], *settings[n_left:]])}
         if not pin(pins, [(spec, st) for spec, st, _ in sides.values()], policy):
             yield to_player(notice_payload(PINS_REFUSAL)), gr.skip()
             return

@@ -70,7 +70,11 @@ class SideControls:
     settings: list[tuple[str, str, dict[str, Any], Any]] = field(default_factory=list)
 
     def inputs(self) -> list[Any]:
-        return [self.kind, self.arg, self.key, *self.widgets()]
+        return [*self.picker(), *self.widgets()]
+
+    def picker(self) -> list[Any]:
+        """The kind, model and key boxes: the first values `read` takes."""
+        return [self.kind, self.arg, self.key]
 
     def widgets(self) -> list[Any]:
         """The settings' widgets, every kind's, in the order `read` takes their values after the kind, model and key."""
